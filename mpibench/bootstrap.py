@@ -1,0 +1,241 @@
+"""From launcher variables to a ready process group, with no torchrun rendezvous needed.
+
+start() builds the Session every command runs in: the side-channel communicator, each
+rank's host and local rank, the backend and device, and (when asked) the
+torch.distributed process group, whose rendezvous address rank 0 chooses and MPI
+broadcasts. Errors that can differ between ranks go through Session.agree() so that
+every rank exits the same way.
+"""
+import datetime
+import os
+import socket
+import sys
+
+from . import faults, netaddr
+from .comm import Comm, MPIComm, StoreComm
+from .errors import Exit, UsageError
+
+TORCH_BACKENDS = ("nccl", "gloo")
+last_comm = None
+
+
+class Session:
+    def __init__(self, place, comm):
+        self.place = place
+        self.comm = comm
+        self.rank = comm.rank
+        self.size = comm.size
+        self.hostname = socket.gethostname()
+        self.pid = os.getpid()
+        self.local_rank = place.local_rank
+        self.local_size = place.local_size
+        self.hosts = None            # hostname of every rank, in rank order
+        self.backend = None          # torch backend in use, or None
+        self.device = None           # torch.device for the torch backend
+        self.pg = False
+        self.rendezvous = None       # "addr:port" (or how it was found)
+
+    @property
+    def launcher(self):
+        return self.place.launcher
+
+    @property
+    def where(self):
+        return f"rank {self.rank} (host {self.hostname})"
+
+    def out(self, text=""):
+        """Print on rank 0 only: results have one voice."""
+        if self.rank == 0:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+    def agree(self, error, code=2):
+        """Every rank passes its own error (or None); if any rank has one, all raise.
+
+        Rank 0 prints the first error, naming where it happened unless it concerns all.
+        """
+        errors = self.comm.allgather(None if error is None else (self.rank, self.hostname, str(error)))
+        bad = [e for e in errors if e is not None]
+        if not bad:
+            return
+        texts = {text for _, _, text in bad}
+        if len(bad) == len(errors) and len(texts) == 1:
+            message = bad[0][2]
+        else:
+            rank, host, text = bad[0]
+            where = f"rank {rank} (host {host})"
+            others = len(bad) - 1
+            message = f"{where}: {text}" + (f" (and {others} more rank{'s' if others > 1 else ''})" if others else "")
+        raise Exit(message, code)
+
+    def close(self):
+        if self.pg:
+            import torch.distributed as dist
+            try:
+                dist.destroy_process_group()
+            except Exception:
+                pass
+            self.pg = False
+
+
+def _make_comm(place, env):
+    if place.uses_mpi:
+        comm = MPIComm()
+        if place.size is not None and comm.size != place.size:
+            raise UsageError(
+                f"the launcher ({place.launcher}) says {place.size} ranks but MPI sees {comm.size}: "
+                f"mpi4py is using a different MPI library than the launcher "
+                f"({comm.library_version()}); use the mpirun of the MPI that mpi4py loads")
+        return comm, None
+    if place.launcher in ("torchrun", "env", "slurm"):
+        import torch.distributed as dist
+        if place.launcher == "slurm":
+            _slurm_master(env)
+        _require_master(env)
+        store, _, _ = next(dist.rendezvous("env://", place.rank, place.size,
+                                           timeout=datetime.timedelta(seconds=_env_timeout(env))))
+        return StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, place.size), store
+    return Comm(), None
+
+
+def _env_timeout(env):
+    return float(env.get("MPIBENCH_INIT_TIMEOUT", "300"))
+
+
+def _require_master(env):
+    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not env.get(v)]
+    if missing:
+        raise UsageError(f"{' and '.join(missing)} not set: without an MPI launcher the ranks need "
+                         f"a rendezvous address (torchrun sets it)")
+
+
+def _slurm_master(env):
+    """Plain srun gives no MPI: rendezvous at the step's first node, port from the job id."""
+    from .slurm import expand_nodelist
+    if not env.get("MASTER_ADDR"):
+        nodes = expand_nodelist(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "")
+        if not nodes:
+            raise UsageError("srun started this job but SLURM_STEP_NODELIST is empty: set MASTER_ADDR")
+        os.environ["MASTER_ADDR"] = env["MASTER_ADDR"] = nodes[0]
+    if not env.get("MASTER_PORT"):
+        job = int(env.get("SLURM_JOB_ID", "0") or 0)
+        step = int(env.get("SLURM_STEP_ID", "0") or 0)
+        os.environ["MASTER_PORT"] = env["MASTER_PORT"] = str(20000 + (job * 16 + step) % 20000)
+
+
+def _local_ranks(session):
+    """Local rank and size from the ranks that share this host, in rank order."""
+    hosts = session.hosts
+    same = [r for r, h in enumerate(hosts) if h == session.hostname]
+    return same.index(session.rank), len(same)
+
+
+def resolve_backend(name):
+    """auto -> nccl when CUDA and NCCL are there, else gloo. Raises UsageError if impossible."""
+    import torch
+    import torch.distributed as dist
+    cuda = torch.cuda.is_available()
+    if name == "auto":
+        return "nccl" if cuda and dist.is_nccl_available() else "gloo"
+    if name == "nccl":
+        if not cuda:
+            raise UsageError("--backend nccl needs a CUDA GPU, and torch sees none on this host "
+                             f"(torch {torch.__version__}); use --backend gloo")
+        if not dist.is_nccl_available():
+            raise UsageError(f"--backend nccl: this torch ({torch.__version__}) was built without NCCL")
+    return name
+
+
+def _pick_device(session, backend):
+    import torch
+    if backend != "nccl":
+        return torch.device("cpu"), None
+    count = torch.cuda.device_count()
+    if session.local_rank >= count:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        shown = f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else ""
+        return None, (f"host {session.hostname} has {session.local_size} ranks but "
+                      f"{count} visible GPU{'s' if count != 1 else ''}{shown}: start at most "
+                      f"{count} ranks per host, or make more GPUs visible")
+    torch.cuda.set_device(session.local_rank)
+    return torch.device("cuda", session.local_rank), None
+
+
+def _init_pg(session, backend, env, store, timeout):
+    import torch.distributed as dist
+    td = datetime.timedelta(seconds=timeout)
+    if store is not None:                          # torchrun / srun: the store already exists
+        dist.init_process_group(backend, store=dist.PrefixStore("mpibench-pg", store),
+                                rank=session.rank, world_size=session.size, timeout=td)
+        session.rendezvous = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']} ({session.launcher})"
+    elif env.get("MASTER_ADDR") and env.get("MASTER_PORT"):   # the user's values win
+        dist.init_process_group(backend, init_method="env://", rank=session.rank,
+                                world_size=session.size, timeout=td)
+        session.rendezvous = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']} (MASTER_ADDR/MASTER_PORT)"
+    else:
+        tcp = None
+        if session.rank == 0:
+            try:
+                others = [a for a, h in zip(session._addrs, session.hosts) if h != session.hostname]
+                addr = netaddr.reachable_address(env, [a for a in others if a])
+                tcp = dist.TCPStore(addr, 0, session.size, True, timeout=td, wait_for_workers=False)
+                found = (addr, tcp.port, None)
+            except Exception as exc:
+                found = (None, None, f"rank 0 could not open the rendezvous store: {exc}")
+        else:
+            found = None
+        addr, port, error = session.comm.bcast(found, root=0)
+        if error:
+            raise Exit(error, 1)
+        if tcp is None:
+            tcp = dist.TCPStore(addr, port, session.size, False, timeout=td)
+        dist.init_process_group(backend, store=tcp, rank=session.rank,
+                                world_size=session.size, timeout=td)
+        how = "single process" if session.size == 1 else "chosen by rank 0, sent through MPI"
+        session.rendezvous = f"{addr}:{port} ({how})"
+    session.pg = True
+
+
+def _primary_address():
+    try:
+        addr = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        addr = None
+    if not addr or addr.startswith("127."):
+        addrs = [a for a in netaddr.interface_addresses().values() if not a.startswith("127.")]
+        addr = addrs[0] if addrs else None
+    return addr
+
+
+def start(place, backend="auto", init_pg=True, timeout=300.0, env=None):
+    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group."""
+    global last_comm
+    env = os.environ if env is None else env
+    comm, store = _make_comm(place, env)
+    last_comm = comm   # so that a failure before start() returns can still abort the job
+    session = Session(place, comm)
+    facts = comm.allgather((session.hostname, _primary_address()))
+    session.hosts = [h for h, _ in facts]
+    session._addrs = [a for _, a in facts]
+    if session.local_rank is None or session.local_size is None:
+        local_rank, local_size = _local_ranks(session)
+        session.local_rank = local_rank if session.local_rank is None else session.local_rank
+        session.local_size = local_size if session.local_size is None else session.local_size
+
+    if faults.get("raise", session.rank) is not None:
+        raise RuntimeError("test fault switch MPIBENCH_FAULT=raise made this rank fail")
+
+    if backend is None:
+        return session
+    error = None
+    try:
+        backend = resolve_backend(backend)
+    except UsageError as exc:
+        error = str(exc)
+    session.agree(error)
+    device, error = _pick_device(session, backend)
+    session.agree(error)
+    session.backend, session.device = backend, device
+    if init_pg:
+        _init_pg(session, backend, env, store, timeout)
+    return session

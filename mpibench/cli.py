@@ -1,0 +1,143 @@
+"""Command line: parse on every rank alike, run the command, end every rank the same way.
+
+Parsing needs no communication: every rank parses the same argv, so a bad argument is
+printed once (by rank 0) and every rank exits 2 before torch or MPI is even loaded.
+After that, an Exit raised on all ranks together ends the job cleanly with its code;
+any other exception on any rank is reported once, naming that rank and host, and
+aborts the whole job so that nothing hangs.
+"""
+import argparse
+import os
+import sys
+import traceback
+
+from . import __version__, bootstrap, commands, launcher
+from .errors import Exit, UsageError
+
+_RANK0 = True   # set before parsing, so that help and usage print once per job
+
+
+def error_line(exc):
+    text = str(exc)
+    return text if text.startswith("mpibench") else f"mpibench: {text}"
+
+
+def say(text):
+    """One line to stderr, flushed (progress notes and errors)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}")
+
+    def print_help(self, file=None):
+        if _RANK0:
+            super().print_help(file)
+
+    def print_usage(self, file=None):
+        if _RANK0:
+            super().print_usage(file)
+
+    def _print_message(self, message, file=None):
+        if _RANK0:
+            super()._print_message(message, file)
+
+
+def add_backend(parser, choices=("auto", "nccl", "gloo")):
+    parser.add_argument("--backend", default="auto", metavar="NAME",
+                        help=f"{' | '.join(choices)} (default auto: nccl on CUDA GPUs, else gloo)")
+
+
+def positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0: {text}")
+    return value
+
+
+def build_parser():
+    top = Parser(prog="mpibench", description=(
+        "Collective and network benchmarks for torch.distributed (NCCL on GPUs, gloo on CPUs), "
+        "started by mpirun, srun, torchrun or a lone python. With no command, runs 'run'."))
+    top.add_argument("--version", action="version", version=f"mpibench {__version__}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in commands.NAMES:
+        mod = commands.load(name)
+        p = sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        mod.add_arguments(p)
+    return top
+
+
+def parse(argv):
+    argv = list(argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, commands.DEFAULT)
+    elif not argv[0].startswith("-") and argv[0] not in commands.NAMES:
+        raise UsageError(f"unknown command '{argv[0]}' (commands: {', '.join(commands.NAMES)})")
+    args = build_parser().parse_args(argv)
+    return args.command, args
+
+
+def main(argv=None):
+    global _RANK0
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        place = launcher.detect(os.environ)
+    except UsageError as exc:
+        say(error_line(exc))
+        sys.exit(2)
+    _RANK0 = place.rank == 0
+    try:
+        name, args = parse(argv)
+    except UsageError as exc:
+        if _RANK0:
+            say(error_line(exc))
+        sys.exit(exc.code)
+    sys.exit(execute(place, name, args))
+
+
+def execute(place, name, args):
+    mod = commands.load(name)
+    if mod.SESSION == "offline":
+        try:
+            return mod.execute(None, args) or 0
+        except Exit as exc:
+            if str(exc):
+                say(error_line(exc))
+            return exc.code
+    session = None
+    comm = None
+    try:
+        backend = getattr(args, "backend", "auto") if mod.SESSION == "args" else None
+        session = bootstrap.start(place, backend=backend, init_pg=backend is not None,
+                                  timeout=getattr(args, "timeout", None) or 300.0)
+        comm = session.comm
+        return mod.execute(session, args) or 0
+    except Exit as exc:
+        # Raised on every rank together: say it once and leave cleanly.
+        if str(exc) and place.rank == 0:
+            say(error_line(exc))
+        return exc.code
+    except BaseException as exc:
+        where = session.where if session else f"rank {place.rank} (host {_host()})"
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        say(f"mpibench: {where} failed: {detail}")
+        if os.environ.get("MPIBENCH_DEBUG"):
+            traceback.print_exc()
+        comm = comm or getattr(bootstrap, "last_comm", None)
+        if comm is not None and comm.size > 1:
+            comm.abort(1)
+        return 1
+    finally:
+        if session is not None:
+            session.close()
+
+
+def _host():
+    import socket
+    return socket.gethostname()

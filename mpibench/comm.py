@@ -1,0 +1,126 @@
+"""The side channel every rank uses to gather figures, agree on errors and abort.
+
+MPI (mpi4py) when an MPI launcher started the job; a torch Store when torchrun or a
+plain srun did (no MPI job spans the ranks then); nothing at all for a lone process.
+It is never the channel being measured, so its cost is outside every timed region.
+"""
+import os
+import pickle
+import sys
+
+
+class Comm:
+    kind = "self"
+    rank = 0
+    size = 1
+
+    def allgather(self, obj):
+        return [obj]
+
+    def gather(self, obj, root=0):
+        return [obj]
+
+    def bcast(self, obj, root=0):
+        return obj
+
+    def barrier(self):
+        pass
+
+    def abort(self, code):
+        _hard_exit(code)
+
+    def library_version(self):
+        return mpi_library_version()
+
+
+def _hard_exit(code):
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+def mpi_library_version():
+    """The MPI library's own version line; MPI allows asking before MPI_Init."""
+    try:
+        import mpi4py
+        mpi4py.rc.initialize = False   # asking must not start MPI in a lone process
+        from mpi4py import MPI
+        # "Open MPI v5.0.11, package: ..., ident: ..." -> "Open MPI v5.0.11"
+        return MPI.Get_library_version().strip().splitlines()[0].split(",")[0].strip()
+    except Exception as exc:          # no MPI library at all: say so, do not fail
+        return f"unavailable ({type(exc).__name__})"
+
+
+class MPIComm(Comm):
+    kind = "mpi"
+
+    def __init__(self):
+        import mpi4py
+        mpi4py.rc.thread_level = "multiple"   # the hang watchdog talks MPI from its own thread
+        from mpi4py import MPI
+        if not MPI.Is_initialized():
+            MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        self.MPI = MPI
+        self.world = MPI.COMM_WORLD
+        self.rank = self.world.Get_rank()
+        self.size = self.world.Get_size()
+
+    def allgather(self, obj):
+        return self.world.allgather(obj)
+
+    def gather(self, obj, root=0):
+        return self.world.gather(obj, root=root)
+
+    def bcast(self, obj, root=0):
+        return self.world.bcast(obj, root=root)
+
+    def barrier(self):
+        self.world.Barrier()
+
+    def abort(self, code):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        self.world.Abort(code)
+
+
+class StoreComm(Comm):
+    """Gathers through a torch Store (TCPStore): set your key, read everyone's."""
+    kind = "store"
+
+    def __init__(self, store, rank, size):
+        self.store = store
+        self.rank = rank
+        self.size = size
+        self._seq = 0
+
+    def _next(self):
+        self._seq += 1
+        return f"mpibench/{self._seq}"
+
+    def allgather(self, obj):
+        tag = self._next()
+        self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
+        return [pickle.loads(self.store.get(f"{tag}/{r}")) for r in range(self.size)]
+
+    def gather(self, obj, root=0):
+        tag = self._next()
+        self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
+        if self.rank != root:
+            return None
+        return [pickle.loads(self.store.get(f"{tag}/{r}")) for r in range(self.size)]
+
+    def bcast(self, obj, root=0):
+        tag = self._next()
+        if self.rank == root:
+            self.store.set(tag, pickle.dumps(obj))
+            return obj
+        return pickle.loads(self.store.get(tag))
+
+    def barrier(self):
+        self.allgather(None)

@@ -1,0 +1,41 @@
+"""mpibench info: who is where — one row per rank, versions per host."""
+from tabulate import tabulate
+
+from .. import cli, sysinfo
+
+HELP = "show every rank's host, device, backend and launcher, and versions per host"
+SESSION = "args"
+
+
+def add_arguments(p):
+    cli.add_backend(p)
+    p.add_argument("--timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
+                   help="rendezvous and process-group timeout (default 120)")
+
+
+def execute(session, args):
+    record = sysinfo.rank_record(session)
+    record["backend"] = session.backend
+    record["launcher"] = session.launcher
+    gathered = session.comm.gather((record, sysinfo.versions()), root=0)
+    if session.rank != 0:
+        return 0
+    rows = [[r["rank"], r["hostname"], r["pid"], r["local_rank"],
+             r["device"] if r["device"] == "cpu" else f"{r['device']} {r['device_name']} [{r['bus_id']}]",
+             r["backend"], r["launcher"]] for r, _ in gathered]
+    session.out(f"# mpibench info: {session.size} rank{'s' if session.size != 1 else ''} on "
+                f"{len(set(session.hosts))} host{'s' if len(set(session.hosts)) != 1 else ''}, "
+                f"backend {session.backend}, launcher {session.launcher}, "
+                f"rendezvous {session.rendezvous}")
+    session.out(tabulate(rows, headers=["rank", "host", "pid", "local rank", "device", "backend",
+                                        "launcher"]))
+    per_host = {}
+    for r, v in gathered:
+        per_host.setdefault(r["hostname"], v)
+    session.out("")
+    keys = ["python", "torch", "nccl", "mpi4py", "mpi"]
+    session.out(tabulate([[h] + [v.get(k) or "-" for k in keys] for h, v in per_host.items()],
+                         headers=["host"] + keys))
+    for line in sysinfo.version_differences(per_host):
+        session.out(line)
+    return 0

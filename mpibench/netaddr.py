@@ -1,0 +1,82 @@
+"""Which address of this host the other hosts can reach (for the rendezvous store)."""
+import fcntl
+import socket
+import struct
+
+_SIOCGIFADDR = 0x8915
+
+
+def interface_addresses():
+    """{interface: IPv4 address} for every interface that has one."""
+    out = {}
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        return out
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name in names:
+            try:
+                packed = fcntl.ioctl(s.fileno(), _SIOCGIFADDR,
+                                     struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue
+            out[name] = socket.inet_ntoa(packed[20:24])
+    return out
+
+
+def _is_loopback(addr):
+    return addr.startswith("127.")
+
+
+def match_ifname(spec, names):
+    """Interfaces chosen by an NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME value.
+
+    NCCL's syntax: comma-separated prefixes; '^' excludes them; '=' asks for exact names.
+    """
+    spec = spec.strip()
+    exclude = spec.startswith("^")
+    if exclude:
+        spec = spec[1:]
+    exact = spec.startswith("=")
+    if exact:
+        spec = spec[1:]
+    items = [item for item in spec.split(",") if item]
+
+    def hit(name):
+        return any(name == item if exact else name.startswith(item) for item in items)
+
+    return [name for name in names if hit(name) != exclude]
+
+
+def reachable_address(env, peers):
+    """This host's address for other hosts to connect to.
+
+    env: the environment (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME are honoured);
+    peers: addresses of ranks on other hosts (empty when the job is on one host).
+    """
+    if not peers:
+        return "127.0.0.1"
+    addrs = interface_addresses()
+    for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+        spec = env.get(var)
+        if spec:
+            chosen = [n for n in match_ifname(spec, sorted(addrs)) if not _is_loopback(addrs[n])]
+            if not chosen:
+                raise RuntimeError(f"{var}={spec} matches no interface with an IPv4 address "
+                                   f"on this host (it has: {', '.join(sorted(addrs)) or 'none'})")
+            return addrs[chosen[0]]
+    # The source address the kernel would use to reach a peer is reachable from it.
+    for peer in peers:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((peer, 9))   # UDP connect sends nothing
+                addr = s.getsockname()[0]
+            if not _is_loopback(addr):
+                return addr
+        except OSError:
+            continue
+    for addr in addrs.values():
+        if not _is_loopback(addr):
+            return addr
+    raise RuntimeError("no non-loopback IPv4 address on this host for the other hosts to reach; "
+                       "set MASTER_ADDR, or NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME")

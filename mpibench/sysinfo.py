@@ -1,0 +1,71 @@
+"""Facts about this rank: versions, device, and the variables that shape the network."""
+import os
+import platform
+
+from . import __version__
+from .comm import mpi_library_version
+
+# Variable prefixes that change what the network does; shown in headers and compared.
+NET_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_", "MPIBENCH_")
+
+
+def versions():
+    import torch
+    import torch.distributed as dist
+    out = {"mpibench": __version__, "python": platform.python_version(), "torch": torch.__version__}
+    nccl = None
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        try:
+            nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+        except Exception:
+            nccl = "unknown"
+    out["nccl"] = nccl
+    try:
+        import mpi4py
+        out["mpi4py"] = mpi4py.__version__
+    except ImportError:
+        out["mpi4py"] = None
+    out["mpi"] = mpi_library_version()
+    return out
+
+
+def device_info(device):
+    """{'device': ..., 'name': ..., 'bus_id': ...} for a torch.device (cpu or cuda)."""
+    if device is None or device.type != "cuda":
+        return {"device": "cpu", "name": platform.processor() or platform.machine(), "bus_id": None}
+    import torch
+    props = torch.cuda.get_device_properties(device)
+    bus = None
+    if hasattr(props, "pci_bus_id"):
+        bus = f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:{getattr(props, 'pci_device_id', 0):02x}"
+    return {"device": f"cuda:{device.index}", "name": props.name, "bus_id": bus}
+
+
+def net_env(environ=None):
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(NET_PREFIXES)
+            and k != "MPIBENCH_FAULT"}
+
+
+def rank_record(session):
+    """What every rank tells rank 0 about itself (JSON config.devices entry)."""
+    dev = device_info(session.device)
+    return {"rank": session.rank, "pid": session.pid, "hostname": session.hostname,
+            "local_rank": session.local_rank, "device": dev["device"],
+            "device_name": dev["name"], "bus_id": dev["bus_id"]}
+
+
+def version_differences(per_host):
+    """per_host: {host: versions dict}, first host is the reference. -> warning lines."""
+    hosts = list(per_host)
+    if not hosts:
+        return []
+    ref_host = hosts[0]
+    ref = per_host[ref_host]
+    lines = []
+    for host in hosts[1:]:
+        diffs = [f"{k} {per_host[host].get(k)} vs {ref.get(k)}" for k in ref
+                 if per_host[host].get(k) != ref.get(k)]
+        if diffs:
+            lines.append(f"WARNING: host {host} differs from {ref_host} (rank 0): " + "; ".join(diffs))
+    return lines
