@@ -41,10 +41,15 @@ def device_info(device):
     return {"device": f"cuda:{device.index}", "name": props.name, "bus_id": bus}
 
 
+# Set by mpirun itself for every process: not the user's settings.
+_LAUNCHER_SET = ("OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdir",
+                 "OMPI_MCA_num_procs", "OMPI_MCA_ess_", "OMPI_MCA_orte_", "OMPI_MCA_pmix_")
+
+
 def net_env(environ=None):
     environ = os.environ if environ is None else environ
     return {k: v for k, v in sorted(environ.items()) if k.startswith(NET_PREFIXES)
-            and k != "MPIBENCH_FAULT"}
+            and not k.startswith(_LAUNCHER_SET) and k != "MPIBENCH_FAULT"}
 
 
 def rank_record(session):

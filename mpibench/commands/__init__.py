@@ -6,9 +6,9 @@ None for no process group, or "offline" for commands that need no ranks at all.
 """
 import importlib
 
-NAMES = ("info",)
+NAMES = ("run", "info")
 
-DEFAULT = "info"
+DEFAULT = "run"
 
 
 def load(name):

@@ -1,0 +1,39 @@
+"""all_gather: every rank contributes count elements; every rank receives all n chunks."""
+from functools import partial
+
+from .base import Collective, Counts, align_down, data_values, fill_chunks, index, poison_value
+
+
+class AllGather(Collective):
+    name = "all_gather"
+
+    def counts(self, count, elsize, n):
+        base = align_down(count // n, elsize)
+        return Counts(base, base * n, base, base, 0)
+
+    def bw_bytes(self, counts, elsize, n):
+        return counts.param * elsize * n
+
+    def busbw_factor(self, n):
+        return (n - 1) / n
+
+    def fill(self, send, recv, ctx):
+        import torch
+        recv.fill_(poison_value(ctx.dtype))
+        fill_chunks(torch, send, lambda a, b: data_values(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
+
+    def expected(self, ctx, start, stop):
+        import torch
+        k = index(torch, start, stop, ctx.device)
+        count = ctx.count
+        return data_values(torch, ctx, k // count, k % count)
+
+    def bind(self, dist, send, recv, ctx, async_op):
+        return partial(_all_gather(dist), recv, send, async_op=async_op)
+
+
+def _all_gather(dist):
+    return getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+
+COLLECTIVE = AllGather()

@@ -1,0 +1,40 @@
+"""all_to_all: rank r sends its chunk j to rank j and receives chunk r of every rank."""
+from functools import partial
+
+from .base import Collective, Counts, align_down, data_values, fill_chunks, index, poison_value
+
+
+class AllToAll(Collective):
+    name = "all_to_all"
+    modes = ("out",)          # no in-place all_to_all in torch.distributed
+
+    def counts(self, count, elsize, n):
+        base = align_down(count // n, elsize)
+        return Counts(base * n, base * n, base, 0, 0)
+
+    def bw_bytes(self, counts, elsize, n):
+        return counts.param * elsize * n
+
+    def busbw_factor(self, n):
+        return (n - 1) / n
+
+    def fill(self, send, recv, ctx):
+        import torch
+        recv.fill_(poison_value(ctx.dtype))
+        count = ctx.count
+
+        def values(a, b):
+            k = index(torch, a, b, ctx.device)
+            return data_values(torch, ctx, ctx.rank, k % count, dst=k // count)
+        fill_chunks(torch, send, values)
+
+    def expected(self, ctx, start, stop):
+        import torch
+        k = index(torch, start, stop, ctx.device)
+        return data_values(torch, ctx, k // ctx.count, k % ctx.count, dst=ctx.rank)
+
+    def bind(self, dist, send, recv, ctx, async_op):
+        return partial(dist.all_to_all_single, recv, send, async_op=async_op)
+
+
+COLLECTIVE = AllToAll()

@@ -1,0 +1,148 @@
+"""What every collective module provides, and the check values they share.
+
+Check values are small integers chosen so that every output element has a closed
+form and is exact in any reduction order (partial sums stay within the dtype's exact
+integer range): a rank's expected output is computed from its own indices alone, in
+bounded chunks, never by simulating the other ranks.
+"""
+from dataclasses import dataclass
+
+CHUNK = 1 << 20           # elements per check chunk: bounds the check's extra memory
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Element counts as nccl-tests defines them (see its *GetCollByteCount)."""
+    send: int                 # elements in the send buffer
+    recv: int                 # elements in the receive buffer
+    param: int                # the count passed to the collective (printed as 'count')
+    send_inplace_offset: int  # in place, send = recv buffer + offset * rank
+    recv_inplace_offset: int  # in place, recv = recv buffer + offset * rank
+
+
+def align_down(count, elsize):
+    """nccl-tests keeps per-rank chunks 16-byte aligned."""
+    mask = max(16 // elsize, 1) - 1
+    return count & ~mask
+
+
+class Collective:
+    name = ""
+    reduces = False         # takes a reduction op
+    rooted = False          # takes a root
+    modes = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
+    min_ranks = 1
+
+    def counts(self, count, elsize, n):
+        return Counts(count, count, count, 0, 0)
+
+    def bw_bytes(self, counts, elsize, n):
+        """Bytes S in algbw = S / t (nccl-tests' *GetBw)."""
+        return counts.param * elsize
+
+    def busbw_factor(self, n):
+        return 1.0
+
+    # ---- correctness check: fill inputs, then count wrong outputs ----
+    def fill(self, send, recv, ctx):
+        """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place."""
+        raise NotImplementedError
+
+    def expected(self, ctx, start, stop):
+        """Expected values of recv[start:stop] on this rank (int64 or float64), or None: unchecked."""
+        raise NotImplementedError
+
+    def bind(self, dist, send, recv, ctx, async_op):
+        """One collective on torch.distributed; returns a Work (async) or None."""
+        raise NotImplementedError
+
+
+@dataclass
+class Ctx:
+    """Everything a check or a call needs besides the buffers."""
+    rank: int
+    n: int
+    root: int
+    op: str                   # sum prod min max avg, or "none"
+    dtype: object             # dtypes.DType
+    count: int = 0            # Counts.param of this row
+    in_place: bool = False
+    seed: int = 0
+    torch_op: object = None   # dist.ReduceOp
+    device: object = None
+
+
+def index(torch, start, stop, device):
+    return torch.arange(start, stop, dtype=torch.int64, device=device)
+
+
+# ---------- values for collectives that move data without reducing ----------
+
+def data_values(torch, ctx, src, i, dst=0):
+    """Position-sensitive values a rank src sends (dst: for all_to_all, whom to)."""
+    return (src * 7 + dst * 13 + i + ctx.seed) % ctx.dtype.period
+
+
+def poison_value(dtype):
+    # Never a valid data value: data values lie in [0, period).
+    return -1 if dtype.signed else dtype.exact
+
+
+# ---------- values for reductions, and their closed-form results ----------
+
+def reduce_inputs(torch, ctx, r, i):
+    s = i + ctx.seed
+    if ctx.op in ("sum", "avg"):
+        v = (r + s) % 3
+        return v - 1 if ctx.dtype.signed else v
+    if ctx.op == "prod":
+        v = torch.where((s % ctx.n) == r, 2, 1)
+        if ctx.dtype.signed:
+            v = torch.where((r + s) % 5 == 0, -v, v)
+        return v
+    if ctx.op in ("min", "max"):
+        return (r + s) % ctx.n + s % 3
+    raise ValueError(ctx.op)
+
+
+def reduce_result(torch, ctx, i):
+    """The reduction over ranks 0..n-1 of reduce_inputs at indices i, in closed form."""
+    n, s = ctx.n, i + ctx.seed
+    if ctx.op in ("sum", "avg"):
+        a = s % 3
+        q, rem = divmod(n, 3)
+        total = 3 * q + (a if rem >= 1 else 0 * a) + ((a + 1) % 3 if rem >= 2 else 0 * a)
+        if ctx.dtype.signed:
+            total = total - n
+        return total.double() / n if ctx.op == "avg" else total
+    if ctx.op == "prod":
+        if not ctx.dtype.signed:
+            return torch.full_like(i, 2)
+        q, rem = divmod(n, 5)
+        negatives = q + (((-s) % 5) < rem).long()
+        return torch.where(negatives % 2 == 1, -2, 2)
+    if ctx.op == "min":
+        return s % 3
+    if ctx.op == "max":
+        return n - 1 + s % 3
+    raise ValueError(ctx.op)
+
+
+def exact_reason(ctx):
+    """Why values cannot be exact for this op, dtype and rank count (None: they are)."""
+    d, n = ctx.dtype, ctx.n
+    need = {"sum": n if d.signed else 2 * n, "avg": n if d.signed else 2 * n,
+            "prod": 2, "min": n + 1, "max": n + 1, "none": 0}[ctx.op]
+    if need > d.exact:
+        return f"{ctx.op} over {n} ranks leaves the exact integer range of {d.name}"
+    if ctx.op == "avg" and not d.floating:
+        return f"avg of {d.name} is not exact"
+    return None
+
+
+def fill_chunks(torch, view, values_fn):
+    """view[k] = values_fn(k) for every k, CHUNK elements at a time."""
+    total = view.numel()
+    for start in range(0, total, CHUNK):
+        stop = min(start + CHUNK, total)
+        view[start:stop].copy_(values_fn(start, stop))

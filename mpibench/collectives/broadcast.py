@@ -1,0 +1,30 @@
+"""broadcast: the root's count elements reach every rank."""
+from functools import partial
+
+from .base import Collective, data_values, fill_chunks, index, poison_value
+
+
+class Broadcast(Collective):
+    name = "broadcast"
+    rooted = True
+    # Out of place: the root sends from its send buffer, the others receive into their
+    # receive buffer (torch.distributed.broadcast takes one tensor per rank).
+
+    def fill(self, send, recv, ctx):
+        import torch
+        recv.fill_(poison_value(ctx.dtype))
+        if ctx.rank == ctx.root:
+            fill_chunks(torch, send, lambda a, b: data_values(torch, ctx, ctx.root, index(torch, a, b, ctx.device)))
+
+    def expected(self, ctx, start, stop):
+        import torch
+        if ctx.rank == ctx.root and not ctx.in_place:
+            return None       # the root's receive buffer is not part of a torch broadcast
+        return data_values(torch, ctx, ctx.root, index(torch, start, stop, ctx.device))
+
+    def bind(self, dist, send, recv, ctx, async_op):
+        tensor = send if ctx.rank == ctx.root else recv
+        return partial(dist.broadcast, tensor, ctx.root, async_op=async_op)
+
+
+COLLECTIVE = Broadcast()

@@ -1,0 +1,37 @@
+"""reduce_scatter: rank r receives chunk r of the reduction of every rank's n chunks."""
+from functools import partial
+
+from .base import Collective, Counts, align_down, fill_chunks, index, poison_value, reduce_inputs, reduce_result
+
+
+class ReduceScatter(Collective):
+    name = "reduce_scatter"
+    reduces = True
+
+    def counts(self, count, elsize, n):
+        base = align_down(count // n, elsize)
+        return Counts(base * n, base, base, 0, base)
+
+    def bw_bytes(self, counts, elsize, n):
+        return counts.param * elsize * n
+
+    def busbw_factor(self, n):
+        return (n - 1) / n
+
+    def fill(self, send, recv, ctx):
+        import torch
+        if not ctx.in_place:                          # in place, recv lies inside send
+            recv.fill_(poison_value(ctx.dtype))
+        fill_chunks(torch, send, lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
+
+    def expected(self, ctx, start, stop):
+        import torch
+        offset = ctx.rank * ctx.count
+        return reduce_result(torch, ctx, index(torch, offset + start, offset + stop, ctx.device))
+
+    def bind(self, dist, send, recv, ctx, async_op):
+        fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        return partial(fn, recv, send, op=ctx.torch_op, async_op=async_op)
+
+
+COLLECTIVE = ReduceScatter()

@@ -1,0 +1,235 @@
+"""mpibench run: the collective sweep, with nccl-tests' numbers and per-host truth."""
+import argparse
+
+from tabulate import tabulate
+
+from .. import cli, sysinfo
+from ..collectives import NAMES as COLLECTIVES, REGISTRY
+from ..dtypes import parse_dtypes, parse_list, parse_ops
+from ..engine import AVERAGES, MODE_KEYS, Engine, Plan
+from ..errors import CheckFailed, UsageError
+from ..output import RunOutput
+from ..sizes import format_size, parse_size, sweep
+
+HELP = "sweep collectives over sizes (the default command)"
+DESCRIPTION = (
+    "Times collectives over a range of sizes and prints nccl-tests' columns (time, algbw, "
+    "busbw, #wrong, out-of-place and in-place), then a per-host table naming the slowest "
+    "rank and host. Defaults: all collectives, float32, sum, 20 iterations after 5 warm-ups, "
+    "sizes 8 B to 16 MiB on CPUs (gloo) and 8 B to 4 GiB on GPUs (NCCL), factor 2.")
+SESSION = "args"
+
+CPU_MAXBYTES = 16 << 20
+GPU_MAXBYTES = 4 << 30
+
+
+def _int_at_least(low):
+    def conv(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {text}")
+        return value
+    return conv
+
+
+def _size(text):
+    try:
+        return parse_size(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _factor(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def add_arguments(p):
+    p.add_argument("--collectives", default="all", metavar="LIST",
+                   help=f"comma-separated, or all: {', '.join(COLLECTIVES)} (default all)")
+    p.add_argument("-b", "--minbytes", type=_size, default=8, metavar="SIZE",
+                   help="smallest size, e.g. 8, 64K, 1M (binary units; default 8)")
+    p.add_argument("-e", "--maxbytes", type=_size, default=None, metavar="SIZE",
+                   help="largest size (default 16M on CPUs, 4G on GPUs)")
+    p.add_argument("-f", "--stepfactor", type=_factor, default=2.0, metavar="F",
+                   help="multiply the size by F each step (default 2)")
+    p.add_argument("-i", "--stepbytes", type=_size, default=None, metavar="SIZE",
+                   help="add SIZE each step instead of multiplying")
+    p.add_argument("-n", "--iters", type=_int_at_least(1), default=20, help="timed iterations per size (default 20)")
+    p.add_argument("-w", "--warmup", type=_int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
+    p.add_argument("-d", "--dtype", default="float32", metavar="LIST",
+                   help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; comma-separated or all")
+    p.add_argument("-o", "--op", default="sum", metavar="LIST",
+                   help="sum, prod, min, max, avg; comma-separated or all (default sum)")
+    p.add_argument("-r", "--root", type=_int_at_least(0), default=0, help="root of broadcast and reduce (default 0)")
+    p.add_argument("-z", "--blocking", type=int, choices=(0, 1), default=None,
+                   help="1: wait for each call; 0: launch all then wait once "
+                        "(default 0 on GPUs as nccl-tests, 1 on gloo, whose async calls overlap)")
+    p.add_argument("-c", "--check", type=_int_at_least(0), default=1, metavar="N",
+                   help="check rounds after each timed loop, 0 = off (default 1)")
+    p.add_argument("-a", "--average", type=int, choices=(0, 1, 2, 3), default=1,
+                   help="time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)")
+    p.add_argument("--mode", choices=("both", "out", "in"), default="both",
+                   help="out-of-place, in-place or both (default both)")
+    p.add_argument("-G", "--cuda-graph", type=_int_at_least(0), default=0, metavar="N",
+                   help="GPU only: capture the iterations in a CUDA graph and replay it N times")
+    p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
+    p.add_argument("--probe-iters", type=_int_at_least(0), default=None, metavar="N",
+                   help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
+    p.add_argument("--slow-margin", type=cli.positive_float, default=0.2, metavar="X",
+                   help="a host is slow when over (1+X) times the median host (default 0.2)")
+    p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
+                   help="process-group timeout (default 300)")
+    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
+    cli.add_backend(p)
+
+
+def build_plan(args, session, backend):
+    """Plan from args; raises UsageError (the same on every rank) for bad input."""
+    names = parse_list(args.collectives, COLLECTIVES, "collective")
+    dtypes = parse_dtypes(args.dtype)
+    ops = parse_ops(args.op)
+    maxbytes = args.maxbytes or (GPU_MAXBYTES if backend.cuda else CPU_MAXBYTES)
+    if args.maxbytes is None and args.minbytes > maxbytes:
+        maxbytes = args.minbytes
+    sizes = sweep(args.minbytes, maxbytes, args.stepfactor, args.stepbytes)
+    if args.root >= session.size:
+        raise UsageError(f"--root {args.root} is not a rank: the job has {session.size} "
+                         f"rank{'s' if session.size != 1 else ''} (0..{session.size - 1})")
+    if args.cuda_graph and not backend.cuda:
+        raise UsageError("-G/--cuda-graph needs CUDA GPUs (NCCL); this run uses "
+                         f"{backend.name} on CPU")
+    collectives = [REGISTRY[n] for n in names]
+    explicit = args.dtype.strip().lower() != "all" and args.op.strip().lower() != "all"
+    if explicit:
+        for coll in collectives:
+            for dt in dtypes:
+                for op in (ops if coll.reduces else ["none"]):
+                    reason = backend.unsupported(coll, dt, op)
+                    if reason:
+                        raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
+    blocking = backend.default_blocking() if args.blocking is None else bool(args.blocking)
+    modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
+    return Plan(collectives=collectives, sizes=sizes, dtypes=dtypes, ops=ops, root=args.root,
+                iters=args.iters, warmup=args.warmup, check=args.check, average=args.average,
+                blocking=blocking, graph=args.cuda_graph, modes=modes,
+                probe_iters=args.iters if args.probe_iters is None else args.probe_iters,
+                margin=args.slow_margin)
+
+
+def open_output(session, command, args):
+    """Rank 0 reserves the result files before anything is measured; all ranks agree."""
+    out, error = None, None
+    if session.rank == 0:
+        try:
+            out = RunOutput(session, command, args, args.json, args.csv)
+        except UsageError as exc:
+            error = str(exc)
+    session.agree(error)
+    return out
+
+
+def header(session, out, plan, backend, records, versions):
+    """The run's preamble: settings, every rank's device, versions, network variables."""
+    step = f"x{plan_step(plan)}"
+    out.say(f"# mpibench run: {', '.join(c.name for c in plan.collectives)}")
+    out.say(f"# sizes {format_size(plan.sizes[0])} .. {format_size(plan.sizes[-1])} ({step}, "
+            f"{len(plan.sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
+            f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
+            f"check {plan.check}  blocking {int(plan.blocking)}  average {AVERAGES[plan.average]}  "
+            f"graph {plan.graph}")
+    out.say("#\n# Using devices")
+    for r in records:
+        out.say(f"#  Rank {r['rank']:3d} Pid {r['pid']:7d} on {r['hostname']:>12s} device "
+                f"{r['device']:>6s} [{r['bus_id'] or '-'}] {r['device_name']}")
+    hosts = list(dict.fromkeys(session.hosts))
+    out.say(f"# backend {backend.name}, launcher {session.launcher}, {session.size} "
+            f"rank{'s' if session.size != 1 else ''} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}, "
+            f"rendezvous {session.rendezvous}")
+    per_host = {}
+    for r, v in zip(records, versions):
+        per_host.setdefault(r["hostname"], v)
+    v0 = versions[0]
+    out.say("# versions: " + ", ".join(f"{k} {v0[k]}" for k in v0 if v0[k]))
+    for line in sysinfo.version_differences(per_host):
+        out.say("# " + line)
+    env = sysinfo.net_env()
+    out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env
+                         else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
+    for mode, key in MODE_KEYS.items():
+        missing = [c.name for c in plan.collectives if mode in plan.modes and mode not in c.modes]
+        if missing:
+            out.say(f"# {key.replace('_', '-')}: n/a for {', '.join(missing)} "
+                    f"(torch.distributed has no such call)")
+    out.set(versions=per_host, env=env,
+            world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
+                   "backend": backend.name, "rendezvous": session.rendezvous},
+            config={"devices": records, "sizes": plan.sizes, "iters": plan.iters,
+                    "warmup": plan.warmup, "check": plan.check, "blocking": plan.blocking,
+                    "average": AVERAGES[plan.average], "graph": plan.graph})
+    out.announce_files()
+
+
+def plan_step(plan):
+    sizes = plan.sizes
+    if len(sizes) < 2:
+        return "1"
+    return f"{sizes[1] / sizes[0]:g}"
+
+
+def summary(session, out, wrong):
+    rows = out.doc["results"]
+    bws = [row[k]["busbw_GBps"] for row in rows for k in MODE_KEYS.values()
+           if row[k] and row[k]["busbw_GBps"] is not None]
+    defined = [row[k] for row in rows for k in MODE_KEYS.values() if row[k]]
+    out.say("#")
+    out.say(f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}")
+    if bws:
+        avg = sum(bws) / len(bws)
+        out.say(f"# {'Avg bus bandwidth':<20s} : {avg:g}")
+    elif defined and session.size == 1:
+        avg = None
+        out.say(f"# {'Avg bus bandwidth':<20s} : n/a (bus bandwidth is not defined for one rank: "
+                f"its factor is 0 for these collectives)")
+    else:
+        avg = None
+        out.say(f"# {'Avg bus bandwidth':<20s} : n/a (no rows)")
+    out.set(average_bus_bandwidth=avg, out_of_bounds={"count": wrong, "okay": wrong == 0})
+
+
+def per_rank_table(session, out):
+    rows = []
+    for row in out.doc["results"]:
+        for key, times in row["per_rank_time_us"].items():
+            rows.append([row["collective"], row["size"], row["type"], key.replace("_", "-")] +
+                        [f"{t:.1f}" for t in times])
+    labels = [f"{h}:{r}" for r, h in enumerate(session.hosts)]
+    out.say("#\n# per-rank time (us), host:rank")
+    out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
+
+
+def execute(session, args):
+    from ..backends.torchdist import TorchBackend
+    backend = TorchBackend(session)
+    plan = build_plan(args, session, backend)
+    out = open_output(session, "run", args)
+    records = session.comm.gather(sysinfo.rank_record(session), root=0)
+    versions = session.comm.gather(sysinfo.versions(), root=0)
+    if session.rank == 0:
+        header(session, out, plan, backend, records, versions)
+    wrong = Engine(session, backend, plan, out).run()
+    if session.rank == 0:
+        if args.per_rank:
+            per_rank_table(session, out)
+        summary(session, out, wrong)
+        out.finish()
+    if wrong:
+        raise CheckFailed(f"FAILED: {wrong} wrong element{'s' if wrong != 1 else ''} "
+                          f"(see the #wrong columns)")
+    return 0

@@ -1,0 +1,281 @@
+"""The shared engine: buffers, the sweep over sizes, timing, checking, gathering, rows.
+
+Every collective module says what a row means (counts, bandwidth, expected values,
+the call); this module does the rest the same way for all of them. Per row, each rank
+times its own loop; rank 0 gathers every rank's time over the side channel (MPI), not
+through the backend being measured.
+"""
+from dataclasses import dataclass, field
+from statistics import mean
+
+from . import faults, stragglers
+from .collectives.base import CHUNK, Ctx, exact_reason, poison_value
+from .errors import Exit
+from .sizes import format_size
+
+AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
+MODE_KEYS = {"out": "out_of_place", "in": "in_place"}
+
+
+@dataclass
+class Plan:
+    collectives: list
+    sizes: list
+    dtypes: list
+    ops: list
+    root: int = 0
+    iters: int = 20
+    warmup: int = 5
+    check: int = 1
+    average: int = 1
+    blocking: bool = True
+    graph: int = 0
+    modes: tuple = ("out", "in")
+    probe_iters: int = 20
+    margin: float = 0.2
+    skipped: list = field(default_factory=list)   # sizes dropped for lack of memory
+
+
+class Buffers:
+    """One send and one receive buffer for the largest row, viewed for every smaller one."""
+
+    def __init__(self, backend, send_bytes, recv_bytes, rank):
+        self.send = backend.alloc(_round16(send_bytes), rank) if send_bytes else None
+        self.recv = backend.alloc(_round16(recv_bytes), rank)
+        self.nbytes = (_round16(send_bytes) if send_bytes else 0) + _round16(recv_bytes)
+
+
+def _round16(n):
+    return (n + 15) // 16 * 16
+
+
+def footprint(plan, n, sizes):
+    """Bytes of send and receive buffer the largest row of the plan needs."""
+    send = recv = 0
+    for coll in plan.collectives:
+        modes = [m for m in plan.modes if m in coll.modes]
+        for dt in plan.dtypes:
+            for size in sizes:
+                c = coll.counts(size // dt.size, dt.size, n)
+                if "out" in modes:
+                    send = max(send, c.send * dt.size)
+                    recv = max(recv, c.recv * dt.size)
+                if "in" in modes:
+                    recv = max(recv, max(c.send, c.recv) * dt.size)
+    return send, recv
+
+
+def allocate(session, backend, plan):
+    """Allocate for the largest size every rank can hold; drop larger sizes together."""
+    sizes = list(plan.sizes)
+    while sizes:
+        send, recv = footprint(plan, session.size, sizes)
+        error, bufs = None, None
+        try:
+            bufs = Buffers(backend, send, recv, session.rank)
+        except Exception as exc:
+            if not backend.is_oom(exc):
+                raise
+            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        errors = session.comm.allgather(error)
+        bad = [(r, e) for r, e in enumerate(errors) if e]
+        if not bad:
+            plan.sizes = sizes
+            return bufs
+        bufs = None
+        rank, text = bad[0]
+        session.out(f"# out of memory for {format_size(sizes[-1])} on rank {rank} "
+                    f"(host {session.hosts[rank]}): {text}; skipping {format_size(sizes[-1])} "
+                    f"and larger on every rank")
+        plan.skipped.append(sizes.pop())
+    raise Exit("not even the smallest size fits in memory on every rank", 1)
+
+
+def iteration_views(send_t, recv_t, c, mode, rank, wanted):
+    """(send, recv) views for successive iterations, moving through the buffers as
+    nccl-tests does so that repeated calls do not just hit the cache."""
+    if mode == "in":
+        foot = max(c.send, c.recv)
+        steps = max(1, recv_t.numel() // foot)
+        views = []
+        for j in range(min(steps, wanted)):
+            base = j * foot
+            s0 = base + c.send_inplace_offset * rank
+            r0 = base + c.recv_inplace_offset * rank
+            views.append((recv_t[s0:s0 + c.send], recv_t[r0:r0 + c.recv]))
+        return views
+    steps = max(1, min(send_t.numel() // c.send, recv_t.numel() // c.recv))
+    return [(send_t[j * c.send:(j + 1) * c.send], recv_t[j * c.recv:(j + 1) * c.recv])
+            for j in range(min(steps, wanted))]
+
+
+def count_wrong(torch, coll, recv, ctx):
+    """Wrong elements in recv (None when this rank's output is not defined)."""
+    wrong = 0
+    total = recv.numel()
+    for start in range(0, total, CHUNK):
+        stop = min(start + CHUNK, total)
+        exp = coll.expected(ctx, start, stop)
+        if exp is None:
+            return None
+        got = recv[start:stop]
+        if ctx.op == "avg":
+            tol = (ctx.n + 2) * torch.finfo(got.dtype).eps
+            wrong += int(((got.double() - exp).abs() > tol).sum())
+        else:
+            wrong += int((got != exp.to(got.dtype)).sum())
+    return wrong
+
+
+class Engine:
+    def __init__(self, session, backend, plan, report):
+        self.s = session
+        self.b = backend
+        self.plan = plan
+        self.report = report   # rank 0: Report; other ranks: None
+        self.dist = backend.dist
+        self.torch = backend.torch
+
+    def run(self):
+        bufs = allocate(self.s, self.b, self.plan)
+        total_wrong = 0
+        for coll in self.plan.collectives:
+            if self.s.size < coll.min_ranks:
+                self.s.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
+                continue
+            total_wrong += self.run_collective(coll, bufs)
+        return total_wrong
+
+    def run_collective(self, coll, bufs):
+        plan, s = self.plan, self.s
+        ops = plan.ops if coll.reduces else ["none"]
+        self.s.out(f"#\n# Collective: {coll.name}")
+        self.s.out(self._table_header())
+        wrong_total = 0
+        probe = None
+        for dt in plan.dtypes:
+            send_t = self.b.typed(bufs.send, dt) if bufs.send is not None else None
+            recv_t = self.b.typed(bufs.recv, dt)
+            for op in ops:
+                reason = self.b.unsupported(coll, dt, op)
+                if reason:
+                    s.out(f"# {coll.name} {dt.name} {op}: skipped, {reason}")
+                    continue
+                ctx = Ctx(rank=s.rank, n=s.size, root=plan.root if coll.rooted else -1, op=op,
+                          dtype=dt, torch_op=self.b.ops.get(op), device=self.b.device)
+                inexact = exact_reason(ctx) if plan.check else None
+                if inexact:
+                    s.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
+                for size in plan.sizes:
+                    c = coll.counts(size // dt.size, dt.size, s.size)
+                    if c.param == 0:
+                        s.out(f"# {format_size(size)} {dt.name}: skipped, less than one aligned "
+                              f"element per rank for {s.size} ranks")
+                        continue
+                    ctx.count = c.param
+                    local = {}
+                    for mode in plan.modes:
+                        if mode not in coll.modes:
+                            continue
+                        ctx.in_place = mode == "in"
+                        local[mode] = self._measure(coll, send_t, recv_t, c, mode, ctx,
+                                                    plan.check if not inexact else 0)
+                    gathered = s.comm.gather(local, root=0)
+                    if s.rank == 0:
+                        row = self._row(coll, dt, op, size, c, gathered)
+                        wrong_total += sum(row[k]["nwrong"] or 0 for k in MODE_KEYS.values() if row[k])
+                        self.report.add_row(row)
+                    probe = (dt, op, size, c, send_t, recv_t, ctx)
+        if probe is not None and plan.probe_iters > 0:
+            self._probe(coll, *probe)
+        return s.comm.bcast(wrong_total, root=0)
+
+    # ---- one row, one mode: warm up, time, check ----
+    def _measure(self, coll, send_t, recv_t, c, mode, ctx, check_rounds):
+        plan, s = self.plan, self.s
+        views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
+        bound = [coll.bind(self.dist, sv, rv, ctx, not plan.blocking) for sv, rv in views]
+        calls = [bound[i % len(bound)] for i in range(plan.iters)]
+        if plan.warmup:
+            self.b.time_loop([bound[i % len(bound)] for i in range(plan.warmup)], plan.blocking)
+        s.comm.barrier()
+        seconds = self.b.time_loop(calls, plan.blocking, plan.graph)
+        wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
+        return seconds, wrong
+
+    def _check(self, coll, view, ctx, rounds):
+        sv, rv = view
+        call = coll.bind(self.dist, sv, rv, ctx, False)
+        wrong = 0
+        for k in range(rounds):
+            ctx.seed = k + 1
+            coll.fill(sv, rv, ctx)
+            self.b.sync()
+            call()
+            self.b.sync()
+            if faults.get("corrupt", ctx.rank) is not None:
+                rv[0] = poison_value(ctx.dtype)
+            w = count_wrong(self.torch, coll, rv, ctx)
+            if w is None:
+                wrong = None
+                break
+            wrong += w
+        ctx.seed = 0
+        sv.zero_()
+        rv.zero_()      # leave the buffers as the timed loops found them
+        self.b.sync()
+        return wrong
+
+    # ---- rank 0: one row from every rank's figures ----
+    def _row(self, coll, dt, op, size, c, gathered):
+        n = self.s.size
+        bw_bytes = coll.bw_bytes(c, dt.size, n)
+        factor = coll.busbw_factor(n)
+        row = {"collective": coll.name, "backend": self.b.name,
+               "size": max(c.send, c.recv) * dt.size, "count": c.param, "type": dt.label,
+               "dtype": dt.name, "redop": op, "root": self.plan.root if coll.rooted else -1,
+               "requested_size": size, "bw_bytes": bw_bytes, "busbw_factor": factor,
+               "per_rank_time_us": {}, "per_rank_nwrong": {}}
+        for mode, key in MODE_KEYS.items():
+            if mode not in coll.modes or mode not in self.plan.modes:
+                row[key] = None
+                continue
+            times = [g[mode][0] for g in gathered]
+            wrongs = [g[mode][1] for g in gathered]
+            t = pick_time(times, self.plan.average)
+            algbw = bw_bytes / t / 1e9 if t > 0 else None
+            checked = self.plan.check and any(w is not None for w in wrongs)
+            row[key] = {"time_us": t * 1e6, "algbw_GBps": algbw,
+                        "busbw_GBps": algbw * factor if algbw is not None and factor > 0 else None,
+                        "nwrong": sum(w or 0 for w in wrongs) if checked else None}
+            row["per_rank_time_us"][key] = [x * 1e6 for x in times]
+            row["per_rank_nwrong"][key] = wrongs
+        return row
+
+    # ---- who is slow: the largest size again, every rank timing every iteration ----
+    def _probe(self, coll, dt, op, size, c, send_t, recv_t, ctx):
+        s, plan = self.s, self.plan
+        mode = "in" if "in" in coll.modes and "in" in plan.modes else "out"
+        ctx.in_place = mode == "in"
+        sv, rv = iteration_views(send_t, recv_t, c, mode, s.rank, 1)[0]
+        call = coll.bind(self.dist, sv, rv, ctx, False)
+        times = self.b.time_each(call, plan.probe_iters, s.comm.barrier)
+        gathered = s.comm.gather(times, root=0)
+        if s.rank == 0:
+            analysis = stragglers.analyze(s.hosts, gathered, margin=plan.margin)
+            self.report.add_hosts(coll, dt, op, size, c, mode, analysis)
+
+    def _table_header(self):
+        from .tables import row_header
+        return row_header()
+
+
+def pick_time(times, average):
+    """nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks."""
+    if average == 0:
+        return times[0]
+    if average == 2:
+        return min(times)
+    if average == 3:
+        return max(times)
+    return mean(times)

@@ -1,0 +1,83 @@
+"""Result files: reserved before the benchmark, rewritten atomically as rows arrive.
+
+An existing file is never overwritten: the next free numbered name beside it is used
+(results.json -> results.1.json) and the caller says so. Files are created with mode
+0666 less the user's umask, like any file the user's shell would create.
+"""
+import csv
+import io
+import json
+import os
+
+from .errors import UsageError
+
+
+def _numbered(path, k):
+    root, ext = os.path.splitext(path)
+    return f"{root}.{k}{ext}"
+
+
+class ResultFile:
+    def __init__(self, path, render):
+        """render(doc) -> text. Reserves a fresh name now (UsageError if unwritable)."""
+        self.requested = path
+        self.render = render
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"cannot write {path}: folder {folder} does not exist")
+        for k in range(0, 10000):
+            candidate = path if k == 0 else _numbered(path, k)
+            try:
+                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+            os.close(fd)
+            self.path = candidate
+            return
+        raise UsageError(f"cannot write {path}: too many numbered files beside it")
+
+    @property
+    def renamed(self):
+        return self.path != self.requested
+
+    def write(self, doc):
+        tmp = f"{self.path}.tmp{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self.render(doc))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+
+def render_json(doc):
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
+CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root", "mode",
+              "time_us", "algbw_GBps", "busbw_GBps", "nwrong")
+
+
+def render_csv(doc):
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for row in doc.get("results", []):
+        for mode in ("out_of_place", "in_place"):
+            m = row.get(mode)
+            if m is None:
+                continue
+            w.writerow([row["collective"], row.get("backend", ""), row["size"], row["count"],
+                        row["type"], row["redop"], row["root"], mode, m["time_us"],
+                        m["algbw_GBps"], "" if m["busbw_GBps"] is None else m["busbw_GBps"],
+                        "" if m["nwrong"] is None else m["nwrong"]])
+    return out.getvalue()

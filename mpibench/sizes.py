@@ -1,0 +1,40 @@
+"""Byte sizes as users write them (8, 64K, 1M, 4G: K/M/G/T binary) and the sweep between two."""
+import re
+
+from .errors import UsageError
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+
+
+def parse_size(text, what="size"):
+    """'64K' -> 65536. Whole numbers only: '1.5M', '4X', '-1' and '0' are errors."""
+    m = _SIZE.fullmatch(str(text).strip())
+    if not m:
+        raise UsageError(f"{what} {text!r} is not a size: use bytes with an optional K, M, G or T "
+                         f"suffix (binary), e.g. 8, 64K, 1M, 4G")
+    value = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value <= 0:
+        raise UsageError(f"{what} {text!r} must be at least 1 byte")
+    return value
+
+
+def format_size(n):
+    """65536 -> '64 KiB' (exact units only, else bytes)."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def sweep(minbytes, maxbytes, stepfactor=2, stepbytes=None):
+    """The sizes from min to max, multiplying by stepfactor, or adding stepbytes when given."""
+    if minbytes > maxbytes:
+        raise UsageError(f"--minbytes {minbytes} is larger than --maxbytes {maxbytes}")
+    if stepbytes is None and not stepfactor > 1:
+        raise UsageError(f"--stepfactor {stepfactor} must be above 1 (or give --stepbytes)")
+    sizes, size = [], minbytes
+    while size <= maxbytes:
+        sizes.append(size)
+        size = size + stepbytes if stepbytes else int(size * stepfactor)
+    return sizes

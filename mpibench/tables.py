@@ -1,0 +1,83 @@
+"""Text output: nccl-tests' row format, and the per-host tables it lacks."""
+from tabulate import tabulate
+
+from .sizes import format_size
+
+
+def fnum(value, width):
+    """nccl-tests' getFloatStr: as many decimals as fit in width."""
+    if value is None:
+        return "n/a".rjust(width)
+    for fmt in ("%*.2f", "%*.1f", "%*.0f"):
+        text = fmt % (width, value)
+        if len(text) <= width:
+            return text
+    return ("%*.1e" if width >= 7 else "%*.0e") % (width, value)
+
+
+def row_header():
+    return "\n".join([
+        "#%s%s" % (" " * 58, "out-of-place                       in-place          "),
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s" % (
+            "size", "count", "type", "redop", "root",
+            "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"),
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s" % (
+            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""),
+    ])
+
+
+def _mode_cells(m):
+    if m is None:
+        return "  %7s  %6s  %6s  %6s" % ("n/a", "", "", "")
+    wrong = "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]
+    return "  %7s  %6s  %6s  %6s" % (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6),
+                                    fnum(m["busbw_GBps"], 6), wrong)
+
+
+def row_line(row):
+    return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
+                                             row["root"])
+            + _mode_cells(row["out_of_place"]) + _mode_cells(row["in_place"]))
+
+
+def us(seconds):
+    return f"{seconds * 1e6:.1f}"
+
+
+def host_table(analysis, bw_bytes, factor):
+    """Per host: ranks, min/median/max of its ranks' times, busbw of its slowest rank."""
+    rows = []
+    for h in analysis["hosts"]:
+        busbw = bw_bytes * factor / h["max_s"] / 1e9 if h["max_s"] > 0 and factor else None
+        rows.append([h["host"], ",".join(str(r) for r in h["ranks"]), us(h["min_s"]),
+                     us(h["median_s"]), us(h["max_s"]),
+                     "n/a" if busbw is None else f"{busbw:.3f}",
+                     "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"])
+    return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
+                                   "busbw GB/s (slowest)", "vs median host"])
+
+
+def straggler_lines(analysis, size, symmetric=True):
+    s = analysis["slowest"]
+    lines = []
+    if len(analysis["ranks"]) > 1:
+        ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank ({us(analysis['median_rank_s'])} us)"
+        lines.append(f"# slowest rank at {format_size(size)}: rank {s['rank']} (host {s['host']}) "
+                     f"{us(s['median_s'])} us{ratio}")
+    if not symmetric:
+        lines.append("# (a rooted collective: ranks differ by their place in it, so no rank is called slow)")
+        return lines
+    k = analysis["iterations"]
+    pct = int(analysis["margin"] * 100)
+    if len(analysis["hosts"]) > 1:
+        if analysis["slow_hosts"]:
+            for name in analysis["slow_hosts"]:
+                h = next(x for x in analysis["hosts"] if x["host"] == name)
+                lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
+                             f"{h['slow_iterations']} of {k} iterations ({h['ratio']:.2f}x)")
+        else:
+            lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of {k} iterations)")
+    if analysis["slow_ranks"]:
+        names = ", ".join(f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"])
+        lines.append(f"# consistently slow ranks: {names}")
+    return lines
