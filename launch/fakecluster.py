@@ -233,6 +233,9 @@ class FakeCluster:
         lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost ip6-loopback",
                  f"{self.switch_addr} {self.switch_name}"]
         lines += [f"{self.addrs[h]} {h}" for h in self.hosts]
+        # Reverse lookups of IPv4-mapped peers (torch's c10d store asks for
+        # them) otherwise go to DNS and warn "cannot be retrieved".
+        lines += [f"::ffff:{self.addrs[h]} {h}" for h in self.hosts]
         self.hosts_file.write_text("\n".join(lines) + "\n")
         cases = "\n".join(f"  {h}) ns={NETNS_DIR / self.netns(h)} ;;" for h in self.hosts)
         self.agent.write_text(_AGENT.format(cases=cases, enter=_ENTER,
