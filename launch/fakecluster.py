@@ -283,8 +283,16 @@ class FakeCluster:
             return
         self._closed = True
         t0 = time.monotonic()
-        for p in self._procs:
-            if p.poll() is None:
+        # Polite first: a daemon that gets SIGTERM reaps its own children
+        # (slurmctld its slurmscriptd); SIGKILL would orphan them to init.
+        live = [p for p in self._procs if p.poll() is None]
+        for p in live:
+            _killpg(p, signal.SIGTERM)
+        deadline = time.monotonic() + 3
+        for p in live:
+            try:
+                p.wait(timeout=max(0.01, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
                 _killpg(p)
         # Hosts first, then the switch: deleting a host namespace removes its
         # veth pair, deleting the switch namespace removes the bridge.
@@ -387,9 +395,9 @@ class FakeCluster:
             self._kill_strays()
 
 
-def _killpg(p: subprocess.Popen) -> None:
+def _killpg(p: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     try:
-        os.killpg(p.pid, signal.SIGKILL)
+        os.killpg(p.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
