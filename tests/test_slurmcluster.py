@@ -84,7 +84,7 @@ def test_debian_openmpi4_mpirun_inside_allocation(slurm):
     _mpirun_in_allocation(slurm, DEBIAN_MPIRUN)
 
 
-@pytest.mark.skipif(not (VENV / "bin" / "mpirun").exists(), reason=f"no mpirun in {VENV}")
+@pytest.mark.skipif(not os.access(VENV / "bin" / "mpirun", os.X_OK), reason=f"no mpirun in {VENV}")
 def test_pip_openmpi5_mpirun_inside_allocation(slurm):
     _mpirun_in_allocation(slurm, VENV / "bin" / "mpirun")
 
