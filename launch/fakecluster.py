@@ -386,7 +386,10 @@ class FakeCluster:
                mpirun: str | None = None, extra_args: list[str] = (),
                env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
         """Run `mpirun ... argv` inside the first host; remote daemons start
-        through the agent, so they inherit this environment (PATH, venv)."""
+        through the agent, so they inherit this environment (PATH, venv).
+
+        ppn: ranks per host, or {host: ranks} (hosts left out get none).
+        env: the whole environment, as for subprocess (None: inherit)."""
         cmd = self.mpirun_argv(argv, ppn, mpirun, extra_args)
         try:
             return self.run_on(self.hosts[0], cmd, env=env, timeout=timeout)

@@ -241,3 +241,16 @@ def test_cleanup_stale_removes_namespaces_of_dead_owners():
     with FakeCluster(hosts=1) as live:  # a live owner's namespaces stay
         fakecluster.cleanup_stale()
         assert len(_mine(live)) == 2
+
+
+@pytest.mark.skipif(not Path("/usr/bin/mpirun.openmpi").exists(),
+                    reason="Debian openmpi-bin (Open MPI 4) not installed")
+def test_debian_openmpi4_mpirun_across_hosts():
+    code = ("import os, socket; e = os.environ; print('rank=%s host=%s local=%s' % "
+            "(e['OMPI_COMM_WORLD_RANK'], socket.gethostname(), e['OMPI_COMM_WORLD_LOCAL_RANK']))")
+    with FakeCluster(hosts=2) as c:
+        r = c.mpirun(["python3", "-c", code], ppn=2, mpirun="/usr/bin/mpirun.openmpi",
+                     timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert [(x["host"], x["local"]) for x in _parse(r.stdout)] == \
+        [("h1", "0"), ("h1", "1"), ("h2", "0"), ("h2", "1")]
