@@ -46,7 +46,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_backend(parser, choices=("auto", "nccl", "gloo")):
-    parser.add_argument("--backend", default="auto", metavar="NAME",
+    parser.add_argument("--backend", default="auto", choices=choices, metavar="NAME",
                         help=f"{' | '.join(choices)} (default auto: nccl on CUDA GPUs, else gloo)")
 
 

@@ -90,7 +90,7 @@ def check_usage_error(done, words, seconds):
     (["bogus"], "unknown command 'bogus'"),
     (["info", "--bogus"], "unrecognized arguments: --bogus"),
     (["--bogus"], "unrecognized arguments: --bogus"),
-    (["info", "--backend", "foo"], "--backend"),
+    (["info", "--backend", "foo"], "--backend: invalid choice: 'foo'"),
     (["info", "--timeout", "0"], "--timeout"),
 ], ids=["command", "option", "option-no-command", "backend-name", "timeout"])
 def test_parse_error(args, words):
