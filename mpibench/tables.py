@@ -5,13 +5,17 @@ from .sizes import format_size
 
 
 def fnum(value, width):
-    """nccl-tests' getFloatStr: as many decimals as fit in width."""
+    """nccl-tests' getFloatStr: 2 decimals while the integer digits leave room, then 1, then
+    none, then an exponent; the same choice, so the columns read the same as theirs."""
     if value is None:
         return "n/a".rjust(width)
-    for fmt in ("%*.2f", "%*.1f", "%*.0f"):
-        text = fmt % (width, value)
-        if len(text) <= width:
-            return text
+    digits = len(str(int(value))) if value >= 1 else 0
+    if digits < width - 2:
+        return "%*.2f" % (width, value)
+    if digits < width - 1:
+        return "%*.1f" % (width, value)
+    if digits <= width:
+        return "%*.0f" % (width, value)
     return ("%*.1e" if width >= 7 else "%*.0e") % (width, value)
 
 
