@@ -45,9 +45,10 @@ class RunOutput:
         self.flush()
 
     def add_row(self, row):
-        self.say(tables.row_line(row))
+        # On disk before on screen: every row a user has seen survives a kill.
         self.doc["results"].append(row)
         self.flush()
+        self.say(tables.row_line(row))
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
         bw_bytes = coll.bw_bytes(c, dt.size, self.s.size)
