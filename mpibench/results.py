@@ -24,7 +24,8 @@ class ResultFile:
         self.render = render
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
-            raise UsageError(f"cannot write {path}: folder {folder} does not exist")
+            what = "is not a folder" if os.path.exists(folder) else "does not exist"
+            raise UsageError(f"cannot write {path}: {folder} {what}")
         for k in range(0, 10000):
             candidate = path if k == 0 else _numbered(path, k)
             try:
