@@ -86,6 +86,9 @@ def parse(argv):
     elif not argv[0].startswith("-") and argv[0] not in commands.NAMES:
         raise UsageError(f"unknown command '{argv[0]}' (commands: {', '.join(commands.NAMES)})")
     args = build_parser().parse_args(argv)
+    check = getattr(commands.load(args.command), "check_args", None)
+    if check is not None:
+        check(args)     # input errors that need no ranks: found alike everywhere, before torch loads
     return args.command, args
 
 
@@ -127,9 +130,14 @@ def execute(place, name, args):
         comm = session.comm
         return mod.execute(session, args) or 0
     except Exit as exc:
-        # Raised on every rank together: say it once and leave cleanly.
+        # Raised on every rank together: say it once and leave cleanly. The barrier keeps
+        # the others from exiting before rank 0 has printed (mpirun ends the job at the
+        # first non-zero exit).
         if str(exc) and place.rank == 0:
             say(error_line(exc))
+        comm = comm or getattr(bootstrap, "last_comm", None)
+        if exc.code and comm is not None:
+            comm.barrier()
         return exc.code
     except BaseException as exc:
         where = session.where if session else f"rank {place.rank} (host {_host()})"

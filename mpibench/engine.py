@@ -135,9 +135,11 @@ class Engine:
         self.report = report   # rank 0: Report; other ranks: None
         self.dist = backend.dist
         self.torch = backend.torch
+        self.buffer_bytes = 0   # what this rank allocated for the sweep
 
     def run(self):
         bufs = allocate(self.s, self.b, self.plan)
+        self.buffer_bytes = bufs.nbytes
         total_wrong = 0
         for coll in self.plan.collectives:
             if self.s.size < coll.min_ranks:

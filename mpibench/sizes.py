@@ -4,6 +4,7 @@ import re
 from .errors import UsageError
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+MAX_SIZES = 10000
 _SIZE = re.compile(r"(\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 
 
@@ -27,6 +28,14 @@ def format_size(n):
     return f"{n} B"
 
 
+def format_bytes(n):
+    """1610612736 -> '1.5 GiB': one decimal in the largest unit that is at least 1."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
 def sweep(minbytes, maxbytes, stepfactor=2, stepbytes=None):
     """The sizes from min to max, multiplying by stepfactor, or adding stepbytes when given."""
     if minbytes > maxbytes:
@@ -35,6 +44,10 @@ def sweep(minbytes, maxbytes, stepfactor=2, stepbytes=None):
         raise UsageError(f"--stepfactor {stepfactor} must be above 1 (or give --stepbytes)")
     sizes, size = [], minbytes
     while size <= maxbytes:
+        if len(sizes) == MAX_SIZES:
+            raise UsageError(f"more than {MAX_SIZES} sizes from {minbytes} to {maxbytes}: "
+                             f"use a larger --stepbytes or --stepfactor")
         sizes.append(size)
-        size = size + stepbytes if stepbytes else int(size * stepfactor)
+        # a factor such as 1.5 must still move on from 1 byte
+        size = size + stepbytes if stepbytes else max(int(size * stepfactor), size + 1)
     return sizes

@@ -74,3 +74,19 @@ def version_differences(per_host):
         if diffs:
             lines.append(f"WARNING: host {host} differs from {ref_host} (rank 0): " + "; ".join(diffs))
     return lines
+
+
+def peak_rss_bytes():
+    """This process's peak resident memory so far (VmHWM), or None where nothing says."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
+    except (ImportError, OSError):
+        return None

@@ -9,7 +9,7 @@ from ..dtypes import parse_dtypes, parse_list, parse_ops
 from ..engine import AVERAGES, MODE_KEYS, Engine, Plan
 from ..errors import CheckFailed, UsageError
 from ..output import RunOutput
-from ..sizes import format_size, parse_size, sweep
+from ..sizes import format_bytes, format_size, parse_size, sweep
 
 HELP = "sweep collectives over sizes (the default command)"
 DESCRIPTION = (
@@ -88,6 +88,14 @@ def add_arguments(p):
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
     cli.add_backend(p)
+
+
+def check_args(args):
+    """Input errors that need no rank or backend, found by every rank alike at parse time."""
+    parse_list(args.collectives, COLLECTIVES, "collective")
+    parse_dtypes(args.dtype)
+    parse_ops(args.op)
+    sweep(args.minbytes, args.maxbytes or args.minbytes, args.stepfactor, args.stepbytes)
 
 
 def build_plan(args, session, backend):
@@ -203,6 +211,16 @@ def summary(session, out, wrong):
     out.set(average_bus_bandwidth=avg, out_of_bounds={"count": wrong, "okay": wrong == 0})
 
 
+def memory_summary(session, out, memory):
+    """Peak resident memory of every rank (JSON 'memory'), and the largest in one line."""
+    out.set(memory=[{"rank": r, "host": session.hosts[r], **m} for r, m in enumerate(memory)])
+    known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
+    if known:
+        peak, rank = max(known)
+        out.say(f"# peak resident memory: {format_bytes(peak)} on rank {rank} (host "
+                f"{session.hosts[rank]}), of which buffers {format_bytes(memory[rank]['buffer_bytes'])}")
+
+
 def per_rank_table(session, out):
     rows = []
     for row in out.doc["results"]:
@@ -223,10 +241,14 @@ def execute(session, args):
     versions = session.comm.gather(sysinfo.versions(), root=0)
     if session.rank == 0:
         header(session, out, plan, backend, records, versions)
-    wrong = Engine(session, backend, plan, out).run()
+    engine = Engine(session, backend, plan, out)
+    wrong = engine.run()
+    memory = session.comm.gather({"peak_rss_bytes": sysinfo.peak_rss_bytes(),
+                                  "buffer_bytes": engine.buffer_bytes}, root=0)
     if session.rank == 0:
         if args.per_rank:
             per_rank_table(session, out)
+        memory_summary(session, out, memory)
         summary(session, out, wrong)
         out.finish()
     if wrong:
