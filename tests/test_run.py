@@ -1,0 +1,487 @@
+"""`mpibench run` under a real mpirun on gloo (1 to 4 ranks), and the pure logic under it.
+
+Every figure is checked against nccl-tests' definitions recomputed here from
+FIELD-NOTES section 2 (sizes, counts, algbw, busbw factors), never from the engine's
+own functions. Many checks share one mpirun job: each job costs seconds on a loaded
+2-core machine, mostly `import torch`.
+"""
+import csv
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "launch"))
+import fakecluster  # noqa: E402
+from conftest import MPIRUN, PYTHON, ROOT, base_env, lone, mpibench_lines, mpirun, show  # noqa: E402
+
+from mpibench import sizes, stragglers, tables  # noqa: E402
+from mpibench.errors import UsageError  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+HOST = socket.gethostname()
+
+# ---- nccl-tests' definitions, written out independently of mpibench ----
+
+ELSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8,
+          "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+FLOATING = {"float32", "float16", "bfloat16", "float64"}
+REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
+PER_RANK_CHUNKS = {"all_gather", "reduce_scatter", "all_to_all"}   # S is the total over ranks
+# what torch.distributed can express: all_reduce/reduce work in place only,
+# all_to_all/sendrecv out of place only
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+               "all_to_all", "sendrecv"]
+MODES = {"all_reduce": {"in_place"}, "reduce": {"in_place"},
+         "all_to_all": {"out_of_place"}, "sendrecv": {"out_of_place"},
+         "all_gather": {"out_of_place", "in_place"}, "reduce_scatter": {"out_of_place", "in_place"},
+         "broadcast": {"out_of_place", "in_place"}}
+
+
+def busbw_factor(coll, n):
+    if coll == "all_reduce":
+        return 2 * (n - 1) / n
+    if coll in PER_RANK_CHUNKS:
+        return (n - 1) / n
+    return 1.0          # broadcast, reduce, sendrecv
+
+
+def nccl_counts(coll, size, el, n):
+    """(count column, size column, S of algbw) for a requested size, as nccl-tests."""
+    count = size // el
+    if coll in PER_RANK_CHUNKS:
+        per = count // n
+        per -= per % max(16 // el, 1)        # per-rank chunks rounded down, 16-byte aligned
+        return per, per * n * el, per * n * el
+    return count, count * el, count * el
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def row_lines(stdout):
+    """The table rows nccl-tests-style: lines starting with spaces and a size."""
+    return [line.split() for line in stdout.splitlines() if re.match(r"\s+\d+\s+\d+\s", line)]
+
+
+def mode_cells(fields):
+    """{mode: [time, algbw, busbw, #wrong]} of a printed row; a mode torch lacks shows 'n/a'."""
+    cells = fields[5:]
+    if cells[0] == "n/a":
+        return {"in_place": cells[1:5]}
+    if len(cells) == 5:
+        return {"out_of_place": cells[:4]}
+    return {"out_of_place": cells[:4], "in_place": cells[4:8]}
+
+
+def wrong_cells(fields):
+    return [c[3] for c in mode_cells(fields).values()]
+
+
+# ---- the matrix: every collective, dtype and op gloo does, both modes, checked ----
+
+MATRIX = ["--collectives", "all", "-e", "1K", "-f", "64", "-d", "all", "-o", "all",
+          "-n", "2", "-w", "0", "-c", "1", "--probe-iters", "2", "--per-rank"]
+# 1 KiB everywhere; with 3 ranks (odd counts break naive splitting) 16 B too, where the
+# per-rank chunks of all_gather, reduce_scatter and all_to_all round down to nothing
+MATRIX_SIZES = {2: [1024], 3: [16, 1024], 4: [1024]}
+
+
+@pytest.fixture(scope="module", params=[2, 3, 4], ids=lambda n: f"np{n}")
+def matrix(request, tmp_path_factory):
+    n = request.param
+    d = tmp_path_factory.mktemp(f"matrix{n}")
+    done = mpirun(n, MATRIX + ["-b", str(MATRIX_SIZES[n][0]), "--json", str(d / "run.json"),
+                               "--csv", str(d / "run.csv")], timeout=280)
+    assert done.returncode == 0, show(done)
+    with open(d / "run.json") as f:
+        doc = json.load(f)
+    with open(d / "run.csv", newline="") as f:
+        lines = list(csv.DictReader(f))
+    return n, done, doc, lines
+
+
+def test_matrix_every_check_passes(matrix):
+    n, done, doc, _ = matrix
+    assert "# Out of bounds values : 0 OK" in done.stdout, show(done)
+    assert "FAILED" not in done.stdout + done.stderr, show(done)
+    assert "Traceback" not in done.stderr, show(done)
+    assert doc["complete"] is True and doc["out_of_bounds"] == {"count": 0, "okay": True}
+    for row in doc["results"]:
+        for mode in MODES[row["collective"]]:
+            assert row[mode]["nwrong"] == 0, (row, mode)    # 0, not None: it was checked
+    for fields in row_lines(done.stdout):
+        assert wrong_cells(fields) in (["0"], ["0", "0"]), fields
+
+
+def test_matrix_has_every_row(matrix):
+    n, done, doc, _ = matrix
+    want, skipped = set(), set()
+    for coll in MODES:
+        for dt, el in ELSIZE.items():
+            ops = (["sum", "prod", "min", "max"] + (["avg"] if dt in FLOATING else [])
+                   if coll in REDUCING else ["none"])
+            for op in ops:
+                for size in MATRIX_SIZES[n]:
+                    if nccl_counts(coll, size, el, n)[0] == 0:
+                        skipped.add((size, dt))
+                    else:
+                        want.add((coll, dt, op, size))
+    got = [(r["collective"], r["dtype"], r["redop"], r["requested_size"]) for r in doc["results"]]
+    assert len(got) == len(set(got)), "a row twice"
+    assert set(got) == want
+    # a size whose per-rank count rounds to zero is skipped with a note, not a crash
+    for size, dt in skipped:
+        assert f"# {size} B {dt}: skipped, less than one aligned element per rank for {n} ranks" \
+            in done.stdout, (size, dt)
+    # int avg is not for gloo: said once per collective, not run
+    assert "# all_reduce int32 avg: skipped, gloo cannot average int32" in done.stdout
+
+
+def test_matrix_figures_follow_nccl_tests(matrix):
+    n, _, doc, _ = matrix
+    for row in doc["results"]:
+        coll, el = row["collective"], ELSIZE[row["dtype"]]
+        count, size, s_bytes = nccl_counts(coll, row["requested_size"], el, n)
+        assert (row["count"], row["size"], row["bw_bytes"]) == (count, size, s_bytes), row
+        assert row["root"] == (0 if coll in ("broadcast", "reduce") else -1), row
+        factor = busbw_factor(coll, n)
+        for mode in ("out_of_place", "in_place"):
+            m = row[mode]
+            if mode not in MODES[coll]:
+                assert m is None and mode not in row["per_rank_time_us"], row
+                continue
+            times = row["per_rank_time_us"][mode]
+            assert len(times) == n and all(t > 0 for t in times), row
+            assert close(m["time_us"], statistics.mean(times)), row      # -a 1: mean over ranks
+            assert close(m["algbw_GBps"], s_bytes / (m["time_us"] * 1e-6) / 1e9), row
+            assert close(m["busbw_GBps"], m["algbw_GBps"] * factor), row
+
+
+def test_matrix_odd_rank_counts(matrix):
+    """1 KiB of float32 over 3 ranks: 256 // 3 = 85, aligned down to 84 -> 1008 bytes."""
+    n, _, doc, _ = matrix
+    if n != 3:
+        pytest.skip("the 3-rank case")
+    for coll in PER_RANK_CHUNKS:
+        row = next(r for r in doc["results"] if r["collective"] == coll
+                   and r["dtype"] == "float32" and r["requested_size"] == 1024)
+        assert (row["count"], row["size"]) == (84, 1008), row
+
+
+def test_matrix_printed_rows_match_json(matrix):
+    n, done, doc, _ = matrix
+    printed = row_lines(done.stdout)
+    assert len(printed) == len(doc["results"])
+    labels = {"float32": "float", "float16": "half", "bfloat16": "bfloat16", "float64": "double"}
+    for fields, row in zip(printed, doc["results"]):
+        assert fields[:5] == [str(row["size"]), str(row["count"]),
+                              labels.get(row["dtype"], row["dtype"]), row["redop"],
+                              str(row["root"])], (fields, row)
+
+
+def test_matrix_csv_one_line_per_row_and_mode(matrix):
+    n, _, doc, lines = matrix
+    want = [(r, mode) for r in doc["results"] for mode in ("out_of_place", "in_place")
+            if r[mode] is not None]
+    assert len(lines) == len(want)
+    for line, (row, mode) in zip(lines, want):
+        assert (line["collective"], int(line["size"]), int(line["count"]), line["mode"]) == \
+            (row["collective"], row["size"], row["count"], mode)
+        assert close(float(line["time_us"]), row[mode]["time_us"])
+        assert close(float(line["busbw_GBps"]), row[mode]["busbw_GBps"])
+        assert int(line["nwrong"]) == 0
+
+
+def test_matrix_per_host_and_per_rank(matrix):
+    n, done, doc, _ = matrix
+    assert [d["rank"] for d in doc["config"]["devices"]] == list(range(n))
+    assert {d["hostname"] for d in doc["config"]["devices"]} == {HOST}
+    assert [h["collective"] for h in doc["hosts"]] == COLLECTIVES
+    for h in doc["hosts"]:
+        assert [(x["host"], x["ranks"]) for x in h["hosts"]] == [(HOST, list(range(n)))]
+        assert len(h["ranks"]) == n and h["iterations"] == 2
+    host_rows = re.findall(r"^#  (\S+)\s+([\d,]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+", done.stdout, re.M)
+    assert host_rows == [(HOST, ",".join(map(str, range(n))))] * len(MODES), done.stdout
+    assert done.stdout.count("# slowest rank at 1 KiB: rank ") == len(MODES)
+    assert "# per-rank time (us), host:rank" in done.stdout
+    assert " ".join(f"{HOST}:{r}" for r in range(n)) in re.sub(r" +", " ", done.stdout)
+    # every rank says what it held at its peak
+    assert [m["rank"] for m in doc["memory"]] == list(range(n))
+    assert all(m["peak_rss_bytes"] > m["buffer_bytes"] > 0 for m in doc["memory"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools()),
+                    reason="fake hosts need root and ip/tc/nsenter/unshare")
+def test_per_host_table_names_the_hosts(tmp_path):
+    """Two hosts (network namespaces), rank 0 on h1 and ranks 1, 2 on h2."""
+    out = tmp_path / "hosts.json"
+    with fakecluster.FakeCluster(hosts=2) as c:
+        done = c.mpirun([PYTHON, "-m", "mpibench", "--collectives", "all_reduce,broadcast",
+                         "-b", "1K", "-e", "1K", "-n", "2", "-w", "0", "--probe-iters", "3",
+                         "--json", str(out)], ppn={"h1": 1, "h2": 2}, mpirun=MPIRUN,
+                        env=base_env(), timeout=150)
+    assert done.returncode == 0, show(done)
+    doc = json.loads(out.read_text())
+    assert [d["hostname"] for d in doc["config"]["devices"]] == ["h1", "h2", "h2"]
+    for h in doc["hosts"]:
+        assert [(x["host"], x["ranks"]) for x in h["hosts"]] == [("h1", [0]), ("h2", [1, 2])]
+    host_rows = re.findall(r"^#  (h\d)\s+([\d,]+)\s+[\d.]+", done.stdout, re.M)
+    assert host_rows == [("h1", "0"), ("h2", "1,2")] * 2, show(done)
+    assert "2 hosts" in done.stdout and done.stdout.count("# slowest rank at 1 KiB") == 2
+
+
+# ---- a corrupted output must fail the check; an existing file is never overwritten ----
+
+def test_corrupt_output_fails_and_existing_json_is_kept(tmp_path):
+    existing = tmp_path / "run.json"
+    existing.write_text("keep me\n")
+    done = mpirun(2, ["--collectives", "all_reduce,all_gather", "-b", "1K", "-e", "1K", "-n", "1",
+                      "-w", "0", "--probe-iters", "0", "--json", str(existing)],
+                  env={"MPIBENCH_FAULT": "corrupt:1"})
+    assert done.returncode == 1, show(done)
+    assert existing.read_text() == "keep me\n"
+    numbered = tmp_path / "run.1.json"
+    assert f"# {existing} exists: writing {numbered} instead" in done.stdout, show(done)
+    doc = json.loads(numbered.read_text())
+    wrong = [row[m]["nwrong"] for row in doc["results"] for m in MODES[row["collective"]]]
+    assert len(wrong) == 3 and all(w >= 1 for w in wrong), doc["results"]
+    for fields in row_lines(done.stdout):          # the '#wrong' columns show it
+        assert "0" not in wrong_cells(fields), show(done)
+    assert re.search(r"# Out of bounds values : [1-9]\d* FAILED", done.stdout), show(done)
+    failed = mpibench_lines(done.stderr)
+    assert len(failed) == 1 and "FAILED" in failed[0], show(done)
+    assert "Traceback" not in done.stderr, show(done)
+
+
+# ---- one rank: bus bandwidth is not defined, said so instead of a silent 0 ----
+
+def test_one_rank_lone_python(tmp_path):
+    out = tmp_path / "one.json"
+    done = lone(["--collectives", "all_reduce,broadcast", "-b", "1K", "-e", "2K", "-n", "2",
+                 "-w", "0", "--json", str(out)])
+    assert done.returncode == 0, show(done)
+    doc = json.loads(out.read_text())
+    for row in doc["results"]:
+        m = row["in_place"]
+        if row["collective"] == "all_reduce":       # factor 2(n-1)/n = 0
+            assert m["busbw_GBps"] is None and m["algbw_GBps"] > 0, row
+        else:                                       # broadcast: factor 1 still
+            assert close(m["busbw_GBps"], m["algbw_GBps"]), row
+    for fields in row_lines(done.stdout):
+        if fields[3] == "sum":                      # all_reduce: busbw n/a, algbw a number
+            assert mode_cells(fields)["in_place"][1:3] != ["n/a", "n/a"], fields
+            assert mode_cells(fields)["in_place"][2] == "n/a", fields
+
+
+def test_one_rank_mpirun_says_busbw_not_defined():
+    done = mpirun(1, ["--collectives", "all_reduce,all_gather", "-b", "1K", "-e", "1K", "-n", "2"])
+    assert done.returncode == 0, show(done)
+    assert "# Avg bus bandwidth    : n/a (bus bandwidth is not defined for one rank" in done.stdout
+    printed = row_lines(done.stdout)
+    assert len(printed) == 2, show(done)
+    for fields in printed:                          # busbw of each mode present
+        assert [c[2] for c in mode_cells(fields).values()] in (["n/a"], ["n/a", "n/a"]), fields
+
+
+# ---- rows reach the disk as they are measured: a killed job keeps them ----
+
+def _session_pids(sid):
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":   # session id, not a zombie
+                pids.append(int(name))
+    return pids
+
+
+def test_killed_job_keeps_rows_seen(tmp_path):
+    out = tmp_path / "killed.json"
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    cmd = ([MPIRUN] + root + ["--oversubscribe", "-np", "2", PYTHON, "-m", "mpibench",
+           "--collectives", "all_reduce", "-b", "8", "-e", "256M", "-n", "20", "-w", "1",
+           "--probe-iters", "0", "--json", str(out)])
+    # its own session: mpirun and every rank it starts can be found and killed
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=base_env(), cwd=ROOT, start_new_session=True)
+    seen = []
+    try:
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:
+            if re.match(r"\s+\d+\s+\d+\s", line):
+                seen.append(line.split())
+            if len(seen) == 3 or time.monotonic() > deadline:
+                break
+    finally:
+        for pid in _session_pids(proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=30)
+    assert len(seen) == 3
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["end_time"] is None
+    assert [str(r["size"]) for r in doc["results"][:3]] == [s[0] for s in seen]
+    deadline = time.monotonic() + 15          # SIGKILL is not instant on a loaded machine
+    while _session_pids(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _session_pids(proc.pid) == []
+
+
+# ---- bad input: one line from rank 0, exit 2 on every rank, quickly, no traceback ----
+# Idle machine: parse-time errors about 1 s, those that need the backend about 3-5 s;
+# the bounds leave room for a loaded 2-core machine, a hang runs into them.
+
+BAD = [
+    (["-b", "4X"], "'4X' is not a size", 20),
+    (["-b", "-1"], "'-1' is not a size", 20),
+    (["-e", "0"], "'0' must be at least 1 byte", 20),
+    (["-b", "1.5M"], "'1.5M' is not a size", 20),
+    (["-b", "1M", "-e", "1K"], "--minbytes 1048576 is larger than --maxbytes 1024", 20),
+    (["-f", "1"], "--stepfactor 1.0 must be above 1 (or give --stepbytes)", 20),
+    (["-f", "0.5", "-e", "1K"], "--stepfactor 0.5 must be above 1", 20),
+    (["--collectives", "allreduce"], "unknown collective 'allreduce'", 20),
+    (["-d", "float33"], "unknown data type 'float33'", 20),
+    (["-n", "0"], "-n/--iters: must be at least 1", 20),
+    (["-d", "int32", "-o", "avg"], "all_reduce -d int32 -o avg: gloo cannot average int32", 60),
+    (["-G", "1"], "-G/--cuda-graph needs CUDA GPUs", 60),
+    (["-r", "2"], "--root 2 is not a rank: the job has 2 ranks (0..1)", 60),
+    (["--json", "/nonexistent-mpibench/x.json"], "/nonexistent-mpibench does not exist", 60),
+    # /proc takes no new files, not even from root
+    (["--json", "/proc/mpibench-test.json"], "cannot write /proc/mpibench-test.json", 60),
+    (["--json", "/etc/hostname/x.json"], "/etc/hostname is not a folder", 60),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_runs():
+    """Every bad input, three jobs at a time (each mostly waits for `import torch`)."""
+    def one(args):
+        if "--collectives" not in args:
+            args = ["--collectives", "all_reduce", "-e", "1K"] + args
+        return mpirun(2, args, timeout=120)
+    with ThreadPoolExecutor(3) as pool:
+        return list(pool.map(one, [b[0] for b in BAD]))
+
+
+@pytest.mark.parametrize("case", range(len(BAD)), ids=[" ".join(b[0]) for b in BAD])
+def test_bad_input(bad_runs, case):
+    _, words, seconds = BAD[case]
+    done = bad_runs[case]
+    lines = mpibench_lines(done.stderr)
+    assert len(lines) == 1, show(done)
+    assert words in lines[0], show(done)
+    assert done.returncode == 2, show(done)
+    assert "Traceback" not in done.stderr + done.stdout, show(done)
+    assert done.elapsed < seconds, show(done)
+
+
+# ---- pure logic ----
+
+@pytest.mark.parametrize("text, value", [("8", 8), ("64K", 65536), ("1M", 1 << 20), ("4G", 4 << 30),
+                                         ("64k", 65536), ("2KiB", 2048), (" 16 ", 16)])
+def test_parse_size(text, value):
+    assert sizes.parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["4X", "-1", "0", "1.5M", "", "M", "1 M B x"])
+def test_parse_size_rejects(text):
+    with pytest.raises(UsageError):
+        sizes.parse_size(text)
+
+
+def test_sweep():
+    assert sizes.sweep(8, 64, 2) == [8, 16, 32, 64]
+    assert sizes.sweep(64, 64 << 10, 8) == [64, 512, 4096, 32768]
+    assert sizes.sweep(100, 400, 2, stepbytes=100) == [100, 200, 300, 400]
+    assert sizes.sweep(100, 400, 1, stepbytes=100) == [100, 200, 300, 400]   # factor unused
+    assert sizes.sweep(1, 4, 1.5) == [1, 2, 3, 4]        # a fractional factor still advances
+    assert sizes.sweep(8, 8) == [8]
+    for bad in [(2, 1, 2), (8, 64, 1), (8, 64, 0.5)]:
+        with pytest.raises(UsageError):
+            sizes.sweep(*bad)
+    with pytest.raises(UsageError):                      # a sweep nobody meant
+        sizes.sweep(1, 1 << 30, stepbytes=1)
+
+
+def _times(n, iters, base=1e-3):
+    return [[base] * iters for _ in range(n)]
+
+
+def test_stragglers_one_noisy_iteration_names_nobody():
+    hosts = ["a", "a", "b", "b", "c", "c"]
+    times = _times(6, 20)
+    times[3][7] = 50e-3                       # one hiccup on one rank of host b
+    out = stragglers.analyze(hosts, times)
+    assert out["slow_hosts"] == [] and out["slow_ranks"] == []
+    assert [(h["host"], h["ranks"]) for h in out["hosts"]] == \
+        [("a", [0, 1]), ("b", [2, 3]), ("c", [4, 5])]
+
+
+def test_stragglers_slow_host_and_rank_are_named():
+    hosts = ["a", "a", "b", "b", "c", "c"]
+    times = _times(6, 20)
+    for k in range(20):
+        times[5][k] = 1.6e-3 if k != 4 else 1e-3     # host c's rank 5: slow in 19 of 20
+    out = stragglers.analyze(hosts, times, margin=0.2)
+    assert out["slow_hosts"] == ["c"]
+    assert out["slow_ranks"] == [5]
+    assert out["slowest"]["rank"] == 5 and out["slowest"]["host"] == "c"
+    c = next(h for h in out["hosts"] if h["host"] == "c")
+    assert c["slow_iterations"] == 19 and c["max_s"] == pytest.approx(1.6e-3)
+    assert c["ratio"] == pytest.approx(1.6)
+
+
+def test_stragglers_two_hosts():
+    times = _times(4, 10)
+    for r in (2, 3):
+        times[r] = [2e-3] * 10                   # host b twice as slow as host a
+    out = stragglers.analyze(["a", "a", "b", "b"], times)
+    assert out["slow_hosts"] == ["b"]
+    out = stragglers.analyze(["a", "a", "b", "b"], _times(4, 10))
+    assert out["slow_hosts"] == [] and out["slow_ranks"] == []
+
+
+def get_float_str(value, width):
+    """nccl-tests' getFloatStr (src/util.cu), line by line."""
+    power, val = 0, 1
+    while value >= val:
+        power += 1
+        val *= 10
+    if power < width - 2:
+        return "%*.2f" % (width, value)
+    if power < width - 1:
+        return "%*.1f" % (width, value)
+    if power < width + 1:
+        return "%*.0f" % (width, value)
+    if width >= 7:
+        return "%*.1e" % (width, value)
+    return "%*.0e" % (width, value)
+
+
+@pytest.mark.parametrize("width", [6, 7])
+def test_fnum_matches_get_float_str(width):
+    values = [0.0, 0.001, 0.004999, 0.005, 0.5, 1, 9.99, 9.995, 9.9951, 10, 99.99, 99.995,
+              999.99, 999.995, 1000, 1234.5, 9999.4, 9999.96, 12345.6, 99999.5, 123456,
+              999999, 1234567, 12345678, 1.5e9]
+    values += [x * 10 ** e for x in (1.0, 2.5, 9.999) for e in range(-3, 10)]
+    for v in values:
+        assert tables.fnum(v, width) == get_float_str(v, width), v
+    assert tables.fnum(None, width) == " " * (width - 3) + "n/a"
