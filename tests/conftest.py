@@ -77,6 +77,16 @@ def mpibench_lines(text):
     return [line for line in text.splitlines() if re.match(r"mpibench( [\w-]+)?: ", line)]
 
 
+def check_usage_error(done, words, seconds):
+    """Bad input: exactly one 'mpibench:' line saying words, exit 2, no traceback, in time."""
+    lines = mpibench_lines(done.stderr)
+    assert len(lines) == 1, show(done)
+    assert words in lines[0], show(done)
+    assert done.returncode == 2, show(done)
+    assert "Traceback" not in done.stderr + done.stdout, show(done)
+    assert done.elapsed < seconds, show(done)
+
+
 def show(done):
     """Text to attach to an assertion: the command, its code and what it printed."""
     return (f"$ {' '.join(done.args)}\nrc={done.returncode} ({getattr(done, 'elapsed', 0):.1f} s)"

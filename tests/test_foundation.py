@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from conftest import MPIRUN, lone, mpibench_lines, mpirun, run, show, torchrun
+from conftest import MPIRUN, check_usage_error, lone, mpibench_lines, mpirun, run, show, torchrun
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -76,14 +76,6 @@ def test_default_command_is_info():
 # --- bad input: one line from rank 0, exit 2 on every rank, no traceback, quickly ---
 # Time bounds leave room for a loaded 2-core machine (idle: parse errors about 1 s, the
 # nccl check about 5 s, a failing rank about 2 s); a hang would run into the timeouts.
-
-def check_usage_error(done, words, seconds):
-    lines = mpibench_lines(done.stderr)
-    assert len(lines) == 1, show(done)
-    assert words in lines[0], show(done)
-    assert done.returncode == 2, show(done)
-    assert "Traceback" not in done.stderr + done.stdout, show(done)
-    assert done.elapsed < seconds, show(done)
 
 
 # Parse errors are found before torch or MPI is loaded (well under a second per run),
