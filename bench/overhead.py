@@ -14,7 +14,9 @@ Memory: runs `mpibench run --collectives C -b SIZE -e SIZE -n 2 -w 1 -c 0` under
 for all_reduce and all_gather, and prints each rank's peak resident memory (the JSON's
 'memory' records, read from VmHWM at the end of the run) beside the buffers the run should
 take (send + receive bytes from engine.footprint), the same run at 8 bytes (the harness
-with no buffers to speak of) and an idle process that imported torch.
+with no buffers to speak of), an idle process that imported torch, and one bare
+torch.distributed call of the same collective on buffers of the same size (what the
+library itself holds: gloo's all_gather keeps a temporary copy of its whole output).
 """
 import argparse
 import json
@@ -99,12 +101,22 @@ class Case:
         return self._bare(iters)
 
 
+def _load():
+    """The 1-minute load average: other work on the machine shows in every figure."""
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().split()[0]
+    except OSError:
+        return "?"
+
+
 def overhead(args):
     from mpibench import bootstrap, launcher
     from mpibench.backends.torchdist import TorchBackend
     session = bootstrap.start(launcher.detect(os.environ), backend="gloo")
     backend = TorchBackend(session)
     sizes = [parse_size(x) for x in args.sizes.split(",")]
+    load0 = _load()
     rows = []
     session.out(f"# {session.size} ranks, gloo, float32, {args.rounds} rounds per size, "
                 f"about {args.seconds} s per measurement; times are per call, mean over ranks, "
@@ -130,15 +142,16 @@ def overhead(args):
             b, m = statistics.median(bare), statistics.median(mine)
             paired = statistics.median(y / x for x, y in zip(bare, mine))
             rows.append([name, format_size(size), iters, f"{b * 1e6:.2f}", f"{m * 1e6:.2f}",
-                         f"{m / b:.3f}", f"{paired:.3f}", f"{(m - b) * 1e6:+.2f}"])
+                         f"{m / b:.3f}", f"{paired:.3f}", f"{(m - b) * 1e6:+.2f}",
+                         f"{min(mine) / min(bare):.3f}"])
             session.out(tabulate([rows[-1]], tablefmt="plain"))
             del case
     session.out("")
     session.out(tabulate(rows, headers=["collective", "size", "iters", "bare us/call",
                                         "mpibench us/call", "ratio", "paired ratio",
-                                        "added us/call"],
-                         colalign=("left", "right", "right", "right", "right", "right", "right",
-                                   "right")))
+                                        "added us/call", "ratio of minima"],
+                         colalign=("left",) + ("right",) * 8))
+    session.out(f"# load average before / after: {load0} / {_load()} on {os.cpu_count()} cores")
     session.close()
 
 
@@ -159,6 +172,34 @@ def _run_json(np, argv, folder, tag):
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stdout}\n{done.stderr}")
     with open(out) as f:
         return json.load(f)
+
+
+def bare_peak(args):
+    """Under mpirun: one bare torch.distributed call on buffers of the run's footprint;
+    rank 0 prints every rank's peak RSS (JSON). Says what the library itself holds."""
+    from mpibench import bootstrap, launcher
+    from mpibench.sysinfo import peak_rss_bytes
+    session = bootstrap.start(launcher.detect(os.environ), backend="gloo")
+    import torch
+    import torch.distributed as dist
+    size = parse_size(args.size)
+    out = torch.zeros(size, dtype=torch.uint8)
+    if args.bare_peak == "all_reduce":
+        dist.all_reduce(out)
+    else:
+        inp = torch.zeros(size // session.size, dtype=torch.uint8)
+        bare_all_gather(dist, time.perf_counter, out, inp, 1)
+    peaks = session.comm.gather(peak_rss_bytes(), root=0)
+    session.out(json.dumps(peaks))
+    session.close()
+
+
+def _bare_peaks(np, name, size):
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    cmd = ([_mpirun()] + root + ["--oversubscribe", "-np", str(np), sys.executable,
+           os.path.abspath(__file__), "--bare-peak", name, "--size", str(size)])
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def idle_torch_rss():
@@ -184,16 +225,18 @@ def memory(args):
             plan = Plan(collectives=[REGISTRY[name]], sizes=[size], dtypes=[DTYPES["float32"]],
                         ops=["sum"])
             send, recv = footprint(plan, args.np, [size])
-            for m, m8 in zip(big["memory"], small["memory"]):
+            bare = _bare_peaks(args.np, name, size)
+            for m, m8, b in zip(big["memory"], small["memory"], bare):
                 extra = m["peak_rss_bytes"] - (send + recv) - m8["peak_rss_bytes"]
                 rows.append([name, m["rank"], f"{m['peak_rss_bytes'] / mib:.0f}",
                              f"{(send + recv) / mib:.0f}", f"{m['buffer_bytes'] / mib:.0f}",
                              f"{m8['peak_rss_bytes'] / mib:.0f}", f"{idle / mib:.0f}",
-                             f"{extra / mib:+.0f}"])
+                             f"{extra / mib:+.0f}", f"{b / mib:.0f}"])
     print(f"# mpibench run at {format_size(size)}, {args.np} ranks (gloo); MiB")
     print(tabulate(rows, headers=["collective", "rank", "peak RSS", "footprint send+recv",
                                   "allocated", "same run at 8 B", "idle torch process",
-                                  "peak - footprint - 8 B run"]))
+                                  "peak - footprint - 8 B run",
+                                  "bare torch call, same buffers"]))
 
 
 def main():
@@ -205,8 +248,14 @@ def main():
                    help="target seconds per measurement (default 0.2)")
     p.add_argument("--np", type=int, default=2, help="memory mode: ranks (default 2)")
     p.add_argument("--size", default="1G", help="memory mode: the size (default 1G)")
+    p.add_argument("--bare-peak", choices=COLLECTIVES, help=argparse.SUPPRESS)
     args = p.parse_args()
-    memory(args) if args.memory else overhead(args)
+    if args.bare_peak:
+        bare_peak(args)
+    elif args.memory:
+        memory(args)
+    else:
+        overhead(args)
 
 
 if __name__ == "__main__":
