@@ -23,6 +23,7 @@ class RunOutput:
                     "command": command, "start_time": now(), "end_time": None,
                     "complete": False, "argv": sys.argv[1:], "args": _jsonable(vars(args)),
                     "results": [], "hosts": [], "notes": []}
+        self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows
 
     def say(self, text):
         self.s.out(text)
@@ -46,7 +47,10 @@ class RunOutput:
 
     def add_row(self, row):
         self.say(tables.row_line(row))
-        self.doc["results"].append(row)
+        if self.trials:
+            self.trials.add(self.doc["results"], row)
+        else:
+            self.doc["results"].append(row)
         self.flush()
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):

@@ -81,3 +81,28 @@ def straggler_lines(analysis, size, symmetric=True):
         names = ", ".join(f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"])
         lines.append(f"# consistently slow ranks: {names}")
     return lines
+
+
+def _g(value, spec=".3f"):
+    return "n/a" if value is None else format(value, spec)
+
+
+def trials_table(rows, fmt="simple"):
+    """Per row and mode of a run with --trials: median, min and max of the time, its
+    coefficient of variation, the busbw median and range, and whether it is stable."""
+    out = []
+    for row in rows:
+        for key in ("out_of_place", "in_place"):
+            m = row.get(key)
+            if not m or "spread" not in m:
+                continue
+            sp = m["spread"]
+            bw = "n/a" if sp["busbw_GBps_min"] is None else \
+                f"{sp['busbw_GBps_min']:.3f}-{sp['busbw_GBps_max']:.3f}"
+            out.append([row["collective"], row["size"], row["type"], row["redop"],
+                        key.replace("_", "-"), f"{m['time_us']:.1f}", f"{sp['time_us_min']:.1f}",
+                        f"{sp['time_us_max']:.1f}", f"{sp['cv'] * 100:.1f}",
+                        _g(m["busbw_GBps"]), bw, "UNSTABLE" if m["unstable"] else "stable"])
+    return tabulate(out, headers=["collective", "size", "type", "redop", "mode", "time us",
+                                  "min", "max", "cv %", "busbw GB/s", "busbw min-max",
+                                  "trials"], tablefmt=fmt, disable_numparse=True)

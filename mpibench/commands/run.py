@@ -3,7 +3,7 @@ import argparse
 
 from tabulate import tabulate
 
-from .. import cli, sysinfo
+from .. import cli, sysinfo, tables, trials
 from ..collectives import NAMES as COLLECTIVES, REGISTRY
 from ..dtypes import parse_dtypes, parse_list, parse_ops
 from ..engine import AVERAGES, MODE_KEYS, Engine, Plan
@@ -85,6 +85,11 @@ def add_arguments(p):
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
     p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
                    help="process-group timeout (default 300)")
+    p.add_argument("--trials", type=_int_at_least(1), default=1, metavar="K",
+                   help="repeat the whole sweep K times; rows show the median and spread (default 1)")
+    p.add_argument("--unstable", type=cli.positive_float, default=trials.UNSTABLE, metavar="X",
+                   help="with --trials: mark a row unstable when its times span more than X "
+                        f"times their median (default {trials.UNSTABLE:g})")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
     cli.add_backend(p)
@@ -214,6 +219,32 @@ def per_rank_table(session, out):
     out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
 
 
+def run_trials(session, backend, plan, out, args):
+    """The whole sweep args.trials times; the per-host probe runs in the last trial only."""
+    probe_iters, wrong = plan.probe_iters, 0
+    if session.rank == 0:
+        out.trials = trials.Collector(args.unstable)
+        out.set(trials=args.trials)
+    for k in range(args.trials):
+        plan.probe_iters = probe_iters if k == args.trials - 1 else 0
+        session.out(f"#\n# trial {k + 1} of {args.trials}")
+        wrong += Engine(session, backend, plan, out).run()
+    plan.probe_iters = probe_iters
+    return wrong
+
+
+def trials_summary(out, args):
+    out.say(f"#\n# median of {args.trials} trials per row; spread over the trials; a row is "
+            f"UNSTABLE when its times span more than {args.unstable:.0%} of their median")
+    for line in tables.trials_table(out.doc["results"]).splitlines():
+        out.say("#  " + line)
+    unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
+                   if row[k] and row[k].get("unstable"))
+    if unstable:
+        out.say(f"# {unstable} row-mode{'s' if unstable != 1 else ''} UNSTABLE: "
+                f"differences smaller than their spread are noise")
+
+
 def execute(session, args):
     from ..backends.torchdist import TorchBackend
     backend = TorchBackend(session)
@@ -223,8 +254,11 @@ def execute(session, args):
     versions = session.comm.gather(sysinfo.versions(), root=0)
     if session.rank == 0:
         header(session, out, plan, backend, records, versions)
-    wrong = Engine(session, backend, plan, out).run()
+    wrong = run_trials(session, backend, plan, out, args) if args.trials > 1 else \
+        Engine(session, backend, plan, out).run()
     if session.rank == 0:
+        if args.trials > 1:
+            trials_summary(out, args)
         if args.per_rank:
             per_rank_table(session, out)
         summary(session, out, wrong)
