@@ -54,19 +54,13 @@ class RunOutput:
         self.flush()
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
-        bw_bytes = coll.bw_bytes(c, dt.size, self.s.size)
-        factor = coll.busbw_factor(self.s.size)
-        symmetric = not coll.rooted
-        self.say(f"#\n# {coll.name} per host at {tables.format_size(size)} ({dt.name}, "
-                 f"{'in' if mode == 'in' else 'out-of'}-place, {analysis['iterations']} iterations, "
-                 f"each after a barrier):")
-        for line in tables.host_table(analysis, bw_bytes, factor).splitlines():
-            self.say("#  " + line)
-        for line in tables.straggler_lines(analysis, size, symmetric):
+        entry = {"collective": coll.name, "size": size, "type": dt.label, "dtype": dt.name,
+                 "redop": op, "mode": mode, "symmetric": not coll.rooted,
+                 "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),
+                 "busbw_factor": coll.busbw_factor(self.s.size), **analysis}
+        for line in tables.host_section(entry):
             self.say(line)
-        self.doc["hosts"].append({"collective": coll.name, "size": size, "type": dt.label,
-                                  "redop": op, "mode": mode, "symmetric": symmetric,
-                                  "bw_bytes": bw_bytes, "busbw_factor": factor, **analysis})
+        self.doc["hosts"].append(entry)
         self.flush()
 
     def finish(self, complete=True):

@@ -34,6 +34,25 @@ def _mode_cells(m):
                                     fnum(m["busbw_GBps"], 6), wrong)
 
 
+ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
+               "out time (us)", "out algbw (GB/s)", "out busbw (GB/s)", "out #wrong",
+               "in time (us)", "in algbw (GB/s)", "in busbw (GB/s)", "in #wrong"]
+
+
+def row_cells(row):
+    """The cells of row_line, for tables in other formats (markdown)."""
+    cells = [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
+    for key in ("out_of_place", "in_place"):
+        m = row[key]
+        if m is None:
+            cells += ["n/a", "", "", ""]
+        else:
+            cells += [fnum(m["time_us"], 7).strip(), fnum(m["algbw_GBps"], 6).strip(),
+                      fnum(m["busbw_GBps"], 6).strip(),
+                      "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]]
+    return cells
+
+
 def row_line(row):
     return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
                                              row["root"])
@@ -44,7 +63,7 @@ def us(seconds):
     return f"{seconds * 1e6:.1f}"
 
 
-def host_table(analysis, bw_bytes, factor):
+def host_table(analysis, bw_bytes, factor, fmt="simple"):
     """Per host: ranks, min/median/max of its ranks' times, busbw of its slowest rank."""
     rows = []
     for h in analysis["hosts"]:
@@ -54,7 +73,18 @@ def host_table(analysis, bw_bytes, factor):
                      "n/a" if busbw is None else f"{busbw:.3f}",
                      "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"])
     return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
-                                   "busbw GB/s (slowest)", "vs median host"])
+                                   "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
+
+
+def host_section(entry, fmt="simple"):
+    """The per-host block for one probe entry of a results document, as run prints it."""
+    mode = "in" if entry["mode"] == "in" else "out-of"
+    lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
+             f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
+             f"iterations, each after a barrier):"]
+    table = host_table(entry, entry["bw_bytes"], entry["busbw_factor"], fmt)
+    lines += ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
+    return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
 
 
 def straggler_lines(analysis, size, symmetric=True):
