@@ -118,6 +118,7 @@ def draw_matrix(ax, fig, name, entry):
 
 
 def execute(session, args):
+    docs = [(path, saved.load(path)) for path in args.files]
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -126,7 +127,6 @@ def execute(session, args):
     except ImportError:
         raise UsageError("plot needs matplotlib: pip install 'mpibench[plot]' "
                          "(or pip install matplotlib)") from None
-    docs = [(path, saved.load(path)) for path in args.files]
     names = [os.path.basename(p) for p, _ in docs]
     if len(set(names)) < len(names):
         names = [p for p, _ in docs]
