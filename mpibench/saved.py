@@ -91,6 +91,11 @@ def _problem(doc):
 
 
 # ---- what the commands ask of a row ----
+def modes(choice):
+    """The mode keys for a --mode both|out|in option."""
+    return {"both": MODES, "out": ("out_of_place",), "in": ("in_place",)}[choice]
+
+
 def ranks(doc):
     world = doc.get("world") or {}
     return world.get("size")

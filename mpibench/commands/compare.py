@@ -5,7 +5,8 @@ from tabulate import tabulate
 
 from .. import cli, saved
 from ..errors import CheckFailed, UsageError
-from ..sizes import format_size, parse_size
+from ..sizes import format_size
+from .run import _size
 
 HELP = "compare saved results row by row against the first file (the baseline)"
 DESCRIPTION = (
@@ -17,13 +18,6 @@ DESCRIPTION = (
     "With --fail-below R, exits 1 when any row is below R times the baseline (for CI).")
 SESSION = "offline"
 NOISE = 0.05
-
-
-def _size(text):
-    try:
-        return parse_size(text)
-    except UsageError as exc:
-        raise cli.argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(p):
@@ -70,7 +64,7 @@ def figures(doc, modes, min_size):
 def execute(session, args):
     paths = [args.baseline] + args.others
     docs = [saved.load(p) for p in paths]
-    modes = {"both": saved.MODES, "out": ("out_of_place",), "in": ("in_place",)}[args.mode]
+    modes = saved.modes(args.mode)
     figs = [figures(d, modes, args.min_size) for d in docs]
     common = [k for k in figs[0] if all(k in f for f in figs[1:])]
     if not common:

@@ -130,7 +130,7 @@ def execute(session, args):
     names = [os.path.basename(p) for p, _ in docs]
     if len(set(names)) < len(names):
         names = [p for p, _ in docs]
-    modes = {"both": saved.MODES, "out": ("out_of_place",), "in": ("in_place",)}[args.mode]
+    modes = saved.modes(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
     lines, p2p = series(list(zip(names, (d for _, d in docs))), args.metric, modes, only)
     good = []
