@@ -145,7 +145,7 @@ def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
 @pytest.mark.parametrize("victim", [1, 0])
 def test_stopped_rank_is_named(job, tmp_path, victim):
     out = tmp_path / "r.json"
-    j = job([*SLOW, "--timeout", "6", "--json", str(out)], np=3)
+    j = job([*SLOW, "--timeout", "6", "--json", str(out)], np=2)
     j.wait_row()
     stopped = time.monotonic()
     os.kill(j.pids[victim], signal.SIGSTOP)
@@ -167,7 +167,7 @@ def test_stopped_rank_is_named(job, tmp_path, victim):
 def test_dead_rank_ends_job_and_keeps_rows(job, tmp_path, kind):
     out = tmp_path / "r.json"
     j = job(["--collectives", "all_reduce", "-e", "4K", "--json", str(out), "--probe-iters", "0"],
-            np=3, env={"MPIBENCH_FAULT": f"{kind}:1:1K"})
+            np=2, env={"MPIBENCH_FAULT": f"{kind}:1:1K"})
     j.wait_row()
     rc = j.end(SLACK + 20)
     assert rc != 0
@@ -198,8 +198,8 @@ def test_out_of_memory_skips_that_size_and_larger(job, tmp_path):
 
 
 # ---- 4. signals ----
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_to_mpirun_keeps_results(job, tmp_path, sig):
+def test_ctrl_c_to_mpirun_keeps_results(job, tmp_path):
+    sig = signal.SIGINT
     out = tmp_path / "r.json"
     j = job([*SLOW, "--json", str(out)], np=2)
     j.wait_row()
