@@ -13,12 +13,12 @@ from typing import Mapping, Optional
 from .errors import UsageError
 
 # launcher name -> whether its ranks share one MPI job (mpi4py can gather across them)
-MPI_LAUNCHERS = ("openmpi", "hydra", "mvapich2", "pmix", "slurm-pmix")
+MPI_LAUNCHERS = ("openmpi", "hydra", "mvapich2", "pmix", "slurm-pmix", "slurm-pmi2")
 
 
 @dataclass
 class Placement:
-    launcher: str                  # openmpi, hydra, mvapich2, pmix, slurm-pmix, slurm, torchrun, env, none
+    launcher: str                  # openmpi, hydra, mvapich2, pmix, slurm-pmix, slurm-pmi2, slurm, torchrun, env, none
     rank: int
     size: Optional[int]            # None: ask MPI
     local_rank: Optional[int] = None
@@ -75,6 +75,10 @@ def detect(env: Mapping[str, str]) -> Placement:
         size, size_src = _first(env, *size_vars)
         lrank, lrank_src = _first(env, *lrank_vars)
         lsize, lsize_src = _first(env, *lsize_vars)
+        if name == "hydra" and _in_slurm_step(env):
+            name = "slurm-pmi2"    # srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE, no MPI_LOCAL*
+            if lrank is None:
+                lrank, lrank_src = _first(env, "SLURM_LOCALID")
         return _checked(Placement(name, rank, size, lrank, lsize,
                                   {"rank": rank_var, "size": size_src,
                                    "local_rank": lrank_src, "local_size": lsize_src}))

@@ -1,92 +1,57 @@
 """Saved results files, as report, compare, plot, sweep and predict read them.
 
-load() is the one place a file is read and checked: the commands work on the
-document it returns and may trust the fields checked here. A file that is not a
-results document (unreadable, not JSON, wrong shapes, NaN, absurdly large) is a
-UsageError naming the file, never a traceback.
+load() is the one place a file is read: resultsfile.load() refuses anything that is not
+a results document (UsageError naming the file, never a traceback); load() adds checks
+of the fields only these commands read (trials' spread, sweep settings, labels), so the
+commands may trust every field they touch.
 """
-import json
 import math
-import os
 
+from . import resultsfile
 from .errors import UsageError
 
-MODES = ("out_of_place", "in_place")
-MAX_BYTES = 512 << 20
+MODES = resultsfile.MODES
 
 
 def load(path):
     """The results document in path (a dict with a 'results' list of rows)."""
-    try:
-        if os.path.getsize(path) > MAX_BYTES:
-            raise UsageError(f"{path}: larger than {MAX_BYTES >> 20} MiB, not a results file")
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f, parse_constant=_no_constant)
-    except UsageError:
-        raise
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: not valid JSON ({str(exc).splitlines()[0][:120]})") from None
+    doc = resultsfile.load(path)
     problem = _problem(doc)
     if problem:
-        raise UsageError(f"{path}: not an mpibench results file: {problem}")
+        raise UsageError(f"results file {path}: {problem}")
     return doc
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not a number")
 
 
 def _num(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _int(x):
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _problem(doc):
-    if not isinstance(doc, dict):
-        return "the top level is not an object"
-    rows = doc.get("results")
-    if not isinstance(rows, list):
-        return "no 'results' list"
     world = doc.get("world")
-    if world is not None and not (isinstance(world, dict) and _int(world.get("size"))
-                                  and world["size"] > 0):
-        return "'world' has no positive 'size'"
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict):
-            return f"results[{i}] is not an object"
-        for key in ("collective", "type", "redop"):
-            if not isinstance(row.get(key), str):
-                return f"results[{i}] has no text '{key}'"
-        for key in ("size", "count", "root"):
-            if not _int(row.get(key)):
-                return f"results[{i}] has no whole-number '{key}'"
-        for key in ("backend", "setting"):
+    if world and "hosts" in world and not (isinstance(world["hosts"], list) and all(
+            isinstance(h, str) for h in world["hosts"])):
+        return "world.hosts is not a list of names"
+    for i, row in enumerate(doc["results"]):
+        for key in ("backend", "dtype", "setting"):
             if key in row and not isinstance(row[key], str):
                 return f"results[{i}].{key} is not text"
-        for key in ("bw_bytes", "busbw_factor"):
-            if key in row and not _num(row[key]):
-                return f"results[{i}].{key} is not a number"
+        if "requested_size" in row and not (isinstance(row["requested_size"], int)
+                                            and row["requested_size"] >= 0):
+            return f"results[{i}].requested_size is not a size"
         for mode in MODES:
             m = row.get(mode)
             if m is None:
                 continue
-            if not isinstance(m, dict) or not _num(m.get("time_us")) or m["time_us"] <= 0:
-                return f"results[{i}].{mode} has no positive 'time_us'"
-            for key in ("algbw_GBps", "busbw_GBps"):
-                if m.get(key) is not None and not _num(m[key]):
-                    return f"results[{i}].{mode}.{key} is not a number"
+            if not m["time_us"] > 0:
+                return f"results[{i}].{mode}.time_us is 0"
             sp = m.get("spread")
-            if sp is not None and not (isinstance(sp, dict) and all(
-                    sp.get(k) is None or _num(sp[k]) for k in
-                    ("time_us_min", "time_us_max", "cv", "busbw_GBps_min", "busbw_GBps_max"))):
+            if sp is None:
+                continue
+            if not (isinstance(sp, dict) and all(_num(sp.get(k)) and sp[k] > 0 for k in
+                                                 ("time_us_min", "time_us_max"))
+                    and all(sp.get(k) is None or _num(sp[k]) for k in
+                            ("cv", "busbw_GBps_min", "busbw_GBps_max"))):
                 return f"results[{i}].{mode}.spread is malformed"
-        if row.get("out_of_place") is None and row.get("in_place") is None:
-            return f"results[{i}] has neither out_of_place nor in_place figures"
     return None
 
 

@@ -177,8 +177,10 @@ def test_plot_writes_png_never_overwrites(runs, tmp_path):
 
 def test_plot_p2p_matrix(runs, tmp_path):
     doc = load(runs["plain"])
-    doc["p2p"] = [{"hosts": ["h1", "h2", "h3"], "unit": "GB/s", "size": 1 << 20,
-                   "matrix": [[None, 1.0, 2.0], [1.5, None, 0.5], [2.0, 0.4, None]]},
+    # the shape mpibench p2p writes, and one that is wrong
+    doc["p2p"] = [{"hosts": ["h1", "h2", "h3"], "size": 1 << 20,
+                   "bandwidth_GBps": [[None, 1.0, 2.0], [1.5, None, 0.5], [2.0, 0.4, None]],
+                   "latency_us": [[None, 30, 31], [30, None, 80], [31, 80, None]]},
                   {"hosts": ["h1"], "matrix": [[1, 2]]}]
     (tmp_path / "p2p.json").write_text(json.dumps(doc))
     out = str(tmp_path / "p2p.png")
@@ -198,19 +200,24 @@ def test_plot_without_matplotlib_is_one_line(runs, tmp_path):
 
 
 # ---------------- malformed files ----------------
+HEAD = ('"tool": "mpibench", "version": 1, "complete": true, "mpibench_version": "0.1.0", '
+        '"start_time": "2026-01-01T00:00:00+00:00", ')
+ROW = '"collective": "all_reduce", "type": "float", "redop": "sum", "size": 8, "count": 2, "root": -1, '
 MALFORMED = {
     "empty.json": "",
     "text.json": "not json at all",
     "list.json": "[1, 2]",
-    "noresults.json": '{"tool": "mpibench"}',
-    "nan.json": '{"results": [{"collective": "all_reduce", "type": "float", "redop": "sum", '
-                '"size": 8, "count": 2, "root": -1, "in_place": {"time_us": NaN}}]}',
-    "negative.json": '{"results": [{"collective": "all_reduce", "type": "float", "redop": "sum", '
-                     '"size": 8, "count": 2, "root": -1, "in_place": {"time_us": -1}}]}',
-    "rowtext.json": '{"results": ["row"]}',
-    "nofigures.json": '{"results": [{"collective": "x", "type": "float", "redop": "sum", '
-                      '"size": 8, "count": 2, "root": -1}]}',
-    "badworld.json": '{"world": {"size": "two"}, "results": []}',
+    "noresults.json": "{" + HEAD[:-2] + "}",
+    "nan.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": NaN}}]}',
+    "negative.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": -1}}]}',
+    "zero.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": 0}}]}',
+    "rowtext.json": "{" + HEAD + '"results": ["row"]}',
+    "nofigures.json": "{" + HEAD + '"results": [{' + ROW[:-2] + "}]}",
+    "badworld.json": "{" + HEAD + '"world": {"size": "two"}, "results": []}',
+    "badsetting.json": "{" + HEAD + '"results": [{' + ROW + '"setting": {"a": 1}, '
+                       '"in_place": {"time_us": 5}}]}',
+    "badspread.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": 5, '
+                      '"spread": {"time_us_min": "x", "time_us_max": 6}}}]}',
     "deep.json": "[" * 100000 + "]" * 100000,
 }
 
@@ -220,7 +227,7 @@ def test_malformed_json_is_one_line_exit_2(name, tmp_path, runs):
     path = tmp_path / name
     path.write_text(MALFORMED[name])
     commands = [["report", str(path)]]
-    if name in ("text.json", "nan.json", "deep.json"):    # every reader goes through saved.load
+    if name in ("text.json", "nan.json", "badspread.json"):   # every reader goes through saved.load
         commands += [["compare", runs["plain"], str(path)],
                      ["plot", str(path), "--png", str(tmp_path / "x.png")],
                      ["predict", str(path), runs["plain"], "--ranks", "4"]]

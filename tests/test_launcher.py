@@ -33,6 +33,13 @@ def test_hydra():
     assert detect(env).uses_mpi
 
 
+def test_srun_pmi2_is_not_hydra():
+    env = {"PMI_RANK": "3", "PMI_SIZE": "4", "SLURM_PROCID": "3", "SLURM_NTASKS": "4",
+           "SLURM_STEP_ID": "0", "SLURM_LOCALID": "1"}
+    assert where(env) == ("slurm-pmi2", 3, 4, 1, None)
+    assert detect(env).uses_mpi
+
+
 def test_mvapich2():
     env = {"MV2_COMM_WORLD_RANK": "5", "MV2_COMM_WORLD_SIZE": "8",
            "MV2_COMM_WORLD_LOCAL_RANK": "1", "MV2_COMM_WORLD_LOCAL_SIZE": "4"}

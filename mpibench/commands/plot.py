@@ -1,12 +1,14 @@
 """mpibench plot: busbw against size from saved results, and the p2p matrix as a heatmap.
 
-A file's `p2p` entry, when present, is drawn as a heatmap. Expected shape (one dict, or
-a list of them):
-    {"hosts": ["h1", "h2", ...],            # row/column labels, n names
-     "matrix": [[null, 11.8, ...], ...],    # n x n, matrix[i][j]: from hosts[i] to hosts[j]
-     "unit": "GB/s",                        # optional, default GB/s
-     "size": 67108864}                      # optional: the message size measured
-Entries that do not have this shape are named and skipped.
+A file's `p2p` entry (what `mpibench p2p` writes), when present, is drawn as heatmaps.
+Expected shape (one object, or a list of them):
+    {"hosts": ["h1", "h2", ...],                # row/column labels, n names
+     "bandwidth_GBps": [[null, 11.8, ...], ...], # n x n, [i][j]: from hosts[i] to hosts[j]
+     "latency_us": [[...], ...],                 # optional, n x n
+     "matrix": [[...], ...], "unit": "GB/s",     # or any one matrix with its unit
+     "size": 67108864}                           # optional: the message size measured
+null marks a pair not measured (the diagonal). Entries without this shape are named
+and skipped.
 """
 import os
 
@@ -79,41 +81,56 @@ def labels(all_parts, with_file):
             for p in all_parts}
 
 
-def matrix_problem(entry):
+# matrix key -> (title, unit, the key of its message size, colour map: bright = good)
+MATRICES = {"bandwidth_GBps": ("bandwidth", "GB/s", "size", "viridis"),
+            "latency_us": ("latency", "us", "latency_size", "viridis_r"),
+            "matrix": ("p2p", None, "size", "viridis")}
+
+
+def matrices(entry):
+    """[(title, unit, rows)] of a p2p entry, or a string saying what is wrong with it."""
     if not isinstance(entry, dict):
         return "not an object"
-    hosts, matrix = entry.get("hosts"), entry.get("matrix")
+    hosts = entry.get("hosts")
     if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
         return "no 'hosts' list of names"
     n = len(hosts)
-    if not isinstance(matrix, list) or len(matrix) != n or not all(
-            isinstance(r, list) and len(r) == n and all(
-                x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
-                for x in r) for r in matrix):
-        return f"'matrix' is not {n} x {n} numbers (null allowed)"
-    return None
+    out = []
+    for key, (title, unit, size_key, cmap) in MATRICES.items():
+        matrix = entry.get(key)
+        if matrix is None:
+            continue
+        if not isinstance(matrix, list) or len(matrix) != n or not all(
+                isinstance(r, list) and len(r) == n and all(
+                    x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)
+                                  and x == x and abs(x) != float("inf")) for x in r)
+                for r in matrix):
+            return f"'{key}' is not {n} x {n} numbers (null allowed)"
+        unit = unit or (entry["unit"] if isinstance(entry.get("unit"), str) else "GB/s")
+        size = entry.get(size_key)
+        out.append((title, unit, matrix, size if isinstance(size, int) and size > 0 else None,
+                    cmap))
+    return out or f"no matrix ({', '.join(MATRICES)})"
 
 
-def draw_matrix(ax, fig, name, entry):
+def draw_matrix(ax, fig, name, entry, title, unit, matrix, size, cmap):
     import numpy as np
     hosts = entry["hosts"]
-    data = np.array([[np.nan if x is None else x for x in r] for r in entry["matrix"]], float)
-    im = ax.imshow(data, cmap="viridis")
+    data = np.array([[np.nan if x is None else x for x in r] for r in matrix], float)
+    im = ax.imshow(data, cmap=cmap)
     ax.set_xticks(range(len(hosts)), labels=hosts, rotation=45, ha="right")
     ax.set_yticks(range(len(hosts)), labels=hosts)
     ax.set_xlabel("to host")
     ax.set_ylabel("from host")
-    unit = entry.get("unit", "GB/s")
-    size = entry.get("size")
-    ax.set_title(f"p2p {unit}" + (f" at {format_size(size)}" if isinstance(size, int) else "")
-                 + f" ({name})")
+    ax.set_title(f"{title} {unit}" + (f" at {format_size(size)}" if size else "") + f" ({name})")
     if len(hosts) <= 16:
         top = np.nanmax(data) if np.isfinite(data).any() else 0
         for i in range(len(hosts)):
             for j in range(len(hosts)):
                 if np.isfinite(data[i, j]):
+                    bright = data[i, j] > 0.6 * top if cmap == "viridis" else data[i, j] < 0.6 * top
                     ax.text(j, i, f"{data[i, j]:.3g}", ha="center", va="center", fontsize=8,
-                            color="black" if data[i, j] > 0.6 * top else "white")
+                            color="black" if bright else "white")
     fig.colorbar(im, ax=ax, label=unit)
 
 
@@ -135,11 +152,11 @@ def execute(session, args):
     lines, p2p = series(list(zip(names, (d for _, d in docs))), args.metric, modes, only)
     good = []
     for name, entry in p2p:
-        problem = matrix_problem(entry)
-        if problem:
-            print(f"# {name}: p2p entry skipped: {problem}")
+        found = matrices(entry)
+        if isinstance(found, str):
+            print(f"# {name}: p2p entry skipped: {found}")
         else:
-            good.append((name, entry))
+            good += [(name, entry, *m) for m in found]
     panels = len(lines) + len(good)
     if not panels:
         raise UsageError("nothing to plot: no rows (for these collectives and modes) and no "
@@ -170,8 +187,8 @@ def execute(session, args):
         ax.set_title(coll)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    for ax, (name, entry) in zip(flat[len(lines):], good):
-        draw_matrix(ax, fig, name, entry)
+    for ax, heat in zip(flat[len(lines):], good):
+        draw_matrix(ax, fig, *heat)
     for ax in flat[panels:]:
         ax.set_visible(False)
     if args.title:

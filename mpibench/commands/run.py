@@ -83,8 +83,11 @@ def add_arguments(p):
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
     p.add_argument("--slow-margin", type=cli.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
-    p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
-                   help="process-group timeout (default 300)")
+    p.add_argument("--timeout", type=cli.positive_float, default=None, metavar="SECONDS",
+                   help="the longest one row (a collective, size and mode, with warm-up and "
+                        "check) may take before the job is called hung and aborted, naming the "
+                        "ranks that never arrived (default: 60 s plus the row's bytes at 1 GB/s "
+                        "of bus bandwidth; 300 s for the rendezvous)")
     p.add_argument("--trials", type=_int_at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=cli.positive_float, default=trials.UNSTABLE, metavar="X",
@@ -149,6 +152,8 @@ def header(session, out, plan, backend, records, versions):
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
             f"check {plan.check}  blocking {int(plan.blocking)}  average {AVERAGES[plan.average]}  "
             f"graph {plan.graph}")
+    out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
+            f"(--timeout)")
     out.say("#\n# Using devices")
     for r in records:
         out.say(f"#  Rank {r['rank']:3d} Pid {r['pid']:7d} on {r['hostname']:>12s} device "
@@ -176,9 +181,17 @@ def header(session, out, plan, backend, records, versions):
             world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
                    "backend": backend.name, "rendezvous": session.rendezvous},
             config={"devices": records, "sizes": plan.sizes, "iters": plan.iters,
+                    "timeout": session.watch.timeout,
                     "warmup": plan.warmup, "check": plan.check, "blocking": plan.blocking,
                     "average": AVERAGES[plan.average], "graph": plan.graph})
     out.announce_files()
+
+
+def default_timeout(plan):
+    """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
+    any working network, short enough that a hang is named within minutes."""
+    calls = plan.warmup + plan.iters + plan.check
+    return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
 def plan_step(plan):
@@ -250,12 +263,17 @@ def execute(session, args):
     backend = TorchBackend(session)
     plan = build_plan(args, session, backend)
     out = open_output(session, "run", args)
+    session.watch.timeout = args.timeout or default_timeout(plan)
+    if out is not None:
+        session.watch.on_fault = out.abandon
+    session.watch.arm("start-up (every rank's device and versions)")
     records = session.comm.gather(sysinfo.rank_record(session), root=0)
     versions = session.comm.gather(sysinfo.versions(), root=0)
     if session.rank == 0:
         header(session, out, plan, backend, records, versions)
     wrong = run_trials(session, backend, plan, out, args) if args.trials > 1 else \
         Engine(session, backend, plan, out).run()
+    session.watch.disarm()
     if session.rank == 0:
         if args.trials > 1:
             trials_summary(out, args)

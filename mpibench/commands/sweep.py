@@ -18,7 +18,7 @@ import time
 
 from tabulate import tabulate
 
-from .. import cli, output, saved
+from .. import __version__, cli, output, saved
 from ..errors import Exit, UsageError
 from ..results import ResultFile, render_json
 from ..sizes import format_size
@@ -186,7 +186,8 @@ def execute(session, args):
     merged = ResultFile(args.json, render_json)
     folder = parts_folder(merged.path)
     openmpi = is_openmpi(command[0])
-    doc = {"version": 1, "tool": "mpibench", "command": "sweep", "start_time": output.now(),
+    doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,
+           "command": "sweep", "start_time": output.now(),
            "end_time": None, "complete": False, "argv": sys.argv[1:], "launch": command,
            "swept": {n: list(v) for n, v in sets}, "settings": [], "results": [], "hosts": []}
     merged.write(doc)
