@@ -363,3 +363,29 @@ def test_predict_four_hosts_from_two_and_three(tmp_path):
     assert len(predicted) == len(measured) == 3, show(done)
     for (label, t), size in zip(predicted.items(), sorted(measured)):
         assert 0.5 <= t / measured[size] <= 2.0, f"{label}: predicted {t} us, measured {measured[size]} us"
+
+
+def test_sweep_timeout_and_sigterm_stop_the_launch(tmp_path):
+    """A hanging setting is stopped after --timeout; a SIGTERM to sweep stops its launch."""
+    import signal
+    import subprocess
+    import time
+    out = str(tmp_path / "t.json")
+    done = lone(["sweep", "--set", "X=1", "--timeout", "1", "--json", out, "--", "sh", "-c", "sleep 60", "sh"],
+                timeout=30)
+    assert done.returncode == 1 and done.elapsed < 20, show(done)
+    assert "stopped after 1 s" in done.stdout, show(done)
+    marker = str(tmp_path / "child.pid")
+    proc = subprocess.Popen([PYTHON, "-m", "mpibench", "sweep", "--set", "X=1", "--json",
+                             str(tmp_path / "s.json"), "--", "sh", "-c",
+                             f"echo $$ > {marker}; exec sleep 60"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not (os.path.exists(marker) and open(marker).read().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int(open(marker).read())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    time.sleep(0.5)
+    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"

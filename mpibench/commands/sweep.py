@@ -99,6 +99,9 @@ def run_one(argv, env, timeout, quiet):
     child_env = dict(os.environ, **env)
     proc = subprocess.Popen(argv, env=child_env, start_new_session=True,
                             stdout=subprocess.DEVNULL if quiet else None)
+    # The launch has its own process group (so a timeout can stop all of it): pass a
+    # SIGTERM (scancel, kill) on to it as Ctrl-C is.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return proc.wait(timeout=timeout), None
     except subprocess.TimeoutExpired:
@@ -106,7 +109,13 @@ def run_one(argv, env, timeout, quiet):
         return proc.returncode, f"stopped after {timeout:g} s"
     except KeyboardInterrupt:
         _stop(proc)
-        raise Exit("interrupted: the results so far are in the files", 130) from None
+        raise Exit("sweep: interrupted: the results so far are in the files", 130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _stop(proc):
