@@ -118,6 +118,9 @@ def execute(place, name, args, argv=None):
             if str(exc):
                 say(error_line(exc))
             return exc.code
+        except BrokenPipeError:     # report ... | head: the reader has had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     session = None
     comm = None
     try:

@@ -72,6 +72,15 @@ def hosts(doc):
     return h if isinstance(h, list) else []
 
 
+def first_mode(row, wanted=None):
+    """The mode a one-mode summary shows: wanted ('out_of_place'/'in_place') if measured,
+    else out-of-place where measured, else in-place."""
+    for mode in ([wanted] if wanted else MODES):
+        if row.get(mode):
+            return mode
+    return None
+
+
 def key(row, mode):
     """What lines a row up across files."""
     return (row["collective"], row.get("backend", "?"), row.get("dtype", row["type"]),

@@ -42,13 +42,6 @@ def ranks_per_host(path, doc):
     return n // len(hosts)
 
 
-def pick_mode(row, wanted):
-    for key in ([wanted] if wanted else ["out_of_place", "in_place"]):
-        if row.get(key):
-            return key
-    return None
-
-
 def points(named_docs, wanted, only):
     """{(collective, backend, dtype, redop, mode): {size: {n: (bw_bytes, seconds)}}}"""
     out = {}
@@ -57,7 +50,7 @@ def points(named_docs, wanted, only):
         for row in doc["results"]:
             if only and row["collective"] not in only:
                 continue
-            mode = pick_mode(row, wanted)
+            mode = saved.first_mode(row, wanted)
             if mode is None or "bw_bytes" not in row:
                 continue
             group = (row["collective"], row.get("backend", "?"), row.get("dtype", row["type"]),

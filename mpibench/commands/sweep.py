@@ -143,21 +143,12 @@ def parts_folder(merged_path):
     raise UsageError(f"cannot make a folder beside {merged_path}: too many exist")
 
 
-def summary_mode(row, wanted):
-    modes = [wanted] if wanted else ["out", "in"]
-    for m in modes:
-        key = "out_of_place" if m == "out" else "in_place"
-        if row.get(key) and saved.bandwidth(row, key):
-            return key
-    return None
-
-
 def summary(doc, names, labels, wanted):
     """Per collective and size: each setting's busbw and the best."""
     table = {}
     for row in doc["results"]:
-        mode = summary_mode(row, wanted)
-        if mode is None:
+        mode = saved.first_mode(row, wanted)
+        if mode is None or saved.bandwidth(row, mode) is None:
             continue
         group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
         value, _, _, metric = saved.bandwidth(row, mode)
@@ -242,7 +233,7 @@ def execute(session, args):
                 raise UsageError(f"sweep: the runs use {backend}, where NCCL_ variables change "
                                  f"nothing: give --set with variables that {backend} reads "
                                  f"(e.g. GLOO_SOCKET_IFNAME, OMPI_MCA_*)")
-    for line in summary(doc, names, labels, {"out": "out", "in": "in"}.get(args.mode)):
+    for line in summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode)):
         print(line)
     doc["end_time"] = output.now()
     doc["complete"] = not failed
