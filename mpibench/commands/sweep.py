@@ -48,6 +48,7 @@ def parse_set(text):
 
 
 def add_arguments(p):
+    p.usage = "mpibench sweep [--set NAME=V1,V2]... [OPTIONS] -- COMMAND ..."
     p.add_argument("--set", dest="sets", action="append", type=parse_set, default=[],
                    metavar="NAME=V1,V2", help="a variable and its values; repeat for more "
                    "variables (every combination runs). Default: NCCL_ALGO=Ring,Tree and "
