@@ -86,6 +86,12 @@ def findings(per_host, multi_host=None):
                 out.append((h, f"{var}={spec} names no interface of this host (it has "
                                f"{', '.join(names[:-1]) or 'none'}): initialization will fail; "
                                f"fix the name on this host"))
+        hca = env.get("NCCL_IB_HCA")
+        devices = sorted({p["device"] for p in f["rdma"]})
+        if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):
+            out.append((h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "
+                           f"{', '.join(devices) or 'none'}): NCCL falls back to sockets or fails; "
+                           f"fix the name on this host"))
         for var, what in (("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: "
                                                "traffic inside the host goes through host memory"),
                           ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets "

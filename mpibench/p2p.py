@@ -85,25 +85,25 @@ class PairBench:
             if with_latency and step == 0:
                 latency = self._latency(mine)
             if call is not None:
-                times = self.b.time_each(call, self.iters, self.s.comm.barrier)
+                times = self.b.time_each(call, self.iters, self.s.comm.polite_barrier)
                 records.append({"from": src, "to": dst, "role": "send" if me == src else "recv",
                                 "times": times, "latency_s": latency})
             else:
                 for _ in range(self.iters):
-                    self.s.comm.barrier()
+                    self.s.comm.polite_barrier()
         return records
 
     def _latency(self, pair):
         """One-way latency: half a ping-pong round trip, timed by the pair's lower rank."""
         me = self.s.rank
         if pair is None:
-            self.s.comm.barrier()
+            self.s.comm.polite_barrier()
             return None
         a, b = pair
         peer = b if me == a else a
         call = PingPong(self.dist, self.send_buf[:self.latency_size], peer, me == a)
         for _ in range(self.warmup):
             call()
-        self.s.comm.barrier()
+        self.s.comm.polite_barrier()
         seconds = self.b.time_loop([call] * self.latency_iters, True)
         return seconds / 2 if me == a else None
