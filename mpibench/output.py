@@ -52,7 +52,7 @@ class RunOutput:
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
         bw_bytes = coll.bw_bytes(c, dt.size, self.s.size)
         factor = coll.busbw_factor(self.s.size)
-        symmetric = not coll.rooted
+        symmetric = coll.symmetric
         self.say(f"#\n# {coll.name} per host at {tables.format_size(size)} ({dt.name}, "
                  f"{'in' if mode == 'in' else 'out-of'}-place, {analysis['iterations']} iterations, "
                  f"each after a barrier):")

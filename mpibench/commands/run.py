@@ -83,6 +83,10 @@ def add_arguments(p):
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
     p.add_argument("--slow-margin", type=cli.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
+    p.add_argument("--link-iters", type=_int_at_least(0), default=5, metavar="N",
+                   help="after the sweep, with two or more hosts: time N transfers each way "
+                        "between every pair of hosts (one rank per host, the largest size up to "
+                        "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
     p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
                    help="process-group timeout (default 300)")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
@@ -128,7 +132,7 @@ def open_output(session, command, args):
     out, error = None, None
     if session.rank == 0:
         try:
-            out = RunOutput(session, command, args, args.json, args.csv)
+            out = RunOutput(session, command, args, args.json, getattr(args, "csv", None))
         except UsageError as exc:
             error = str(exc)
     session.agree(error)
@@ -224,6 +228,8 @@ def execute(session, args):
     if session.rank == 0:
         header(session, out, plan, backend, records, versions)
     wrong = Engine(session, backend, plan, out).run()
+    from .p2p import link_check
+    link_check(session, backend, out, plan.sizes[-1], args.link_iters, min(plan.warmup, 2))
     if session.rank == 0:
         if args.per_rank:
             per_rank_table(session, out)
