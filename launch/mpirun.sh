@@ -18,8 +18,8 @@
 #   --mpi-arg ARG     one more argument for mpirun, verbatim; repeatable
 #   --dry-run         print the command instead of running it
 # Variables:
-#   MPIBENCH_PYTHON   python that has mpibench (default: python3 on PATH), the same path on
-#                     every host; its venv's mpirun is used when it has one
+#   MPIBENCH_PYTHON   python that has mpibench, the same path on every host (default: this
+#                     checkout's .venv, else python3); its venv's mpirun is used if it has one
 #   MPIRUN            the mpirun to use (default: next to MPIBENCH_PYTHON, else on PATH)
 #   MPIBENCH_FORWARD  more variable names to pass to every rank, space-separated
 # Every rank gets the exported NCCL_*, GLOO_*, UCX_*, TORCH_NCCL_*, MPIBENCH_*, MPI4PY_*
@@ -52,7 +52,11 @@ while (($#)); do
 done
 [[ -n $hosts && -n $hostfile ]] && die "give --host or --hostfile, not both"
 
-python=${MPIBENCH_PYTHON:-python3}
+# The python: MPIBENCH_PYTHON, else this checkout's .venv (make venv), else python3.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+python=${MPIBENCH_PYTHON:-}
+if [[ -z $python && -x $here/../.venv/bin/python ]]; then python=$(cd "$here/.." && pwd)/.venv/bin/python; fi
+python=${python:-python3}
 if [[ $python != */* ]]; then
   python=$(command -v "$python") || die "no $python on PATH; set MPIBENCH_PYTHON"
 fi
@@ -70,6 +74,9 @@ absolute() { local dir; dir=$(cd "${1%/*}" && pwd) || die "no folder ${1%/*}"; e
 python=$(absolute "$python")
 MPIRUN=$(absolute "$MPIRUN")
 [[ -x $python ]] || die "$python is not an executable"
+if ((!dry)) && ! "$python" -c 'import mpibench' 2>/dev/null; then
+  die "$python cannot import mpibench: set MPIBENCH_PYTHON to the python that has it"
+fi
 
 # Which launcher: the option names differ between Open MPI 4 (orte), 5 (prte) and hydra.
 version=$("$MPIRUN" --version 2>&1 | head -n 5) || true

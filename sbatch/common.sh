@@ -3,7 +3,8 @@
 #
 # Variables (all optional):
 #   MPIBENCH_HOME     this repository (default: the folder sbatch was called from)
-#   MPIBENCH_PYTHON   python that has mpibench, the same path on every node (default python3)
+#   MPIBENCH_PYTHON   python that has mpibench, the same path on every node (default:
+#                     MPIBENCH_HOME/.venv's, else python3)
 #   MPIBENCH_PPN      ranks per node (default: GPUs per node, else the allocation's tasks per node)
 #   MPIBENCH_RESULTS  parent folder of the results (default: results/ in the submit folder)
 
@@ -11,7 +12,10 @@ die() { printf 'mpibench job: %s\n' "$*" >&2; exit 2; }
 [[ -n ${SLURM_JOB_ID:-} ]] || die "submit this script with sbatch"
 [[ -f $MPIBENCH_HOME/launch/mpirun.sh ]] || die "no launch/mpirun.sh in MPIBENCH_HOME=$MPIBENCH_HOME"
 
-MPIBENCH_PYTHON=${MPIBENCH_PYTHON:-python3}
+if [[ -z ${MPIBENCH_PYTHON:-} ]]; then   # as launch/mpirun.sh: the checkout's .venv first
+  MPIBENCH_PYTHON=python3
+  if [[ -x $MPIBENCH_HOME/.venv/bin/python ]]; then MPIBENCH_PYTHON=$MPIBENCH_HOME/.venv/bin/python; fi
+fi
 export MPIBENCH_PYTHON
 
 # "4(x2)" or "4,2" -> 4;  "a100:8" -> 8
