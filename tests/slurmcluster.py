@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launch"))
@@ -260,3 +261,14 @@ class SlurmCluster:
         for p in sorted((self.dir / "log").glob("*")):
             out.append(f"==> {p.name} <==\n{p.read_text(errors='replace')[-3000:]}")
         return "\n".join(out)
+
+
+@contextmanager
+def cluster_or_skip(skip, **kw):
+    """A started SlurmCluster(**kw); calls skip(reason) when SLURM cannot be installed."""
+    try:
+        ensure_slurm()
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        skip(f"SLURM not available and not installable: {e}")
+    with SlurmCluster(**kw) as sc:
+        yield sc

@@ -3,7 +3,6 @@ the sbatch scripts as a user submits them, and srun with and without PMIx.
 
 Needs root; SLURM is installed with apt when missing (skipped when that fails)."""
 import os
-import subprocess
 
 import pytest
 
@@ -11,7 +10,6 @@ from launch_helpers import (PY, ROOT, TINY_RUN, VENV, assert_run_ok, env, info_r
                             run_doc)
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 import slurmcluster  # noqa: E402
-from slurmcluster import SlurmCluster  # noqa: E402
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="SLURM nodes need root (network namespaces)"),
@@ -23,11 +21,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def slurm():
-    try:
-        slurmcluster.ensure_slurm()
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"SLURM not available and not installable: {e}")
-    with SlurmCluster(nodes=3, cpus=4) as sc:
+    with slurmcluster.cluster_or_skip(pytest.skip, nodes=3, cpus=4) as sc:
         yield sc
 
 
