@@ -53,7 +53,8 @@ def mpi_library_version():
         mpi4py.rc.initialize = False   # asking must not start MPI in a lone process
         from mpi4py import MPI
         # "Open MPI v5.0.11, package: ..., ident: ..." -> "Open MPI v5.0.11"
-        return MPI.Get_library_version().strip().splitlines()[0].split(",")[0].strip()
+        # "MPICH Version:      5.0.2" -> "MPICH Version: 5.0.2"
+        return " ".join(MPI.Get_library_version().strip().splitlines()[0].split(",")[0].split())
     except Exception as exc:          # no MPI library at all: say so, do not fail
         return f"unavailable ({type(exc).__name__})"
 
