@@ -87,8 +87,11 @@ def add_arguments(p):
                    help="after the sweep, with two or more hosts: time N transfers each way "
                         "between every pair of hosts (one rank per host, the largest size up to "
                         "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
-    p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
-                   help="process-group timeout (default 300)")
+    p.add_argument("--timeout", type=cli.positive_float, default=None, metavar="SECONDS",
+                   help="the longest one row (a collective, size and mode, with warm-up and "
+                        "check) may take before the job is called hung and aborted, naming the "
+                        "ranks that never arrived (default: 60 s plus the row's bytes at 1 GB/s "
+                        "of bus bandwidth; 300 s for the rendezvous)")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
     cli.add_backend(p)
@@ -148,6 +151,8 @@ def header(session, out, plan, backend, records, versions):
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
             f"check {plan.check}  blocking {int(plan.blocking)}  average {AVERAGES[plan.average]}  "
             f"graph {plan.graph}")
+    out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
+            f"(--timeout)")
     out.say("#\n# Using devices")
     for r in records:
         out.say(f"#  Rank {r['rank']:3d} Pid {r['pid']:7d} on {r['hostname']:>12s} device "
@@ -175,9 +180,17 @@ def header(session, out, plan, backend, records, versions):
             world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
                    "backend": backend.name, "rendezvous": session.rendezvous},
             config={"devices": records, "sizes": plan.sizes, "iters": plan.iters,
+                    "timeout": session.watch.timeout,
                     "warmup": plan.warmup, "check": plan.check, "blocking": plan.blocking,
                     "average": AVERAGES[plan.average], "graph": plan.graph})
     out.announce_files()
+
+
+def default_timeout(plan):
+    """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
+    any working network, short enough that a hang is named within minutes."""
+    calls = plan.warmup + plan.iters + plan.check
+    return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
 def plan_step(plan):
@@ -223,13 +236,19 @@ def execute(session, args):
     backend = TorchBackend(session)
     plan = build_plan(args, session, backend)
     out = open_output(session, "run", args)
+    session.watch.timeout = args.timeout or default_timeout(plan)
+    if out is not None:
+        session.watch.on_fault = out.abandon
+    session.watch.arm("start-up (every rank's device and versions)")
     records = session.comm.gather(sysinfo.rank_record(session), root=0)
     versions = session.comm.gather(sysinfo.versions(), root=0)
     if session.rank == 0:
         header(session, out, plan, backend, records, versions)
     wrong = Engine(session, backend, plan, out).run()
     from .p2p import link_check
+    session.watch.arm("link check between hosts")
     link_check(session, backend, out, plan.sizes[-1], args.link_iters, min(plan.warmup, 2))
+    session.watch.disarm()
     if session.rank == 0:
         if args.per_rank:
             per_rank_table(session, out)
