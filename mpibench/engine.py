@@ -275,7 +275,7 @@ class Engine:
         self.watch.arm(f"{coll.name} per-host probe at {format_size(size)}")
         sv, rv = iteration_views(send_t, recv_t, c, mode, s.rank, 1)[0]
         call = coll.bind(self.dist, sv, rv, ctx, False)
-        times = self.b.time_each(call, plan.probe_iters, s.comm.barrier)
+        times = self.b.time_each(call, plan.probe_iters, s.comm.polite_barrier)
         gathered = s.comm.gather(times, root=0)
         if s.rank == 0:
             analysis = stragglers.analyze(s.hosts, gathered, margin=plan.margin)

@@ -63,7 +63,7 @@ class RunOutput:
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
         entry = {"collective": coll.name, "size": size, "type": dt.label, "dtype": dt.name,
-                 "redop": op, "mode": mode, "symmetric": not coll.rooted,
+                 "redop": op, "mode": mode, "symmetric": coll.symmetric,
                  "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),
                  "busbw_factor": coll.busbw_factor(self.s.size), **analysis}
         for line in tables.host_section(entry):

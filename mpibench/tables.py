@@ -95,7 +95,8 @@ def straggler_lines(analysis, size, symmetric=True):
         lines.append(f"# slowest rank at {format_size(size)}: rank {s['rank']} (host {s['host']}) "
                      f"{us(s['median_s'])} us{ratio}")
     if not symmetric:
-        lines.append("# (a rooted collective: ranks differ by their place in it, so no rank is called slow)")
+        lines.append("# (ranks differ by their place in this collective, its root or the neighbour "
+                     "each receives from, so no rank is called slow)")
         return lines
     k = analysis["iterations"]
     pct = int(analysis["margin"] * 100)

@@ -12,7 +12,7 @@ and skipped.
 """
 import os
 
-from .. import saved
+from .. import heatmap, saved
 from ..errors import UsageError
 from ..results import ResultFile
 from ..sizes import format_size
@@ -114,24 +114,9 @@ def matrices(entry):
 
 
 def draw_matrix(ax, fig, name, entry, title, unit, matrix, size, cmap):
-    import numpy as np
-    hosts = entry["hosts"]
-    data = np.array([[np.nan if x is None else x for x in r] for r in matrix], float)
-    im = ax.imshow(data, cmap=cmap)
-    ax.set_xticks(range(len(hosts)), labels=hosts, rotation=45, ha="right")
-    ax.set_yticks(range(len(hosts)), labels=hosts)
-    ax.set_xlabel("to host")
-    ax.set_ylabel("from host")
-    ax.set_title(f"{title} {unit}" + (f" at {format_size(size)}" if size else "") + f" ({name})")
-    if len(hosts) <= 16:
-        top = np.nanmax(data) if np.isfinite(data).any() else 0
-        for i in range(len(hosts)):
-            for j in range(len(hosts)):
-                if np.isfinite(data[i, j]):
-                    bright = data[i, j] > 0.6 * top if cmap == "viridis" else data[i, j] < 0.6 * top
-                    ax.text(j, i, f"{data[i, j]:.3g}", ha="center", va="center", fontsize=8,
-                            color="black" if bright else "white")
-    fig.colorbar(im, ax=ax, label=unit)
+    heatmap.draw_on(fig, ax, entry["hosts"], matrix,
+                    f"{title} {unit}" + (f" at {format_size(size)}" if size else "") + f" ({name})",
+                    unit, cmap)
 
 
 def execute(session, args):
@@ -195,14 +180,10 @@ def execute(session, args):
         fig.suptitle(args.title)
     fig.tight_layout()
     out = ResultFile(args.png, None)      # a fresh name: never overwrites
-    tmp = f"{out.path}.tmp{os.getpid()}"
     try:
-        fig.savefig(tmp, format="png", dpi=110)
-        os.replace(tmp, out.path)
+        heatmap.save(fig, out.path)
     except BaseException:
-        for leftover in (tmp, out.path):
-            if os.path.exists(leftover):
-                os.unlink(leftover)
+        os.unlink(out.path)
         raise
     if out.renamed:
         print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")

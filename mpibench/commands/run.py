@@ -83,6 +83,10 @@ def add_arguments(p):
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
     p.add_argument("--slow-margin", type=cli.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
+    p.add_argument("--link-iters", type=_int_at_least(0), default=5, metavar="N",
+                   help="after the sweep, with two or more hosts: time N transfers each way "
+                        "between every pair of hosts (one rank per host, the largest size up to "
+                        "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
     p.add_argument("--timeout", type=cli.positive_float, default=None, metavar="SECONDS",
                    help="the longest one row (a collective, size and mode, with warm-up and "
                         "check) may take before the job is called hung and aborted, naming the "
@@ -136,7 +140,7 @@ def open_output(session, command, args):
     out, error = None, None
     if session.rank == 0:
         try:
-            out = RunOutput(session, command, args, args.json, args.csv)
+            out = RunOutput(session, command, args, args.json, getattr(args, "csv", None))
         except UsageError as exc:
             error = str(exc)
     session.agree(error)
@@ -273,6 +277,9 @@ def execute(session, args):
         header(session, out, plan, backend, records, versions)
     wrong = run_trials(session, backend, plan, out, args) if args.trials > 1 else \
         Engine(session, backend, plan, out).run()
+    from .p2p import link_check
+    session.watch.arm("link check between hosts")
+    link_check(session, backend, out, plan.sizes[-1], args.link_iters, min(plan.warmup, 2))
     session.watch.disarm()
     if session.rank == 0:
         if args.trials > 1:
