@@ -121,6 +121,9 @@ def execute(place, name, args, argv=None):
         except BrokenPipeError:     # report ... | head: the reader has had enough
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
+        except KeyboardInterrupt:
+            say("mpibench: interrupted")
+            return 130
     session = None
     comm = None
     try:

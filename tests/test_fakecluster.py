@@ -4,7 +4,6 @@ Needs root and ip/tc/nsenter/unshare; MPI tests use the venv named by
 MPIBENCH_VENV (default: the running interpreter's prefix).
 """
 import os
-import re
 import signal
 import subprocess
 import sys

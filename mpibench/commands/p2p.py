@@ -295,7 +295,7 @@ def verdict_lines(analysis, hosts, labels, bw, moved):
         mine = [key for key in analysis["slow_links"] if h in (hosts[key[0]], hosts[key[1]])]
         explained.update(mine)
         if mine:
-            lines.append(f"#   its slow links (GB/s): " + ", ".join(
+            lines.append("#   its slow links (GB/s): " + ", ".join(
                 f"{labels[a]} -> {labels[b]} {bw[(a, b)]:.3f}" for a, b in mine))
     for a, b in analysis["slow_links"]:
         if (a, b) in explained:
