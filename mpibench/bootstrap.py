@@ -7,13 +7,16 @@ broadcasts. Errors that can differ between ranks go through Session.agree() so t
 every rank exits the same way.
 """
 import datetime
+import hashlib
+import json
 import os
 import socket
 import sys
 
-from . import faults, netaddr
+from . import __version__, faults, netaddr
 from .comm import Comm, MPIComm, StoreComm
 from .errors import Exit, UsageError
+from .watchdog import Watchdog
 
 TORCH_BACKENDS = ("nccl", "gloo")
 last_comm = None
@@ -34,6 +37,7 @@ class Session:
         self.device = None           # torch.device for the torch backend
         self.pg = False
         self.rendezvous = None       # "addr:port" (or how it was found)
+        self.watch = None            # the hang watchdog and signal handler (watchdog.py)
 
     @property
     def launcher(self):
@@ -69,6 +73,9 @@ class Session:
         raise Exit(message, code)
 
     def close(self):
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
         if self.pg:
             import torch.distributed as dist
             try:
@@ -161,9 +168,42 @@ def _pick_device(session, backend):
     return torch.device("cuda", session.local_rank), None
 
 
+def pg_timeout(timeout):
+    """The backend's own timeout, well above the watchdog's so that the watchdog speaks first."""
+    return max(1800.0, 2 * timeout + 60)
+
+
+def fingerprint(argv):
+    """What every rank must share: the mpibench version and the command line."""
+    return hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:16]
+
+
+def _same_start(session, prints, argv):
+    """UsageError on every rank if the ranks were started with different arguments or versions."""
+    if len(set(prints)) <= 1:
+        return
+    told = session.comm.allgather((__version__, list(argv or [])))
+    groups = {}
+    for r, p in enumerate(prints):
+        groups.setdefault(p, []).append(r)
+    parts = []
+    for ranks in sorted(groups.values()):
+        version, args = told[ranks[0]]
+        hosts = ", ".join(dict.fromkeys(session.hosts[r] for r in ranks))
+        parts.append(f"{_ranks(ranks)} (host {hosts}): mpibench {version} with "
+                     f"'{' '.join(args)[:200]}'")
+    raise UsageError("the ranks were started differently, every rank needs the same mpibench "
+                     "and arguments: " + "; ".join(parts))
+
+
+def _ranks(ranks):
+    shown = ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+    return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
+
+
 def _init_pg(session, backend, env, store, timeout):
     import torch.distributed as dist
-    td = datetime.timedelta(seconds=timeout)
+    td = datetime.timedelta(seconds=pg_timeout(timeout))
     if store is not None:                          # torchrun / srun: the store already exists
         dist.init_process_group(backend, store=dist.PrefixStore("mpibench-pg", store),
                                 rank=session.rank, world_size=session.size, timeout=td)
@@ -207,16 +247,21 @@ def _primary_address():
     return addr
 
 
-def start(place, backend="auto", init_pg=True, timeout=300.0, env=None):
-    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group."""
+def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None):
+    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group.
+
+    timeout bounds each step (the rendezvous here, rows later) through the watchdog;
+    argv (the command line) must be the same on every rank."""
     global last_comm
     env = os.environ if env is None else env
     comm, store = _make_comm(place, env)
     last_comm = comm   # so that a failure before start() returns can still abort the job
     session = Session(place, comm)
-    facts = comm.allgather((session.hostname, _primary_address()))
-    session.hosts = [h for h, _ in facts]
-    session._addrs = [a for _, a in facts]
+    facts = comm.allgather((session.hostname, _primary_address(), fingerprint(argv or [])))
+    session.hosts = [f[0] for f in facts]
+    session._addrs = [f[1] for f in facts]
+    _same_start(session, [f[2] for f in facts], argv)
+    session.watch = Watchdog(session, timeout)
     if session.local_rank is None or session.local_size is None:
         local_rank, local_size = _local_ranks(session)
         session.local_rank = local_rank if session.local_rank is None else session.local_rank
@@ -237,5 +282,7 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None):
     session.agree(error)
     session.backend, session.device = backend, device
     if init_pg:
+        session.watch.arm(f"rendezvous ({backend} process group)")
         _init_pg(session, backend, env, store, timeout)
+        session.watch.disarm()
     return session

@@ -109,10 +109,10 @@ def main(argv=None):
         elif place.size != 1:
             time.sleep(FOLLOWER_GRACE)
         sys.exit(exc.code)
-    sys.exit(execute(place, name, args))
+    sys.exit(execute(place, name, args, argv))
 
 
-def execute(place, name, args):
+def execute(place, name, args, argv=None):
     mod = commands.load(name)
     if mod.SESSION == "offline":
         try:
@@ -121,12 +121,18 @@ def execute(place, name, args):
             if str(exc):
                 say(error_line(exc))
             return exc.code
+        except BrokenPipeError:     # report ... | head: the reader has had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except KeyboardInterrupt:
+            say("mpibench: interrupted")
+            return 130
     session = None
     comm = None
     try:
         backend = getattr(args, "backend", "auto") if mod.SESSION == "args" else None
         session = bootstrap.start(place, backend=backend, init_pg=backend is not None,
-                                  timeout=getattr(args, "timeout", None) or 300.0)
+                                  timeout=getattr(args, "timeout", None) or 300.0, argv=argv)
         comm = session.comm
         return mod.execute(session, args) or 0
     except Exit as exc:
@@ -139,12 +145,26 @@ def execute(place, name, args):
         if exc.code and comm is not None:
             comm.barrier()
         return exc.code
+    except KeyboardInterrupt:
+        # Ctrl-C before the watchdog took over the signals (during start-up).
+        if place.rank == 0:
+            say("mpibench: interrupted")
+        comm = comm or getattr(bootstrap, "last_comm", None)
+        if comm is not None and comm.size > 1:
+            comm.abort(130)
+        return 130
     except BaseException as exc:
         where = session.where if session else f"rank {place.rank} (host {_host()})"
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        gone = session.watch.silent_ranks() if session is not None and session.watch else []
+        if gone:   # a backend error here is most likely the news that another rank died
+            detail = (f"{', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no longer "
+                      f"answer{'s' if len(gone) == 1 else ''} (dead or stopped); here: {detail}")
         say(f"mpibench: {where} failed: {detail}")
         if os.environ.get("MPIBENCH_DEBUG"):
             traceback.print_exc()
+        if session is not None and session.watch is not None and session.rank == 0:
+            session.watch.abandon(f"{where} failed: {detail}")
         comm = comm or getattr(bootstrap, "last_comm", None)
         if comm is not None and comm.size > 1:
             comm.abort(1)

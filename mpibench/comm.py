@@ -26,6 +26,10 @@ class Comm:
     def barrier(self):
         pass
 
+    def polite_barrier(self):
+        """A barrier for ranks that may wait long: see MPIComm."""
+        self.barrier()
+
     def abort(self, code):
         _hard_exit(code)
 
@@ -49,7 +53,8 @@ def mpi_library_version():
         mpi4py.rc.initialize = False   # asking must not start MPI in a lone process
         from mpi4py import MPI
         # "Open MPI v5.0.11, package: ..., ident: ..." -> "Open MPI v5.0.11"
-        return MPI.Get_library_version().strip().splitlines()[0].split(",")[0].strip()
+        # "MPICH Version:      5.0.2" -> "MPICH Version: 5.0.2"
+        return " ".join(MPI.Get_library_version().strip().splitlines()[0].split(",")[0].split())
     except Exception as exc:          # no MPI library at all: say so, do not fail
         return f"unavailable ({type(exc).__name__})"
 
@@ -79,6 +84,16 @@ class MPIComm(Comm):
 
     def barrier(self):
         self.world.Barrier()
+
+    def polite_barrier(self, spin=0.002, nap=0.0002):
+        """A barrier that stops burning a core after `spin` seconds of waiting: MPI's
+        busy-polling would take the CPU from ranks still measuring on the same host."""
+        import time
+        req = self.world.Ibarrier()
+        until = time.perf_counter() + spin
+        while not req.Test():
+            if time.perf_counter() > until:
+                time.sleep(nap)
 
     def abort(self, code):
         for stream in (sys.stdout, sys.stderr):

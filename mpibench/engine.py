@@ -12,6 +12,7 @@ from . import faults, stragglers
 from .collectives.base import CHUNK, Ctx, exact_reason, poison_value
 from .errors import Exit
 from .sizes import format_size
+from .watchdog import NullWatch
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 MODE_KEYS = {"out": "out_of_place", "in": "in_place"}
@@ -136,10 +137,15 @@ class Engine:
         self.dist = backend.dist
         self.torch = backend.torch
         self.buffer_bytes = 0   # what this rank allocated for the sweep
+        self.watch = getattr(session, "watch", None) or NullWatch()
+        self.row_faults = faults.row_faults(session.rank)
 
     def run(self):
+        self.watch.arm("allocating buffers")
         bufs = allocate(self.s, self.b, self.plan)
         self.buffer_bytes = bufs.nbytes
+        if self.plan.skipped and self.report is not None:
+            self.report.set(skipped_sizes=self.plan.skipped)
         total_wrong = 0
         for coll in self.plan.collectives:
             if self.s.size < coll.min_ranks:
@@ -176,12 +182,17 @@ class Engine:
                         continue
                     ctx.count = c.param
                     local = {}
+                    row = f"{coll.name} {format_size(size)} {dt.name} {op}"
                     for mode in plan.modes:
                         if mode not in coll.modes:
                             continue
                         ctx.in_place = mode == "in"
+                        self.watch.arm(f"{row} {MODE_KEYS[mode].replace('_', '-')}")
+                        if self.row_faults:
+                            faults.trip(self.row_faults.get(size))
                         local[mode] = self._measure(coll, send_t, recv_t, c, mode, ctx,
                                                     plan.check if not inexact else 0)
+                    self.watch.arm(row, "gathering the row's times")
                     gathered = s.comm.gather(local, root=0)
                     if s.rank == 0:
                         row = self._row(coll, dt, op, size, c, gathered)
@@ -199,9 +210,13 @@ class Engine:
         bound = [coll.bind(self.dist, sv, rv, ctx, not plan.blocking) for sv, rv in views]
         calls = [bound[i % len(bound)] for i in range(plan.iters)]
         if plan.warmup:
+            self.watch.mark("warm-up")
             self.b.time_loop([bound[i % len(bound)] for i in range(plan.warmup)], plan.blocking)
+        self.watch.mark("barrier before the timed loop")
         s.comm.barrier()
+        self.watch.mark("timed loop")
         seconds = self.b.time_loop(calls, plan.blocking, plan.graph)
+        self.watch.mark("check")
         wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong
 
@@ -259,9 +274,10 @@ class Engine:
         s, plan = self.s, self.plan
         mode = "in" if "in" in coll.modes and "in" in plan.modes else "out"
         ctx.in_place = mode == "in"
+        self.watch.arm(f"{coll.name} per-host probe at {format_size(size)}")
         sv, rv = iteration_views(send_t, recv_t, c, mode, s.rank, 1)[0]
         call = coll.bind(self.dist, sv, rv, ctx, False)
-        times = self.b.time_each(call, plan.probe_iters, s.comm.barrier)
+        times = self.b.time_each(call, plan.probe_iters, s.comm.polite_barrier)
         gathered = s.comm.gather(times, root=0)
         if s.rank == 0:
             analysis = stragglers.analyze(s.hosts, gathered, margin=plan.margin)

@@ -1,10 +1,15 @@
 """Test-only fault switches, read from MPIBENCH_FAULT.
 
 Comma-separated entries KIND:RANK[:ARG], e.g. "raise:1", "corrupt:2", "oom:1:64K".
+Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
+its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
+"crash:1:64K" (an exception).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """
 import os
+import signal
+import time
 
 
 def _entries():
@@ -21,3 +26,23 @@ def get(kind, rank):
         if k == kind and r == rank:
             return arg
     return None
+
+
+ROW_FAULTS = ("hang", "die", "crash")
+
+
+def row_faults(rank):
+    """{size in bytes: kind} of the row faults switched on for RANK."""
+    from .sizes import parse_size
+    return {parse_size(arg): kind for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank}
+
+
+def trip(kind):
+    """Make the fault happen (kind None: nothing)."""
+    if kind == "hang":
+        while True:
+            time.sleep(3600)
+    if kind == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if kind == "crash":
+        raise RuntimeError("test fault switch MPIBENCH_FAULT=crash made this rank fail")

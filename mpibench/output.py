@@ -1,7 +1,11 @@
 """Rank 0's live output: the header, each row as soon as it is measured, per-host
-tables, the summary, and the JSON/CSV files rewritten after every row."""
+tables, the summary, and the JSON/CSV files rewritten after every row.
+
+The watchdog thread may mark the document incomplete at any moment (a hang, a signal):
+a lock keeps it from writing while the main thread is changing the document."""
 import datetime
 import sys
+import threading
 
 from . import __version__, tables
 from .results import ResultFile, render_csv, render_json
@@ -14,6 +18,7 @@ def now():
 class RunOutput:
     def __init__(self, session, command, args, json_path=None, csv_path=None):
         self.s = session
+        self._lock = threading.Lock()
         self.files = []
         if json_path:
             self.files.append(ResultFile(json_path, render_json))
@@ -23,6 +28,7 @@ class RunOutput:
                     "command": command, "start_time": now(), "end_time": None,
                     "complete": False, "argv": sys.argv[1:], "args": _jsonable(vars(args)),
                     "results": [], "hosts": [], "notes": []}
+        self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows
 
     def say(self, text):
         self.s.out(text)
@@ -30,8 +36,9 @@ class RunOutput:
     def note(self, text):
         """A line for the reader that also belongs in the results file."""
         self.s.out(f"# {text}")
-        self.doc["notes"].append(text)
-        self.flush()
+        with self._lock:
+            self.doc["notes"].append(text)
+            self.flush()
 
     def announce_files(self):
         for f in self.files:
@@ -41,35 +48,53 @@ class RunOutput:
                 self.say(f"# writing {f.path}")
 
     def set(self, **items):
-        self.doc.update(items)
-        self.flush()
+        with self._lock:
+            self.doc.update(items)
+            self.flush()
 
     def add_row(self, row):
         # On disk before on screen: every row a user has seen survives a kill.
-        self.doc["results"].append(row)
-        self.flush()
+        with self._lock:
+            if self.trials:
+                self.trials.add(self.doc["results"], row)
+            else:
+                self.doc["results"].append(row)
+            self.flush()
         self.say(tables.row_line(row))
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
-        bw_bytes = coll.bw_bytes(c, dt.size, self.s.size)
-        factor = coll.busbw_factor(self.s.size)
-        symmetric = not coll.rooted
-        self.say(f"#\n# {coll.name} per host at {tables.format_size(size)} ({dt.name}, "
-                 f"{'in' if mode == 'in' else 'out-of'}-place, {analysis['iterations']} iterations, "
-                 f"each after a barrier):")
-        for line in tables.host_table(analysis, bw_bytes, factor).splitlines():
-            self.say("#  " + line)
-        for line in tables.straggler_lines(analysis, size, symmetric):
+        entry = {"collective": coll.name, "size": size, "type": dt.label, "dtype": dt.name,
+                 "redop": op, "mode": mode, "symmetric": coll.symmetric,
+                 "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),
+                 "busbw_factor": coll.busbw_factor(self.s.size), **analysis}
+        for line in tables.host_section(entry):
             self.say(line)
-        self.doc["hosts"].append({"collective": coll.name, "size": size, "type": dt.label,
-                                  "redop": op, "mode": mode, "symmetric": symmetric,
-                                  "bw_bytes": bw_bytes, "busbw_factor": factor, **analysis})
-        self.flush()
+        with self._lock:
+            self.doc["hosts"].append(entry)
+            self.flush()
 
     def finish(self, complete=True):
-        self.doc["end_time"] = now()
-        self.doc["complete"] = complete
-        self.flush()
+        with self._lock:
+            self.doc["end_time"] = now()
+            self.doc["complete"] = complete
+            self.flush()
+
+    def abandon(self, reason):
+        """Write the document marked incomplete, for a job about to end; say what was kept.
+
+        The lock stays taken: nothing may rewrite the file after this."""
+        if not self._lock.acquire(timeout=5):
+            return "the results file is busy: left as last written"
+        rows = len(self.doc["results"])
+        kept = f"{rows} row{'s' if rows != 1 else ''} measured"
+        try:
+            self.doc.update(complete=False, incomplete=reason, end_time=now())
+            self.flush()
+        except Exception as exc:
+            return f"{kept}; could not rewrite the results file ({exc})"
+        paths = ", ".join(f.path for f in self.files)
+        return f"{kept}, saved in {paths} (marked incomplete)" if paths else \
+            f"{kept} (no --json/--csv file asked for)"
 
     def flush(self):
         for f in self.files:

@@ -68,17 +68,22 @@ CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root",
               "time_us", "algbw_GBps", "busbw_GBps", "nwrong")
 
 
-def render_csv(doc):
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
+def csv_rows(doc):
+    """One list of CSV_FIELDS values per row and mode."""
     for row in doc.get("results", []):
         for mode in ("out_of_place", "in_place"):
             m = row.get(mode)
             if m is None:
                 continue
-            w.writerow([row["collective"], row.get("backend", ""), row["size"], row["count"],
-                        row["type"], row["redop"], row["root"], mode, m["time_us"],
-                        m["algbw_GBps"], "" if m["busbw_GBps"] is None else m["busbw_GBps"],
-                        "" if m["nwrong"] is None else m["nwrong"]])
+            yield [row["collective"], row.get("backend", ""), row["size"], row["count"],
+                   row["type"], row["redop"], row["root"], mode, m["time_us"],
+                   m["algbw_GBps"], "" if m["busbw_GBps"] is None else m["busbw_GBps"],
+                   "" if m["nwrong"] is None else m["nwrong"]]
+
+
+def render_csv(doc):
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    w.writerows(csv_rows(doc))
     return out.getvalue()

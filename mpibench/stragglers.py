@@ -33,20 +33,29 @@ def analyze(hosts, times, margin=0.2, consistency=0.8):
     for h in order:
         meds = [rank_med[r] for r in members[h]]
         worst = max(members[h], key=lambda r: rank_med[r])
-        ratios = [host_iter[h][k] / iter_mid[k] for k in range(iters) if iter_mid[k] > 0]
-        slow_iters = sum(1 for x in ratios if x > 1 + margin)
+        verdict = consistently_slow(host_iter[h], iter_mid, margin, consistency)
         out["hosts"].append({"host": h, "ranks": members[h], "min_s": min(meds),
                              "median_s": median(meds), "max_s": max(meds), "slowest_rank": worst,
-                             "ratio": median(ratios) if ratios else None,
-                             "slow_iterations": slow_iters})
-        if len(order) > 1 and iters and slow_iters >= consistency * iters:
+                             "ratio": verdict["ratio"], "slow_iterations": verdict["slow_iterations"]})
+        if len(order) > 1 and verdict["slow"]:
             out["slow_hosts"].append(h)
 
     rank_mid = [median(times[r][k] for r in range(n)) for k in range(iters)]
     for r in range(n):
-        slow_iters = sum(1 for k in range(iters)
-                         if rank_mid[k] > 0 and times[r][k] > (1 + margin) * rank_mid[k])
-        out["ranks"][r]["slow_iterations"] = slow_iters
-        if n > 1 and iters and slow_iters >= consistency * iters:
+        verdict = consistently_slow(times[r][:iters], rank_mid, margin, consistency)
+        out["ranks"][r]["slow_iterations"] = verdict["slow_iterations"]
+        if n > 1 and verdict["slow"]:
             out["slow_ranks"].append(r)
     return out
+
+
+def consistently_slow(times, reference, margin, consistency):
+    """times[k] against reference[k], seconds in iteration k: slow when over
+    (1 + margin) x the reference in at least `consistency` of the iterations.
+
+    Returns {'ratio': median of times/reference, 'slow_iterations': k, 'slow': bool}.
+    """
+    ratios = [t / ref for t, ref in zip(times, reference) if ref > 0]
+    slow = sum(1 for x in ratios if x > 1 + margin)
+    return {"ratio": median(ratios) if ratios else None, "slow_iterations": slow,
+            "slow": bool(times) and slow >= consistency * len(times)}

@@ -46,10 +46,15 @@ _LAUNCHER_SET = ("OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdi
                  "OMPI_MCA_num_procs", "OMPI_MCA_ess_", "OMPI_MCA_orte_", "OMPI_MCA_pmix_")
 
 
+# Where the launch scripts find things (launch/, sbatch/): not network settings.
+_SCRIPT_VARS = ("MPIBENCH_FAULT", "MPIBENCH_HOME", "MPIBENCH_PYTHON", "MPIBENCH_RESULTS",
+                "MPIBENCH_PPN", "MPIBENCH_FORWARD", "MPIBENCH_SRUN_MPI")
+
+
 def net_env(environ=None):
     environ = os.environ if environ is None else environ
     return {k: v for k, v in sorted(environ.items()) if k.startswith(NET_PREFIXES)
-            and not k.startswith(_LAUNCHER_SET) and k != "MPIBENCH_FAULT"}
+            and not k.startswith(_LAUNCHER_SET) and k not in _SCRIPT_VARS}
 
 
 def rank_record(session):

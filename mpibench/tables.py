@@ -38,6 +38,25 @@ def _mode_cells(m):
                                     fnum(m["busbw_GBps"], 6), wrong)
 
 
+ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
+               "out time (us)", "out algbw (GB/s)", "out busbw (GB/s)", "out #wrong",
+               "in time (us)", "in algbw (GB/s)", "in busbw (GB/s)", "in #wrong"]
+
+
+def row_cells(row):
+    """The cells of row_line, for tables in other formats (markdown)."""
+    cells = [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
+    for key in ("out_of_place", "in_place"):
+        m = row[key]
+        if m is None:
+            cells += ["n/a", "", "", ""]
+        else:
+            cells += [fnum(m["time_us"], 7).strip(), fnum(m["algbw_GBps"], 6).strip(),
+                      fnum(m["busbw_GBps"], 6).strip(),
+                      "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]]
+    return cells
+
+
 def row_line(row):
     return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
                                              row["root"])
@@ -48,7 +67,7 @@ def us(seconds):
     return f"{seconds * 1e6:.1f}"
 
 
-def host_table(analysis, bw_bytes, factor):
+def host_table(analysis, bw_bytes, factor, fmt="simple"):
     """Per host: ranks, min/median/max of its ranks' times, busbw of its slowest rank."""
     rows = []
     for h in analysis["hosts"]:
@@ -58,7 +77,18 @@ def host_table(analysis, bw_bytes, factor):
                      "n/a" if busbw is None else f"{busbw:.3f}",
                      "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"])
     return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
-                                   "busbw GB/s (slowest)", "vs median host"])
+                                   "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
+
+
+def host_section(entry, fmt="simple"):
+    """The per-host block for one probe entry of a results document, as run prints it."""
+    mode = "in" if entry["mode"] == "in" else "out-of"
+    lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
+             f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
+             f"iterations, each after a barrier):"]
+    table = host_table(entry, entry["bw_bytes"], entry["busbw_factor"], fmt)
+    lines += ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
+    return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
 
 
 def straggler_lines(analysis, size, symmetric=True):
@@ -69,7 +99,8 @@ def straggler_lines(analysis, size, symmetric=True):
         lines.append(f"# slowest rank at {format_size(size)}: rank {s['rank']} (host {s['host']}) "
                      f"{us(s['median_s'])} us{ratio}")
     if not symmetric:
-        lines.append("# (a rooted collective: ranks differ by their place in it, so no rank is called slow)")
+        lines.append("# (ranks differ by their place in this collective, its root or the neighbour "
+                     "each receives from, so no rank is called slow)")
         return lines
     k = analysis["iterations"]
     pct = int(analysis["margin"] * 100)
@@ -85,3 +116,28 @@ def straggler_lines(analysis, size, symmetric=True):
         names = ", ".join(f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"])
         lines.append(f"# consistently slow ranks: {names}")
     return lines
+
+
+def _g(value, spec=".3f"):
+    return "n/a" if value is None else format(value, spec)
+
+
+def trials_table(rows, fmt="simple"):
+    """Per row and mode of a run with --trials: median, min and max of the time, its
+    coefficient of variation, the busbw median and range, and whether it is stable."""
+    out = []
+    for row in rows:
+        for key in ("out_of_place", "in_place"):
+            m = row.get(key)
+            if not m or "spread" not in m:
+                continue
+            sp = m["spread"]
+            bw = "n/a" if sp["busbw_GBps_min"] is None else \
+                f"{sp['busbw_GBps_min']:.3f}-{sp['busbw_GBps_max']:.3f}"
+            out.append([row["collective"], row["size"], row["type"], row["redop"],
+                        key.replace("_", "-"), f"{m['time_us']:.1f}", f"{sp['time_us_min']:.1f}",
+                        f"{sp['time_us_max']:.1f}", f"{sp['cv'] * 100:.1f}",
+                        _g(m["busbw_GBps"]), bw, "UNSTABLE" if m["unstable"] else "stable"])
+    return tabulate(out, headers=["collective", "size", "type", "redop", "mode", "time us",
+                                  "min", "max", "cv %", "busbw GB/s", "busbw min-max",
+                                  "trials"], tablefmt=fmt, disable_numparse=True)

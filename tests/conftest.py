@@ -74,7 +74,9 @@ def torchrun(nproc, args, env=None, timeout=90):
 
 def mpibench_lines(text):
     """The lines mpibench itself wrote to stderr: 'mpibench: ...' or 'mpibench CMD: ...'."""
-    return [line for line in text.splitlines() if re.match(r"mpibench( [\w-]+)?: ", line)]
+    # Open MPI's abort banner can leave a space before the next line that reaches stderr.
+    return [line.strip() for line in text.splitlines()
+            if re.match(r"mpibench( [\w-]+)?: ", line.strip())]
 
 
 def check_usage_error(done, words, seconds):

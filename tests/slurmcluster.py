@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launch"))
@@ -38,24 +39,29 @@ def slurm_missing() -> list[str]:
     return missing
 
 
-def ensure_slurm(timeout: float = 600) -> float:
-    """Install slurm-wlm and munge with apt when missing; returns seconds spent.
+def apt_install(packages: list[str], missing, timeout: float = 600) -> float:
+    """Install Debian packages when missing() returns a non-empty list; seconds spent.
 
     Raises RuntimeError when they cannot be installed (no apt, no network)."""
-    if not slurm_missing():
+    if not missing():
         return 0.0
     if shutil.which("apt-get") is None:
-        raise RuntimeError(f"SLURM missing ({', '.join(slurm_missing())}) and no apt-get")
+        raise RuntimeError(f"missing ({', '.join(missing())}) and no apt-get")
     t0 = time.monotonic()
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = ["apt-get", "install", "-y", "--no-install-recommends", *APT_PACKAGES]
+    install = ["apt-get", "install", "-y", "--no-install-recommends", *packages]
     r = subprocess.run(install, capture_output=True, text=True, env=env, timeout=timeout)
     if r.returncode != 0:  # stale package lists: refresh once and retry
         subprocess.run(["apt-get", "update"], capture_output=True, env=env, timeout=timeout)
         r = subprocess.run(install, capture_output=True, text=True, env=env, timeout=timeout)
-    if r.returncode != 0 or slurm_missing():
-        raise RuntimeError(f"apt-get could not install SLURM: {r.stderr[-500:]}")
+    if r.returncode != 0 or missing():
+        raise RuntimeError(f"apt-get could not install {' '.join(packages)}: {r.stderr[-500:]}")
     return time.monotonic() - t0
+
+
+def ensure_slurm(timeout: float = 600) -> float:
+    """Install slurm-wlm, munge and libpmix-dev with apt when missing; seconds spent."""
+    return apt_install(APT_PACKAGES, slurm_missing, timeout)
 
 
 _CONF = """\
@@ -255,3 +261,14 @@ class SlurmCluster:
         for p in sorted((self.dir / "log").glob("*")):
             out.append(f"==> {p.name} <==\n{p.read_text(errors='replace')[-3000:]}")
         return "\n".join(out)
+
+
+@contextmanager
+def cluster_or_skip(skip, **kw):
+    """A started SlurmCluster(**kw); calls skip(reason) when SLURM cannot be installed."""
+    try:
+        ensure_slurm()
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        skip(f"SLURM not available and not installable: {e}")
+    with SlurmCluster(**kw) as sc:
+        yield sc

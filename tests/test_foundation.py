@@ -69,8 +69,10 @@ def test_lone_info():
     assert "rendezvous 127.0.0.1:" in done.stdout, show(done)
 
 
-def test_default_command_is_info():
-    check_info(lone([]), 1, "none")
+def test_options_without_a_command_run_the_benchmark():
+    done = lone(["-b", "64", "-e", "64", "-n", "1", "-w", "0", "--collectives", "all_reduce"])
+    assert done.returncode == 0, show(done)
+    assert "# mpibench run: all_reduce" in done.stdout, show(done)
 
 
 # --- bad input: one line from rank 0, exit 2 on every rank, no traceback, quickly ---

@@ -35,11 +35,7 @@ def _rows(text):
 
 @pytest.fixture(scope="module")
 def slurm():
-    try:
-        slurmcluster.ensure_slurm()
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"SLURM not available and not installable: {e}")
-    with SlurmCluster(nodes=2, cpus=4) as sc:
+    with slurmcluster.cluster_or_skip(pytest.skip, nodes=2, cpus=4) as sc:
         yield sc
 
 

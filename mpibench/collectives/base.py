@@ -30,8 +30,15 @@ class Collective:
     name = ""
     reduces = False         # takes a reduction op
     rooted = False          # takes a root
+    ring = False            # each rank sends to one neighbour and receives from the other
     modes = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
     min_ranks = 1
+
+    @property
+    def symmetric(self):
+        """Whether per-rank times can name a slow rank or host: not when a rank's time
+        depends on its place (the root, or the neighbour it receives from)."""
+        return not (self.rooted or self.ring)
 
     def counts(self, count, elsize, n):
         return Counts(count, count, count, 0, 0)

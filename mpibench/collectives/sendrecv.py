@@ -8,6 +8,7 @@ class SendRecv(Collective):
     name = "sendrecv"
     modes = ("out",)          # sending and receiving one buffer at once would race
     min_ranks = 2
+    ring = True               # a rank's time is its link from rank-1: it names no host
 
     def fill(self, send, recv, ctx):
         import torch

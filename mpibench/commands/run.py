@@ -3,7 +3,7 @@ import argparse
 
 from tabulate import tabulate
 
-from .. import cli, sysinfo
+from .. import cli, sysinfo, tables, trials
 from ..collectives import NAMES as COLLECTIVES, REGISTRY
 from ..dtypes import parse_dtypes, parse_list, parse_ops
 from ..engine import AVERAGES, MODE_KEYS, Engine, Plan
@@ -83,8 +83,20 @@ def add_arguments(p):
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
     p.add_argument("--slow-margin", type=cli.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
-    p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
-                   help="process-group timeout (default 300)")
+    p.add_argument("--link-iters", type=_int_at_least(0), default=5, metavar="N",
+                   help="after the sweep, with two or more hosts: time N transfers each way "
+                        "between every pair of hosts (one rank per host, the largest size up to "
+                        "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
+    p.add_argument("--timeout", type=cli.positive_float, default=None, metavar="SECONDS",
+                   help="the longest one row (a collective, size and mode, with warm-up and "
+                        "check) may take before the job is called hung and aborted, naming the "
+                        "ranks that never arrived (default: 60 s plus the row's bytes at 1 GB/s "
+                        "of bus bandwidth; 300 s for the rendezvous)")
+    p.add_argument("--trials", type=_int_at_least(1), default=1, metavar="K",
+                   help="repeat the whole sweep K times; rows show the median and spread (default 1)")
+    p.add_argument("--unstable", type=cli.positive_float, default=trials.UNSTABLE, metavar="X",
+                   help="with --trials: mark a row unstable when its times span more than X "
+                        f"times their median (default {trials.UNSTABLE:g})")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
     cli.add_backend(p)
@@ -136,7 +148,7 @@ def open_output(session, command, args):
     out, error = None, None
     if session.rank == 0:
         try:
-            out = RunOutput(session, command, args, args.json, args.csv)
+            out = RunOutput(session, command, args, args.json, getattr(args, "csv", None))
         except UsageError as exc:
             error = str(exc)
     session.agree(error)
@@ -152,6 +164,8 @@ def header(session, out, plan, backend, records, versions):
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
             f"check {plan.check}  blocking {int(plan.blocking)}  average {AVERAGES[plan.average]}  "
             f"graph {plan.graph}")
+    out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
+            f"(--timeout)")
     out.say("#\n# Using devices")
     for r in records:
         out.say(f"#  Rank {r['rank']:3d} Pid {r['pid']:7d} on {r['hostname']:>12s} device "
@@ -179,9 +193,17 @@ def header(session, out, plan, backend, records, versions):
             world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
                    "backend": backend.name, "rendezvous": session.rendezvous},
             config={"devices": records, "sizes": plan.sizes, "iters": plan.iters,
+                    "timeout": session.watch.timeout,
                     "warmup": plan.warmup, "check": plan.check, "blocking": plan.blocking,
                     "average": AVERAGES[plan.average], "graph": plan.graph})
     out.announce_files()
+
+
+def default_timeout(plan):
+    """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
+    any working network, short enough that a hang is named within minutes."""
+    calls = plan.warmup + plan.iters + plan.check
+    return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
 def plan_step(plan):
@@ -232,20 +254,57 @@ def per_rank_table(session, out):
     out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
 
 
+def run_trials(session, engine, out, args):
+    """The whole sweep args.trials times; the per-host probe runs in the last trial only."""
+    plan = engine.plan
+    probe_iters, wrong = plan.probe_iters, 0
+    if session.rank == 0:
+        out.trials = trials.Collector(args.unstable)
+        out.set(trials=args.trials)
+    for k in range(args.trials):
+        plan.probe_iters = probe_iters if k == args.trials - 1 else 0
+        session.out(f"#\n# trial {k + 1} of {args.trials}")
+        wrong += engine.run()
+    plan.probe_iters = probe_iters
+    return wrong
+
+
+def trials_summary(out, args):
+    out.say(f"#\n# median of {args.trials} trials per row; spread over the trials; a row is "
+            f"UNSTABLE when its times span more than {args.unstable:.0%} of their median")
+    for line in tables.trials_table(out.doc["results"]).splitlines():
+        out.say("#  " + line)
+    unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
+                   if row[k] and row[k].get("unstable"))
+    if unstable:
+        out.say(f"# {unstable} row-mode{'s' if unstable != 1 else ''} UNSTABLE: "
+                f"differences smaller than their spread are noise")
+
+
 def execute(session, args):
     from ..backends.torchdist import TorchBackend
     backend = TorchBackend(session)
     plan = build_plan(args, session, backend)
     out = open_output(session, "run", args)
+    session.watch.timeout = args.timeout or default_timeout(plan)
+    if out is not None:
+        session.watch.on_fault = out.abandon
+    session.watch.arm("start-up (every rank's device and versions)")
     records = session.comm.gather(sysinfo.rank_record(session), root=0)
     versions = session.comm.gather(sysinfo.versions(), root=0)
     if session.rank == 0:
         header(session, out, plan, backend, records, versions)
     engine = Engine(session, backend, plan, out)
-    wrong = engine.run()
+    wrong = run_trials(session, engine, out, args) if args.trials > 1 else engine.run()
+    from .p2p import link_check
+    session.watch.arm("link check between hosts")
+    link_check(session, backend, out, plan.sizes[-1], args.link_iters, min(plan.warmup, 2))
+    session.watch.disarm()
     memory = session.comm.gather({"peak_rss_bytes": sysinfo.peak_rss_bytes(),
                                   "buffer_bytes": engine.buffer_bytes}, root=0)
     if session.rank == 0:
+        if args.trials > 1:
+            trials_summary(out, args)
         if args.per_rank:
             per_rank_table(session, out)
         memory_summary(session, out, memory)

@@ -1,0 +1,124 @@
+"""mpibench compare: line up the rows of saved results and say what changed."""
+from math import exp, log
+
+from tabulate import tabulate
+
+from .. import cli, saved
+from ..errors import CheckFailed, UsageError
+from ..sizes import format_size
+from .run import _size
+
+HELP = "compare saved results row by row against the first file (the baseline)"
+DESCRIPTION = (
+    "Lines up rows by collective, backend, dtype, op, root, sweep setting, size and mode; "
+    "prints each file's busbw (algbw where busbw is not defined, one rank) and its ratio to "
+    "the baseline (the first file), and says faster, slower or within noise. Noise: when "
+    "both rows have trials (run --trials), a difference counts only when their min-max "
+    "busbw ranges do not overlap; otherwise when the ratio is outside 1 +- --noise. "
+    "With --fail-below R, exits 1 when any row is below R times the baseline (for CI).")
+SESSION = "offline"
+NOISE = 0.05
+
+
+def add_arguments(p):
+    p.add_argument("baseline", metavar="BASE.json", help="the reference results")
+    p.add_argument("others", nargs="+", metavar="FILE.json", help="results to compare with it")
+    p.add_argument("--noise", type=cli.positive_float, default=NOISE, metavar="X",
+                   help=f"without trials: a ratio within 1 +- X is noise (default {NOISE:g})")
+    p.add_argument("--fail-below", type=cli.positive_float, default=None, metavar="R",
+                   help="exit 1 when any row's busbw is below R times the baseline's")
+    p.add_argument("--min-size", type=_size, default=0, metavar="SIZE",
+                   help="compare only rows of at least SIZE bytes (small sizes are latency noise)")
+    p.add_argument("--mode", choices=("both", "out", "in"), default="both",
+                   help="out-of-place, in-place or both (default both)")
+
+
+def verdict(base, other, noise):
+    """'faster' / 'slower' / 'within noise' for two saved.bandwidth() tuples."""
+    ratio = other[0] / base[0]
+    if base[1] != base[2] and other[1] != other[2]:      # both have a trials' range
+        if other[2] < base[1]:
+            return ratio, "slower"
+        if other[1] > base[2]:
+            return ratio, "faster"
+        return ratio, "within noise"
+    if ratio < 1 - noise:
+        return ratio, "slower"
+    if ratio > 1 + noise:
+        return ratio, "faster"
+    return ratio, "within noise"
+
+
+def figures(doc, modes, min_size):
+    out = {}
+    for row in doc["results"]:
+        if row["size"] < min_size:
+            continue
+        for mode in modes:
+            bw = saved.bandwidth(row, mode)
+            if bw and bw[0] > 0:
+                out[saved.key(row, mode)] = bw
+    return out
+
+
+def execute(session, args):
+    paths = [args.baseline] + args.others
+    docs = [saved.load(p) for p in paths]
+    modes = saved.modes(args.mode)
+    figs = [figures(d, modes, args.min_size) for d in docs]
+    common = [k for k in figs[0] if all(k in f for f in figs[1:])]
+    if not common:
+        raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
+                         f"collective, backend, dtype, op, root, setting, size and mode)")
+    for p, d in zip(paths, docs):
+        print(saved.describe(p, d))
+    both_trials = all(any(saved.has_trials(r) for r in d["results"]) for d in docs)
+    print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
+                         if both_trials else
+                         f"a ratio within 1 +- {args.noise:g} is within noise (no trials in "
+                         f"every file; run --trials K for a measured spread)"))
+    settings = any(k[5] for k in common)
+    multi = len(paths) > 2
+    headers = ["collective", "backend", "type", "redop"] + (["setting"] if settings else []) + \
+        ["size", "mode", "base GB/s"]
+    for i in range(1, len(paths)):
+        tag = f" {i}" if multi else ""
+        headers += [f"GB/s{tag}", f"ratio{tag}", f"verdict{tag}"]
+    rows, ratios, failures = [], [[] for _ in paths[1:]], []
+    counts = [{"faster": 0, "slower": 0, "within noise": 0} for _ in paths[1:]]
+    algbw_used = False
+    for k in common:
+        coll, backend, dtype, redop, root, setting, size, mode = k
+        base = figs[0][k]
+        algbw_used |= base[3] == "algbw"
+        line = [coll, backend, dtype, redop] + ([setting] if settings else []) + \
+            [format_size(size), mode.replace("_", "-"), f"{base[0]:.4g}"]
+        for i, f in enumerate(figs[1:]):
+            ratio, word = verdict(base, f[k], args.noise)
+            counts[i][word] += 1
+            ratios[i].append(ratio)
+            line += [f"{f[k][0]:.4g}", f"{ratio:.3f}", word]
+            if args.fail_below is not None and ratio < args.fail_below:
+                failures.append(f"{paths[i + 1]}: {coll} {dtype} {format_size(size)} "
+                                f"{mode.replace('_', '-')} at {ratio:.3f}x the baseline")
+        rows.append(line)
+    print(tabulate(rows, headers=headers, disable_numparse=True))
+    if algbw_used:
+        print("# one-rank rows: algbw compared (busbw is not defined for one rank)")
+    for i, p in enumerate(paths[1:]):
+        c = counts[i]
+        geo = exp(sum(log(r) for r in ratios[i]) / len(ratios[i]))
+        print(f"# {p} vs {paths[0]}: {c['faster']} faster, {c['slower']} slower, "
+              f"{c['within noise']} within noise of {len(common)} rows; geometric mean ratio "
+              f"{geo:.3f}")
+    for p, f in zip(paths, figs):
+        missing = len(set(f) - set(common))
+        if missing:
+            print(f"# {missing} row-mode{'s' if missing != 1 else ''} of {p} not in every file: "
+                  f"not compared")
+    if failures:
+        for line in failures:
+            print(f"# BELOW {args.fail_below:g}x: {line}")
+        raise CheckFailed(f"{len(failures)} row{'s' if len(failures) != 1 else ''} below "
+                          f"{args.fail_below:g} x the baseline ({paths[0]})")
+    return 0

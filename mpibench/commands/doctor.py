@@ -1,0 +1,190 @@
+"""mpibench doctor: every host's setup, the differences between hosts, findings with
+advice, and (on GPUs) the transports NCCL really used between every pair of hosts."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from .. import cli, diagnose, hostfacts, nccllog
+from .run import open_output
+
+HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; name what differs"
+DESCRIPTION = (
+    "Every rank collects its host's facts (versions, GPUs and driver, NCCL_/GLOO_/UCX_/"
+    "OMPI_MCA_ variables, network interfaces, InfiniBand/RoCE ports, RDMA modules, "
+    "nvidia-smi topo -m); rank 0 prints one report: per host, what differs between hosts, "
+    "and findings with advice. On GPUs a short NCCL all_reduce with NCCL_DEBUG=INFO shows "
+    "which transport each pair of hosts used.")
+SESSION = None
+
+
+def add_arguments(p):
+    p.add_argument("--root", default="/", metavar="PATH",
+                   help="read /sys and /proc under PATH (default /); '{host}' in it becomes "
+                        "each host's name (for fabricated trees)")
+    p.add_argument("--no-nccl", action="store_true",
+                   help="skip the NCCL transport check on GPUs")
+    p.add_argument("--nccl-timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
+                   help="time allowed for the NCCL transport check (default 120)")
+    p.add_argument("--json", metavar="PATH", help="write every fact and finding as JSON (never overwrites)")
+    p.add_argument("--timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
+                   help="start-up timeout (default 120)")
+
+
+def execute(session, args):
+    out = open_output(session, "doctor", args)
+    root = args.root.replace("{host}", session.hostname)
+    facts = hostfacts.collect(session, root)
+    gathered = session.comm.gather(facts, root=0)
+    transports = nccl_check(session, args)
+    if session.rank != 0:
+        return 0
+    per_host, ranks = {}, {}
+    for f in gathered:
+        per_host.setdefault(f["host"], f)
+        ranks.setdefault(f["host"], []).append(f["rank"])
+    out.say(f"# mpibench doctor: {len(per_host)} host{'s' if len(per_host) != 1 else ''}, "
+            f"{session.size} rank{'s' if session.size != 1 else ''}, launcher {session.launcher}")
+    out.announce_files()
+    for h, f in per_host.items():
+        for line in host_lines(h, f, ranks[h]):
+            out.say(line)
+    diffs = diagnose.differences(per_host)
+    out.say("#\n# consistency: " + (f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''} "
+                                    f"between hosts" if diffs else
+                                    ("every compared fact is the same on every host"
+                                     if len(per_host) > 1 else "one host, nothing to compare")))
+    for label, values in diffs:
+        out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
+    found = diagnose.findings(per_host)
+    pairs = None
+    out.say("#\n# NCCL transports (a short all_reduce with NCCL_DEBUG=INFO):")
+    if transports["skipped"]:
+        out.say(f"#   not checked: {transports['skipped']}")
+    else:
+        parsed = [nccllog.parse(text) for text in transports["logs"] if text]
+        pairs = nccllog.by_host_pair(parsed, session.hosts)
+        for (a, b), used in pairs.items():
+            where = f"{a} (inside)" if a == b else f"{a} <-> {b}"
+            out.say(f"#   {where}: {', '.join(used)}")
+        if not pairs:
+            out.say("#   no connection between ranks in the logs" +
+                    (" (one rank: NCCL connects nothing)" if session.size == 1 else ""))
+        for error in transports["errors"]:
+            found.append((None, error))
+        found += diagnose.transport_findings(pairs, per_host)
+    out.say("#\n# findings:" if found else "#\n# findings: none")
+    for host, text in found:
+        out.say(f"#   {host + ': ' if host else ''}{text}")
+    out.set(doctor={"hosts": {h: dict(f, ranks=ranks[h]) for h, f in per_host.items()},
+                    "differences": [{"fact": label, "values": values} for label, values in diffs],
+                    "findings": [{"host": h, "text": t} for h, t in found],
+                    "nccl_transports": None if pairs is None else
+                    [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
+                    "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
+    out.finish()
+    return 0
+
+
+def _show(value):
+    return "(unset)" if value is None else str(value)
+
+
+def host_lines(host, f, ranks):
+    v = f["versions"]
+    lines = [f"#\n# host {host} (rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))})",
+             "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in diagnose.VERSION_KEYS)]
+    cvd = f["cuda_visible_devices"]
+    if f["gpus"]:
+        models = sorted({g["name"] for g in f["gpus"]})
+        gpu = f"{len(f['gpus'])} x {', '.join(models)}, driver {f['driver']}"
+    else:
+        gpu = "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else "")
+    lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
+    env = f["env"]
+    lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in env.items()) if env
+                                      else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
+    nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
+    lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
+    ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}"
+             for p in f["rdma"]]
+    mods = f["rdma_modules"]
+    lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
+                 + ("unknown (/proc/modules unreadable)" if mods is None else ", ".join(mods) or "none loaded"))
+    if f["topology"]:
+        lines.append("#   GPU topology (nvidia-smi topo -m):")
+        lines += ["#     " + line for line in f["topology"].splitlines()]
+    return lines
+
+
+def nccl_check(session, args):
+    """Every rank: a fresh process runs a short NCCL all_reduce with NCCL_DEBUG=INFO into
+    its own log file. Returns {'skipped': why or None, 'logs': [text per rank] (rank 0),
+    'errors': [...]}."""
+    result = {"skipped": None, "logs": [], "errors": []}
+    reason = _cannot_check(session, args)
+    reasons = session.comm.allgather(reason)
+    bad = [(r, why) for r, why in enumerate(reasons) if why]
+    if bad:
+        r, why = bad[0]
+        result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
+        return result
+    import torch.distributed as dist
+    from .. import netaddr
+    store = None
+    if session.rank == 0:
+        others = [a for a, h in zip(session._addrs, session.hosts) if h != session.hostname]
+        addr = netaddr.reachable_address(os.environ, [a for a in others if a])
+        import datetime
+        store = dist.TCPStore(addr, 0, session.size, True, wait_for_workers=False,
+                              timeout=datetime.timedelta(seconds=args.nccl_timeout))
+        where = (addr, store.port)
+    else:
+        where = None
+    addr, port = session.comm.bcast(where, root=0)
+    folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
+    log = os.path.join(folder, "nccl.log")
+    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
+               MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {session.local_rank}",
+               MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout))
+    error = None
+    try:
+        done = subprocess.run([sys.executable, "-m", "mpibench.ncclprobe"], env=env,
+                              capture_output=True, text=True, timeout=args.nccl_timeout + 30)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            error = (f"the NCCL check failed on rank {session.rank} ({session.hostname}), exit "
+                     f"{done.returncode}: {tail}")
+    except subprocess.TimeoutExpired:
+        error = f"the NCCL check did not finish on rank {session.rank} ({session.hostname})"
+    try:
+        with open(log, errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        text = ""
+    shutil.rmtree(folder, ignore_errors=True)
+    gathered = session.comm.gather((text, error), root=0)
+    del store
+    if session.rank == 0:
+        result["logs"] = [t for t, _ in gathered]
+        result["errors"] = [e for _, e in gathered if e]
+    return result
+
+
+def _cannot_check(session, args):
+    if args.no_nccl:
+        return "--no-nccl"
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU visible to torch (NCCL needs one)"
+    if not dist.is_nccl_available():
+        return f"this torch ({torch.__version__}) has no NCCL"
+    if session.local_rank >= torch.cuda.device_count():
+        return (f"host {session.hostname} has more ranks than visible GPUs "
+                f"({torch.cuda.device_count()})")
+    return None

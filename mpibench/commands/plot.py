@@ -1,0 +1,192 @@
+"""mpibench plot: busbw against size from saved results, and the p2p matrix as a heatmap.
+
+A file's `p2p` entry (what `mpibench p2p` writes), when present, is drawn as heatmaps.
+Expected shape (one object, or a list of them):
+    {"hosts": ["h1", "h2", ...],                # row/column labels, n names
+     "bandwidth_GBps": [[null, 11.8, ...], ...], # n x n, [i][j]: from hosts[i] to hosts[j]
+     "latency_us": [[...], ...],                 # optional, n x n
+     "matrix": [[...], ...], "unit": "GB/s",     # or any one matrix with its unit
+     "size": 67108864}                           # optional: the message size measured
+null marks a pair not measured (the diagonal). Entries without this shape are named
+and skipped.
+"""
+import os
+
+from .. import heatmap, saved
+from ..errors import UsageError
+from ..results import ResultFile
+from ..sizes import format_size
+
+HELP = "draw busbw against size (and a p2p matrix) from saved results into a PNG"
+DESCRIPTION = (
+    "One panel per collective: busbw (or algbw, or time) against size on a log axis, one "
+    "line per file, backend, sweep setting, dtype and mode, with the trials' min-max as a "
+    "band when the run had --trials. A p2p host matrix in a file is drawn as a heatmap. "
+    "Needs matplotlib (pip install 'mpibench[plot]'). Never overwrites a file.")
+SESSION = "offline"
+METRICS = {"busbw": ("busbw_GBps", "busbw (GB/s)"), "algbw": ("algbw_GBps", "algbw (GB/s)"),
+           "time": ("time_us", "time (us)")}
+
+
+def add_arguments(p):
+    p.add_argument("files", nargs="+", metavar="FILE", help="results JSON files")
+    p.add_argument("--png", required=True, metavar="PATH", help="the picture to write")
+    p.add_argument("--metric", choices=tuple(METRICS), default="busbw",
+                   help="what the y axis shows (default busbw)")
+    p.add_argument("--mode", choices=("both", "out", "in"), default="both",
+                   help="out-of-place, in-place or both (default both)")
+    p.add_argument("--collectives", default=None, metavar="LIST",
+                   help="only these collectives (comma-separated)")
+    p.add_argument("--logy", action="store_true", help="log scale on the y axis too")
+    p.add_argument("--title", default=None, help="title above the panels")
+
+
+def series(named_docs, metric, modes, only):
+    """{collective: {label parts: [(size, value, low, high)]}} and the p2p entries."""
+    field = METRICS[metric][0]
+    out, p2p = {}, []
+    for name, doc in named_docs:
+        for row in doc["results"]:
+            if only and row["collective"] not in only:
+                continue
+            for mode in modes:
+                m = row.get(mode)
+                if not m or m.get(field) is None:
+                    continue
+                value, low, high = m[field], m[field], m[field]
+                sp = m.get("spread")
+                if sp:
+                    if field == "time_us":
+                        low, high = sp["time_us_min"], sp["time_us_max"]
+                    else:   # a bandwidth is the bytes over the time
+                        low, high = value * m["time_us"] / sp["time_us_max"], \
+                            value * m["time_us"] / sp["time_us_min"]
+                parts = (name, row.get("backend", ""), row.get("setting", ""),
+                         row.get("dtype", row["type"]), row["redop"],
+                         mode.replace("_", "-"))
+                out.setdefault(row["collective"], {}).setdefault(parts, []).append(
+                    (row["size"], value, low, high))
+        entries = doc.get("p2p")
+        for entry in entries if isinstance(entries, list) else [entries] if entries else []:
+            p2p.append((name, entry))
+    return out, p2p
+
+
+def labels(all_parts, with_file):
+    """Label each line by the parts that differ between a panel's lines (and by its file
+    whenever several files are drawn)."""
+    varying = [i for i in range(6) if (i == 0 and with_file) or
+               len({p[i] for p in all_parts}) > 1] or [0]
+    return {p: " ".join(str(p[i]) for i in varying if p[i] not in ("", "none")) or p[0]
+            for p in all_parts}
+
+
+# matrix key -> (title, unit, the key of its message size, colour map: bright = good)
+MATRICES = {"bandwidth_GBps": ("bandwidth", "GB/s", "size", "viridis"),
+            "latency_us": ("latency", "us", "latency_size", "viridis_r"),
+            "matrix": ("p2p", None, "size", "viridis")}
+
+
+def matrices(entry):
+    """[(title, unit, rows)] of a p2p entry, or a string saying what is wrong with it."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    hosts = entry.get("hosts")
+    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
+        return "no 'hosts' list of names"
+    n = len(hosts)
+    out = []
+    for key, (title, unit, size_key, cmap) in MATRICES.items():
+        matrix = entry.get(key)
+        if matrix is None:
+            continue
+        if not isinstance(matrix, list) or len(matrix) != n or not all(
+                isinstance(r, list) and len(r) == n and all(
+                    x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)
+                                  and x == x and abs(x) != float("inf")) for x in r)
+                for r in matrix):
+            return f"'{key}' is not {n} x {n} numbers (null allowed)"
+        unit = unit or (entry["unit"] if isinstance(entry.get("unit"), str) else "GB/s")
+        size = entry.get(size_key)
+        out.append((title, unit, matrix, size if isinstance(size, int) and size > 0 else None,
+                    cmap))
+    return out or f"no matrix ({', '.join(MATRICES)})"
+
+
+def draw_matrix(ax, fig, name, entry, title, unit, matrix, size, cmap):
+    heatmap.draw_on(fig, ax, entry["hosts"], matrix,
+                    f"{title} {unit}" + (f" at {format_size(size)}" if size else "") + f" ({name})",
+                    unit, cmap)
+
+
+def execute(session, args):
+    docs = [(path, saved.load(path)) for path in args.files]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker  # noqa: F401  (NullLocator below)
+    except ImportError:
+        raise UsageError("plot needs matplotlib: pip install 'mpibench[plot]' "
+                         "(or pip install matplotlib)") from None
+    names = [os.path.basename(p) for p, _ in docs]
+    if len(set(names)) < len(names):
+        names = [p for p, _ in docs]
+    modes = saved.modes(args.mode)
+    only = set(args.collectives.split(",")) if args.collectives else None
+    lines, p2p = series(list(zip(names, (d for _, d in docs))), args.metric, modes, only)
+    good = []
+    for name, entry in p2p:
+        found = matrices(entry)
+        if isinstance(found, str):
+            print(f"# {name}: p2p entry skipped: {found}")
+        else:
+            good += [(name, entry, *m) for m in found]
+    panels = len(lines) + len(good)
+    if not panels:
+        raise UsageError("nothing to plot: no rows (for these collectives and modes) and no "
+                         "p2p matrix in " + ", ".join(args.files))
+    cols = min(panels, 2)
+    rows = (panels + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
+    flat = [ax for r in axes for ax in r]
+    for ax, (coll, per) in zip(flat, lines.items()):
+        names_of = labels(list(per), len(docs) > 1)
+        for parts, points in per.items():
+            points.sort()
+            xs = [p[0] for p in points]
+            line, = ax.plot(xs, [p[1] for p in points], marker="o", ms=3, label=names_of[parts])
+            if any(p[2] != p[3] for p in points):
+                ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points],
+                                color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_xscale("log", base=2)
+        if args.logy:
+            ax.set_yscale("log")
+        ticks = sorted({p[0] for points in per.values() for p in points})
+        step = max(1, len(ticks) // 8)
+        ax.set_xticks(ticks[::step], labels=[format_size(t).replace(" ", "")
+                                             for t in ticks[::step]], rotation=30)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlabel("size")
+        ax.set_ylabel(METRICS[args.metric][1])
+        ax.set_title(coll)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax, heat in zip(flat[len(lines):], good):
+        draw_matrix(ax, fig, *heat)
+    for ax in flat[panels:]:
+        ax.set_visible(False)
+    if args.title:
+        fig.suptitle(args.title)
+    fig.tight_layout()
+    out = ResultFile(args.png, None)      # a fresh name: never overwrites
+    try:
+        heatmap.save(fig, out.path)
+    except BaseException:
+        os.unlink(out.path)
+        raise
+    if out.renamed:
+        print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")
+    else:
+        print(f"# wrote {out.path}")
+    return 0

@@ -1,0 +1,244 @@
+"""mpibench sweep: the same benchmark once per setting of environment variables.
+
+NCCL reads most of its variables once per process, so every setting gets a fresh
+launch of the command the user gave (its hosts and options untouched): with Open MPI's
+mpirun the variables are forwarded with -x NAME=VALUE, and every launcher also finds
+them in its own environment (srun and hydra pass that on by default). sweep itself is a
+plain process: run it on a login node with `mpirun --host ...` or `srun ...`, or inside
+an sbatch script, where the inner mpirun or srun inherits the allocation.
+"""
+import argparse
+import itertools
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from tabulate import tabulate
+
+from .. import __version__, cli, output, saved
+from ..errors import Exit, UsageError
+from ..results import ResultFile, render_json
+from ..sizes import format_size
+
+HELP = "run the benchmark once per setting of NCCL (or any) variables and compare them"
+DESCRIPTION = (
+    "Runs COMMAND (a launcher running mpibench, e.g. mpirun --host n1:8,n2:8 python -m "
+    "mpibench run -b 1M -e 1G) once per combination of the --set values, each in a fresh "
+    "launch, then prints per size each setting's busbw and the best, and writes every "
+    "run's rows into one JSON. Default without --set: NCCL_ALGO=Ring,Tree x "
+    "NCCL_PROTO=LL,LL128,Simple (GPUs). On CPUs give --set for GLOO_*, OMPI_MCA_* or any "
+    "variable.")
+SESSION = "offline"
+DEFAULT_SETS = (("NCCL_ALGO", ("Ring", "Tree")), ("NCCL_PROTO", ("LL", "LL128", "Simple")))
+OPENMPI = ("mpirun", "mpiexec", "orterun", "prterun", "oshrun")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_set(text):
+    name, sep, values = text.partition("=")
+    vals = [v.strip() for v in values.split(",")]
+    if not sep or not _NAME.fullmatch(name.strip()) or not all(vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: use NAME=V1,V2,... (e.g. NCCL_ALGO=Ring,Tree)")
+    if len(set(vals)) != len(vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: a value is given twice")
+    return name.strip(), tuple(vals)
+
+
+def add_arguments(p):
+    p.usage = "mpibench sweep [--set NAME=V1,V2]... [OPTIONS] -- COMMAND ..."
+    p.add_argument("--set", dest="sets", action="append", type=parse_set, default=[],
+                   metavar="NAME=V1,V2", help="a variable and its values; repeat for more "
+                   "variables (every combination runs). Default: NCCL_ALGO=Ring,Tree and "
+                   "NCCL_PROTO=LL,LL128,Simple")
+    p.add_argument("--json", default="sweep.json", metavar="PATH",
+                   help="merged results (default sweep.json; never overwritten); each "
+                        "setting's own file goes into a folder beside it")
+    p.add_argument("--mode", choices=("out", "in"), default=None,
+                   help="which mode the summary shows (default out-of-place where the "
+                        "collective has it, else in-place)")
+    p.add_argument("--timeout", type=cli.positive_float, default=3600.0, metavar="SECONDS",
+                   help="longest one setting's run may take before it is stopped (default 3600)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="do not show each run's own output (errors still show)")
+    p.add_argument("launch", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                   help="the launcher command that runs one benchmark")
+
+
+def settings(sets):
+    names = [n for n, _ in sets]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise UsageError(f"--set {sorted(dup)[0]} given twice: give its values once, comma-separated")
+    return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in sets))]
+
+
+def setting_name(env):
+    return " ".join(f"{k}={v}" for k, v in env.items())
+
+
+def is_openmpi(launcher):
+    """Open MPI's mpirun takes -x; ask it (MPICH's mpiexec has the same name)."""
+    if os.path.basename(launcher) not in OPENMPI:
+        return False
+    try:
+        done = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "open mpi" in (done.stdout + done.stderr).lower() or "openrte" in done.stdout.lower()
+
+
+def launch_argv(command, env, json_path, openmpi):
+    forward = [x for k, v in env.items() for x in ("-x", f"{k}={v}")] if openmpi else []
+    return [command[0]] + forward + command[1:] + ["--json", json_path]
+
+
+def run_one(argv, env, timeout, quiet):
+    """Start one launch in its own process group; stop the group if it runs too long."""
+    child_env = dict(os.environ, **env)
+    proc = subprocess.Popen(argv, env=child_env, start_new_session=True,
+                            stdout=subprocess.DEVNULL if quiet else None)
+    # The launch has its own process group (so a timeout can stop all of it): pass a
+    # SIGTERM (scancel, kill) on to it as Ctrl-C is.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return proc.wait(timeout=timeout), None
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        return proc.returncode, f"stopped after {timeout:g} s"
+    except KeyboardInterrupt:
+        _stop(proc)
+        raise Exit("sweep: interrupted: the results so far are in the files", 130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _stop(proc):
+    for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def parts_folder(merged_path):
+    root = os.path.splitext(merged_path)[0]
+    for k in range(10000):
+        folder = f"{root}.settings" + (f".{k}" if k else "")
+        try:
+            os.mkdir(folder)
+            return os.path.abspath(folder)
+        except FileExistsError:
+            continue
+    raise UsageError(f"cannot make a folder beside {merged_path}: too many exist")
+
+
+def summary(doc, names, labels, wanted):
+    """Per collective and size: each setting's busbw and the best."""
+    table = {}
+    for row in doc["results"]:
+        mode = saved.first_mode(row, wanted)
+        if mode is None or saved.bandwidth(row, mode) is None:
+            continue
+        group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
+        value, _, _, metric = saved.bandwidth(row, mode)
+        table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (value, metric)
+    lines = []
+    for (coll, dtype, redop, mode), per_size in table.items():
+        metric = next(iter(next(iter(per_size.values())).values()))[1]
+        lines.append(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop}, "
+                     f"{mode.replace('_', '-')} {metric} (GB/s)")
+        rows = []
+        for size, per in sorted(per_size.items()):
+            cells = [format_size(size)] + [
+                "-" if n not in per else f"{per[n][0]:.4g}" for n in names]
+            best = max(per, key=lambda n: per[n][0])
+            rows.append(cells + [labels[best]])
+        lines += ["#  " + x for x in tabulate(
+            rows, headers=["size"] + [labels[n] for n in names] + ["best"],
+            disable_numparse=True).splitlines()]
+    return lines
+
+
+def execute(session, args):
+    command = args.launch[1:] if args.launch[:1] == ["--"] else args.launch
+    if not command:
+        raise UsageError("sweep: give the command that runs one benchmark after --, e.g. "
+                         "mpibench sweep --set NCCL_ALGO=Ring,Tree -- mpirun --host n1:8,n2:8 "
+                         "python -m mpibench run -b 1M -e 1G")
+    if "--json" in command or any(a.startswith("--json=") for a in command):
+        raise UsageError("sweep: leave --json out of COMMAND: sweep names each setting's file")
+    sets = args.sets or list(DEFAULT_SETS)
+    envs = settings(sets)
+    swept = [n for n, _ in sets]
+    names = [setting_name(e) for e in envs]
+    labels = {n: "/".join(e.values()) for n, e in zip(names, envs)}
+    merged = ResultFile(args.json, render_json)
+    folder = parts_folder(merged.path)
+    openmpi = is_openmpi(command[0])
+    doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,
+           "command": "sweep", "start_time": output.now(),
+           "end_time": None, "complete": False, "argv": sys.argv[1:], "launch": command,
+           "swept": {n: list(v) for n, v in sets}, "settings": [], "results": [], "hosts": []}
+    merged.write(doc)
+    print(f"# mpibench sweep: {len(envs)} setting{'s' if len(envs) != 1 else ''} of "
+          f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
+    print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
+                                              if openmpi else ""))
+    print(f"# writing {merged.path}" + (f" ({merged.requested} exists)" if merged.renamed else "")
+          + f"; each setting's results in {folder}/")
+    failed = 0
+    for i, (name, env) in enumerate(zip(names, envs), 1):
+        path = os.path.join(folder, f"setting{i}.json")
+        print(f"#\n# setting {i} of {len(envs)}: {name}", flush=True)
+        start = time.monotonic()
+        rc, why = run_one(launch_argv(command, env, path, openmpi), env, args.timeout, args.quiet)
+        record = {"setting": name, "env": env, "file": path, "rc": rc,
+                  "elapsed_s": round(time.monotonic() - start, 3)}
+        try:
+            part = saved.load(path)
+        except UsageError as exc:
+            part, record["error"] = None, str(exc)
+        if part is not None:
+            record.update(world=part.get("world"), complete=part.get("complete"),
+                          versions=part.get("versions"), run_env=part.get("env"))
+            for row in part["results"]:
+                doc["results"].append(dict(row, setting=name))
+            for entry in part.get("hosts") or []:
+                doc["hosts"].append(dict(entry, setting=name)) if isinstance(entry, dict) else None
+            doc.setdefault("world", part.get("world"))
+        ok = rc == 0 and part is not None and part.get("complete")
+        failed += not ok
+        print(f"# setting {i} of {len(envs)}: " + (
+            f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok else
+            f"FAILED (exit code {rc}{', ' + why if why else ''}"
+            f"{', ' + record['error'] if 'error' in record else ''})"), flush=True)
+        doc["settings"].append(record)
+        merged.write(doc)
+        if i == 1 and part is not None:
+            backend = (part.get("world") or {}).get("backend")
+            if backend and backend != "nccl" and all(n.startswith("NCCL_") for n in swept):
+                doc["end_time"] = output.now()
+                merged.write(doc)
+                raise UsageError(f"sweep: the runs use {backend}, where NCCL_ variables change "
+                                 f"nothing: give --set with variables that {backend} reads "
+                                 f"(e.g. GLOO_SOCKET_IFNAME, OMPI_MCA_*)")
+    for line in summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode)):
+        print(line)
+    doc["end_time"] = output.now()
+    doc["complete"] = not failed
+    merged.write(doc)
+    if failed:
+        raise Exit(f"sweep: {failed} of {len(envs)} settings failed (see above)", 1)
+    return 0

@@ -1,0 +1,140 @@
+"""From every host's facts to what matters: differences between hosts, and findings
+with advice. Pure functions over hostfacts.collect() dicts (one per host)."""
+from .netaddr import match_ifname
+
+VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
+
+
+def comparable(facts):
+    """The facts of one host that should be equal on every host, as {label: value}."""
+    out = {f"version {k}": facts["versions"].get(k) for k in VERSION_KEYS}
+    out["GPU model"] = ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None
+    out["GPU count"] = len(facts["gpus"])
+    out["GPU driver"] = facts["driver"]
+    for k, v in facts["env"].items():
+        out[f"variable {k}"] = v
+    for p in facts["rdma"]:
+        out[f"RDMA {p['device']} port {p['port']} state"] = p["state"]
+        out[f"RDMA {p['device']} port {p['port']} rate"] = p["rate"]
+        out[f"RDMA {p['device']} port {p['port']} link layer"] = p["link_layer"]
+    for i in facts["interfaces"]:
+        out[f"interface {i['name']} state"] = i["state"]
+        out[f"interface {i['name']} speed"] = None if i["speed_mbps"] is None else f"{i['speed_mbps']} Mb/s"
+    return out
+
+
+def differences(per_host):
+    """[(label, {host: value})] for every fact that differs between hosts."""
+    tables = {h: comparable(f) for h, f in per_host.items()}
+    labels = list(dict.fromkeys(k for t in tables.values() for k in t))
+    out = []
+    for label in labels:
+        values = {h: t.get(label) for h, t in tables.items()}
+        if len(set(map(str, values.values()))) > 1:
+            out.append((label, values))
+    return out
+
+
+def _active_ports(facts):
+    return [p for p in facts["rdma"] if p["state"] == "ACTIVE"]
+
+
+def _fastest_nic(facts):
+    speeds = [i["speed_mbps"] for i in facts["interfaces"] if i["state"] == "up" and i["speed_mbps"]]
+    return max(speeds) if speeds else None
+
+
+def _fastest_rdma(facts):
+    rates = [p["rate_gbps"] for p in _active_ports(facts) if p["rate_gbps"]]
+    return max(rates) if rates else None
+
+
+def findings(per_host, multi_host=None):
+    """[(host or None, text)]: problems found, each with advice, one line each."""
+    hosts = list(per_host)
+    multi_host = len(hosts) > 1 if multi_host is None else multi_host
+    out = []
+    for h, f in per_host.items():
+        env = f["env"]
+        for p in f["rdma"]:
+            if p["state"] != "ACTIVE":
+                out.append((h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
+                               f"ACTIVE: NCCL cannot use it; check the cable and the subnet manager "
+                               f"(ibstat, ibv_devinfo)"))
+        if not f["rdma"] and multi_host:
+            out.append((h, "no RDMA device (/sys/class/infiniband is empty): NCCL will use TCP "
+                           "sockets (NET/Socket) between hosts; install the RDMA driver or expect "
+                           "a fraction of the bandwidth"))
+        if f["rdma"] and f["rdma_modules"] is not None and not {"ib_uverbs", "rdma_ucm"} & set(f["rdma_modules"]):
+            out.append((h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user space "
+                           "(NCCL) cannot open them; modprobe ib_uverbs rdma_ucm"))
+        layers = {p["link_layer"] for p in _active_ports(f)}
+        if "Ethernet" in layers:
+            out.append((h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
+                           "and GID index (NCCL_IB_GID_INDEX); check lossless Ethernet (PFC/ECN)"))
+        if len(layers) > 1:
+            out.append((h, f"active RDMA ports mix link layers ({', '.join(sorted(layers))}): "
+                           f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
+        rates = {p["rate_gbps"] for p in _active_ports(f) if p["rate_gbps"]}
+        if len(rates) > 1:
+            out.append((h, f"active RDMA ports run at different rates ({', '.join(f'{r:g}' for r in sorted(rates))} "
+                           f"Gb/s): NCCL's rings go at the slowest; check cables or set NCCL_IB_HCA"))
+        for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+            spec = env.get(var)
+            names = [i["name"] for i in f["interfaces"]] + ["lo"]
+            if spec and not match_ifname(spec, names):
+                out.append((h, f"{var}={spec} names no interface of this host (it has "
+                               f"{', '.join(names[:-1]) or 'none'}): initialization will fail; "
+                               f"fix the name on this host"))
+        hca = env.get("NCCL_IB_HCA")
+        devices = sorted({p["device"] for p in f["rdma"]})
+        if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):
+            out.append((h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "
+                           f"{', '.join(devices) or 'none'}): NCCL falls back to sockets or fails; "
+                           f"fix the name on this host"))
+        for var, what in (("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: "
+                                               "traffic inside the host goes through host memory"),
+                          ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets "
+                                              "between hosts"),
+                          ("NCCL_SHM_DISABLE", "shared-memory transport is off")):
+            if env.get(var, "0").strip() not in ("", "0"):
+                out.append((h, f"{var}={env[var]} is set: {what}; unset it unless on purpose"))
+        if len(f["gpus"]) > 1 and f["gpu_links"] and "NV#" not in f["gpu_links"]:
+            out.append((h, f"{len(f['gpus'])} GPUs joined by PCIe only (no NVLink in nvidia-smi "
+                           f"topo -m: {', '.join(f['gpu_links'])}): GPU-to-GPU traffic is "
+                           f"limited to PCIe bandwidth"))
+        for error in f["tool_errors"]:
+            if f["versions"].get("nccl") or f["gpus"]:
+                out.append((h, f"{error}: GPU facts (models, driver, topology) unknown"))
+    if len(hosts) > 1:
+        out += _slower_than_others(per_host, _fastest_nic, "fastest network interface",
+                                   lambda v: f"{v} Mb/s")
+        out += _slower_than_others(per_host, _fastest_rdma, "fastest active RDMA port",
+                                   lambda v: f"{v:g} Gb/s")
+    return out
+
+
+def _slower_than_others(per_host, measure, what, fmt):
+    values = {h: measure(f) for h, f in per_host.items()}
+    known = [v for v in values.values() if v]
+    if not known:
+        return []
+    top = max(known)
+    return [(h, f"{what} is {fmt(v)}, the other hosts reach {fmt(top)}: this host's "
+                f"links limit every collective; check its NIC, cable and switch port")
+            for h, v in values.items() if v and v < top]
+
+
+def transport_findings(pairs, per_host):
+    """Findings from the transports NCCL used: sockets where RDMA exists, no P2P inside hosts."""
+    out = []
+    for (a, b), used in pairs.items():
+        if a != b and "NET/Socket" in used and (per_host.get(a, {}).get("rdma") or
+                                                per_host.get(b, {}).get("rdma")):
+            out.append((None, f"NCCL used TCP sockets (NET/Socket) between {a} and {b} although "
+                              f"RDMA devices exist: check NCCL_IB_HCA, NCCL_IB_DISABLE and the "
+                              f"ib_uverbs module"))
+        if a == b and "SHM" in used and not any(t.startswith("P2P") for t in used):
+            out.append((a, "NCCL moved data between this host's GPUs through host memory (SHM), "
+                           "not P2P: check NCCL_P2P_DISABLE, ACS/IOMMU settings and nvidia-smi topo -m"))
+    return out

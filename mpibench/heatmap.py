@@ -1,0 +1,60 @@
+"""A host x host matrix drawn as a heatmap PNG (matplotlib, optional)."""
+import os
+
+
+def unavailable():
+    """Why no heatmap can be drawn here (None when matplotlib is installed)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "--png needs matplotlib, which is not installed (pip install matplotlib)"
+    return None
+
+
+def draw_on(fig, ax, labels, matrix, title, unit="GB/s", cmap="viridis"):
+    """The heatmap on one axes of a figure; cmap 'viridis_r' makes small values bright
+    (latency)."""
+    values = [[float("nan") if v is None else v for v in row] for row in matrix]
+    known = [v for row in matrix for v in row if v is not None]
+    top = max(known) if known else 1.0
+    n = len(labels)
+    image = ax.imshow(values, cmap=cmap, vmin=0, vmax=top)
+    ax.set_xticks(range(n), labels, rotation=45, ha="right")
+    ax.set_yticks(range(n), labels)
+    ax.set_xlabel("to")
+    ax.set_ylabel("from")
+    ax.set_title(title)
+    for i, row in enumerate(matrix):
+        for j, v in enumerate(row):
+            if v is not None and n <= 24:
+                shade = v / top if top else 0.0
+                bright = (1 - shade if cmap.endswith("_r") else shade) > 0.6
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center",
+                        color="black" if bright else "white", fontsize=9)
+    fig.colorbar(image, ax=ax, label=unit)
+
+
+def save(fig, path):
+    """Write the figure to path (already reserved) through a temporary file."""
+    import matplotlib.pyplot as plt
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        fig.savefig(tmp, format="png", dpi=100)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def draw(path, labels, matrix, title, unit="GB/s"):
+    """One heatmap in its own picture at path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    side = max(4.0, 0.7 * len(labels) + 2.5)
+    fig, ax = plt.subplots(figsize=(side + 1.2, side))
+    draw_on(fig, ax, labels, matrix, title, unit)
+    fig.tight_layout()
+    save(fig, path)

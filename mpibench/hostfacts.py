@@ -1,0 +1,148 @@
+"""One host's facts for `doctor`: versions, GPUs, network variables, interfaces, RDMA
+devices and modules, GPU topology.
+
+Files are read under a root folder (default /) so that tests can point it at a
+fabricated sysfs/proc tree. Commands run without a shell, with a timeout; a missing
+or failing tool is recorded, never raised.
+"""
+import os
+import shutil
+import subprocess
+
+from . import sysinfo
+
+RDMA_MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_ib", "mlx4_ib", "irdma",
+                "bnxt_re", "efa", "qedr", "rdma_rxe", "siw", "nvidia_peermem", "nv_peer_mem")
+TIMEOUT = 20
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def interfaces(root):
+    """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
+    base = os.path.join(root, "sys/class/net")
+    out = []
+    for name in _listdir(base):
+        if name == "lo":
+            continue
+        speed = _read(os.path.join(base, name, "speed"))
+        try:
+            speed = int(speed) if speed is not None and int(speed) > 0 else None
+        except ValueError:
+            speed = None
+        out.append({"name": name, "state": _read(os.path.join(base, name, "operstate")) or "unknown",
+                    "speed_mbps": speed})
+    return out
+
+
+def rdma_ports(root):
+    """[{'device', 'port', 'state', 'rate', 'rate_gbps', 'link_layer'}] from /sys/class/infiniband."""
+    base = os.path.join(root, "sys/class/infiniband")
+    out = []
+    for dev in _listdir(base):
+        for port in _listdir(os.path.join(base, dev, "ports")):
+            d = os.path.join(base, dev, "ports", port)
+            state = _read(os.path.join(d, "state")) or "unknown"      # "4: ACTIVE"
+            rate = _read(os.path.join(d, "rate"))                      # "200 Gb/sec (4X HDR)"
+            out.append({"device": dev, "port": port, "state": state.split(":")[-1].strip(),
+                        "rate": rate, "rate_gbps": _gbps(rate),
+                        "link_layer": _read(os.path.join(d, "link_layer")) or "unknown"})
+    return out
+
+
+def _gbps(rate):
+    try:
+        return float(rate.split()[0]) if rate else None
+    except ValueError:
+        return None
+
+
+def rdma_modules(root):
+    """RDMA-related kernel modules loaded, from /proc/modules (None if unreadable)."""
+    text = _read(os.path.join(root, "proc/modules"))
+    if text is None:
+        return None
+    loaded = {line.split()[0] for line in text.splitlines() if line.strip()}
+    return [m for m in RDMA_MODULES if m in loaded]
+
+
+def run_tool(argv, timeout=TIMEOUT):
+    """(stdout, None) or (None, why): never raises for a missing or failing tool."""
+    if shutil.which(argv[0]) is None:
+        return None, f"{argv[0]} not found on PATH"
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"{' '.join(argv)} did not answer within {timeout} s"
+    except OSError as exc:
+        return None, f"{' '.join(argv)} failed: {exc.strerror}"
+    if done.returncode != 0:
+        err = (done.stderr or done.stdout).strip().splitlines()
+        return None, f"{' '.join(argv)} exited {done.returncode}" + (f": {err[0]}" if err else "")
+    return done.stdout, None
+
+
+def gpus():
+    """GPU models, driver and count from nvidia-smi; topology from nvidia-smi topo -m."""
+    out = {"gpus": [], "driver": None, "topology": None, "tool_error": None}
+    text, error = run_tool(["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id",
+                            "--format=csv,noheader"])
+    if error:
+        out["tool_error"] = error
+        return out
+    for line in text.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3:
+            out["gpus"].append({"name": parts[0], "bus_id": parts[2]})
+            out["driver"] = parts[1]
+    topo, error = run_tool(["nvidia-smi", "topo", "-m"])
+    out["topology"] = topo.rstrip() if topo else None
+    out["topology_error"] = error
+    return out
+
+
+def gpu_links(topology):
+    """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
+    if not topology:
+        return set()
+    lines = [line for line in topology.splitlines() if line.strip()]
+    if not lines:
+        return set()
+    header = lines[0].split()
+    ngpu = sum(1 for h in header if h.startswith("GPU"))
+    kinds = set()
+    for line in lines[1:]:
+        cells = line.split()
+        if not cells or not cells[0].startswith("GPU") or cells[0] == "GPU":
+            continue
+        for cell in cells[1:1 + ngpu]:
+            if cell != "X":
+                kinds.add("NV#" if cell.startswith("NV") else cell)
+    return kinds
+
+
+def collect(session, root="/"):
+    """This rank's host facts (every rank collects; rank 0 keeps one per host)."""
+    g = gpus()
+    return {"host": session.hostname, "rank": session.rank, "root": root,
+            "versions": sysinfo.versions(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "env": sysinfo.net_env(),
+            "interfaces": interfaces(root), "rdma": rdma_ports(root),
+            "rdma_modules": rdma_modules(root),
+            "gpus": g["gpus"], "driver": g["driver"], "topology": g["topology"],
+            "gpu_links": sorted(gpu_links(g["topology"])),
+            "tool_errors": [e for e in (g["tool_error"], g.get("topology_error")) if e]}

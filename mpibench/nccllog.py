@@ -1,0 +1,109 @@
+"""What NCCL_DEBUG=INFO logs say about the transports NCCL really used.
+
+NCCL prints one line per channel connection when a communicator connects, e.g.
+
+    h1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+    h1:4011:4090 [0] NCCL INFO Channel 01/0 : 2[0] -> 0[0] [receive] via NET/IB/0/GDRDMA
+    h1:4011:4090 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
+    h1:4011:4090 [0] NCCL INFO CollNet 00/0 : 0 [send] via COLLNET/SHARP/0/GDRDMA
+
+and a summary line whose 'nvls channels' count says whether NVLink SHARP is in use.
+Pure functions: lines in, transports out.
+"""
+import re
+
+_CHANNEL = re.compile(
+    r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[[0-9a-fA-F]+\])? -> (\d+)"
+    r"(?:\[[0-9a-fA-F]+\])?(?: \[(send|receive)\])? via (\S+(?: pointer)?)")
+_COLLNET = re.compile(r"NCCL INFO (?:CollNet|Coll) \d+(?:/\d+)? : (\d+) \[(send|receive)\] via COLLNET/")
+_CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?")
+_NVLS_CONNECTED = re.compile(r"NCCL INFO Connected NVLS")
+_VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
+_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
+_PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)?([^\s:]+):\d+:\d+ \[\d+\] NCCL")
+
+
+def transport_name(via):
+    """'NET/IB/0/GDRDMA' -> 'NET/IB'; 'P2P/CUMEM/read' -> 'P2P/CUMEM'; 'SHM/direct/direct' -> 'SHM'."""
+    parts = via.split("/")
+    head = parts[0]
+    if head == "NET" and len(parts) > 1:
+        net = parts[1]
+        if net.startswith("IB"):          # IB, IBext, IBext_v8: the IB plugin
+            net = "IB"
+        return f"NET/{net}"
+    if head in ("P2P", "PSM_P2P") and len(parts) > 1:
+        kind = parts[1].split(" ")[0]     # "direct pointer" -> "direct"
+        return f"P2P/{kind}"
+    return head                            # SHM, COLLNET, ...
+
+
+def parse_line(line):
+    """(src rank, dst rank, transport) for a channel connection line, else None."""
+    m = _CHANNEL.search(line)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), transport_name(m.group(4))
+
+
+def parse(text):
+    """Everything a log says: connections, NVLS/CollNet use, version, network, hosts."""
+    out = {"connections": set(), "nvls": False, "collnet": False, "version": None,
+           "network": None, "hosts": set()}
+    for line in text.splitlines():
+        if "NCCL" not in line:
+            continue
+        p = _PREFIX.search(line)
+        if p:
+            out["hosts"].add(p.group(1))
+        conn = parse_line(line)
+        if conn:
+            out["connections"].add(conn)
+            continue
+        if _COLLNET.search(line):
+            out["collnet"] = True
+            continue
+        m = _CHANNELS.search(line)
+        if m:
+            if m.group(2) and int(m.group(2)) > 0:
+                out["collnet"] = True
+            if m.group(3) and int(m.group(3)) > 0:
+                out["nvls"] = True
+            continue
+        if _NVLS_CONNECTED.search(line):
+            out["nvls"] = True
+            continue
+        m = _VERSION.search(line)
+        if m:
+            out["version"] = m.group(1)
+            continue
+        m = _NETWORK.search(line)
+        if m:
+            out["network"] = m.group(1)
+    return out
+
+
+def by_host_pair(parsed, hosts):
+    """{(host a, host b): sorted transports} from parsed logs; hosts[r] is rank r's host.
+
+    Pairs are unordered (h1, h2 in rank order of first appearance); a host with itself
+    is the pair of its own GPUs. NVLS and CollNet, used across the communicator, are
+    added to every pair they can serve: NVLS within a host, CollNet between hosts.
+    """
+    order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
+    pairs = {}
+    nvls = collnet = False
+    for p in parsed:
+        nvls = nvls or p["nvls"]
+        collnet = collnet or p["collnet"]
+        for src, dst, transport in p["connections"]:
+            if src >= len(hosts) or dst >= len(hosts):
+                continue
+            a, b = sorted((hosts[src], hosts[dst]), key=order.get)
+            pairs.setdefault((a, b), set()).add(transport)
+    for (a, b), found in pairs.items():
+        if nvls and a == b:
+            found.add("NVLS")
+        if collnet and a != b:
+            found.add("CollNet")
+    return {k: sorted(v) for k, v in sorted(pairs.items(), key=lambda kv: (order[kv[0][0]], order[kv[0][1]]))}

@@ -1,0 +1,37 @@
+"""A short NCCL all_reduce in a fresh process, for doctor's transport check.
+
+NCCL reads NCCL_DEBUG and NCCL_DEBUG_FILE once per process, so each rank of doctor
+starts one of these with them set; the log it leaves says which transports every
+channel used. Started by commands/doctor.py, not by users:
+
+    MPIBENCH_PROBE="addr port rank size local_rank" python -m mpibench.ncclprobe
+"""
+import datetime
+import os
+import sys
+
+
+def main():
+    addr, port, rank, size, local_rank = os.environ["MPIBENCH_PROBE"].split()
+    rank, size, local_rank = int(rank), int(size), int(local_rank)
+    import torch
+    import torch.distributed as dist
+    torch.cuda.set_device(local_rank)
+    timeout = datetime.timedelta(seconds=float(os.environ.get("MPIBENCH_PROBE_TIMEOUT", "120")))
+    store = dist.TCPStore(addr, int(port), size, False, timeout=timeout)
+    dist.init_process_group("nccl", store=dist.PrefixStore("ncclprobe", store), rank=rank,
+                            world_size=size, timeout=timeout,
+                            device_id=torch.device("cuda", local_rank))
+    # A large and a small all_reduce: rings and trees (and NVLS/CollNet when chosen)
+    # connect on first use.
+    for n in (16 << 20, 1024):
+        x = torch.ones(n, device="cuda")
+        dist.all_reduce(x)
+    torch.cuda.synchronize()
+    ok = int(x[0].item()) == size
+    dist.destroy_process_group()
+    return 0 if ok else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

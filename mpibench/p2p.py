@@ -1,0 +1,109 @@
+"""Point-to-point between pairs of ranks: bandwidth (send/recv of one size, every
+iteration after a barrier) and latency (ping-pong of a small size).
+
+Every rank walks the same schedule in lockstep: ranks in a pair exchange on the
+torch.distributed backend being measured, the others wait at the same MPI barriers.
+Each rank returns its own figures; rank 0 gathers them per round.
+"""
+from functools import partial
+
+from .collectives.sendrecv import _blocking as exchange
+from .pairs import directions
+
+
+class PingPong:
+    """One round trip of a small message: send then receive, or receive then send."""
+    __slots__ = ("first", "second")
+
+    def __init__(self, dist, buf, peer, initiator):
+        send = partial(dist.send, buf, peer)
+        recv = partial(dist.recv, buf, peer)
+        self.first, self.second = (send, recv) if initiator else (recv, send)
+
+    def __call__(self):
+        self.first()
+        self.second()
+
+
+class PairBench:
+    def __init__(self, session, backend, size, latency_size, iters, warmup, latency_iters,
+                 bidirectional):
+        self.s = session
+        self.b = backend
+        self.dist = backend.dist
+        self.size = size
+        self.latency_size = latency_size
+        self.iters = iters
+        self.warmup = warmup
+        self.latency_iters = latency_iters
+        self.bidirectional = bidirectional
+        self.send_buf = self.recv_buf = None
+
+    def allocate(self, taking_part):
+        """Buffers for this rank (none when it is in no pair); the error text or None."""
+        if not taking_part:
+            return None
+        nbytes = max(self.size, self.latency_size)
+        try:
+            self.send_buf = self.b.alloc(nbytes, self.s.rank)
+            self.recv_buf = self.b.alloc(nbytes, self.s.rank) if self.bidirectional else self.send_buf
+        except Exception as exc:
+            if not self.b.is_oom(exc):
+                raise
+            self.send_buf = self.recv_buf = None
+            return f"out of memory for {nbytes} bytes: {type(exc).__name__}"
+        return None
+
+    def _transfer(self, src, dst):
+        """This rank's call for one transfer (src -> dst, or both ways when bidirectional)."""
+        me, dist = self.s.rank, self.dist
+        send = self.send_buf[:self.size]
+        recv = self.recv_buf[:self.size]
+        if self.bidirectional:
+            peer = dst if me == src else src
+            ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+            return partial(exchange, dist.batch_isend_irecv, ops)
+        if me == src:
+            return partial(dist.send, send, dst)
+        return partial(dist.recv, recv, src)
+
+    def run_round(self, pairs, with_latency=True):
+        """Every rank calls this for every round. Returns this rank's records:
+        [{'from', 'to', 'role', 'times': [s per iteration], 'latency_s': s or None}]."""
+        me = self.s.rank
+        mine = next((p for p in pairs if me in p), None)
+        steps = len(directions(pairs[0], self.bidirectional)) if pairs else 0
+        records = []
+        for step in range(steps):
+            src, dst = directions(mine, self.bidirectional)[step] if mine else (None, None)
+            call = self._transfer(src, dst) if mine else None
+            if call is not None:
+                for _ in range(self.warmup):
+                    call()
+                self.b.sync()
+            latency = None
+            if with_latency and step == 0:
+                latency = self._latency(mine)
+            if call is not None:
+                times = self.b.time_each(call, self.iters, self.s.comm.polite_barrier)
+                records.append({"from": src, "to": dst, "role": "send" if me == src else "recv",
+                                "times": times, "latency_s": latency})
+            else:
+                for _ in range(self.iters):
+                    self.s.comm.polite_barrier()
+        return records
+
+    def _latency(self, pair):
+        """One-way latency: half a ping-pong round trip, timed by the pair's lower rank."""
+        me = self.s.rank
+        if pair is None:
+            self.s.comm.polite_barrier()
+            return None
+        a, b = pair
+        peer = b if me == a else a
+        call = PingPong(self.dist, self.send_buf[:self.latency_size], peer, me == a)
+        for _ in range(self.warmup):
+            call()
+        self.s.comm.polite_barrier()
+        seconds = self.b.time_loop([call] * self.latency_iters, True)
+        return seconds / 2 if me == a else None

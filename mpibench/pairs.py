@@ -1,0 +1,123 @@
+"""Who talks to whom in `p2p`: the participants, the round-robin schedule, and which
+pairs and hosts are slow in the resulting matrix. Pure logic, no communication."""
+from statistics import median
+
+from . import stragglers
+
+
+def participants(hosts, every_rank=False):
+    """Ranks that take part: the lowest rank on each host, or every rank."""
+    if every_rank:
+        return list(range(len(hosts)))
+    first = {}
+    for r, h in enumerate(hosts):
+        first.setdefault(h, r)
+    return list(first.values())
+
+
+def round_robin(items):
+    """Every pair of items exactly once, in rounds where no item is in two pairs.
+
+    The circle method: fix the first item, rotate the others one place per round.
+    n - 1 rounds for even n; n rounds for odd n (each round one item sits out).
+    """
+    items = list(items)
+    if len(items) < 2:
+        return []
+    if len(items) % 2:
+        items.append(None)                       # the bye
+    n = len(items)
+    rounds = []
+    ring = items[1:]
+    for _ in range(n - 1):
+        line = [items[0]] + ring
+        pairs = [(line[i], line[n - 1 - i]) for i in range(n // 2)]
+        rounds.append([tuple(sorted(p)) for p in pairs if None not in p])
+        ring = ring[-1:] + ring[:-1]
+    return rounds
+
+
+def schedule(ranks, hosts):
+    """Rounds of rank pairs in which no host is in two pairs at once.
+
+    One rank per host: the circle method as it is. Several ranks per host (--ranks):
+    each circle round is split greedily so that pairs sharing a host run apart.
+    """
+    out = []
+    for rnd in round_robin(ranks):
+        subs = []
+        for a, b in rnd:
+            busy = {hosts[a], hosts[b]}
+            for sub in subs:
+                if not busy & sub[0]:
+                    sub[0].update(busy)
+                    sub[1].append((a, b))
+                    break
+            else:
+                subs.append([set(busy), [(a, b)]])
+        out.extend(pairs for _, pairs in subs)
+    return out
+
+
+def directions(pair, bidirectional):
+    """Transfers timed for one pair: (sender, receiver) in turn, or both ways at once."""
+    a, b = pair
+    return [(a, b)] if bidirectional else [(a, b), (b, a)]
+
+
+def analyze(labels, links, threshold=0.8, consistency=0.8):
+    """Slow links and slow hosts from every link's per-iteration seconds.
+
+    labels[i]: the host (or host:rank) of participant i. links: {(i, j): [seconds per
+    iteration]} for the transfer i -> j (a bidirectional pair appears once as (i, j)).
+    A host is slow when the links it takes part in are below `threshold` times the
+    links it does not take part in; a link is slow when it is below `threshold` times
+    the median link between hosts not found slow. Both only when consistent: in at
+    least `consistency` of the iterations (stragglers.consistently_slow).
+    """
+    margin = 1 / threshold - 1          # bandwidth below threshold x ref = time above (1+margin) x ref
+    keys = sorted(links)
+    iters = min((len(links[k]) for k in keys), default=0)
+    med = {k: median(links[k][:iters]) for k in keys}
+    out = {"threshold": threshold, "consistency": consistency, "iterations": iters,
+           "slow_hosts": [], "slow_links": [], "hosts": [], "links": [], "note": None}
+    if not keys or not iters:
+        return out
+
+    nodes = sorted({i for k in keys for i in k})
+    hosts_of = {i: labels[i] for i in nodes}
+    names = list(dict.fromkeys(hosts_of[i] for i in nodes))
+
+    def per_iter_median(selected):
+        return [median(links[k][t] for k in selected) for t in range(iters)]
+
+    def with_host(h, k):
+        return h in (hosts_of[k[0]], hosts_of[k[1]])
+
+    for h in names:
+        mine = [k for k in keys if with_host(h, k)]
+        others = [k for k in keys if not with_host(h, k)]
+        entry = {"host": h, "links": len(mine), "ratio": None, "slow_iterations": 0}
+        if mine and others:
+            verdict = stragglers.consistently_slow(per_iter_median(mine), per_iter_median(others),
+                                                   margin, consistency)
+            entry.update(ratio=verdict["ratio"], slow_iterations=verdict["slow_iterations"])
+            if verdict["slow"]:
+                out["slow_hosts"].append(h)
+        out["hosts"].append(entry)
+    if len(names) == 2:
+        out["note"] = ("with two hosts every link joins both: a slow link cannot be "
+                       "blamed on one of them (use three or more hosts)")
+    elif len(names) < 2:
+        out["note"] = "one host: links between its ranks only"
+
+    healthy = [k for k in keys if not any(with_host(h, k) for h in out["slow_hosts"])] or keys
+    ref = per_iter_median(healthy)
+    out["reference_s"] = median(ref)
+    for k in keys:
+        verdict = stragglers.consistently_slow(links[k][:iters], ref, margin, consistency)
+        out["links"].append({"from": k[0], "to": k[1], "median_s": med[k],
+                             "ratio": verdict["ratio"], "slow_iterations": verdict["slow_iterations"]})
+        if verdict["slow"] and len(keys) > 1:
+            out["slow_links"].append(k)
+    return out

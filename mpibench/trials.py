@@ -1,0 +1,81 @@
+"""Repeated sweeps (run --trials K): one row per size from K measurements of it.
+
+A row's top-level figures are the medians over the trials, so every reader of the JSON
+still finds nccl-tests' keys where it expects them; the row keeps every trial under
+`trials`, and each mode gets a `spread` (min, max, coefficient of variation of the
+time) and an `unstable` flag when (max - min) / median of the time exceeds a threshold.
+"""
+from statistics import mean, median, pstdev
+
+MODES = ("out_of_place", "in_place")
+UNSTABLE = 0.10   # default: a row whose times span more than 10% of their median
+
+
+def spread(values):
+    """{'median', 'min', 'max', 'cv', 'range'} of a list of positive numbers."""
+    mid = median(values)
+    avg = mean(values)
+    return {"median": mid, "min": min(values), "max": max(values),
+            "cv": pstdev(values) / avg if avg > 0 else 0.0,
+            "range": (max(values) - min(values)) / mid if mid > 0 else 0.0}
+
+
+def merge(trial_rows, threshold=UNSTABLE):
+    """One row from the same row of every trial (same collective, size, type, modes)."""
+    first = trial_rows[0]
+    row = {k: v for k, v in first.items()
+           if k not in MODES and k not in ("per_rank_time_us", "per_rank_nwrong", "trials")}
+    row["trials"] = [{k: t[k] for k in (*MODES, "per_rank_time_us", "per_rank_nwrong")}
+                     for t in trial_rows]
+    row["per_rank_time_us"] = {
+        key: [median(t["per_rank_time_us"][key][r] for t in trial_rows)
+              for r in range(len(times))]
+        for key, times in first["per_rank_time_us"].items()}
+    row["per_rank_nwrong"] = {
+        key: [None if any(t["per_rank_nwrong"][key][r] is None for t in trial_rows)
+              else sum(t["per_rank_nwrong"][key][r] for t in trial_rows)
+              for r in range(len(wrongs))]
+        for key, wrongs in first["per_rank_nwrong"].items()}
+    for key in MODES:
+        if first[key] is None:
+            row[key] = None
+            continue
+        times = spread([t[key]["time_us"] for t in trial_rows])
+        t = times["median"]
+        algbw = row["bw_bytes"] / t / 1e3 if t > 0 else None
+        factor = row["busbw_factor"]
+        wrongs = [t[key]["nwrong"] for t in trial_rows]
+        busbws = [t[key]["busbw_GBps"] for t in trial_rows]
+        row[key] = {"time_us": t, "algbw_GBps": algbw,
+                    "busbw_GBps": algbw * factor if algbw is not None and factor > 0 else None,
+                    "nwrong": None if all(w is None for w in wrongs) else sum(w or 0 for w in wrongs),
+                    "spread": {"trials": len(trial_rows), "time_us_min": times["min"],
+                               "time_us_max": times["max"], "cv": times["cv"],
+                               "range": times["range"],
+                               "busbw_GBps_min": None if None in busbws else min(busbws),
+                               "busbw_GBps_max": None if None in busbws else max(busbws)},
+                    "unstable": times["range"] > threshold}
+    row["unstable_threshold"] = threshold
+    return row
+
+
+def row_id(row):
+    return (row["collective"], row["size"], row["type"], row["redop"], row["root"])
+
+
+class Collector:
+    """Rank 0 during run --trials: each trial's row joins the same row of the earlier
+    trials; the results list holds the merged rows, in the order first measured."""
+
+    def __init__(self, threshold=UNSTABLE):
+        self.threshold = threshold
+        self.rows = {}     # row_id -> (index in results, [that row of each trial])
+
+    def add(self, results, row):
+        key = row_id(row)
+        if key not in self.rows:
+            self.rows[key] = (len(results), [])
+            results.append(None)
+        index, seen = self.rows[key]
+        seen.append(row)
+        results[index] = merge(seen, self.threshold)

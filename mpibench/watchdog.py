@@ -1,0 +1,299 @@
+"""The hang watchdog and signal handler that every rank runs beside the benchmark.
+
+The main thread says where it is: arm(where) before each row (a fresh deadline),
+mark(phase) between phases, disarm() when done. Each is an attribute store, made
+outside the timed loops. One thread per rank watches the deadline and the signals:
+
+- A deadline passes: the thread asks every rank where it is, over MPI (a duplicate of
+  COMM_WORLD, independent of NCCL/gloo). A rank that does not answer within a grace
+  period is stopped, dead or stuck holding the interpreter; a rank that answers from an
+  earlier step never arrived. The lowest rank that answered prints the report once,
+  rank 0 marks the results file incomplete, and the job is aborted with exit code 124.
+  A rank asked because another rank timed out joins in at once.
+- SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line
+  and ends the job with 128 + the signal number; another rank passes its signal on to
+  rank 0 first (and ends the job itself if rank 0 does not).
+
+Without MPI (a lone process, torchrun) the same happens with this rank alone.
+"""
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+
+TIMEOUT_CODE = 124
+TAG_QUERY, TAG_REPLY, TAG_NOTICE = 7101, 7102, 7103
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+IDLE_POLL = 0.25     # seconds between looks at the deadline and the side channel
+BUSY_POLL = 0.02     # while waiting for answers
+
+
+def grace_for(timeout):
+    """How long a rank may take to answer 'where are you?' before it counts as gone."""
+    return min(10.0, max(2.0, timeout / 10))
+
+
+def _ignore(signum, frame):
+    # The C-level handler has already written the signal to the wakeup pipe, which the
+    # watchdog thread reads even while the main thread is blocked inside a collective.
+    pass
+
+
+def _say(text):
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+class NullWatch:
+    """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
+    timeout = None
+
+    def arm(self, where, phase=""):
+        pass
+
+    def mark(self, phase):
+        pass
+
+    def disarm(self):
+        pass
+
+
+class Watchdog(NullWatch):
+    def __init__(self, session, timeout):
+        self.s = session
+        self.timeout = timeout
+        self.step = 0
+        self.where, self.phase = "start-up", ""
+        self.deadline = None
+        self.on_fault = None      # rank 0: callable(reason) -> what happened to the results
+        self.comm = session.comm.world.Dup() if session.comm.kind == "mpi" else None
+        self._lock = threading.Lock()     # one reader of the side channel at a time
+        self._probe_id = 0
+        self._replies = {}
+        self._sends = []
+        self._joined = False       # a timeout is being handled
+        self._asked = False        # another rank timed out and asked us
+        self._signalled = None     # first signal seen
+        self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
+        self._stop = False
+        self._rfd, self._wfd = os.pipe()
+        os.set_blocking(self._rfd, False)
+        os.set_blocking(self._wfd, False)
+        self._saved = None
+        if threading.current_thread() is threading.main_thread():
+            old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
+            self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
+        self._thread = threading.Thread(target=self._run, name="mpibench-watchdog", daemon=True)
+        self._thread.start()
+
+    # ---- main thread: where this rank is (attribute stores only) ----
+    def arm(self, where, phase="setting up"):
+        self.step += 1
+        self.where, self.phase = where, phase
+        self.deadline = time.monotonic() + self.timeout
+
+    def mark(self, phase):
+        self.step += 1
+        self.phase = phase
+
+    def disarm(self):
+        self.deadline = None
+
+    def close(self):
+        """Stop watching (end of the command); signals go back to what they were."""
+        self.deadline = None
+        self._stop = True
+        self._thread.join(timeout=2 * IDLE_POLL + 1)
+        if self._saved is not None and threading.current_thread() is threading.main_thread():
+            old_fd, handlers = self._saved
+            signal.set_wakeup_fd(old_fd)
+            for s, h in handlers.items():
+                signal.signal(s, h)
+            self._saved = None
+        for fd in (self._rfd, self._wfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.comm is not None:
+            try:
+                self.comm.Free()
+            except Exception:
+                pass
+            self.comm = None
+
+    def silent_ranks(self):
+        """Ranks that do not answer within the grace period (after a backend error: who went)."""
+        snaps = self._probe("probe")
+        return [r for r in range(self.s.size) if r not in snaps]
+
+    def abandon(self, reason):
+        """Rank 0: mark the results incomplete (a failure the caller reports itself)."""
+        return self._results(reason)
+
+    # ---- the thread ----
+    def _run(self):
+        while not self._stop:
+            try:
+                ready, _, _ = select.select([self._rfd], [], [], IDLE_POLL)
+            except (OSError, ValueError):
+                return
+            if self._stop:
+                return
+            if ready:
+                self._read_signals()
+            self._serve()
+            deadline = self.deadline
+            if self._asked or (deadline is not None and time.monotonic() > deadline):
+                self._timeout()
+            if self._deferred is not None and time.monotonic() > self._deferred[0]:
+                _, lines, code = self._deferred
+                self._end(lines, code)
+
+    def _read_signals(self):
+        try:
+            data = os.read(self._rfd, 64)
+        except (BlockingIOError, OSError):
+            return
+        for signum in data:
+            if signum in SIGNALS:
+                self._on_signal(signum, self.s.rank)
+
+    def _snapshot(self):
+        return (self.step, self.where, self.phase, self.s.hostname)
+
+    def _serve(self):
+        """Answer questions, take notices, collect answers; never blocks."""
+        if self.comm is None:
+            return
+        from mpi4py import MPI
+        status = MPI.Status()
+        with self._lock:
+            while True:
+                try:
+                    if not self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
+                        break
+                    source, tag = status.Get_source(), status.Get_tag()
+                    msg = self.comm.recv(source=source, tag=tag)
+                except Exception:
+                    return
+                if tag == TAG_QUERY:
+                    key, why = msg
+                    self._send((key, self._snapshot()), source, TAG_REPLY)
+                    if why == "timeout":
+                        self._asked = True           # the job is stuck: handle it here too
+                elif tag == TAG_REPLY:
+                    key, snap = msg
+                    if key in self._replies:
+                        self._replies[key][source] = snap
+                elif tag == TAG_NOTICE:
+                    signum, origin = msg
+                    if self.s.rank == 0:
+                        self._on_signal(signum, origin)
+
+    def _send(self, obj, dest, tag):
+        try:
+            self._sends.append(self.comm.isend(obj, dest=dest, tag=tag))
+            self._sends = [r for r in self._sends if not r.Test()]
+        except Exception:
+            pass
+
+    def _probe(self, why):
+        """{rank: (step, where, phase, host)} of every rank that answers within the grace."""
+        me = self.s.rank
+        if self.comm is None or self.s.size == 1:
+            return {me: self._snapshot()}
+        self._probe_id += 1
+        key = (me, self._probe_id)
+        self._replies[key] = {me: self._snapshot()}
+        with self._lock:
+            for r in range(self.s.size):
+                if r != me:
+                    self._send((key, why), r, TAG_QUERY)
+        end = time.monotonic() + grace_for(self.timeout)
+        while len(self._replies[key]) < self.s.size and time.monotonic() < end:
+            time.sleep(BUSY_POLL)
+            self._serve()
+        return self._replies.pop(key)
+
+    # ---- a deadline passed ----
+    def _timeout(self):
+        if self._joined:
+            return
+        self._joined = True
+        snaps = self._probe("timeout")
+        lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, grace_for(self.timeout))
+        if self.s.rank == min(snaps):
+            reason = f"timed out: {lines[0]}"
+            self._end(lines + [self._results(reason, 0 in snaps)], TIMEOUT_CODE)
+        else:
+            # A lower rank answered and reports; end the job ourselves if it cannot.
+            self._deferred = (time.monotonic() + grace_for(self.timeout) + 5,
+                              lines + [self._results("", 0 in snaps)], TIMEOUT_CODE)
+
+    # ---- SIGINT / SIGTERM ----
+    def _on_signal(self, signum, origin):
+        code = 128 + signum
+        name = signal.Signals(signum).name
+        if self._signalled is not None and origin == self.s.rank:
+            self._end([], code)               # a second signal here: no more waiting
+            return
+        if self._signalled is not None:
+            return
+        self._signalled = signum
+        if self.s.rank == 0 or self.comm is None:
+            reason = f"stopped by {name} on rank {origin} (host {self.s.hosts[origin]})"
+            self.s.out(f"# {reason}: {self._results(reason)}")
+            self._end([], code)
+        else:
+            self._send((signum, self.s.rank), 0, TAG_NOTICE)
+            self._deferred = (time.monotonic() + grace_for(self.timeout) + 3,
+                              [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
+                               f"job, so this rank does"], code)
+
+    def _results(self, reason, rank0_alive=True):
+        if self.s.rank == 0 and self.on_fault is not None:
+            return self.on_fault(reason)
+        if self.s.rank == 0:
+            return "no results file (none asked for)"
+        if not rank0_alive:
+            return ("rank 0 did not answer: its results file holds every row finished before "
+                    "(\"complete\": false)")
+        return "rank 0 keeps the results file"
+
+    def _end(self, lines, code):
+        for line in lines:
+            _say(line if line.startswith("mpibench") else f"mpibench: {line}")
+        self.s.comm.abort(code)
+
+
+def describe_hang(snaps, size, hosts, timeout, grace):
+    """Lines naming the ranks that never arrived (from the answers in snaps)."""
+    top = max(s[0] for s in snaps.values())
+    (where, phase), _ = Counter((s[1], s[2]) for s in snaps.values() if s[0] == top).most_common(1)[0]
+    at = f"{where} ({phase})" if phase else where
+    silent = [r for r in range(size) if r not in snaps]
+    behind = sorted(r for r, s in snaps.items() if s[0] < top)
+    if not silent and not behind:
+        return [f"no progress for {timeout:g} s at {at}: every rank arrived, the call itself "
+                f"never completed (the backend or the network is stuck)"]
+    lines = [f"no progress for {timeout:g} s at {at}; "
+             f"{len(silent) + len(behind)} rank{'s' if len(silent) + len(behind) != 1 else ''} "
+             f"never arrived:"]
+    shown = 0
+    for r in sorted(silent + behind):
+        if shown == 16:
+            lines.append(f"  ... and {len(silent) + len(behind) - shown} more")
+            break
+        if r in snaps:
+            s = snaps[r]
+            lines.append(f"  rank {r} (host {s[3]}): alive but still at {s[1]}" +
+                         (f" ({s[2]})" if s[2] else ""))
+        else:
+            lines.append(f"  rank {r} (host {hosts[r]}): no answer within {grace:g} s "
+                         f"(stopped, dead, or stuck) in {where}")
+        shown += 1
+    return lines

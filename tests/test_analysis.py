@@ -1,0 +1,391 @@
+"""Trials, report, compare, plot, sweep and predict on results of real runs made here.
+
+Two real runs under mpirun (-np 2, gloo, small sizes; one with --trials 3) feed the
+offline commands; sweep starts real mpiruns; predict is checked on synthetic data, and
+for real on fake hosts in network namespaces with throttled links (root only).
+"""
+import csv
+import io
+import json
+import os
+import statistics
+import sys
+
+import pytest
+
+from conftest import MPIRUN, PYTHON, ROOT, lone, mpibench_lines, mpirun, run, show
+
+pytestmark = pytest.mark.timeout(300)
+
+RUN = ["run", "--collectives", "all_reduce,all_gather", "-b", "1K", "-e", "16K", "-f", "4",
+       "-n", "3", "-w", "1", "--probe-iters", "3"]
+MODES = ("out_of_place", "in_place")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """{'plain': path, 'trials': path} of two real runs."""
+    d = tmp_path_factory.mktemp("runs")
+    paths = {"plain": str(d / "plain.json"), "trials": str(d / "trials.json")}
+    done = mpirun(2, RUN + ["--json", paths["plain"]], timeout=120)
+    assert done.returncode == 0, show(done)
+    done = mpirun(2, RUN + ["--trials", "3", "--json", paths["trials"]], timeout=180)
+    assert done.returncode == 0, show(done)
+    paths["trials_stdout"] = done.stdout
+    return paths
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def bad_input(done):
+    """Exit code 2, exactly one 'mpibench:' line, no traceback."""
+    assert done.returncode == 2, show(done)
+    assert len(mpibench_lines(done.stderr)) == 1, show(done)
+    assert "Traceback" not in done.stderr, show(done)
+
+
+def slowed(src, dst, factor):
+    """A copy of a real result with every time multiplied by factor."""
+    doc = load(src)
+    for row in doc["results"]:
+        for mode in MODES:
+            m = row[mode]
+            if m:
+                m["time_us"] *= factor
+                m["algbw_GBps"] /= factor
+                if m["busbw_GBps"] is not None:
+                    m["busbw_GBps"] /= factor
+    with open(dst, "w") as f:
+        json.dump(doc, f)
+    return dst
+
+
+# ---------------- trials ----------------
+def test_trials_keep_every_trial_and_report_median(runs):
+    doc = load(runs["trials"])
+    assert doc["trials"] == 3 and doc["complete"]
+    assert doc["results"]
+    for row in doc["results"]:
+        assert len(row["trials"]) == 3
+        for mode in MODES:
+            if row[mode] is None:
+                continue
+            times = [t[mode]["time_us"] for t in row["trials"]]
+            m = row[mode]
+            assert m["time_us"] == pytest.approx(statistics.median(times))
+            assert m["spread"]["time_us_min"] == min(times)
+            assert m["spread"]["time_us_max"] == max(times)
+            assert m["spread"]["cv"] == pytest.approx(statistics.pstdev(times) / statistics.mean(times))
+            assert m["unstable"] == ((max(times) - min(times)) / statistics.median(times) > 0.10)
+            assert m["algbw_GBps"] == pytest.approx(row["bw_bytes"] / m["time_us"] / 1e3)
+    out = runs["trials_stdout"]
+    assert "# trial 3 of 3" in out
+    assert "median of 3 trials per row" in out and "10% of their median" in out
+    # the per-host probe ran once (last trial): one entry per collective
+    assert len(doc["hosts"]) == 2
+
+
+def test_trials_bad_values_are_usage_errors():
+    bad_input(mpirun(2, ["run", "--trials", "0"], timeout=60))
+    bad_input(lone(["run", "--trials", "x"]))
+
+
+# ---------------- report ----------------
+def test_report_text_prints_the_runs_rows(runs):
+    sys.path.insert(0, ROOT)
+    from mpibench import tables
+    done = lone(["report", runs["plain"], runs["trials"]])
+    assert done.returncode == 0, show(done)
+    for path in (runs["plain"], runs["trials"]):
+        for row in load(path)["results"]:
+            assert tables.row_line(row) in done.stdout, show(done)
+    assert done.stdout.count("per host at 16 KiB") == 4, show(done)
+    assert "UNSTABLE" in done.stdout or "stable" in done.stdout
+    assert "# Avg bus bandwidth" in done.stdout
+
+
+def test_report_markdown_and_csv(runs):
+    done = lone(["report", "--format", "markdown", runs["trials"]])
+    assert done.returncode == 0, show(done)
+    assert "### all_reduce" in done.stdout and "| size (B)" in done.stdout
+    assert "### Trials" in done.stdout
+    done = lone(["report", "--format", "csv", runs["plain"]])
+    assert done.returncode == 0, show(done)
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    doc = load(runs["plain"])
+    assert len(rows) == sum(1 for r in doc["results"] for m in MODES if r[m])
+    first = next(r for r in doc["results"] if r["in_place"])
+    got = next(r for r in rows if r["mode"] == "in_place" and r["collective"] == first["collective"])
+    assert float(got["time_us"]) == pytest.approx(first["in_place"]["time_us"])
+
+
+# ---------------- compare ----------------
+def test_compare_same_file_is_within_noise(runs):
+    done = lone(["compare", runs["trials"], runs["trials"]])
+    assert done.returncode == 0, show(done)
+    assert "trials' busbw ranges do not overlap" in done.stdout
+    n = sum(1 for r in load(runs["trials"])["results"] for m in MODES if r[m])
+    assert f"0 faster, 0 slower, {n} within noise of {n} rows" in done.stdout, show(done)
+
+
+def test_compare_two_runs_and_fail_below(runs, tmp_path):
+    done = lone(["compare", runs["plain"], runs["trials"]])
+    assert done.returncode == 0, show(done)
+    assert "a ratio within 1 +- 0.05 is within noise" in done.stdout
+    half = slowed(runs["plain"], str(tmp_path / "half.json"), 2.0)
+    done = lone(["compare", runs["plain"], half])
+    assert done.returncode == 0, show(done)
+    n = sum(1 for r in load(half)["results"] for m in MODES if r[m])
+    assert f"0 faster, {n} slower" in done.stdout and "0.500" in done.stdout, show(done)
+    done = lone(["compare", runs["plain"], half, "--fail-below", "0.8"])
+    assert done.returncode == 1, show(done)
+    assert mpibench_lines(done.stderr) == [f"mpibench: {n} rows below 0.8 x the baseline "
+                                           f"({runs['plain']})"], show(done)
+    assert done.stdout.count("# BELOW 0.8x") == n
+    done = lone(["compare", runs["plain"], half, "--fail-below", "0.4"])
+    assert done.returncode == 0, show(done)
+    done = lone(["compare", half, runs["plain"], "--fail-below", "0.9"])   # faster passes
+    assert done.returncode == 0 and f"{n} faster" in done.stdout, show(done)
+
+
+def test_compare_nothing_in_common(runs, tmp_path):
+    doc = load(runs["plain"])
+    for row in doc["results"]:
+        row["collective"] = "other"
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    bad_input(lone(["compare", runs["plain"], str(tmp_path / "other.json")]))
+
+
+# ---------------- plot ----------------
+def png(path):
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 10000
+
+
+def test_plot_writes_png_never_overwrites(runs, tmp_path):
+    out = str(tmp_path / "bw.png")
+    done = lone(["plot", runs["plain"], runs["trials"], "--png", out])
+    assert done.returncode == 0, show(done)
+    assert png(out)
+    done = lone(["plot", runs["plain"], "--png", out, "--logy", "--mode", "in"])
+    assert done.returncode == 0, show(done)
+    assert png(str(tmp_path / "bw.1.png")) and "never overwritten" in done.stdout
+
+
+def test_plot_p2p_matrix(runs, tmp_path):
+    doc = load(runs["plain"])
+    # the shape mpibench p2p writes, and one that is wrong
+    doc["p2p"] = [{"hosts": ["h1", "h2", "h3"], "size": 1 << 20,
+                   "bandwidth_GBps": [[None, 1.0, 2.0], [1.5, None, 0.5], [2.0, 0.4, None]],
+                   "latency_us": [[None, 30, 31], [30, None, 80], [31, 80, None]]},
+                  {"hosts": ["h1"], "matrix": [[1, 2]]}]
+    (tmp_path / "p2p.json").write_text(json.dumps(doc))
+    out = str(tmp_path / "p2p.png")
+    done = lone(["plot", str(tmp_path / "p2p.json"), "--png", out, "--collectives", "all_reduce"])
+    assert done.returncode == 0, show(done)
+    assert png(out)
+    assert "p2p entry skipped: 'matrix' is not 1 x 1 numbers" in done.stdout, show(done)
+
+
+def test_plot_without_matplotlib_is_one_line(runs, tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; sys.argv[0] = 'mpibench'; "
+            "from mpibench.cli import main; main()")
+    done = run([PYTHON, "-c", code, "plot", runs["plain"], "--png", str(tmp_path / "x.png")])
+    bad_input(done)
+    assert "pip install 'mpibench[plot]'" in done.stderr
+    assert not os.path.exists(tmp_path / "x.png")
+
+
+# ---------------- malformed files ----------------
+HEAD = ('"tool": "mpibench", "version": 1, "complete": true, "mpibench_version": "0.1.0", '
+        '"start_time": "2026-01-01T00:00:00+00:00", ')
+ROW = '"collective": "all_reduce", "type": "float", "redop": "sum", "size": 8, "count": 2, "root": -1, '
+MALFORMED = {
+    "empty.json": "",
+    "text.json": "not json at all",
+    "list.json": "[1, 2]",
+    "noresults.json": "{" + HEAD[:-2] + "}",
+    "nan.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": NaN}}]}',
+    "negative.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": -1}}]}',
+    "zero.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": 0}}]}',
+    "rowtext.json": "{" + HEAD + '"results": ["row"]}',
+    "nofigures.json": "{" + HEAD + '"results": [{' + ROW[:-2] + "}]}",
+    "badworld.json": "{" + HEAD + '"world": {"size": "two"}, "results": []}',
+    "badsetting.json": "{" + HEAD + '"results": [{' + ROW + '"setting": {"a": 1}, '
+                       '"in_place": {"time_us": 5}}]}',
+    "badspread.json": "{" + HEAD + '"results": [{' + ROW + '"in_place": {"time_us": 5, '
+                      '"spread": {"time_us_min": "x", "time_us_max": 6}}}]}',
+    "deep.json": "[" * 100000 + "]" * 100000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_json_is_one_line_exit_2(name, tmp_path, runs):
+    path = tmp_path / name
+    path.write_text(MALFORMED[name])
+    commands = [["report", str(path)]]
+    if name in ("text.json", "nan.json", "badspread.json"):   # every reader goes through saved.load
+        commands += [["compare", runs["plain"], str(path)],
+                     ["plot", str(path), "--png", str(tmp_path / "x.png")],
+                     ["predict", str(path), runs["plain"], "--ranks", "4"]]
+    for args in commands:
+        done = lone(args, timeout=30)
+        bad_input(done)
+        assert name in mpibench_lines(done.stderr)[0], show(done)
+
+
+def test_missing_file_and_directory(tmp_path):
+    bad_input(lone(["report", str(tmp_path / "nope.json")]))
+    bad_input(lone(["report", str(tmp_path)]))
+
+
+# ---------------- sweep ----------------
+SWEEP_RUN = ["python", "-m", "mpibench", "run", "--collectives", "all_reduce", "-b", "1K",
+             "-e", "4K", "-f", "4", "-n", "3", "-w", "1", "--probe-iters", "0"]
+
+
+def launcher():
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    return [MPIRUN] + root + ["--oversubscribe", "-np", "2", PYTHON] + SWEEP_RUN[1:]
+
+
+def test_sweep_runs_each_setting_in_a_fresh_mpirun(tmp_path):
+    out = str(tmp_path / "sweep.json")
+    done = lone(["sweep", "--set", "OMPI_MCA_mpi_yield_when_idle=0,1", "--set",
+                 "GLOO_SOCKET_IFNAME=lo", "-q", "--json", out, "--"] + launcher(), timeout=180)
+    assert done.returncode == 0, show(done)
+    assert "variables forwarded with -x" in done.stdout
+    doc = load(out)
+    assert doc["command"] == "sweep" and doc["complete"]
+    assert [s["setting"] for s in doc["settings"]] == [
+        "OMPI_MCA_mpi_yield_when_idle=0 GLOO_SOCKET_IFNAME=lo",
+        "OMPI_MCA_mpi_yield_when_idle=1 GLOO_SOCKET_IFNAME=lo"]
+    for s, value in zip(doc["settings"], "01"):
+        assert s["rc"] == 0 and s["complete"]
+        # what rank 0 of that run saw in its environment
+        assert s["run_env"]["OMPI_MCA_mpi_yield_when_idle"] == value
+        assert s["run_env"]["GLOO_SOCKET_IFNAME"] == "lo"
+        assert os.path.exists(s["file"])
+        assert s["world"]["size"] == 2
+    assert len(doc["results"]) == 4           # 2 sizes x 2 settings
+    assert {r["setting"] for r in doc["results"]} == {s["setting"] for s in doc["settings"]}
+    assert "all_reduce float32 sum, in-place busbw (GB/s)" in done.stdout
+    assert "0/lo" in done.stdout and "1/lo" in done.stdout and "best" in done.stdout
+    # the merged file is a results file like any other
+    done = lone(["report", out])
+    assert done.returncode == 0 and "(OMPI_MCA_mpi_yield_when_idle=1 GLOO_SOCKET_IFNAME=lo)" in done.stdout
+    done = lone(["compare", out, out])
+    assert done.returncode == 0 and "setting" in done.stdout, show(done)
+
+
+def test_sweep_default_nccl_settings_refused_on_gloo(tmp_path):
+    done = lone(["sweep", "-q", "--json", str(tmp_path / "s.json"), "--"] + launcher(),
+                timeout=120)
+    bad_input(done)
+    assert "NCCL_ variables change nothing" in done.stderr
+    assert "setting 1 of 6" in done.stdout and "setting 2 of 6" not in done.stdout
+
+
+def test_sweep_bad_input(tmp_path):
+    bad_input(lone(["sweep", "--set", "NCCL_ALGO"]))
+    bad_input(lone(["sweep", "--set", "1X=a"]))
+    bad_input(lone(["sweep", "--set", "A=1,1", "--", "true"]))
+    bad_input(lone(["sweep", "--set", "A=1"]))                      # no command
+    bad_input(lone(["sweep", "--set", "A=1", "--set", "A=2", "--", "true"]))
+    bad_input(lone(["sweep", "--", "mpirun", "x", "--json", "y"]))
+
+
+def test_sweep_failing_setting_is_reported(tmp_path):
+    out = str(tmp_path / "f.json")
+    done = lone(["sweep", "--set", "X=1,2", "--json", out, "--", "false"], timeout=30)
+    assert done.returncode == 1, show(done)
+    assert mpibench_lines(done.stderr) == ["mpibench: sweep: 2 of 2 settings failed (see above)"]
+    doc = load(out)
+    assert [s["rc"] for s in doc["settings"]] == [1, 1] and doc["complete"] is False
+
+
+# ---------------- predict ----------------
+def test_fit_recovers_synthetic_terms():
+    sys.path.insert(0, ROOT)
+    from mpibench import scaling
+    alpha, bw = 40e-6, 2e9
+    for model in scaling.MODELS:
+        for coll in ("all_reduce", "all_gather", "broadcast"):
+            pts = [(n, s, alpha * scaling.steps(model, coll, n) +
+                    scaling.share(coll, n) * s / bw) for n in (2, 4) for s in (1e3, 1e6, 1e8)]
+            fit = scaling.fit(model, coll, pts)
+            assert fit["alpha"] == pytest.approx(alpha, rel=1e-6)
+            assert 1 / fit["beta"] == pytest.approx(bw, rel=1e-6)
+            assert scaling.rms(fit["errors"]) < 1e-9
+    assert scaling.steps("ring", "all_reduce", 8) == 14 and scaling.steps("tree", "all_reduce", 8) == 6
+    # a negative term is not allowed: pure-bandwidth data gives alpha 0
+    pts = [(n, s, scaling.share("all_reduce", n) * s / bw) for n in (2, 3) for s in (1e6, 1e7)]
+    fit = scaling.fit("ring", "all_reduce", pts)
+    assert fit["alpha"] >= 0 and 1 / fit["beta"] == pytest.approx(bw, rel=1e-6)
+
+
+def test_predict_needs_two_rank_counts(runs):
+    bad_input(lone(["predict", runs["plain"], runs["trials"], "--ranks", "4"]))
+    bad_input(lone(["predict", runs["plain"]]))          # no target
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="fake hosts need root (network namespaces)")
+
+
+@needs_root
+def test_predict_four_hosts_from_two_and_three(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "launch"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import fakecluster
+    if fakecluster.missing_tools():
+        pytest.skip(f"no fake cluster: missing {fakecluster.missing_tools()}")
+    import predict_scaling
+    args = ["--collectives", "all_reduce", "-b", "1M", "-e", "16M", "-f", "4", "-n", "4",
+            "-w", "1", "--probe-iters", "0"]
+    paths = {}
+    for n in (2, 3, 4):
+        paths[n] = str(tmp_path / f"hosts{n}.json")
+        done = predict_scaling.measure(n, "1gbit", paths[n], args, timeout=150)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert load(paths[n])["world"]["hosts"] == [f"h{i}" for i in range(1, n + 1)]
+    done = lone(["predict", paths[2], paths[3], "--hosts", "4", "--check", paths[4]])
+    assert done.returncode == 0, show(done)
+    print(done.stdout)
+    measured = {r["size"]: r["in_place"]["time_us"] for r in load(paths[4])["results"]}
+    predicted = {}
+    for line in done.stdout.splitlines():
+        cells = line.lstrip("#").split()
+        if len(cells) > 6 and cells[1] in ("KiB", "MiB"):
+            predicted[cells[0] + cells[1]] = float(cells[4])
+    assert len(predicted) == len(measured) == 3, show(done)
+    for (label, t), size in zip(predicted.items(), sorted(measured)):
+        assert 0.5 <= t / measured[size] <= 2.0, f"{label}: predicted {t} us, measured {measured[size]} us"
+
+
+def test_sweep_timeout_and_sigterm_stop_the_launch(tmp_path):
+    """A hanging setting is stopped after --timeout; a SIGTERM to sweep stops its launch."""
+    import signal
+    import subprocess
+    import time
+    out = str(tmp_path / "t.json")
+    done = lone(["sweep", "--set", "X=1", "--timeout", "1", "--json", out, "--", "sh", "-c", "sleep 60", "sh"],
+                timeout=30)
+    assert done.returncode == 1 and done.elapsed < 20, show(done)
+    assert "stopped after 1 s" in done.stdout, show(done)
+    marker = str(tmp_path / "child.pid")
+    proc = subprocess.Popen([PYTHON, "-m", "mpibench", "sweep", "--set", "X=1", "--json",
+                             str(tmp_path / "s.json"), "--", "sh", "-c",
+                             f"echo $$ > {marker}; exec sleep 60"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not (os.path.exists(marker) and open(marker).read().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int(open(marker).read())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    time.sleep(0.5)
+    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
