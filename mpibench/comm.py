@@ -7,6 +7,7 @@ It is never the channel being measured, so its cost is outside every timed regio
 import os
 import pickle
 import sys
+import time
 
 
 class Comm:
@@ -101,6 +102,9 @@ class MPIComm(Comm):
                 stream.flush()
             except Exception:
                 pass
+        # Abort kills every process at once; give the launcher a moment to forward the
+        # lines just written, or the message naming the failed rank can be lost.
+        time.sleep(0.5)
         self.world.Abort(code)
 
 
