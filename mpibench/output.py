@@ -44,8 +44,9 @@ class RunOutput:
         self.doc.update(items)
         self.flush()
 
-    def add_row(self, row):
-        self.say(tables.row_line(row))
+    def add_row(self, row, line=None):
+        """Print the row (nccl-tests' format unless a line is given) and record it."""
+        self.say(tables.row_line(row) if line is None else line)
         self.doc["results"].append(row)
         self.flush()
 

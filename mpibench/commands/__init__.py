@@ -6,7 +6,7 @@ None for no process group, or "offline" for commands that need no ranks at all.
 """
 import importlib
 
-NAMES = ("run", "info")
+NAMES = ("run", "info", "allreduce", "latency", "flagsync", "demo")
 
 DEFAULT = "run"
 
