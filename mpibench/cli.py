@@ -9,12 +9,18 @@ aborts the whole job so that nothing hangs.
 import argparse
 import os
 import sys
+import time
 import traceback
 
 from . import __version__, bootstrap, commands, launcher
 from .errors import Exit, UsageError
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
+
+# On a bad command line every rank fails alike, but only rank 0 prints. mpirun ends the
+# job at the first non-zero exit, so the other ranks wait this long to let rank 0 print
+# and exit first (mpirun then stops them at once; the wait is only the worst case).
+FOLLOWER_GRACE = 5.0
 
 
 def error_line(exc):
@@ -121,6 +127,8 @@ def main(argv=None):
     except UsageError as exc:
         if _RANK0:
             say(error_line(exc))
+        elif place.size != 1:
+            time.sleep(FOLLOWER_GRACE)
         sys.exit(exc.code)
     sys.exit(execute(place, name, args))
 
