@@ -62,8 +62,16 @@ def execute(session, args):
             after += 1       # test-only switch: this rank's result goes wrong
         mine.append((held, after.tolist()))
     gathered = session.comm.gather(mine, root=0)
-    if session.rank != 0:
-        return 0
+    verdict = report(session, out, backend, records, cases, gathered) if session.rank == 0 else None
+    verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
+    if verdict:
+        raise CheckFailed(verdict)
+    return 0
+
+
+def report(session, out, backend, records, cases, gathered):
+    """Rank 0: the tables; returns the failure message, or None when all pass."""
+    n = session.size
     labels = classic.labels(records)
     failed = []
     out.say(f"# {n} rank{'s' if n != 1 else ''} on {backend.name}; rank r holds r")
@@ -88,10 +96,10 @@ def execute(session, args):
     if failed:
         colls = sorted({c for c, _ in failed}, key=[c[0].name for c in cases].index)
         coll, rank = failed[0]
-        raise CheckFailed(f"demo FAILED: {', '.join(colls)} (first: {coll} on rank {rank}, host "
-                          f"{records[rank]['hostname']})")
+        return (f"demo FAILED: {', '.join(colls)} (first: {coll} on rank {rank}, host "
+                f"{records[rank]['hostname']})")
     out.say(f"\ndemo: all {len(cases)} collectives PASS on {n} rank{'s' if n != 1 else ''}")
-    return 0
+    return None
 
 
 def _show(values):

@@ -45,6 +45,7 @@ def execute(session, args):
          lambda _: int(reduced.sum())),
     ]
     times, sums = [], []
+    names = [m[0] for m in methods]
     for name, call, _ in methods:
         if args.warmup:
             backend.time_loop([call] * args.warmup, True)
@@ -58,14 +59,21 @@ def execute(session, args):
         backend.sync()
         sums.append(total(result))
     gathered = session.comm.gather((times, sums), root=0)
-    if session.rank != 0:
-        return 0
+    verdict = report(session, out, backend, records, args, names, gathered) if session.rank == 0 else None
+    verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
+    if verdict:
+        raise CheckFailed(verdict)
+    return 0
+
+
+def report(session, out, backend, records, args, names, gathered):
+    """Rank 0: the table; returns the failure message, or None when every method agrees."""
+    n = session.size
     expected = n * (n + 1) // 2
-    names = [m[0] for m in methods]
-    per_call = [sum(g[0][i] for g in gathered) / n for i in range(len(methods))]
-    slowest = [max(g[0][i] for g in gathered) for i in range(len(methods))]
+    per_call = [sum(g[0][i] for g in gathered) / n for i in range(len(names))]
+    slowest = [max(g[0][i] for g in gathered) for i in range(len(names))]
     wrong = [(r, names[i], g[1][i]) for r, g in enumerate(gathered)
-             for i in range(len(methods)) if g[1][i] != expected]
+             for i in range(len(names)) if g[1][i] != expected]
     out.set(config={**out.doc["config"], "calls": args.calls, "warmup": args.warmup,
                     "expected_sum": expected})
     out.say(f"# {args.calls} calls of each on {n} rank{'s' if n != 1 else ''} ({backend.name}); "
@@ -92,7 +100,7 @@ def execute(session, args):
     out.finish()
     if wrong:
         r, name, got = wrong[0]
-        raise CheckFailed(f"FAILED: {name} summed the flags to {got} on rank {r} "
-                          f"(host {records[r]['hostname']}), expected {expected}")
-    out.say(f"all methods agree: the flags sum to {expected} on every rank")
-    return 0
+        return (f"FAILED: {name} summed the flags to {got} on rank {r} "
+                f"(host {records[r]['hostname']}), expected {expected}")
+    out.say(f"\nall methods agree: the flags sum to {expected} on every rank")
+    return None
