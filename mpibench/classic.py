@@ -77,6 +77,11 @@ def gbps(nbytes, seconds):
     return nbytes / seconds / 1e9 if seconds > 0 else None
 
 
+def num(value):
+    """Three decimals, or n/a."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def bw_cells(value):
     """'12.345 GBps (98.76 Gbps)', or n/a."""
     return "n/a" if value is None else f"{value:.3f} GBps ({value * 8:.2f} Gbps)"

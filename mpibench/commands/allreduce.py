@@ -69,15 +69,17 @@ def execute(session, args):
     good = [bw for bw in trial_bw if bw is not None]
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
     out.say("")
-    out.say(tabulate([[name, _f(v), _f(v and v * 8), _f(busbw(v)), _f(busbw(v) and busbw(v) * 8)]
+    out.say(tabulate([[name, classic.num(v), classic.num(v and v * 8), classic.num(busbw(v)), classic.num(busbw(v) and busbw(v) * 8)]
                       for name, v in stats.items()],
-                     headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"]))
+                     headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"],
+                     disable_numparse=True))
     means = [mean(g) for g in gathered]
     labels = classic.labels(records)
     out.say("")
-    out.say(tabulate([[r, labels[r], classic.ms(t), _f(classic.gbps(nbytes, t)),
-                       _f(busbw(classic.gbps(nbytes, t)))] for r, t in enumerate(means)],
-                     headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"]))
+    out.say(tabulate([[r, labels[r], classic.ms(t), classic.num(classic.gbps(nbytes, t)),
+                       classic.num(busbw(classic.gbps(nbytes, t)))] for r, t in enumerate(means)],
+                     headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"],
+                     disable_numparse=True))
     slow = max(range(n), key=lambda r: means[r])
     fast = min(means)
     out.say(f"\nslowest rank: {slow} on host {records[slow]['hostname']} (local rank "
@@ -90,7 +92,3 @@ def execute(session, args):
                                       "mean_time_us": means[slow] * 1e6}})
     out.finish()
     return 0
-
-
-def _f(value):
-    return "n/a" if value is None else f"{value:.3f}"

@@ -74,9 +74,9 @@ def execute(session, args):
     for r, (d1, dk) in enumerate(gathered):
         row = _row(backend, r, labels[r], d1, dk, big_bytes, total_small, factor)
         out.doc["results"].append(row)
-        lines.append([labels[r], r, classic.ms(d1), _f(row["one"]["algbw_GBps"]),
-                      _f(row["one"]["busbw_GBps"]), classic.ms(dk), _f(row["many"]["algbw_GBps"]),
-                      _f(row["many"]["busbw_GBps"]), _ratio(row["ratio"])])
+        lines.append([labels[r], r, classic.ms(d1), classic.num(row["one"]["algbw_GBps"]),
+                      classic.num(row["one"]["busbw_GBps"]), classic.ms(dk), classic.num(row["many"]["algbw_GBps"]),
+                      classic.num(row["many"]["busbw_GBps"]), _ratio(row["ratio"])])
     out.say(tabulate(lines, headers=["host:local_rank", "rank", "1xS ms", "algbw GBps",
                                      "busbw GBps", f"{k}xS/{k} ms", "algbw GBps", "busbw GBps",
                                      "ratio"], disable_numparse=True))
@@ -100,10 +100,6 @@ def _row(backend, rank, label, d1, dk, big_bytes, small_total, factor):
     return {"collective": ALL_REDUCE.name, "backend": backend.name, "rank": rank, "label": label,
             "one": part(big_bytes, d1), "many": part(small_total, dk),
             "ratio": dk / d1 if d1 > 0 else None}
-
-
-def _f(value):
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _ratio(value):

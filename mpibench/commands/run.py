@@ -220,7 +220,7 @@ def comparison(out, names):
                           "n/a" if ratio is None else f"{ratio:.2f}"])
     out.say(f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)")
     table = tabulate(lines, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
-                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"])
+                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"], disable_numparse=True)
     for line in table.splitlines():
         out.say("#  " + line)
     out.set(comparison={"backends": [a, b], "rows": rows})
