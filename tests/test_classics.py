@@ -133,7 +133,7 @@ BAD = [
     (["flagsync", "-n", "0"], "must be at least 1"),
     (["flagsync", "-n", "-5"], "must be at least 1"),
     (["demo", "--backend", "nccl"], "needs a CUDA GPU"),
-    (["demo", "--backend", "ucc"], "unknown backend"),
+    (["demo", "--backend", "ucc"], "--backend: invalid choice: 'ucc'"),
 ]
 
 
