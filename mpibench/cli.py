@@ -51,9 +51,33 @@ class Parser(argparse.ArgumentParser):
             super()._print_message(message, file)
 
 
-def add_backend(parser, choices=("auto", "nccl", "gloo")):
-    parser.add_argument("--backend", default="auto", choices=choices, metavar="NAME",
-                        help=f"{' | '.join(choices)} (default auto: nccl on CUDA GPUs, else gloo)")
+TORCH_BACKENDS = ("auto", "nccl", "gloo")
+
+
+def add_backend(parser, choices=TORCH_BACKENDS + ("mpi",), several=False):
+    """--backend, parsed into a tuple of names (one unless several)."""
+    def names(text):
+        items = [t.strip().lower() for t in text.split(",") if t.strip()]
+        for item in items:
+            if item not in choices:
+                raise argparse.ArgumentTypeError(f"invalid choice: '{item}' (choose from {', '.join(choices)})")
+        if not items or len(set(items)) != len(items) or (len(items) > 1 and not several):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: give {'distinct backends, comma-separated' if several else 'one backend'}")
+        if sum(i in TORCH_BACKENDS for i in items) > 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: one torch backend per job (one process group)")
+        return tuple(items)
+    mpi = ("; mpi: the MPI library itself through mpi4py (needs an MPI launcher)"
+           if "mpi" in choices else "")
+    compare = "; comma-separated to compare, e.g. gloo,mpi" if several else ""
+    parser.add_argument("--backend", default="auto", type=names, metavar="NAME",
+                        help=f"{' | '.join(choices)} (default auto: nccl on CUDA GPUs, else gloo"
+                             f"{mpi}{compare})")
+
+
+def torch_backend(names):
+    """The torch process group a --backend value needs (None: MPI only)."""
+    return next((n for n in names if n in TORCH_BACKENDS), None)
 
 
 def positive_float(text):
@@ -130,7 +154,7 @@ def execute(place, name, args, argv=None):
     session = None
     comm = None
     try:
-        backend = getattr(args, "backend", "auto") if mod.SESSION == "args" else None
+        backend = torch_backend(getattr(args, "backend", ("auto",))) if mod.SESSION == "args" else None
         session = bootstrap.start(place, backend=backend, init_pg=backend is not None,
                                   timeout=getattr(args, "timeout", None) or 300.0, argv=argv)
         comm = session.comm

@@ -50,11 +50,11 @@ def _round16(n):
     return (n + 15) // 16 * 16
 
 
-def footprint(plan, n, sizes):
+def footprint(plan, n, sizes, backend):
     """Bytes of send and receive buffer the largest row of the plan needs."""
     send = recv = 0
     for coll in plan.collectives:
-        modes = [m for m in plan.modes if m in coll.modes]
+        modes = [m for m in plan.modes if m in backend.modes(coll)]
         for dt in plan.dtypes:
             for size in sizes:
                 c = coll.counts(size // dt.size, dt.size, n)
@@ -70,7 +70,7 @@ def allocate(session, backend, plan):
     """Allocate for the largest size every rank can hold; drop larger sizes together."""
     sizes = list(plan.sizes)
     while sizes:
-        send, recv = footprint(plan, session.size, sizes)
+        send, recv = footprint(plan, session.size, sizes, backend)
         error, bufs = None, None
         try:
             bufs = Buffers(backend, send, recv, session.rank)
@@ -134,7 +134,6 @@ class Engine:
         self.b = backend
         self.plan = plan
         self.report = report   # rank 0: Report; other ranks: None
-        self.dist = backend.dist
         self.torch = backend.torch
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch = getattr(session, "watch", None) or NullWatch()
@@ -170,7 +169,7 @@ class Engine:
                     s.out(f"# {coll.name} {dt.name} {op}: skipped, {reason}")
                     continue
                 ctx = Ctx(rank=s.rank, n=s.size, root=plan.root if coll.rooted else -1, op=op,
-                          dtype=dt, torch_op=self.b.ops.get(op), device=self.b.device)
+                          dtype=dt, backend_op=self.b.ops.get(op), device=self.b.device)
                 inexact = exact_reason(ctx) if plan.check else None
                 if inexact:
                     s.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
@@ -184,7 +183,7 @@ class Engine:
                     local = {}
                     row = f"{coll.name} {format_size(size)} {dt.name} {op}"
                     for mode in plan.modes:
-                        if mode not in coll.modes:
+                        if mode not in self.b.modes(coll):
                             continue
                         ctx.in_place = mode == "in"
                         self.watch.arm(f"{row} {MODE_KEYS[mode].replace('_', '-')}")
@@ -207,7 +206,7 @@ class Engine:
     def _measure(self, coll, send_t, recv_t, c, mode, ctx, check_rounds):
         plan, s = self.plan, self.s
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
-        bound = [coll.bind(self.dist, sv, rv, ctx, not plan.blocking) for sv, rv in views]
+        bound = [self.b.bind(coll, sv, rv, ctx, not plan.blocking) for sv, rv in views]
         calls = [bound[i % len(bound)] for i in range(plan.iters)]
         if plan.warmup:
             self.watch.mark("warm-up")
@@ -222,7 +221,7 @@ class Engine:
 
     def _check(self, coll, view, ctx, rounds):
         sv, rv = view
-        call = coll.bind(self.dist, sv, rv, ctx, False)
+        call = self.b.bind(coll, sv, rv, ctx, False)
         wrong = 0
         for k in range(rounds):
             ctx.seed = k + 1
@@ -254,7 +253,7 @@ class Engine:
                "requested_size": size, "bw_bytes": bw_bytes, "busbw_factor": factor,
                "per_rank_time_us": {}, "per_rank_nwrong": {}}
         for mode, key in MODE_KEYS.items():
-            if mode not in coll.modes or mode not in self.plan.modes:
+            if mode not in self.b.modes(coll) or mode not in self.plan.modes:
                 row[key] = None
                 continue
             times = [g[mode][0] for g in gathered]
@@ -272,11 +271,11 @@ class Engine:
     # ---- who is slow: the largest size again, every rank timing every iteration ----
     def _probe(self, coll, dt, op, size, c, send_t, recv_t, ctx):
         s, plan = self.s, self.plan
-        mode = "in" if "in" in coll.modes and "in" in plan.modes else "out"
+        mode = "in" if "in" in self.b.modes(coll) and "in" in plan.modes else "out"
         ctx.in_place = mode == "in"
         self.watch.arm(f"{coll.name} per-host probe at {format_size(size)}")
         sv, rv = iteration_views(send_t, recv_t, c, mode, s.rank, 1)[0]
-        call = coll.bind(self.dist, sv, rv, ctx, False)
+        call = self.b.bind(coll, sv, rv, ctx, False)
         times = self.b.time_each(call, plan.probe_iters, s.comm.polite_barrier)
         gathered = s.comm.gather(times, root=0)
         if s.rank == 0:

@@ -52,15 +52,16 @@ class RunOutput:
             self.doc.update(items)
             self.flush()
 
-    def add_row(self, row):
-        # On disk before on screen: every row a user has seen survives a kill.
+    def add_row(self, row, line=None):
+        """Record the row, then print it (nccl-tests' format unless a line is given).
+        On disk before on screen: every row a user has seen survives a kill."""
         with self._lock:
             if self.trials:
                 self.trials.add(self.doc["results"], row)
             else:
                 self.doc["results"].append(row)
             self.flush()
-        self.say(tables.row_line(row))
+        self.say(tables.row_line(row) if line is None else line)
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
         entry = {"collective": coll.name, "size": size, "type": dt.label, "dtype": dt.name,

@@ -60,7 +60,7 @@ def merge(trial_rows, threshold=UNSTABLE):
 
 
 def row_id(row):
-    return (row["collective"], row["size"], row["type"], row["redop"], row["root"])
+    return (row["collective"], row.get("backend"), row["size"], row["type"], row["redop"], row["root"])
 
 
 class Collector:

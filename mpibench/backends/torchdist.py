@@ -30,6 +30,24 @@ class TorchBackend:
             return f"{self.name} cannot average {dtype.name} (avg needs a floating type)"
         return None
 
+    missing_mode = "torch.distributed has no such call"
+
+    def modes(self, coll):
+        return coll.modes
+
+    def bind(self, coll, send, recv, ctx, async_op):
+        """coll on this backend as a zero-argument call (a Work when async_op)."""
+        return coll.bind(self.dist, send, recv, ctx, async_op)
+
+    def allgather_object(self, obj):
+        """A call gathering one picklable object from every rank (the slow, general path)."""
+        out = [None] * self.session.size
+
+        def call():
+            self.dist.all_gather_object(out, obj)
+            return out
+        return call
+
     def default_blocking(self):
         # On a GPU stream the iterations run in order, so launching them all and syncing
         # once is what nccl-tests does. gloo runs async work on several threads at once,

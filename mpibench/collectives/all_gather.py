@@ -31,6 +31,12 @@ class AllGather(Collective):
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(_all_gather(dist), recv, send, async_op=async_op)
 
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        from mpi4py import MPI
+        fn = comm.Iallgather if nonblocking else comm.Allgather
+        # In place, this rank's chunk already sits at its place in recv.
+        return partial(fn, MPI.IN_PLACE if ctx.in_place else send.numpy(), recv.numpy())
+
 
 def _all_gather(dist):
     return getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

@@ -1,19 +1,22 @@
 """all_reduce: every rank ends with the reduction of every rank's count elements."""
 from functools import partial
 
-from .base import Collective, fill_chunks, index, reduce_inputs, reduce_result
+from .base import Collective, fill_chunks, poison_value, index, reduce_inputs, reduce_result
 
 
 class AllReduce(Collective):
     name = "all_reduce"
     reduces = True
     modes = ("in",)           # torch.distributed.all_reduce works in place only
+    mpi_modes = ("out", "in")
 
     def busbw_factor(self, n):
         return 2 * (n - 1) / n
 
     def fill(self, send, recv, ctx):
         import torch
+        if not ctx.in_place:
+            recv.fill_(poison_value(ctx.dtype))
         fill_chunks(torch, send, lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
@@ -21,7 +24,13 @@ class AllReduce(Collective):
         return reduce_result(torch, ctx, index(torch, start, stop, ctx.device))
 
     def bind(self, dist, send, recv, ctx, async_op):
-        return partial(dist.all_reduce, recv, op=ctx.torch_op, async_op=async_op)
+        return partial(dist.all_reduce, recv, op=ctx.backend_op, async_op=async_op)
+
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        from mpi4py import MPI
+        fn = comm.Iallreduce if nonblocking else comm.Allreduce
+        send = MPI.IN_PLACE if ctx.in_place else send.numpy()
+        return partial(fn, send, recv.numpy(), ctx.backend_op)
 
 
 COLLECTIVE = AllReduce()

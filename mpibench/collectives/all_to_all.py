@@ -36,5 +36,8 @@ class AllToAll(Collective):
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(dist.all_to_all_single, recv, send, async_op=async_op)
 
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        return partial(comm.Ialltoall if nonblocking else comm.Alltoall, send.numpy(), recv.numpy())
+
 
 COLLECTIVE = AllToAll()

@@ -32,6 +32,7 @@ class Collective:
     rooted = False          # takes a root
     ring = False            # each rank sends to one neighbour and receives from the other
     modes = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
+    mpi_modes = None        # what MPI can express, when it differs from modes
     min_ranks = 1
 
     @property
@@ -63,6 +64,11 @@ class Collective:
         """One collective on torch.distributed; returns a Work (async) or None."""
         raise NotImplementedError
 
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        """The same collective through mpi4py on numpy views of the same torch CPU buffers;
+        returns an MPI.Request (nonblocking) or None."""
+        raise NotImplementedError
+
 
 @dataclass
 class Ctx:
@@ -75,7 +81,7 @@ class Ctx:
     count: int = 0            # Counts.param of this row
     in_place: bool = False
     seed: int = 0
-    torch_op: object = None   # dist.ReduceOp
+    backend_op: object = None  # the backend's op: dist.ReduceOp or MPI.Op
     device: object = None
 
 

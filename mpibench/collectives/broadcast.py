@@ -26,5 +26,9 @@ class Broadcast(Collective):
         tensor = send if ctx.rank == ctx.root else recv
         return partial(dist.broadcast, tensor, ctx.root, async_op=async_op)
 
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        tensor = send if ctx.rank == ctx.root else recv
+        return partial(comm.Ibcast if nonblocking else comm.Bcast, tensor.numpy(), ctx.root)
+
 
 COLLECTIVE = Broadcast()

@@ -1,7 +1,7 @@
 """reduce: the root receives the reduction of every rank's count elements."""
 from functools import partial
 
-from .base import Collective, fill_chunks, index, reduce_inputs, reduce_result
+from .base import Collective, fill_chunks, poison_value, index, reduce_inputs, reduce_result
 
 
 class Reduce(Collective):
@@ -9,9 +9,12 @@ class Reduce(Collective):
     reduces = True
     rooted = True
     modes = ("in",)           # torch.distributed.reduce works in place only
+    mpi_modes = ("out", "in")
 
     def fill(self, send, recv, ctx):
         import torch
+        if not ctx.in_place:
+            recv.fill_(poison_value(ctx.dtype))
         fill_chunks(torch, send, lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
@@ -21,7 +24,17 @@ class Reduce(Collective):
         return reduce_result(torch, ctx, index(torch, start, stop, ctx.device))
 
     def bind(self, dist, send, recv, ctx, async_op):
-        return partial(dist.reduce, recv, ctx.root, op=ctx.torch_op, async_op=async_op)
+        return partial(dist.reduce, recv, ctx.root, op=ctx.backend_op, async_op=async_op)
+
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        from mpi4py import MPI
+        fn = comm.Ireduce if nonblocking else comm.Reduce
+        if not ctx.in_place:
+            return partial(fn, send.numpy(), recv.numpy(), ctx.backend_op, ctx.root)
+        # In place as torch's: the root reduces into its own buffer, the others only send.
+        if ctx.rank == ctx.root:
+            return partial(fn, MPI.IN_PLACE, recv.numpy(), ctx.backend_op, ctx.root)
+        return partial(fn, recv.numpy(), None, ctx.backend_op, ctx.root)
 
 
 COLLECTIVE = Reduce()

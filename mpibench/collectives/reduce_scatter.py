@@ -7,6 +7,9 @@ from .base import Collective, Counts, align_down, fill_chunks, index, poison_val
 class ReduceScatter(Collective):
     name = "reduce_scatter"
     reduces = True
+    # MPI's in-place Reduce_scatter_block leaves the result at the start of the buffer,
+    # not at this rank's chunk as nccl-tests' in-place row does: out-of-place only.
+    mpi_modes = ("out",)
 
     def counts(self, count, elsize, n):
         base = align_down(count // n, elsize)
@@ -31,7 +34,11 @@ class ReduceScatter(Collective):
 
     def bind(self, dist, send, recv, ctx, async_op):
         fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-        return partial(fn, recv, send, op=ctx.torch_op, async_op=async_op)
+        return partial(fn, recv, send, op=ctx.backend_op, async_op=async_op)
+
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        fn = comm.Ireduce_scatter_block if nonblocking else comm.Reduce_scatter_block
+        return partial(fn, send.numpy(), recv.numpy(), ctx.backend_op)
 
 
 COLLECTIVE = ReduceScatter()

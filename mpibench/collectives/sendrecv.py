@@ -24,6 +24,11 @@ class SendRecv(Collective):
                dist.P2POp(dist.irecv, recv, (ctx.rank - 1) % ctx.n)]
         return partial(_async if async_op else _blocking, dist.batch_isend_irecv, ops)
 
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        fn = comm.Isendrecv if nonblocking else comm.Sendrecv
+        return partial(fn, send.numpy(), (ctx.rank + 1) % ctx.n, 0,
+                       recv.numpy(), (ctx.rank - 1) % ctx.n, 0)
+
 
 class _Both:
     """Waits for the send and the receive of one step."""

@@ -6,7 +6,8 @@ None for no process group, or "offline" for commands that need no ranks at all.
 """
 import importlib
 
-NAMES = ("run", "info", "p2p", "doctor", "report", "compare", "plot", "sweep", "predict")
+NAMES = ("run", "info", "allreduce", "latency", "flagsync", "demo", "p2p", "doctor",
+         "report", "compare", "plot", "sweep", "predict")
 
 DEFAULT = "run"
 

@@ -8,7 +8,7 @@ SESSION = "args"
 
 
 def add_arguments(p):
-    cli.add_backend(p)
+    cli.add_backend(p, cli.TORCH_BACKENDS)
     p.add_argument("--timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
                    help="rendezvous and process-group timeout (default 120)")
 

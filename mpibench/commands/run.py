@@ -3,7 +3,8 @@ import argparse
 
 from tabulate import tabulate
 
-from .. import cli, sysinfo, tables, trials
+from .. import cli, jobinfo, sysinfo, tables, trials
+from ..backends import make as make_backend
 from ..collectives import NAMES as COLLECTIVES, REGISTRY
 from ..dtypes import parse_dtypes, parse_list, parse_ops
 from ..engine import AVERAGES, MODE_KEYS, Engine, Plan
@@ -99,7 +100,7 @@ def add_arguments(p):
                         f"times their median (default {trials.UNSTABLE:g})")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
-    cli.add_backend(p)
+    cli.add_backend(p, several=True)
 
 
 def check_args(args):
@@ -155,47 +156,33 @@ def open_output(session, command, args):
     return out
 
 
-def header(session, out, plan, backend, records, versions):
+def header(session, out, plans, backends, records, versions):
     """The run's preamble: settings, every rank's device, versions, network variables."""
+    plan = plans[0]
     step = f"x{plan_step(plan)}"
+    blocking = {b.name: int(p.blocking) for b, p in zip(backends, plans)}
+    blocking_text = (str(int(plan.blocking)) if len(set(blocking.values())) == 1
+                     else ", ".join(f"{k} {v}" for k, v in blocking.items()))
     out.say(f"# mpibench run: {', '.join(c.name for c in plan.collectives)}")
     out.say(f"# sizes {format_size(plan.sizes[0])} .. {format_size(plan.sizes[-1])} ({step}, "
             f"{len(plan.sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
-            f"check {plan.check}  blocking {int(plan.blocking)}  average {AVERAGES[plan.average]}  "
+            f"check {plan.check}  blocking {blocking_text}  average {AVERAGES[plan.average]}  "
             f"graph {plan.graph}")
     out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
             f"(--timeout)")
-    out.say("#\n# Using devices")
-    for r in records:
-        out.say(f"#  Rank {r['rank']:3d} Pid {r['pid']:7d} on {r['hostname']:>12s} device "
-                f"{r['device']:>6s} [{r['bus_id'] or '-'}] {r['device_name']}")
-    hosts = list(dict.fromkeys(session.hosts))
-    out.say(f"# backend {backend.name}, launcher {session.launcher}, {session.size} "
-            f"rank{'s' if session.size != 1 else ''} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}, "
-            f"rendezvous {session.rendezvous}")
-    per_host = {}
-    for r, v in zip(records, versions):
-        per_host.setdefault(r["hostname"], v)
-    v0 = versions[0]
-    out.say("# versions: " + ", ".join(f"{k} {v0[k]}" for k in v0 if v0[k]))
-    for line in sysinfo.version_differences(per_host):
-        out.say("# " + line)
-    env = sysinfo.net_env()
-    out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env
-                         else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
-    for mode, key in MODE_KEYS.items():
-        missing = [c.name for c in plan.collectives if mode in plan.modes and mode not in c.modes]
-        if missing:
-            out.say(f"# {key.replace('_', '-')}: n/a for {', '.join(missing)} "
-                    f"(torch.distributed has no such call)")
-    out.set(versions=per_host, env=env,
-            world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
-                   "backend": backend.name, "rendezvous": session.rendezvous},
-            config={"devices": records, "sizes": plan.sizes, "iters": plan.iters,
-                    "timeout": session.watch.timeout,
-                    "warmup": plan.warmup, "check": plan.check, "blocking": plan.blocking,
-                    "average": AVERAGES[plan.average], "graph": plan.graph})
+    jobinfo.describe(session, out, [b.name for b in backends], records, versions,
+                     {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
+                      "timeout": session.watch.timeout,
+                      "check": plan.check, "blocking": plan.blocking if len(backends) == 1 else blocking,
+                      "average": AVERAGES[plan.average], "graph": plan.graph})
+    for backend in backends:
+        for mode, key in MODE_KEYS.items():
+            missing = [c.name for c in plan.collectives
+                       if mode in plan.modes and mode not in backend.modes(c)]
+            if missing:
+                out.say(f"# {key.replace('_', '-')}: n/a for {', '.join(missing)} "
+                        f"({backend.missing_mode})")
     out.announce_files()
 
 
@@ -213,24 +200,64 @@ def plan_step(plan):
     return f"{sizes[1] / sizes[0]:g}"
 
 
-def summary(session, out, wrong):
+def summary(session, out, wrong, names):
     rows = out.doc["results"]
-    bws = [row[k]["busbw_GBps"] for row in rows for k in MODE_KEYS.values()
-           if row[k] and row[k]["busbw_GBps"] is not None]
-    defined = [row[k] for row in rows for k in MODE_KEYS.values() if row[k]]
     out.say("#")
     out.say(f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}")
-    if bws:
-        avg = sum(bws) / len(bws)
-        out.say(f"# {'Avg bus bandwidth':<20s} : {avg:g}")
-    elif defined and session.size == 1:
-        avg = None
-        out.say(f"# {'Avg bus bandwidth':<20s} : n/a (bus bandwidth is not defined for one rank: "
-                f"its factor is 0 for these collectives)")
-    else:
-        avg = None
-        out.say(f"# {'Avg bus bandwidth':<20s} : n/a (no rows)")
-    out.set(average_bus_bandwidth=avg, out_of_bounds={"count": wrong, "okay": wrong == 0})
+    averages = {}
+    for name in names:
+        mine = [row for row in rows if row["backend"] == name]
+        bws = [row[k]["busbw_GBps"] for row in mine for k in MODE_KEYS.values()
+               if row[k] and row[k]["busbw_GBps"] is not None]
+        label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
+        if bws:
+            averages[name] = sum(bws) / len(bws)
+            out.say(f"# {label:<20s} : {averages[name]:g}")
+        elif any(row[k] for row in mine for k in MODE_KEYS.values()) and session.size == 1:
+            out.say(f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
+                    f"its factor is 0 for these collectives)")
+        else:
+            out.say(f"# {label:<20s} : n/a (no rows)")
+    bws = [row[k]["busbw_GBps"] for row in rows for k in MODE_KEYS.values()
+           if row[k] and row[k]["busbw_GBps"] is not None]
+    extra = {"average_bus_bandwidth_by_backend": averages} if len(names) > 1 else {}
+    out.set(average_bus_bandwidth=sum(bws) / len(bws) if bws else None,
+            out_of_bounds={"count": wrong, "okay": wrong == 0}, **extra)
+
+
+def comparison(out, names):
+    """Rows of both backends side by side, with the second's bandwidth over the first's."""
+    a, b = names
+    key = lambda row, mode: (row["collective"], row["size"], row["type"], row["redop"], mode)
+    theirs = {key(row, m): (row, row[m]) for row in out.doc["results"] if row["backend"] == b
+              for m in MODE_KEYS.values() if row[m]}
+    rows, lines = [], []
+    for row in out.doc["results"]:
+        for m in MODE_KEYS.values():
+            other = theirs.get(key(row, m)) if row["backend"] == a and row[m] else None
+            if other is None:
+                continue
+            x, y = row[m], other[1]
+            # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
+            ratio = y["algbw_GBps"] / x["algbw_GBps"] if x["algbw_GBps"] and y["algbw_GBps"] else None
+            rows.append({"collective": row["collective"], "size": row["size"], "type": row["type"],
+                         "redop": row["redop"], "mode": m, f"{a}_time_us": x["time_us"],
+                         f"{a}_busbw_GBps": x["busbw_GBps"], f"{b}_time_us": y["time_us"],
+                         f"{b}_busbw_GBps": y["busbw_GBps"], "busbw_ratio": ratio})
+            lines.append([row["collective"], row["size"], row["type"], row["redop"],
+                          m.replace("_", "-"), f"{x['time_us']:.1f}", _bw(x["busbw_GBps"]),
+                          f"{y['time_us']:.1f}", _bw(y["busbw_GBps"]),
+                          "n/a" if ratio is None else f"{ratio:.2f}"])
+    out.say(f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)")
+    table = tabulate(lines, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
+                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"], disable_numparse=True)
+    for line in table.splitlines():
+        out.say("#  " + line)
+    out.set(comparison={"backends": [a, b], "rows": rows})
+
+
+def _bw(value):
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def memory_summary(session, out, memory):
@@ -245,22 +272,21 @@ def memory_summary(session, out, memory):
 
 def per_rank_table(session, out):
     rows = []
+    several = len({row["backend"] for row in out.doc["results"]}) > 1
     for row in out.doc["results"]:
         for key, times in row["per_rank_time_us"].items():
-            rows.append([row["collective"], row["size"], row["type"], key.replace("_", "-")] +
+            name = f"{row['collective']} ({row['backend']})" if several else row["collective"]
+            rows.append([name, row["size"], row["type"], key.replace("_", "-")] +
                         [f"{t:.1f}" for t in times])
     labels = [f"{h}:{r}" for r, h in enumerate(session.hosts)]
     out.say("#\n# per-rank time (us), host:rank")
     out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
 
 
-def run_trials(session, engine, out, args):
+def run_trials(session, engine, args):
     """The whole sweep args.trials times; the per-host probe runs in the last trial only."""
     plan = engine.plan
     probe_iters, wrong = plan.probe_iters, 0
-    if session.rank == 0:
-        out.trials = trials.Collector(args.unstable)
-        out.set(trials=args.trials)
     for k in range(args.trials):
         plan.probe_iters = probe_iters if k == args.trials - 1 else 0
         session.out(f"#\n# trial {k + 1} of {args.trials}")
@@ -282,33 +308,44 @@ def trials_summary(out, args):
 
 
 def execute(session, args):
-    from ..backends.torchdist import TorchBackend
-    backend = TorchBackend(session)
-    plan = build_plan(args, session, backend)
+    backends = [make_backend(session, name) for name in args.backend]
+    plans = [build_plan(args, session, backend) for backend in backends]
     out = open_output(session, "run", args)
-    session.watch.timeout = args.timeout or default_timeout(plan)
+    session.watch.timeout = args.timeout or max(default_timeout(p) for p in plans)
     if out is not None:
         session.watch.on_fault = out.abandon
     session.watch.arm("start-up (every rank's device and versions)")
-    records = session.comm.gather(sysinfo.rank_record(session), root=0)
-    versions = session.comm.gather(sysinfo.versions(), root=0)
+    records, versions = jobinfo.gather(session)
     if session.rank == 0:
-        header(session, out, plan, backend, records, versions)
-    engine = Engine(session, backend, plan, out)
-    wrong = run_trials(session, engine, out, args) if args.trials > 1 else engine.run()
-    from .p2p import link_check
-    session.watch.arm("link check between hosts")
-    link_check(session, backend, out, plan.sizes[-1], args.link_iters, min(plan.warmup, 2))
+        header(session, out, plans, backends, records, versions)
+        if args.trials > 1:
+            out.trials = trials.Collector(args.unstable)
+            out.set(trials=args.trials)
+    wrong, buffer_bytes = 0, 0
+    for backend, plan in zip(backends, plans):
+        if len(backends) > 1:
+            session.out(f"#\n# ======== backend {backend.name} ========")
+        engine = Engine(session, backend, plan, out)
+        wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
+        buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
+    names = [b.name for b in backends]
+    link = next((b for b in backends if b.name in cli.TORCH_BACKENDS), None)
+    if link is not None:      # the link check sends through torch.distributed
+        from .p2p import link_check
+        session.watch.arm("link check between hosts")
+        link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))
     session.watch.disarm()
     memory = session.comm.gather({"peak_rss_bytes": sysinfo.peak_rss_bytes(),
-                                  "buffer_bytes": engine.buffer_bytes}, root=0)
+                                  "buffer_bytes": buffer_bytes}, root=0)
     if session.rank == 0:
         if args.trials > 1:
             trials_summary(out, args)
         if args.per_rank:
             per_rank_table(session, out)
         memory_summary(session, out, memory)
-        summary(session, out, wrong)
+        if len(backends) > 1:
+            comparison(out, names)
+        summary(session, out, wrong, names)
         out.finish()
     if wrong:
         raise CheckFailed(f"FAILED: {wrong} wrong element{'s' if wrong != 1 else ''} "

@@ -1,0 +1,73 @@
+"""The MPI library itself as a baseline backend: the same collectives through mpi4py.
+
+The buffers are the torch backend's own CPU buffers, seen by MPI as numpy views of the
+same memory (Tensor.numpy() copies nothing), so allocation, views, fills and checks are
+shared; only the calls (each collective module's bind_mpi) and the ops differ. The calls
+are mpi4py's buffer methods (Allreduce, not allreduce): no pickling in the timed loop.
+They run on a duplicate of MPI_COMM_WORLD, so measured traffic never mixes with the
+side channel's gathers.
+"""
+import time
+
+from ..errors import UsageError
+from .torchdist import TorchBackend
+
+# Data types with a standard MPI datatype (mpi4py maps the numpy views to them).
+MPI_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8")
+
+
+def require_mpi(session):
+    """UsageError (the same on every rank) unless an MPI launcher started this job."""
+    if session.comm.kind != "mpi":
+        raise UsageError(f"--backend mpi needs an MPI launcher (mpirun, mpiexec or "
+                         f"srun --mpi=pmix) so that the ranks share one MPI job; this one was "
+                         f"started by {session.launcher}")
+
+
+class MPIBackend(TorchBackend):
+    name = "mpi"
+    missing_mode = "mpi: no call with nccl-tests' layout"
+
+    def __init__(self, session):
+        require_mpi(session)
+        import torch
+        MPI = session.comm.MPI
+        self.torch = torch
+        self.session = session
+        self.MPI = MPI
+        self.comm = session.comm.world.Dup()
+        self.dist = self.comm
+        self.device = torch.device("cpu")
+        self.cuda = False
+        self.ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
+
+    def unsupported(self, coll, dtype, op):
+        if dtype.name not in MPI_DTYPES:
+            return f"MPI has no standard {dtype.name} datatype (mpi supports {', '.join(MPI_DTYPES)})"
+        if op == "avg":
+            return "MPI has no average op"
+        return None
+
+    def modes(self, coll):
+        return coll.mpi_modes or coll.modes
+
+    def bind(self, coll, send, recv, ctx, nonblocking):
+        return coll.bind_mpi(self.comm, send, recv, ctx, nonblocking)
+
+    def allgather_object(self, obj):
+        from functools import partial
+        return partial(self.comm.allgather, obj)
+
+    def default_blocking(self):
+        return True          # each call completes before the next, as OSU's loops do
+
+    def time_loop(self, calls, blocking, graph_launches=0):
+        if blocking:
+            return super().time_loop(calls, True)
+        perf, waitall = time.perf_counter, self.MPI.Request.Waitall
+        t0 = perf()
+        requests = [call() for call in calls]
+        waitall(requests)
+        t1 = perf()
+        return (t1 - t0) / len(calls)
+

@@ -1,0 +1,94 @@
+"""mpibench allreduce: the classic single-payload all_reduce bandwidth test, per rank."""
+from statistics import mean
+
+from tabulate import tabulate
+
+from .. import classic
+from ..errors import UsageError
+from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..sizes import format_size
+from .run import _int_at_least, _size
+
+HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
+DESCRIPTION = (
+    "One all_reduce of a single large payload (default 4 GiB on GPUs, 64 MiB on CPUs), warmed "
+    "up, then timed in trials (each after a barrier, synchronized): per-trial algbw and busbw, "
+    "then mean, min and max in GBps and Gbps, every rank's mean and the slowest rank by name.")
+SESSION = "args"
+
+GPU_PAYLOAD = 4 << 30
+CPU_PAYLOAD = 64 << 20
+
+
+def add_arguments(p):
+    p.add_argument("--payload", type=_size, default=None, metavar="SIZE",
+                   help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
+    p.add_argument("--trials", type=_int_at_least(1), default=5, metavar="N",
+                   help="timed trials (default 5)")
+    p.add_argument("--warmup", type=_int_at_least(0), default=2, metavar="N",
+                   help="untimed calls first (default 2)")
+    classic.add_common(p)
+
+
+def execute(session, args):
+    dt = classic.one_dtype(args.dtype)
+    backend, out, records = classic.begin(session, args, "allreduce", "bandwidth of one all_reduce", {})
+    classic.check_supported(backend, ALL_REDUCE, dt)
+    payload = args.payload or (GPU_PAYLOAD if backend.cuda else CPU_PAYLOAD)
+    count = payload // dt.size
+    if count < 1:
+        raise UsageError(f"--payload {payload} is less than one {dt.name} element")
+    nbytes = count * dt.size
+    buf = classic.tensor(session, backend, dt, count)
+    call = backend.bind(ALL_REDUCE, buf, buf, classic.ctx(session, backend, dt, count), False)
+    backend.time_each(call, args.warmup, session.comm.barrier)
+    times = backend.time_each(call, args.trials, session.comm.barrier)
+    gathered = session.comm.gather(times, root=0)
+    if session.rank != 0:
+        return 0
+    n = session.size
+    factor = ALL_REDUCE.busbw_factor(n)
+    busbw = (lambda bw: bw * factor if bw is not None and factor > 0 else None)
+    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
+                    "trials": args.trials, "warmup": args.warmup, "busbw_factor": factor})
+    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on {n} "
+            f"rank{'s' if n != 1 else ''}, {args.warmup} warm-up, {args.trials} trials, "
+            f"busbw = algbw x {factor:g} (2(n-1)/n)"
+            + ("; with one rank busbw is not defined" if factor == 0 else ""))
+    trial_bw = []
+    for k in range(args.trials):
+        per_rank = [classic.gbps(nbytes, g[k]) for g in gathered]
+        algbw = mean(per_rank) if None not in per_rank else None   # the classic: mean over ranks
+        trial_bw.append(algbw)
+        row = {"collective": ALL_REDUCE.name, "backend": backend.name, "size": nbytes,
+               "count": count, "type": dt.label, "dtype": dt.name, "redop": "sum", "trial": k + 1,
+               "time_us": mean(g[k] for g in gathered) * 1e6, "algbw_GBps": algbw,
+               "busbw_GBps": busbw(algbw), "per_rank_time_us": [g[k] * 1e6 for g in gathered]}
+        out.add_row(row, f"trial {k + 1}: time {classic.ms(mean(g[k] for g in gathered))} ms  "
+                         f"algbw {classic.bw_cells(algbw)}  busbw {classic.bw_cells(busbw(algbw))}")
+    good = [bw for bw in trial_bw if bw is not None]
+    stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
+    out.say("")
+    out.say(tabulate([[name, classic.num(v), classic.num(v and v * 8), classic.num(busbw(v)), classic.num(busbw(v) and busbw(v) * 8)]
+                      for name, v in stats.items()],
+                     headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"],
+                     disable_numparse=True))
+    means = [mean(g) for g in gathered]
+    labels = classic.labels(records)
+    out.say("")
+    out.say(tabulate([[r, labels[r], classic.ms(t), classic.num(classic.gbps(nbytes, t)),
+                       classic.num(busbw(classic.gbps(nbytes, t)))] for r, t in enumerate(means)],
+                     headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"],
+                     disable_numparse=True))
+    slow = max(range(n), key=lambda r: means[r])
+    fast = min(means)
+    out.say(f"\nslowest rank: {slow} on host {records[slow]['hostname']} (local rank "
+            f"{records[slow]['local_rank']}): mean {classic.ms(means[slow])} ms, "
+            f"{means[slow] / fast:.2f}x the fastest rank" if fast > 0 else "")
+    out.set(summary={"algbw_GBps": stats, "busbw_GBps": {k: busbw(v) for k, v in stats.items()},
+                     "per_rank_mean_time_us": [t * 1e6 for t in means],
+                     "slowest_rank": {"rank": slow, "host": records[slow]["hostname"],
+                                      "local_rank": records[slow]["local_rank"],
+                                      "mean_time_us": means[slow] * 1e6}})
+    out.finish()
+    return 0

@@ -1,0 +1,106 @@
+"""mpibench demo: the collective-semantics check, rank r holding r, on the real backend."""
+from tabulate import tabulate
+
+from .. import classic, faults
+from ..collectives.all_gather import COLLECTIVE as ALL_GATHER
+from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..collectives.broadcast import COLLECTIVE as BROADCAST
+from ..collectives.reduce_scatter import COLLECTIVE as REDUCE_SCATTER
+from ..dtypes import DTYPES
+from ..errors import CheckFailed
+
+HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
+DESCRIPTION = (
+    "Rank r holds r. all_reduce (every rank gets the sum), reduce_scatter of n copies of r "
+    "(every rank gets the sum), all_gather (every rank gets 0..n-1) and broadcast from rank 0 "
+    "of the world size (every rank gets n). Every rank's before and after is printed in rank "
+    "order, each marked PASS or FAIL against the value expected for this world size; exit 1 "
+    "on any FAIL.")
+SESSION = "args"
+
+INT64 = DTYPES["int64"]
+
+
+def add_arguments(p):
+    classic.add_common(p, dtype=False)
+
+
+def execute(session, args):
+    backend, out, records = classic.begin(session, args, "demo",
+                                          "collective semantics, rank r holds r", {})
+    n, r = session.size, session.rank
+    total = n * (n - 1) // 2
+
+    def make(values):
+        return classic.tensor(session, backend, INT64, len(values), values)
+
+    def ctx(count, **kw):
+        return classic.ctx(session, backend, INT64, count, **kw)
+
+    reduced = make([r])
+    rs_send, rs_recv = make([r] * n), make([-1])
+    ag_send, ag_recv = make([r]), make([-1] * n)
+    bcast = make([n if r == 0 else r])
+    # (collective, what this rank holds before, the call, what it holds after, expected)
+    cases = [
+        (ALL_REDUCE, reduced, backend.bind(ALL_REDUCE, reduced, reduced, ctx(1), False),
+         reduced, [total]),
+        (REDUCE_SCATTER, rs_send, backend.bind(REDUCE_SCATTER, rs_send, rs_recv,
+                                               ctx(1, in_place=False), False), rs_recv, [total]),
+        (ALL_GATHER, ag_send, backend.bind(ALL_GATHER, ag_send, ag_recv,
+                                           ctx(1, op="none", in_place=False), False),
+         ag_recv, list(range(n))),
+        (BROADCAST, bcast, backend.bind(BROADCAST, bcast, bcast, ctx(1, op="none", root=0), False),
+         bcast, [n]),
+    ]
+    mine = []
+    for coll, before, call, after, expected in cases:
+        held = before.tolist()
+        call()
+        backend.sync()
+        if coll is ALL_REDUCE and faults.get("corrupt", r) is not None:
+            after += 1       # test-only switch: this rank's result goes wrong
+        mine.append((held, after.tolist()))
+    gathered = session.comm.gather(mine, root=0)
+    verdict = report(session, out, backend, records, cases, gathered) if session.rank == 0 else None
+    verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
+    if verdict:
+        raise CheckFailed(verdict)
+    return 0
+
+
+def report(session, out, backend, records, cases, gathered):
+    """Rank 0: the tables; returns the failure message, or None when all pass."""
+    n = session.size
+    labels = classic.labels(records)
+    failed = []
+    out.say(f"# {n} rank{'s' if n != 1 else ''} on {backend.name}; rank r holds r")
+    for i, (coll, _, _, _, expected) in enumerate(cases):
+        rows, ranks = [], []
+        for rank, g in enumerate(gathered):
+            before, after = g[i]
+            ok = after == expected
+            if not ok:
+                failed.append((coll.name, rank))
+            ranks.append({"rank": rank, "label": labels[rank], "before": before, "after": after,
+                          "pass": ok})
+            rows.append([rank, labels[rank], _show(before), _show(after), "PASS" if ok else "FAIL"])
+        verdict = "PASS" if all(x["pass"] for x in ranks) else "FAIL"
+        out.say(f"\n{coll.name}: expected {_show(expected)} on every rank: {verdict}")
+        out.say(tabulate(rows, headers=["rank", "host:local_rank", "before", "after", ""],
+                         disable_numparse=True))
+        out.doc["results"].append({"collective": coll.name, "backend": backend.name,
+                                   "expected": expected, "pass": verdict == "PASS", "ranks": ranks})
+    out.set(passed=not failed)
+    out.finish()
+    if failed:
+        colls = sorted({c for c, _ in failed}, key=[c[0].name for c in cases].index)
+        coll, rank = failed[0]
+        return (f"demo FAILED: {', '.join(colls)} (first: {coll} on rank {rank}, host "
+                f"{records[rank]['hostname']})")
+    out.say(f"\ndemo: all {len(cases)} collectives PASS on {n} rank{'s' if n != 1 else ''}")
+    return None
+
+
+def _show(values):
+    return str(values[0]) if len(values) == 1 else "[" + ", ".join(str(v) for v in values) + "]"

@@ -1,0 +1,106 @@
+"""mpibench latency: one all_reduce of S bytes against K all_reduces of S/K bytes each."""
+from statistics import mean
+
+from tabulate import tabulate
+
+from .. import classic
+from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..errors import UsageError
+from ..sizes import format_size
+from .run import _int_at_least, _size
+
+HELP = "1 x S against K x S/K all_reduces of the same total bytes, per rank"
+DESCRIPTION = (
+    "The latency comparison: one all_reduce of S bytes, then K all_reduces of S/K bytes each "
+    "(the same total), on every rank; each rank's duration, algbw and busbw of both, shown as "
+    "host:local_rank, and the ratio of the two durations. Defaults: S = 4 GiB and K = 1000 on "
+    "GPUs, S = 64 MiB and K = 1000 on CPUs.")
+SESSION = "args"
+
+GPU_SIZE = 4 << 30
+CPU_SIZE = 64 << 20
+
+
+def add_arguments(p):
+    p.add_argument("-s", "--size", type=_size, default=None, metavar="S",
+                   help="total bytes (default 4G on GPUs, 64M on CPUs)")
+    p.add_argument("-k", "--count", type=_int_at_least(1), default=1000, metavar="K",
+                   help="number of small all_reduces, each of S/K bytes (default 1000)")
+    p.add_argument("--warmup", type=_int_at_least(0), default=2, metavar="N",
+                   help="untimed calls of each size first (default 2)")
+    classic.add_common(p)
+
+
+def execute(session, args):
+    dt = classic.one_dtype(args.dtype)
+    backend, out, records = classic.begin(session, args, "latency",
+                                          "one big all_reduce against many small ones", {})
+    classic.check_supported(backend, ALL_REDUCE, dt)
+    size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
+    count = size // dt.size
+    small = count // args.count
+    if small < 1:
+        raise UsageError(f"-k {args.count} is larger than S in elements ({format_size(size)} "
+                         f"is {count} {dt.name} elements)")
+    big_bytes, small_bytes = count * dt.size, small * dt.size
+    buf = classic.tensor(session, backend, dt, count)
+    part = buf[:small]
+    big = backend.bind(ALL_REDUCE, buf, buf, classic.ctx(session, backend, dt, count), False)
+    little = backend.bind(ALL_REDUCE, part, part, classic.ctx(session, backend, dt, small), False)
+    blocking = backend.default_blocking()
+    calls = [little] * args.count
+    if args.warmup:
+        backend.time_loop([big] * args.warmup, True)
+        backend.time_loop([little] * args.warmup, blocking)
+    session.comm.barrier()
+    one = backend.time_loop([big], True)
+    session.comm.barrier()
+    many = backend.time_loop(calls, blocking) * args.count
+    gathered = session.comm.gather((one, many), root=0)
+    if session.rank != 0:
+        return 0
+    n, k = session.size, args.count
+    factor = ALL_REDUCE.busbw_factor(n)
+    total_small = small_bytes * k
+    out.set(config={**out.doc["config"], "size": big_bytes, "k": k, "chunk": small_bytes,
+                    "dtype": dt.name, "warmup": args.warmup, "blocking": blocking,
+                    "busbw_factor": factor})
+    out.say(f"# 1 x {format_size(big_bytes)} ({count} x {dt.name}) against {k} x "
+            f"{format_size(small_bytes)} ({small} x {dt.name}, {total_small} bytes in all), "
+            f"{n} rank{'s' if n != 1 else ''}, busbw = algbw x {factor:g}"
+            + ("; with one rank busbw is not defined" if factor == 0 else ""))
+    labels = classic.labels(records)
+    lines = []
+    for r, (d1, dk) in enumerate(gathered):
+        row = _row(backend, r, labels[r], d1, dk, big_bytes, total_small, factor)
+        out.doc["results"].append(row)
+        lines.append([labels[r], r, classic.ms(d1), classic.num(row["one"]["algbw_GBps"]),
+                      classic.num(row["one"]["busbw_GBps"]), classic.ms(dk), classic.num(row["many"]["algbw_GBps"]),
+                      classic.num(row["many"]["busbw_GBps"]), _ratio(row["ratio"])])
+    out.say(tabulate(lines, headers=["host:local_rank", "rank", "1xS ms", "algbw GBps",
+                                     "busbw GBps", f"{k}xS/{k} ms", "algbw GBps", "busbw GBps",
+                                     "ratio"], disable_numparse=True))
+    d1 = mean(g[0] for g in gathered)
+    dk = mean(g[1] for g in gathered)
+    avg = _row(backend, None, "mean", d1, dk, big_bytes, total_small, factor)
+    out.say(f"\nmean over ranks: 1 x {format_size(big_bytes)} {classic.ms(d1)} ms, busbw "
+            f"{classic.bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
+            f"{classic.ms(dk)} ms, busbw {classic.bw_cells(avg['many']['busbw_GBps'])}; "
+            f"the small calls took {_ratio(avg['ratio'])}x as long")
+    out.set(summary=avg)
+    out.finish()
+    return 0
+
+
+def _row(backend, rank, label, d1, dk, big_bytes, small_total, factor):
+    def part(nbytes, seconds):
+        algbw = classic.gbps(nbytes, seconds)
+        return {"bytes": nbytes, "time_us": seconds * 1e6, "algbw_GBps": algbw,
+                "busbw_GBps": algbw * factor if algbw is not None and factor > 0 else None}
+    return {"collective": ALL_REDUCE.name, "backend": backend.name, "rank": rank, "label": label,
+            "one": part(big_bytes, d1), "many": part(small_total, dk),
+            "ratio": dk / d1 if d1 > 0 else None}
+
+
+def _ratio(value):
+    return "n/a" if value is None else f"{value:.2f}"

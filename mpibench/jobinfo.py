@@ -1,0 +1,39 @@
+"""The part of every command's preamble that says where it ran: each rank's device, the
+backend and launcher, versions per host (with differences), the network variables, and
+the same facts in the results document (config.devices, versions, env, world)."""
+from . import sysinfo
+
+
+def gather(session):
+    """(records, versions) of every rank on rank 0; (None, None) elsewhere."""
+    records = session.comm.gather(sysinfo.rank_record(session), root=0)
+    versions = session.comm.gather(sysinfo.versions(), root=0)
+    return records, versions
+
+
+def describe(session, out, backend_names, records, versions, config):
+    """Rank 0: print the devices, backend, versions and env lines; record them in out."""
+    out.say("#\n# Using devices")
+    for r in records:
+        out.say(f"#  Rank {r['rank']:3d} Pid {r['pid']:7d} on {r['hostname']:>12s} device "
+                f"{r['device']:>6s} [{r['bus_id'] or '-'}] {r['device_name']}")
+    hosts = list(dict.fromkeys(session.hosts))
+    backends = ", ".join(backend_names)
+    out.say(f"# backend{'s' if len(backend_names) > 1 else ''} {backends}, launcher "
+            f"{session.launcher}, {session.size} rank{'s' if session.size != 1 else ''} on "
+            f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}, rendezvous "
+            f"{session.rendezvous or 'none (no torch process group)'}")
+    per_host = {}
+    for r, v in zip(records, versions):
+        per_host.setdefault(r["hostname"], v)
+    v0 = versions[0]
+    out.say("# versions: " + ", ".join(f"{k} {v0[k]}" for k in v0 if v0[k]))
+    for line in sysinfo.version_differences(per_host):
+        out.say("# " + line)
+    env = sysinfo.net_env()
+    out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env
+                         else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
+    out.set(versions=per_host, env=env,
+            world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
+                   "backend": backends, "rendezvous": session.rendezvous},
+            config={"devices": records, **config})
