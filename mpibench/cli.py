@@ -80,6 +80,35 @@ def torch_backend(names):
     return next((n for n in names if n in TORCH_BACKENDS), None)
 
 
+def int_at_least(low):
+    """An argparse type: a whole number no smaller than low."""
+    def conv(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {text}")
+        return value
+    return conv
+
+
+def size_arg(text):
+    """An argparse type: a byte size such as 8, 64K, 1M, 4G."""
+    from .sizes import parse_size
+    try:
+        return parse_size(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def number_arg(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
 def positive_float(text):
     try:
         value = float(text)

@@ -3,11 +3,10 @@ from statistics import mean
 
 from tabulate import tabulate
 
-from .. import classic
+from .. import classic, cli
 from ..errors import UsageError
 from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..sizes import format_size
-from .run import _int_at_least, _size
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
 DESCRIPTION = (
@@ -21,11 +20,11 @@ CPU_PAYLOAD = 64 << 20
 
 
 def add_arguments(p):
-    p.add_argument("--payload", type=_size, default=None, metavar="SIZE",
+    p.add_argument("--payload", type=cli.size_arg, default=None, metavar="SIZE",
                    help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
-    p.add_argument("--trials", type=_int_at_least(1), default=5, metavar="N",
+    p.add_argument("--trials", type=cli.int_at_least(1), default=5, metavar="N",
                    help="timed trials (default 5)")
-    p.add_argument("--warmup", type=_int_at_least(0), default=2, metavar="N",
+    p.add_argument("--warmup", type=cli.int_at_least(0), default=2, metavar="N",
                    help="untimed calls first (default 2)")
     classic.add_common(p)
 

@@ -6,7 +6,6 @@ from tabulate import tabulate
 from .. import cli, saved
 from ..errors import CheckFailed, UsageError
 from ..sizes import format_size
-from .run import _size
 
 HELP = "compare saved results row by row against the first file (the baseline)"
 DESCRIPTION = (
@@ -27,7 +26,7 @@ def add_arguments(p):
                    help=f"without trials: a ratio within 1 +- X is noise (default {NOISE:g})")
     p.add_argument("--fail-below", type=cli.positive_float, default=None, metavar="R",
                    help="exit 1 when any row's busbw is below R times the baseline's")
-    p.add_argument("--min-size", type=_size, default=0, metavar="SIZE",
+    p.add_argument("--min-size", type=cli.size_arg, default=0, metavar="SIZE",
                    help="compare only rows of at least SIZE bytes (small sizes are latency noise)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
                    help="out-of-place, in-place or both (default both)")

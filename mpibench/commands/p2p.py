@@ -7,7 +7,7 @@ from .. import cli, pairs, sysinfo
 from ..errors import UsageError
 from ..p2p import PairBench
 from ..sizes import format_size
-from .run import _int_at_least, _size, open_output
+from .run import open_output
 
 HELP = "bandwidth and latency between every pair of hosts; names slow links and hosts"
 DESCRIPTION = (
@@ -32,15 +32,15 @@ def _fraction(text):
 
 
 def add_arguments(p):
-    p.add_argument("-s", "--size", type=_size, default=None, metavar="SIZE",
+    p.add_argument("-s", "--size", type=cli.size_arg, default=None, metavar="SIZE",
                    help="bytes per transfer for bandwidth (default 4M on CPUs, 256M on GPUs)")
-    p.add_argument("--latency-size", type=_size, default=8, metavar="SIZE",
+    p.add_argument("--latency-size", type=cli.size_arg, default=8, metavar="SIZE",
                    help="bytes of the ping-pong for latency (default 8)")
-    p.add_argument("-n", "--iters", type=_int_at_least(1), default=10,
+    p.add_argument("-n", "--iters", type=cli.int_at_least(1), default=10,
                    help="timed transfers per link, each after a barrier (default 10)")
-    p.add_argument("-w", "--warmup", type=_int_at_least(0), default=2,
+    p.add_argument("-w", "--warmup", type=cli.int_at_least(0), default=2,
                    help="untimed transfers per link first (default 2)")
-    p.add_argument("--latency-iters", type=_int_at_least(1), default=50, metavar="N",
+    p.add_argument("--latency-iters", type=cli.int_at_least(1), default=50, metavar="N",
                    help="ping-pong round trips per pair (default 50)")
     p.add_argument("--bidirectional", action="store_true",
                    help="both ranks of a pair send at once (bandwidth = bytes both ways / time)")
