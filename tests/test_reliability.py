@@ -259,7 +259,7 @@ def test_unwritable_path_refused_before_benchmark(job, tmp_path):
     rc = j.end(START)
     assert rc == 2
     lines = [l for l in j.stderr.splitlines() if l.startswith("mpibench:")]
-    assert len(lines) == 1 and "does not exist" in lines[0], j.stderr
+    assert len(lines) == 1 and "is not a folder" in lines[0], j.stderr
     assert "Using devices" not in j.out
 
 

@@ -4,6 +4,7 @@ Needs root, ip/nsenter/unshare and SLURM (installed with apt when missing;
 the tests skip when that fails).  One cluster serves the whole module.
 """
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,8 +30,9 @@ pytestmark = [
 
 
 def _rows(text):
-    return [dict(kv.split("=", 1) for kv in line.split())
-            for line in text.splitlines() if line.startswith("rank=")]
+    # One record per "rank=..." group: Open MPI 4 can write two ranks' lines as one.
+    return [dict(kv.split("=", 1) for kv in rec.split())
+            for rec in re.findall(r"rank=\S+(?: [a-z]+=[^\s=]+?(?=rank=|\s|$))*", text)]
 
 
 @pytest.fixture(scope="module")
