@@ -70,7 +70,7 @@ class Case:
         self.mode = "in" if name == "all_reduce" else "out"
         self.plan = Plan(collectives=[self.coll], sizes=[size], dtypes=[self.dt], ops=["sum"],
                          check=0, blocking=True, modes=(self.mode,))
-        send, recv = footprint(self.plan, session.size, [size])
+        send, recv = footprint(self.plan, session.size, [size], backend.modes)
         self.bufs = Buffers(backend, send, recv, session.rank)   # exactly one row: one view
         self.send_t = backend.typed(self.bufs.send, self.dt) if self.bufs.send is not None else None
         self.recv_t = backend.typed(self.bufs.recv, self.dt)
@@ -78,7 +78,7 @@ class Case:
         self.ctx = Ctx(rank=session.rank, n=session.size, root=-1,
                        op="sum" if self.coll.reduces else "none", dtype=self.dt,
                        count=self.c.param, in_place=self.mode == "in",
-                       torch_op=backend.ops["sum"], device=backend.device)
+                       backend_op=backend.ops["sum"], device=backend.device)
         self.engine = Engine(session, backend, self.plan, None)
         # the bare loop works on the very views the engine times
         sv, rv = iteration_views(self.send_t, self.recv_t, self.c, self.mode, session.rank, 1)[0]

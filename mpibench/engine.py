@@ -50,11 +50,12 @@ def _round16(n):
     return (n + 15) // 16 * 16
 
 
-def footprint(plan, n, sizes, backend):
-    """Bytes of send and receive buffer the largest row of the plan needs."""
+def footprint(plan, n, sizes, modes_of=lambda coll: coll.modes):
+    """Bytes of send and receive buffer the largest row of the plan needs.
+    modes_of(coll): the modes the backend runs it in (torch.distributed's by default)."""
     send = recv = 0
     for coll in plan.collectives:
-        modes = [m for m in plan.modes if m in backend.modes(coll)]
+        modes = [m for m in plan.modes if m in modes_of(coll)]
         for dt in plan.dtypes:
             for size in sizes:
                 c = coll.counts(size // dt.size, dt.size, n)
@@ -70,7 +71,7 @@ def allocate(session, backend, plan):
     """Allocate for the largest size every rank can hold; drop larger sizes together."""
     sizes = list(plan.sizes)
     while sizes:
-        send, recv = footprint(plan, session.size, sizes, backend)
+        send, recv = footprint(plan, session.size, sizes, backend.modes)
         error, bufs = None, None
         try:
             bufs = Buffers(backend, send, recv, session.rank)
