@@ -287,6 +287,7 @@ def test_p2p_bidirectional():
     (["p2p"], "p2p needs two hosts"),
     (["p2p", "--threshold", "1.5"], "must be between 0 and 1"),
     (["p2p", "-s", "0"], "must be at least 1 byte"),
+    (["p2p", "--ranks", "--backend", "mpi"], "invalid choice: 'mpi'"),
 ])
 def test_p2p_bad_input_is_one_line_and_exit_2(args, text):
     done = mpirun(2, args, timeout=60)

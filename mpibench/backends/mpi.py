@@ -36,7 +36,6 @@ class MPIBackend(TorchBackend):
         self.session = session
         self.MPI = MPI
         self.comm = session.comm.world.Dup()
-        self.dist = self.comm
         self.device = torch.device("cpu")
         self.cuda = False
         self.ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}

@@ -53,7 +53,7 @@ def add_arguments(p):
     p.add_argument("--json", metavar="PATH", help="write every link's figures as JSON (never overwrites)")
     p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
                    help="process-group timeout (default 300)")
-    cli.add_backend(p)
+    cli.add_backend(p, cli.TORCH_BACKENDS)
 
 
 def execute(session, args):
