@@ -72,11 +72,6 @@ def labels(records):
     return [f"{r['hostname']}:{r['local_rank']}" for r in records]
 
 
-def gbps(nbytes, seconds):
-    """GB/s (1e9 bytes) for nbytes in seconds (None when there is no time)."""
-    return nbytes / seconds / 1e9 if seconds > 0 else None
-
-
 def num(value):
     """Three decimals, or n/a."""
     return "n/a" if value is None else f"{value:.3f}"

@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from statistics import mean
 
 from . import faults, stragglers
-from .collectives.base import CHUNK, Ctx, exact_reason, poison_value
+from .collectives.base import CHUNK, Ctx, algbw, busbw, exact_reason, poison_value
 from .errors import Exit
+from .resultsfile import MODES
 from .sizes import format_size
+from .tables import row_header
 from .watchdog import NullWatch
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
-MODE_KEYS = {"out": "out_of_place", "in": "in_place"}
+MODE_KEYS = dict(zip(("out", "in"), MODES))     # plan mode -> results document key
 
 
 @dataclass
@@ -158,7 +160,7 @@ class Engine:
         plan, s = self.plan, self.s
         ops = plan.ops if coll.reduces else ["none"]
         self.s.out(f"#\n# Collective: {coll.name}")
-        self.s.out(self._table_header())
+        self.s.out(row_header())
         wrong_total = 0
         probe = None
         for dt in plan.dtypes:
@@ -208,14 +210,14 @@ class Engine:
         plan, s = self.plan, self.s
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
         bound = [self.b.bind(coll, sv, rv, ctx, not plan.blocking) for sv, rv in views]
-        calls = [bound[i % len(bound)] for i in range(plan.iters)]
+        calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
         if plan.warmup:
             self.watch.mark("warm-up")
-            self.b.time_loop([bound[i % len(bound)] for i in range(plan.warmup)], plan.blocking)
+            self.b.time_loop(calls[:plan.warmup], plan.blocking)
         self.watch.mark("barrier before the timed loop")
         s.comm.barrier()
         self.watch.mark("timed loop")
-        seconds = self.b.time_loop(calls, plan.blocking, plan.graph)
+        seconds = self.b.time_loop(calls[:plan.iters], plan.blocking, plan.graph)
         self.watch.mark("check")
         wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong
@@ -260,10 +262,9 @@ class Engine:
             times = [g[mode][0] for g in gathered]
             wrongs = [g[mode][1] for g in gathered]
             t = pick_time(times, self.plan.average)
-            algbw = bw_bytes / t / 1e9 if t > 0 else None
+            alg = algbw(bw_bytes, t)
             checked = self.plan.check and any(w is not None for w in wrongs)
-            row[key] = {"time_us": t * 1e6, "algbw_GBps": algbw,
-                        "busbw_GBps": algbw * factor if algbw is not None and factor > 0 else None,
+            row[key] = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
                         "nwrong": sum(w or 0 for w in wrongs) if checked else None}
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
@@ -282,10 +283,6 @@ class Engine:
         if s.rank == 0:
             analysis = stragglers.analyze(s.hosts, gathered, margin=plan.margin)
             self.report.add_hosts(coll, dt, op, size, c, mode, analysis)
-
-    def _table_header(self):
-        from .tables import row_header
-        return row_header()
 
 
 def pick_time(times, average):

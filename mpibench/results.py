@@ -10,6 +10,7 @@ import json
 import os
 
 from .errors import UsageError
+from .resultsfile import MODES
 
 
 def _numbered(path, k):
@@ -71,7 +72,7 @@ CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root",
 def csv_rows(doc):
     """One list of CSV_FIELDS values per row and mode."""
     for row in doc.get("results", []):
-        for mode in ("out_of_place", "in_place"):
+        for mode in MODES:
             m = row.get(mode)
             if m is None:
                 continue

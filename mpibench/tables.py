@@ -1,6 +1,8 @@
 """Text output: nccl-tests' row format, and the per-host tables it lacks."""
 from tabulate import tabulate
 
+from .collectives.base import algbw, busbw
+from .resultsfile import MODES
 from .sizes import format_size
 
 
@@ -30,12 +32,16 @@ def row_header():
     ])
 
 
-def _mode_cells(m):
+def _mode_values(m):
+    """time, algbw, busbw, #wrong of one mode, as nccl-tests writes them (n/a: not measured)."""
     if m is None:
-        return "  %7s  %6s  %6s  %6s" % ("n/a", "", "", "")
-    wrong = "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]
-    return "  %7s  %6s  %6s  %6s" % (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6),
-                                    fnum(m["busbw_GBps"], 6), wrong)
+        return ("n/a", "", "", "")
+    return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6),
+            "N/A" if m["nwrong"] is None else "%g" % m["nwrong"])
+
+
+def _mode_cells(m):
+    return "  %7s  %6s  %6s  %6s" % _mode_values(m)
 
 
 ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
@@ -46,14 +52,8 @@ ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
 def row_cells(row):
     """The cells of row_line, for tables in other formats (markdown)."""
     cells = [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
-    for key in ("out_of_place", "in_place"):
-        m = row[key]
-        if m is None:
-            cells += ["n/a", "", "", ""]
-        else:
-            cells += [fnum(m["time_us"], 7).strip(), fnum(m["algbw_GBps"], 6).strip(),
-                      fnum(m["busbw_GBps"], 6).strip(),
-                      "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]]
+    for key in MODES:
+        cells += [v.strip() for v in _mode_values(row[key])]
     return cells
 
 
@@ -71,10 +71,10 @@ def host_table(analysis, bw_bytes, factor, fmt="simple"):
     """Per host: ranks, min/median/max of its ranks' times, busbw of its slowest rank."""
     rows = []
     for h in analysis["hosts"]:
-        busbw = bw_bytes * factor / h["max_s"] / 1e9 if h["max_s"] > 0 and factor else None
+        bus = busbw(algbw(bw_bytes, h["max_s"]), factor)
         rows.append([h["host"], ",".join(str(r) for r in h["ranks"]), us(h["min_s"]),
                      us(h["median_s"]), us(h["max_s"]),
-                     "n/a" if busbw is None else f"{busbw:.3f}",
+                     "n/a" if bus is None else f"{bus:.3f}",
                      "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"])
     return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
                                    "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
@@ -127,7 +127,7 @@ def trials_table(rows, fmt="simple"):
     coefficient of variation, the busbw median and range, and whether it is stable."""
     out = []
     for row in rows:
-        for key in ("out_of_place", "in_place"):
+        for key in MODES:
             m = row.get(key)
             if not m or "spread" not in m:
                 continue

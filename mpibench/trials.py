@@ -7,7 +7,8 @@ time) and an `unstable` flag when (max - min) / median of the time exceeds a thr
 """
 from statistics import mean, median, pstdev
 
-MODES = ("out_of_place", "in_place")
+from .collectives.base import algbw, busbw
+from .resultsfile import MODES
 UNSTABLE = 0.10   # default: a row whose times span more than 10% of their median
 
 
@@ -42,12 +43,10 @@ def merge(trial_rows, threshold=UNSTABLE):
             continue
         times = spread([t[key]["time_us"] for t in trial_rows])
         t = times["median"]
-        algbw = row["bw_bytes"] / t / 1e3 if t > 0 else None
-        factor = row["busbw_factor"]
+        alg = algbw(row["bw_bytes"], t / 1e6)
         wrongs = [t[key]["nwrong"] for t in trial_rows]
         busbws = [t[key]["busbw_GBps"] for t in trial_rows]
-        row[key] = {"time_us": t, "algbw_GBps": algbw,
-                    "busbw_GBps": algbw * factor if algbw is not None and factor > 0 else None,
+        row[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": busbw(alg, row["busbw_factor"]),
                     "nwrong": None if all(w is None for w in wrongs) else sum(w or 0 for w in wrongs),
                     "spread": {"trials": len(trial_rows), "time_us_min": times["min"],
                                "time_us_max": times["max"], "cv": times["cv"],

@@ -20,6 +20,17 @@ class Counts:
     recv_inplace_offset: int  # in place, recv = recv buffer + offset * rank
 
 
+def algbw(nbytes, seconds):
+    """nccl-tests' algbw: GB/s (1e9 bytes) of nbytes in seconds; None without a time."""
+    return nbytes / seconds / 1e9 if seconds > 0 else None
+
+
+def busbw(alg, factor):
+    """nccl-tests' busbw: algbw times the collective's factor; None where that is not
+    defined (factor 0: a single rank)."""
+    return alg * factor if alg is not None and factor > 0 else None
+
+
 def align_down(count, elsize):
     """nccl-tests keeps per-rank chunks 16-byte aligned."""
     mask = max(16 // elsize, 1) - 1

@@ -1,4 +1,5 @@
 """mpibench allreduce: the classic single-payload all_reduce bandwidth test, per rank."""
+from functools import partial
 from statistics import mean
 
 from tabulate import tabulate
@@ -6,6 +7,7 @@ from tabulate import tabulate
 from .. import classic, cli
 from ..errors import UsageError
 from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..collectives.base import algbw, busbw as bus
 from ..sizes import format_size
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
@@ -47,7 +49,7 @@ def execute(session, args):
         return 0
     n = session.size
     factor = ALL_REDUCE.busbw_factor(n)
-    busbw = (lambda bw: bw * factor if bw is not None and factor > 0 else None)
+    busbw = partial(bus, factor=factor)
     out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
                     "trials": args.trials, "warmup": args.warmup, "busbw_factor": factor})
     out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on {n} "
@@ -56,15 +58,15 @@ def execute(session, args):
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
     trial_bw = []
     for k in range(args.trials):
-        per_rank = [classic.gbps(nbytes, g[k]) for g in gathered]
-        algbw = mean(per_rank) if None not in per_rank else None   # the classic: mean over ranks
-        trial_bw.append(algbw)
+        per_rank = [algbw(nbytes, g[k]) for g in gathered]
+        alg = mean(per_rank) if None not in per_rank else None   # the classic: mean over ranks
+        trial_bw.append(alg)
         row = {"collective": ALL_REDUCE.name, "backend": backend.name, "size": nbytes,
                "count": count, "type": dt.label, "dtype": dt.name, "redop": "sum", "trial": k + 1,
-               "time_us": mean(g[k] for g in gathered) * 1e6, "algbw_GBps": algbw,
-               "busbw_GBps": busbw(algbw), "per_rank_time_us": [g[k] * 1e6 for g in gathered]}
+               "time_us": mean(g[k] for g in gathered) * 1e6, "algbw_GBps": alg,
+               "busbw_GBps": busbw(alg), "per_rank_time_us": [g[k] * 1e6 for g in gathered]}
         out.add_row(row, f"trial {k + 1}: time {classic.ms(mean(g[k] for g in gathered))} ms  "
-                         f"algbw {classic.bw_cells(algbw)}  busbw {classic.bw_cells(busbw(algbw))}")
+                         f"algbw {classic.bw_cells(alg)}  busbw {classic.bw_cells(busbw(alg))}")
     good = [bw for bw in trial_bw if bw is not None]
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
     out.say("")
@@ -75,8 +77,8 @@ def execute(session, args):
     means = [mean(g) for g in gathered]
     labels = classic.labels(records)
     out.say("")
-    out.say(tabulate([[r, labels[r], classic.ms(t), classic.num(classic.gbps(nbytes, t)),
-                       classic.num(busbw(classic.gbps(nbytes, t)))] for r, t in enumerate(means)],
+    out.say(tabulate([[r, labels[r], classic.ms(t), classic.num(algbw(nbytes, t)),
+                       classic.num(busbw(algbw(nbytes, t)))] for r, t in enumerate(means)],
                      headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"],
                      disable_numparse=True))
     slow = max(range(n), key=lambda r: means[r])

@@ -5,6 +5,7 @@ from tabulate import tabulate
 
 from .. import classic, cli
 from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..collectives.base import algbw, busbw
 from ..errors import UsageError
 from ..sizes import format_size
 
@@ -93,9 +94,9 @@ def execute(session, args):
 
 def _row(backend, rank, label, d1, dk, big_bytes, small_total, factor):
     def part(nbytes, seconds):
-        algbw = classic.gbps(nbytes, seconds)
-        return {"bytes": nbytes, "time_us": seconds * 1e6, "algbw_GBps": algbw,
-                "busbw_GBps": algbw * factor if algbw is not None and factor > 0 else None}
+        alg = algbw(nbytes, seconds)
+        return {"bytes": nbytes, "time_us": seconds * 1e6, "algbw_GBps": alg,
+                "busbw_GBps": busbw(alg, factor)}
     return {"collective": ALL_REDUCE.name, "backend": backend.name, "rank": rank, "label": label,
             "one": part(big_bytes, d1), "many": part(small_total, dk),
             "ratio": dk / d1 if d1 > 0 else None}
