@@ -8,6 +8,7 @@ from .backends import make
 from .collectives.base import Ctx
 from .dtypes import parse_dtypes
 from .errors import UsageError
+from .output import open_output
 
 
 def add_common(p, dtype=True):
@@ -30,7 +31,6 @@ def one_dtype(text):
 
 def begin(session, args, command, title, config):
     """The backend, the output (rank 0) and every rank's record; prints the preamble."""
-    from .commands.run import open_output
     backend = make(session, args.backend[0])
     out = open_output(session, command, args)
     records, versions = jobinfo.gather(session)

@@ -1,6 +1,4 @@
 """A host x host matrix drawn as a heatmap PNG (matplotlib, optional)."""
-import os
-
 
 def unavailable():
     """Why no heatmap can be drawn here (None when matplotlib is installed)."""
@@ -37,14 +35,11 @@ def draw_on(fig, ax, labels, matrix, title, unit="GB/s", cmap="viridis"):
 def save(fig, path):
     """Write the figure to path (already reserved) through a temporary file."""
     import matplotlib.pyplot as plt
-    tmp = f"{path}.tmp{os.getpid()}"
+    from .results import replace_atomically
     try:
-        fig.savefig(tmp, format="png", dpi=100)
-        os.replace(tmp, path)
+        replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def draw(path, labels, matrix, title, unit="GB/s"):

@@ -11,6 +11,12 @@ def gather(session):
     return records, versions
 
 
+def world(session, backends):
+    """Where the job ran, as the results document records it."""
+    return {"size": session.size, "hosts": list(dict.fromkeys(session.hosts)),
+            "launcher": session.launcher, "backend": backends, "rendezvous": session.rendezvous}
+
+
 def describe(session, out, backend_names, records, versions, config):
     """Rank 0: print the devices, backend, versions and env lines; record them in out."""
     out.say("#\n# Using devices")
@@ -34,6 +40,5 @@ def describe(session, out, backend_names, records, versions, config):
     out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env
                          else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
     out.set(versions=per_host, env=env,
-            world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
-                   "backend": backends, "rendezvous": session.rendezvous},
+            world=world(session, backends),
             config={"devices": records, **config})

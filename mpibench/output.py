@@ -8,6 +8,7 @@ import sys
 import threading
 
 from . import __version__, tables
+from .errors import UsageError
 from .results import ResultFile, render_csv, render_json
 
 
@@ -100,6 +101,18 @@ class RunOutput:
     def flush(self):
         for f in self.files:
             f.write(self.doc)
+
+
+def open_output(session, command, args):
+    """Rank 0 reserves the result files before anything is measured; all ranks agree."""
+    out, error = None, None
+    if session.rank == 0:
+        try:
+            out = RunOutput(session, command, args, args.json, getattr(args, "csv", None))
+        except UsageError as exc:
+            error = str(exc)
+    session.agree(error)
+    return out
 
 
 def _jsonable(d):

@@ -18,6 +18,21 @@ def _numbered(path, k):
     return f"{root}.{k}{ext}"
 
 
+def replace_atomically(path, write):
+    """write(tmp) fills a temporary file beside path, which then replaces path in one step,
+    so a reader (or a kill) never sees half a file; the temporary never outlives a failure."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 class ResultFile:
     def __init__(self, path, render):
         """render(doc) -> text. Reserves a fresh name now (UsageError if unwritable)."""
@@ -45,20 +60,13 @@ class ResultFile:
         return self.path != self.requested
 
     def write(self, doc):
-        tmp = f"{self.path}.tmp{os.getpid()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-        try:
+        def text(tmp):
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
             with os.fdopen(fd, "w") as f:
                 f.write(self.render(doc))
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_atomically(self.path, text)
 
 
 def render_json(doc):

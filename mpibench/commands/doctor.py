@@ -7,7 +7,7 @@ import sys
 import tempfile
 
 from .. import cli, diagnose, hostfacts, nccllog
-from .run import open_output
+from ..output import open_output
 
 HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; name what differs"
 DESCRIPTION = (

@@ -3,11 +3,12 @@ from statistics import median
 
 from tabulate import tabulate
 
-from .. import cli, pairs, sysinfo
+from .. import cli, jobinfo, pairs, sysinfo
+from ..collectives.base import algbw
 from ..errors import UsageError
+from ..output import open_output
 from ..p2p import PairBench
 from ..sizes import format_size
-from .run import open_output
 
 HELP = "bandwidth and latency between every pair of hosts; names slow links and hosts"
 DESCRIPTION = (
@@ -162,8 +163,7 @@ def _header(session, out, args, backend, ranks, rounds, size, png):
             f"round{'s' if len(rounds) != 1 else ''}, no host in two pairs at once; "
             f"ranks not in a pair wait at an MPI barrier")
     env = sysinfo.net_env()
-    out.set(world={"size": session.size, "hosts": hosts, "launcher": session.launcher,
-                   "backend": backend.name, "rendezvous": session.rendezvous},
+    out.set(world=jobinfo.world(session, backend.name),
             config={"participants": ranks, "size": size, "latency_size": args.latency_size,
                     "iters": args.iters, "warmup": args.warmup,
                     "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,
@@ -196,7 +196,7 @@ def _moved(bench):
 def _bandwidths(collected, bench):
     out = {}
     for (a, b), rec in collected.items():
-        bw = _moved(bench) / median(rec["times"]) / 1e9
+        bw = algbw(_moved(bench), median(rec["times"]))
         out[(a, b)] = bw
         if bench.bidirectional:
             out[(b, a)] = bw
@@ -226,8 +226,8 @@ def _links(labels, collected, latency, bench, analysis):
         row = {"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b,
                "round": rec["round"], "bidirectional": bench.bidirectional, "size": bench.size,
                "bytes_moved": moved, "iterations": len(t), "time_us": median(t) * 1e6,
-               "bandwidth_GBps": moved / median(t) / 1e9,
-               "min_GBps": moved / max(t) / 1e9, "max_GBps": moved / min(t) / 1e9,
+               "bandwidth_GBps": algbw(moved, median(t)),
+               "min_GBps": algbw(moved, max(t)), "max_GBps": algbw(moved, min(t)),
                "per_iteration_us": [x * 1e6 for x in t],
                "latency_size": bench.latency_size if lat is not None else None,
                "latency_us": None if lat is None else lat * 1e6}

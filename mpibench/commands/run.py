@@ -7,7 +7,7 @@ from ..collectives import NAMES as COLLECTIVES, REGISTRY
 from ..dtypes import parse_dtypes, parse_list, parse_ops
 from ..engine import AVERAGES, MODE_KEYS, Engine, Plan
 from ..errors import CheckFailed, UsageError
-from ..output import RunOutput
+from ..output import open_output
 from ..sizes import format_bytes, format_size, sweep
 
 HELP = "sweep collectives over sizes (the default command)"
@@ -114,18 +114,6 @@ def build_plan(args, session, backend):
                 blocking=blocking, graph=args.cuda_graph, modes=modes,
                 probe_iters=args.iters if args.probe_iters is None else args.probe_iters,
                 margin=args.slow_margin)
-
-
-def open_output(session, command, args):
-    """Rank 0 reserves the result files before anything is measured; all ranks agree."""
-    out, error = None, None
-    if session.rank == 0:
-        try:
-            out = RunOutput(session, command, args, args.json, getattr(args, "csv", None))
-        except UsageError as exc:
-            error = str(exc)
-    session.agree(error)
-    return out
 
 
 def header(session, out, plans, backends, records, versions):
