@@ -1,5 +1,6 @@
 """A host x host matrix drawn as a heatmap PNG (matplotlib, optional)."""
 
+
 def unavailable():
     """Why no heatmap can be drawn here (None when matplotlib is installed)."""
     try:
