@@ -7,7 +7,7 @@ import datetime
 import sys
 import threading
 
-from . import __version__, tables
+from . import __version__, nccltests, tables
 from .errors import UsageError
 from .results import ResultFile, render_csv, render_json
 
@@ -22,7 +22,8 @@ class RunOutput:
         self._lock = threading.Lock()
         self.files = []
         if json_path:
-            self.files.append(ResultFile(json_path, render_json))
+            nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
+            self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
         if csv_path:
             self.files.append(ResultFile(csv_path, render_csv))
         self.doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,

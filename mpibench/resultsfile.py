@@ -41,11 +41,24 @@ def load(path):
             data = f.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
             raise _Bad(f"over the {MAX_BYTES >> 20} MiB limit for a results file")
-        return validate(parse(data))
+        return validate(_read(data))
     except _Bad as exc:
         raise UsageError(f"results file {path}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read results file {path}: {exc.strerror or exc}") from None
+
+
+def _read(data):
+    """A results document from the bytes of a file: mpibench's JSON, or nccl-tests'
+    printed output or -J JSON turned into one."""
+    from . import nccltests
+    try:
+        if not data.lstrip()[:1] == b"{" and nccltests.looks_like_text(data.decode("utf-8")):
+            return nccltests.parse_text(data.decode("utf-8"))
+        doc = parse(data)
+        return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
+    except (nccltests.Unreadable, UnicodeDecodeError) as exc:
+        raise _Bad(f"nccl-tests output: {exc}") from None
 
 
 def parse(data):

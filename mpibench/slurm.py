@@ -43,3 +43,36 @@ def expand_nodelist(text):
         for mid in _expand_range(spec):
             nodes += [prefix + mid + tail for tail in (expand_nodelist(rest) if "[" in rest else [rest])]
     return nodes
+
+
+def compress_hostlist(hosts):
+    """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'.
+
+    Names sharing a prefix before their trailing digits go in one bracket, sorted by
+    number, consecutive numbers as ranges (a range only where expanding it gives back
+    the same spellings, zero padding included); other names stay as they are."""
+    groups = {}
+    for name in dict.fromkeys(hosts):
+        m = re.fullmatch(r"(.*?)(\d+)", name)
+        prefix, digits = m.groups() if m else (name, None)
+        groups.setdefault(prefix, []).append(digits)
+    parts = []
+    for prefix, numbers in groups.items():
+        if None in numbers:
+            parts.append(prefix)
+            numbers = [d for d in numbers if d is not None]
+        if not numbers:
+            continue
+        if len(numbers) == 1:
+            parts.append(prefix + numbers[0])
+            continue
+        spans = []
+        for d in sorted(numbers, key=lambda d: (int(d), d)):
+            lo = spans[-1][0] if spans else None
+            if (lo is not None and int(d) == int(spans[-1][1]) + 1
+                    and str(int(d)).zfill(len(lo)) == d):
+                spans[-1][1] = d
+            else:
+                spans.append([d, d])
+        parts.append(prefix + "[" + ",".join(a if a == b else f"{a}-{b}" for a, b in spans) + "]")
+    return ",".join(parts)

@@ -71,6 +71,10 @@ def add_arguments(p):
                    help="with --trials: mark a row unstable when its times span more than X "
                         f"times their median (default {trials.UNSTABLE:g})")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default="mpibench",
+                   help="mpibench (default): everything measured; nccl-tests: nccl-tests' own "
+                        "-J schema (2.19.6), for tools written for it (no per-iteration fields: "
+                        "rows are timed as whole loops)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
     cli.add_backend(p, several=True)
 

@@ -1,0 +1,209 @@
+"""`check`'s judgement, without processes: which host pairs to test in each round, which
+hosts and links the results condemn, and the thresholds they are held to.
+
+Pairs: round 1 pairs the hosts in order (an odd last host sits out). A pair below the
+threshold makes both hosts suspects; from round 2 each suspect (and the host that sat
+out) is paired with a different host that has passed. A host that fails and never
+passes is bad (named "bad" when it failed with two different partners that passed
+elsewhere); a failed pair whose hosts both passed with other partners is a suspect
+link. Three rounds at most while there are at least as many passed hosts as suspects,
+whatever the host count; every round is computed in O(hosts).
+"""
+import math
+from collections import deque
+from statistics import median
+
+from .errors import UsageError
+from .resultsfile import parse
+
+TESTS = ("intra", "pair", "job")
+LIMITS = ("min_busbw_GBps", "max_latency_us")
+RELATIVE = 0.8          # relative mode: fail below this share of the median host or pair
+
+
+class PairRounds:
+    """The rounds of the inter-host test as a state machine over host indices 0..n-1:
+    next_round() gives the pairs to test, record() takes which of them passed."""
+
+    def __init__(self, n):
+        self.n = n
+        self.passed = [set() for _ in range(n)]    # partners each host passed with
+        self.failed = [set() for _ in range(n)]    # partners each host failed with
+        self.rounds = 0
+
+    def next_round(self):
+        """[(a, b)] disjoint pairs for the next round; [] when nothing is left to test."""
+        if self.rounds == 0:
+            pairs = [(a, a + 1) for a in range(0, self.n - 1, 2)]
+        else:
+            pairs = self._repair()
+        if pairs:
+            self.rounds += 1
+        return pairs
+
+    def record(self, results):
+        """results: {(a, b): True when the pair reached the threshold}."""
+        for (a, b), ok in results.items():
+            (self.passed if ok else self.failed)[a].add(b)
+            (self.passed if ok else self.failed)[b].add(a)
+
+    def _needs(self, h):
+        """A host with no pass yet, not yet failed with two partners that passed elsewhere."""
+        if self.passed[h]:
+            return False
+        return sum(1 for p in self.failed[h] if self.passed[p]) < 2
+
+    def _repair(self):
+        free = deque(h for h in range(self.n) if self.passed[h])
+        pairs = []
+        for h in (h for h in range(self.n) if self._needs(h)):
+            tried, rejected = self.passed[h] | self.failed[h], []
+            # h has at most two earlier partners: at most two hosts are put back per
+            # suspect, so a round stays linear in the hosts
+            while free and free[0] in tried:
+                rejected.append(free.popleft())
+            if free:
+                pairs.append(tuple(sorted((h, free.popleft()))))
+            free.extendleft(reversed(rejected))
+        # A host never tested (it sat out) when no host has passed: any partner will do,
+        # so that every host has a figure.
+        busy = {h for p in pairs for h in p}
+        for h in range(self.n):
+            if h not in busy and not self.passed[h] and not self.failed[h]:
+                other = next((x for x in range(self.n) if x != h and x not in busy), None)
+                if other is not None:
+                    pairs.append(tuple(sorted((h, other))))
+                    busy.update((h, other))
+        return pairs
+
+    def verdict(self):
+        """{'bad': hosts that failed and never passed, 'links': failed pairs whose hosts
+        both passed elsewhere, 'reasons': {host: why}}."""
+        bad, reasons, links = [], {}, set()
+        for h in range(self.n):
+            if self.failed[h] and not self.passed[h]:
+                bad.append(h)
+                proven = sorted(p for p in self.failed[h] if self.passed[p])
+                reasons[h] = (proven, sorted(self.failed[h]))
+            for p in self.failed[h]:
+                if self.passed[h] and self.passed[p]:
+                    links.add(tuple(sorted((h, p))))
+        return {"bad": bad, "links": sorted(links), "reasons": reasons, "rounds": self.rounds}
+
+
+def run_pairs(n, judge):
+    """Drive PairRounds with judge(pairs) -> {pair: passed}; the verdict (for tests and
+    for a caller that has the figures at hand)."""
+    rounds = PairRounds(n)
+    while True:
+        pairs = rounds.next_round()
+        if not pairs:
+            return rounds.verdict()
+        rounds.record(judge(pairs))
+
+
+# ---- thresholds ----
+def _finite_positive(value):
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)
+
+
+def read_expect(path):
+    """--expect FILE: {test: {limit: value}} for tests intra, pair, job and limits
+    min_busbw_GBps, max_latency_us; anything else is one UsageError line."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 20)
+    except OSError as exc:
+        raise UsageError(f"cannot read --expect {path}: {exc.strerror or exc}") from None
+    try:
+        doc = parse(data)
+    except Exception as exc:        # resultsfile's refusal: bad UTF-8/JSON, NaN, duplicates
+        raise UsageError(f"--expect {path}: {exc}") from None
+    where = f"--expect {path}"
+    if not isinstance(doc, dict) or not doc:
+        raise UsageError(f"{where}: expected an object such as "
+                         f'{{"pair": {{"min_busbw_GBps": 20}}}} (tests: {", ".join(TESTS)})')
+    out = {}
+    for test, limits in doc.items():
+        if test not in TESTS:
+            raise UsageError(f"{where}: unknown test {test!r} (tests: {', '.join(TESTS)})")
+        if not isinstance(limits, dict) or not limits:
+            raise UsageError(f"{where}: {test} must be an object with {' and/or '.join(LIMITS)}")
+        for key, value in limits.items():
+            if key not in LIMITS:
+                hint = ("; give the unit in the name: " + " or ".join(LIMITS)
+                        if key in ("min_busbw", "max_latency", "busbw", "latency") else "")
+                raise UsageError(f"{where}: {test}.{key} is not a limit (limits: "
+                                 f"{', '.join(LIMITS)}){hint}")
+            if not _finite_positive(value):
+                raise UsageError(f"{where}: {test}.{key} must be a number above 0, not "
+                                 f"{'null' if value is None else repr(value)}")
+        out[test] = dict(limits)
+    return out
+
+
+def relative(values, share=RELATIVE):
+    """The relative threshold: share of the median of the values (None without any)."""
+    values = [v for v in values if v is not None]
+    return share * median(values) if values else None
+
+
+def below(figure, limits):
+    """Why a figure {'busbw_GBps', 'time_us'} misses its limits, or None when it meets them."""
+    if figure is None or limits is None:
+        return None
+    why = []
+    low = limits.get("min_busbw_GBps")
+    if low is not None and (figure["busbw_GBps"] is None or figure["busbw_GBps"] < low):
+        why.append(f"busbw {_gb(figure['busbw_GBps'])} < {low:.3g} GB/s ({limits['source']})")
+    high = limits.get("max_latency_us")
+    if high is not None and figure["time_us"] > high:
+        why.append(f"time {figure['time_us']:.1f} us > {high:.3g} us ({limits['source']})")
+    return "; ".join(why) or None
+
+
+def _gb(value):
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def baseline_limits(doc, path, collective, size, ranks_per_host, world, share):
+    """Thresholds from an earlier result: a `check` file (intra, pair, job) or a run /
+    nccl-tests result of the collective (the whole job, or one host when its ranks are
+    one host's). A baseline that measured something else: UsageError."""
+    where = f"--baseline {path}"
+    mine = f"{collective} at {size} bytes"
+    if doc.get("command") == "check" and isinstance(doc.get("check"), dict):
+        c = doc["check"]
+        cfg = c.get("config") or {}
+        theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
+        if theirs != (collective, size, ranks_per_host):
+            raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
+                             f"{theirs[2]} ranks per host; this check runs {mine} with "
+                             f"{ranks_per_host} ranks per host")
+        out = {}
+        for test in TESTS:
+            figs = [x for x in (c.get("figures") or {}).get(test) or [] if _finite_positive(x)]
+            if figs:
+                out[test] = {"min_busbw_GBps": share * median(figs)}
+        return out, (None if cfg.get("world") == world else "job")
+    rows = [r for r in doc["results"] if r["collective"] == collective]
+    if not rows:
+        have = sorted({r["collective"] for r in doc["results"]})
+        raise UsageError(f"{where}: no {collective} in it (it has {', '.join(have) or 'no rows'}); "
+                         f"give --collective to match")
+    at = [r for r in rows if r["size"] == size]
+    if not at:
+        raise UsageError(f"{where}: no {collective} row at {size} bytes (its sizes: "
+                         f"{', '.join(str(r['size']) for r in rows[:12])}); give -b to match")
+    ranks = (doc.get("world") or {}).get("size")
+    tests = [t for t, n in (("job", world), ("intra", ranks_per_host)) if ranks == n]
+    if not tests:
+        raise UsageError(f"{where}: measured on {ranks} ranks; this check runs {world} ranks "
+                         f"({ranks_per_host} per host): give a baseline of the whole job or of "
+                         f"one host")
+    bws = [m["busbw_GBps"] for r in at for m in (r.get("out_of_place"), r.get("in_place"))
+           if m and m.get("busbw_GBps")]
+    if not bws:
+        raise UsageError(f"{where}: its {collective} row at {size} bytes has no busbw")
+    return {t: {"min_busbw_GBps": share * max(bws)} for t in tests}, None
