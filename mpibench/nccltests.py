@@ -23,6 +23,8 @@ NCCL_TESTS_VERSION = "2.19.6"
 _BY_LABEL = {d.label: d.name for d in DTYPES.values()}
 _RANK_LINE = re.compile(r"#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)")
 _START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
+_AVERAGE = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([-+0-9.eE]+)")
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
@@ -84,7 +86,7 @@ def _mode(values):
 
 def parse_text(text):
     """nccl-tests' printed output -> results document (Unreadable when it has no rows)."""
-    collective, rows, hosts, per_iter = None, [], {}, False
+    collective, rows, hosts, per_iter, average = None, [], {}, False, None
     for n, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         m = _START.match(stripped)
@@ -97,6 +99,9 @@ def parse_text(text):
             continue
         if stripped.startswith("#"):
             per_iter |= "i_min" in stripped
+            m = _AVERAGE.match(stripped)
+            if m:
+                average = float(m.group(1))
             continue
         f = stripped.split()
         if len(f) < 9 or not f[0].isdigit():
@@ -104,24 +109,29 @@ def parse_text(text):
         if collective is None:
             raise Unreadable(f"line {n}: a table line before '# Collective test starting'")
         try:
-            numbers = [_value(x) for x in f[5:] if _NUMBER.match(x) or x in ("N/A", "n/a")]
-            width = 8 if per_iter else 4
-            if len(numbers) >= 2 * width:
+            cells = f[5:]
+            if len(cells) >= 2 and _STAMP.match(" ".join(cells[-2:])):     # -T 1
+                cells = cells[:-2]
+            numbers = [_value(x) for x in cells]
+            width = 8 if per_iter else 4         # -I 1 adds i_min i_max i_p99 i_cv% per mode
+            if len(numbers) == 2 * width:
                 modes = {"out_of_place": _mode(numbers[:4]),
                          "in_place": _mode(numbers[width:width + 4])}
-            elif len(numbers) >= width:
+            elif len(numbers) == width:          # in place only (trace replay)
                 modes = {"in_place": _mode(numbers[:4])}
             else:
-                raise Unreadable("too few columns")
+                raise Unreadable(f"{len(numbers)} figures after the root, expected "
+                                 f"{width} or {2 * width}")
             rows.append(_row(collective, int(f[0]), int(f[1]), f[2], f[3], int(f[4]), modes))
         except (Unreadable, ValueError) as exc:
             raise Unreadable(f"line {n}: {exc}") from None
     if not rows:
         raise Unreadable("no table lines (size count type redop root ...)")
     ranks = len(hosts) or None
-    return _document(rows, [hosts[r] for r in sorted(hosts)], ranks,
-                     f"nccl-tests {collective}_perf", None,
-                     "read from nccl-tests' printed output")
+    doc = _document(rows, [hosts[r] for r in sorted(hosts)], ranks,
+                    f"nccl-tests {collective}_perf", None, "read from nccl-tests' printed output")
+    doc["average_bus_bandwidth"] = average
+    return doc
 
 
 # ---- -J JSON ----
@@ -175,8 +185,11 @@ def parse_json(doc):
     hosts = [d.get("hostname") for d in devices if isinstance(d.get("hostname"), str)]
     name = rows[0]["collective"] if rows else "?"
     start = doc.get("start_time") if isinstance(doc.get("start_time"), str) else None
-    return _document(rows, hosts, ranks, f"nccl-tests {name}_perf", start,
-                     f"read from nccl-tests' -J JSON (version {doc.get('version')})")
+    out = _document(rows, hosts, ranks, f"nccl-tests {name}_perf", start,
+                    f"read from nccl-tests' -J JSON (version {doc.get('version')})")
+    avg = doc.get("average_bus_bandwidth")
+    out["average_bus_bandwidth"] = _num(avg, "bandwidth") if isinstance(avg, dict) else None
+    return out
 
 
 # ---- writing the -J schema ----

@@ -1,0 +1,364 @@
+"""mpibench check (which hosts to drain) and nccl-tests' formats read and written: the
+pairing and hostlists as pure logic; check under real mpirun on one host and on
+namespace hosts with tc rates; nccl-tests' printed output and -J JSON as inputs of
+report, compare and check --baseline; run --json-format nccl-tests against its schema."""
+import json
+import os
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
+from mpibench import health, nccltests, resultsfile
+from mpibench.errors import UsageError
+from mpibench.slurm import compress_hostlist, expand_nodelist
+
+from launch_helpers import LAUNCH, VENV, env
+import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
+from fakecluster import FakeCluster  # noqa: E402
+
+DATA = Path(ROOT) / "tests" / "data"
+NCCL_TEXT = DATA / "nccl-tests-all_reduce_perf.txt"
+NCCL_JSON = DATA / "nccl-tests-all_reduce_perf.json"
+SMALL = ["-b", "1M", "-n", "3", "-w", "1"]
+
+
+# ---- the pairing, without processes ----
+def _judge(bad_hosts, bad_pairs):
+    """A simulated fabric: 100 GB/s, 20 where a bad host or a bad pair takes part."""
+    def judge(pairs):
+        return {p: not (set(p) & bad_hosts or p in bad_pairs) for p in pairs}
+    return judge
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pairing_names_exactly_5_bad_hosts_and_3_bad_pairs_of_1024_in_3_rounds(seed):
+    rng = random.Random(seed)
+    n = 1024
+    bad = set(rng.sample(range(n), 5))
+    first_round = health.PairRounds(n).next_round()
+    bad_pairs = set(rng.sample([p for p in first_round if not set(p) & bad], 3))
+    seen = []
+
+    def judge(pairs):
+        hosts = [h for p in pairs for h in p]
+        assert len(hosts) == len(set(hosts)), "a host in two pairs of one round"
+        seen.append(pairs)
+        return _judge(bad, bad_pairs)(pairs)
+    verdict = health.run_pairs(n, judge)
+    assert sorted(verdict["bad"]) == sorted(bad)
+    assert set(verdict["links"]) == bad_pairs
+    assert verdict["rounds"] == len(seen) <= 3
+    assert sum(len(r) for r in seen[1:]) <= 2 * (5 + 3), "re-pairing went beyond the suspects"
+
+
+def test_pairing_odd_host_sits_out_then_is_paired_with_a_host_that_passed():
+    seen = []
+    verdict = health.run_pairs(5, lambda pairs: seen.append(pairs) or {p: True for p in pairs})
+    assert seen[0] == [(0, 1), (2, 3)]
+    assert len(seen[1]) == 1 and 4 in seen[1][0]
+    assert verdict == {"bad": [], "links": [], "reasons": {}, "rounds": 2}
+
+
+def test_pairing_odd_bad_host_fails_with_two_partners_that_passed():
+    verdict = health.run_pairs(7, _judge({6}, set()))
+    assert verdict["bad"] == [6] and verdict["rounds"] == 3
+    proven, failed = verdict["reasons"][6]
+    assert len(proven) == 2 and proven == failed
+
+
+def test_pairing_when_every_pair_fails_names_every_host_and_ends():
+    verdict = health.run_pairs(5, lambda pairs: {p: False for p in pairs})
+    assert verdict["bad"] == [0, 1, 2, 3, 4] and verdict["links"] == []
+    assert verdict["rounds"] <= 3
+
+
+def test_pairing_of_one_host_has_no_round():
+    assert health.run_pairs(1, lambda pairs: pytest.fail("no pair to test"))["rounds"] == 0
+
+
+# ---- hostlists ----
+@pytest.mark.parametrize("hosts,text", [
+    (["n03", "n17", "n18"], "n[03,17-18]"),
+    (["h1", "h2", "h3", "h5"], "h[1-3,5]"),
+    (["n09", "n10", "n100"], "n[09-10,100]"),
+    (["gpu7"], "gpu7"),
+    (["login", "n1", "n2"], "login,n[1-2]"),
+    (["b2", "a1", "b1"], "b[1-2],a1"),
+    (["n098", "n099", "n100", "n101"], "n[098-101]"),
+    ([], ""),
+])
+def test_compress_hostlist(hosts, text):
+    assert compress_hostlist(hosts) == text
+    assert sorted(expand_nodelist(text)) == sorted(hosts)
+
+
+def test_compress_hostlist_round_trips_random_names():
+    rng = random.Random(3)
+    for _ in range(200):
+        hosts = list({f"{rng.choice(['n', 'gpu-', 'x1y'])}{rng.randrange(120):0{rng.choice([1, 3])}d}"
+                      for _ in range(rng.randrange(1, 30))})
+        assert sorted(expand_nodelist(compress_hostlist(hosts))) == sorted(hosts)
+
+
+# ---- --expect, strictly ----
+@pytest.mark.parametrize("text,words", [
+    ('{"pair": {"min_busbw_GBps": "20"}}', "must be a number above 0"),
+    ('{"pair": {"min_busbw_GBps": -1}}', "must be a number above 0"),
+    ('{"pair": {"min_busbw_GBps": NaN}}', "NaN is not a number"),
+    ('{"pair": {"min_busbw_GBps": true}}', "must be a number above 0"),
+    ('{"pairs": {"min_busbw_GBps": 20}}', "unknown test 'pairs'"),
+    ('{"pair": {"min_busbw": 20}}', "give the unit in the name"),
+    ('{"pair": {"latency": 20}}', "give the unit in the name"),
+    ('{"pair": 20}', "must be an object"),
+    ('{"pair": {}}', "must be an object"),
+    ('[1, 2]', "expected an object"),
+    ('{"pair": {"min_busbw_GBps": 1}, "pair": {"min_busbw_GBps": 2}}', "appears twice"),
+    ('{"pair": ', "not JSON"),
+])
+def test_expect_refuses_hostile_input(tmp_path, text, words):
+    path = tmp_path / "expect.json"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=re.escape(words)):
+        health.read_expect(str(path))
+
+
+def test_expect_reads_limits(tmp_path):
+    path = tmp_path / "expect.json"
+    path.write_text('{"intra": {"min_busbw_GBps": 400}, "job": {"max_latency_us": 50.5}}')
+    assert health.read_expect(str(path)) == {"intra": {"min_busbw_GBps": 400},
+                                              "job": {"max_latency_us": 50.5}}
+
+
+def test_bad_expect_on_the_command_line_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "expect.json"
+    path.write_text('{"pair": {"min_busbw_GBps": -3}}')
+    check_usage_error(lone(["check", "--expect", str(path)]), "must be a number above 0", 30)
+
+
+# ---- nccl-tests' formats read ----
+def test_nccl_tests_printed_output_reads_as_results():
+    doc = resultsfile.load(str(NCCL_TEXT))
+    assert doc["world"]["size"] == 2 and doc["world"]["hosts"] == ["node01"]
+    assert [r["size"] for r in doc["results"]] == [1 << k for k in range(20, 25)]
+    row = doc["results"][0]
+    assert (row["collective"], row["dtype"], row["redop"], row["root"]) == \
+        ("all_reduce", "float32", "sum", -1)
+    assert row["out_of_place"] == {"time_us": 20.5, "algbw_GBps": 51.15, "busbw_GBps": 51.15,
+                                   "nwrong": 0}
+    assert row["in_place"]["busbw_GBps"] == 51.63
+    assert doc["average_bus_bandwidth"] == 78.131
+
+
+def test_nccl_tests_json_reads_as_results():
+    doc = resultsfile.load(str(NCCL_JSON))
+    assert doc["world"]["size"] == 2
+    row = doc["results"][1]
+    assert row["collective"] == "all_reduce" and row["size"] == 2097152
+    assert row["out_of_place"]["time_us"] == 31.02 and row["in_place"]["nwrong"] == 0
+
+
+@pytest.mark.parametrize("text,words", [
+    ("# Collective test starting: all_reduce_perf\n     1048576  262144  float  sum  -1  "
+     "x  1  1  0  1  1  1  0\n", "line 2: 'x' is not a number"),
+    ("# Collective test starting: all_reduce_perf\n     1048576  262144  float  sum  -1  "
+     "20  1  1  0  20  1  1\n", "7 figures after the root"),
+    ("# nccl-tests version 2.19.6\n# nothing measured\n", "no table lines"),
+    ("     1048576  262144  float  sum  -1  20  1  1  0  20  1  1  0\n"
+     "# Collective test starting: all_reduce_perf\n", "a table line before"),
+])
+def test_damaged_nccl_tests_output_is_one_clear_error(tmp_path, text, words):
+    path = tmp_path / "log.txt"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=words):
+        resultsfile.load(str(path))
+
+
+def test_report_and_compare_read_nccl_tests_files():
+    r = lone(["report", str(NCCL_TEXT), str(NCCL_JSON)])
+    assert r.returncode == 0, show(r)
+    assert "nccl-tests all_reduce_perf, 2 ranks on 1 host" in r.stdout
+    assert re.search(r"^\s+16777216\s+4194304\s+float\s+sum\s+-1\s+168\.40\s+99\.63", r.stdout,
+                     re.M), show(r)
+    r = lone(["compare", str(NCCL_TEXT), str(NCCL_JSON)])
+    assert r.returncode == 0, show(r)
+    assert "4 within noise of 4 rows" in r.stdout, show(r)
+
+
+# ---- nccl-tests' -J schema written ----
+# The keys nccl-tests 2.19.6 writes (src/util.cu), top level, config and a result row.
+TOP = {"version", "start_time", "args", "env", "nccl_version", "config", "results",
+       "out_of_bounds", "average_bus_bandwidth", "errors", "end_time"}
+CONFIG = {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes", "step_factor", "warmup_iters",
+          "iterations", "aggregated_iterations", "validation", "graph", "blocking_collectives",
+          "per_iter_timing", "per_iter_skip", "parallel_init", "devices"}
+DEVICE = {"rank", "group", "pid", "hostname", "device", "device_hex", "device_info"}
+ROW = {"size", "count", "type", "redop", "root", "out_of_place", "in_place", "actual_iterations",
+       "experiment_name"}
+MODE = {"time", "alg_bw", "bus_bw", "nwrong"}
+
+
+def test_run_json_format_nccl_tests_writes_its_schema(tmp_path):
+    path = tmp_path / "nccl.json"
+    r = mpirun(2, ["run", "--collectives", "all_reduce,all_gather", "-b", "1K", "-e", "4K",
+                   "-n", "2", "-w", "1", "--link-iters", "0", "--json", str(path),
+                   "--json-format", "nccl-tests"])
+    assert r.returncode == 0, show(r)
+    doc = json.loads(path.read_text())
+    assert set(doc) == TOP and doc["version"] == nccltests.JSON_VERSION
+    assert set(doc["config"]) == CONFIG and doc["config"]["per_iter_timing"] == "false"
+    assert [set(d) for d in doc["config"]["devices"]] == [DEVICE, DEVICE]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", doc["start_time"])
+    assert len(doc["results"]) == 6
+    for row in doc["results"]:
+        assert set(row) == ROW and row["root"] == "    -1"
+        assert set(row["in_place"]) == MODE and row["in_place"]["nwrong"] == 0.0
+    assert [r["experiment_name"] for r in doc["results"]] == ["all_reduce"] * 3 + ["all_gather"] * 3
+    assert doc["out_of_bounds"] == {"count": 0, "okay": "true"}
+    # and read back as results, every figure as measured
+    back = resultsfile.load(str(path))
+    assert [(r["collective"], r["size"]) for r in back["results"]] == \
+        [(r["experiment_name"], r["size"]) for r in doc["results"]]
+    assert back["results"][0]["in_place"]["time_us"] == doc["results"][0]["in_place"]["time"]
+
+
+# ---- check on one host: the nccl-tests output as --baseline ----
+def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
+    out = tmp_path / "c.json"
+    r = mpirun(2, ["check", *SMALL, "--baseline", str(NCCL_TEXT), "--json", str(out)])
+    assert r.returncode == 1, show(r)
+    assert "2. between hosts: skipped, the job has one host" in r.stdout
+    # 0.8 x the in-place 51.63 GB/s of the 1 MiB row, for the host and the whole job
+    assert f"< 41.3 GB/s (0.8 x --baseline {NCCL_TEXT})" in r.stdout, show(r)
+    assert "3. the whole job: all_reduce over 2 ranks" in r.stdout and ": FAIL, busbw" in r.stdout
+    assert mpibench_lines(r.stderr) == [f"mpibench: check FAILED: 1 host failed: "
+                                        f"{json.loads(out.read_text())['check']['hostlist']}; "
+                                        f"the whole job: " + r.stdout.split(": FAIL, ")[-1]
+                                        .splitlines()[0]], show(r)
+    doc = json.loads(out.read_text())
+    assert doc["complete"] and doc["check"]["config"]["thresholds"]["job"]["min_busbw_GBps"] == \
+        pytest.approx(0.8 * 51.63)
+    r = mpirun(2, ["check", *SMALL, "--baseline", str(NCCL_TEXT), "--min", "1e-6"])
+    assert r.returncode == 0, show(r)
+    assert "# every host passed (1)" in r.stdout
+
+
+@pytest.mark.parametrize("args,words", [
+    (["-b", "512K"], "no all_reduce row at 524288 bytes"),
+    (["--collective", "all_gather"], "no all_gather in it"),
+])
+def test_check_refuses_a_baseline_of_another_size_or_collective(args, words):
+    r = mpirun(2, ["check", "-n", "1", "-w", "0", "--baseline", str(NCCL_TEXT), *args])
+    check_usage_error(r, words, 60)
+
+
+def test_check_refuses_a_baseline_of_another_rank_layout():
+    r = mpirun(3, ["check", *SMALL, "--baseline", str(NCCL_TEXT)])
+    check_usage_error(r, "measured on 2 ranks; this check runs 3 ranks", 60)
+
+
+# ---- check across namespace hosts ----
+needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools())
+                                 or not (VENV / "bin" / "mpirun").exists(),
+                                 reason="fake hosts need root, ip/tc and the venv's mpirun")
+
+
+def _check(hosts, args, rates=None, ppn=1):
+    """check on namespace hosts (ppn: ranks per host, or a list of them)."""
+    with FakeCluster(hosts=hosts, rates=rates or "1gbit") as c:
+        ppns = ppn if isinstance(ppn, list) else [ppn] * hosts
+        spec = ",".join(f"{h}:{k}" for h, k in zip(c.hosts, ppns))
+        argv = [LAUNCH / "mpirun.sh", "--host", spec, "--mca", "plm_rsh_agent", c.agent, "--",
+                "check", "-b", "2M", "-n", "3", "-w", "1", *args]
+        try:
+            return c.run_on(c.hosts[0], [str(a) for a in argv], env=env(), timeout=180)
+        finally:
+            c._kill_strays()
+
+
+def _exit_code(r):
+    """mpibench's exit code across hosts. Open MPI 5's prterun here sometimes dies of
+    SIGSEGV while tearing down remote daemons after the ranks exited non-zero; its banner
+    has already named the ranks' own exit code, which is what is checked then."""
+    if r.returncode < 0:
+        m = re.search(r"Exit code:\s+(\d+)", r.stderr)
+        return int(m.group(1)) if m else r.returncode
+    return r.returncode
+
+
+def _verdicts(stdout):
+    """{host: verdict} from check's per-host table."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"^#  (h\d+)\s+\d+\s.*?\s(PASS|FAIL)\s",
+                                                        stdout, re.M)}
+
+
+@needs_hosts
+def test_check_names_the_host_throttled_to_a_quarter(tmp_path):
+    out, table = tmp_path / "c.json", tmp_path / "c.csv"
+    r = _check(6, ["--json", out, "--csv", table], rates={"*": "1gbit", "h3": "250mbit"})
+    assert _exit_code(r) == 1, r.stdout + r.stderr
+    assert _verdicts(r.stdout) == {"h1": "PASS", "h2": "PASS", "h3": "FAIL", "h4": "PASS",
+                                   "h5": "PASS", "h6": "PASS"}, r.stdout
+    assert "# FAILING HOSTS (1 of 6): h3" in r.stdout
+    assert 'scontrol update NodeName=h3 State=DRAIN Reason="mpibench check failed"' in r.stdout
+    assert "SUSPECT LINK" not in r.stdout
+    assert mpibench_lines(r.stderr) == ["mpibench: check FAILED: 1 host failed: h3"]
+    doc = json.loads(out.read_text())["check"]
+    assert doc["failing_hosts"] == ["h3"] and doc["hostlist"] == "h3" and doc["pair_rounds"] <= 3
+    with_h3 = [p["busbw_GBps"] for h in doc["hosts"] if h["host"] == "h3" for p in h["pairs"]]
+    others = [p["busbw_GBps"] for h in doc["hosts"] if h["host"] != "h3" for p in h["pairs"]
+              if p["partner"] != "h3"]
+    print(f"pair busbw GB/s: with h3 {with_h3}, without {others}")
+    assert len(with_h3) >= 2 and max(with_h3) < 0.5 * min(others)
+    lines = table.read_text().splitlines()
+    assert lines[0] == ("host,ranks,intra_busbw_GBps,partner,round,pair_busbw_GBps,"
+                        "line_rate_gbps,verdict,reason")
+    assert {x.split(",")[0] for x in lines[1:] if ",FAIL," in x} == {"h3"}
+
+
+@needs_hosts
+def test_check_passes_every_host_when_links_are_equal():
+    r = _check(6, [])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert set(_verdicts(r.stdout).values()) == {"PASS"} and len(_verdicts(r.stdout)) == 6
+    assert "# every host passed (6)" in r.stdout and "scontrol" not in r.stdout
+
+
+@needs_hosts
+def test_check_fails_every_host_below_an_expected_busbw(tmp_path):
+    expect = tmp_path / "expect.json"
+    expect.write_text('{"pair": {"min_busbw_GBps": 50}, "job": {"min_busbw_GBps": 50}}')
+    r = _check(6, ["--expect", expect])
+    assert _exit_code(r) == 1, r.stdout + r.stderr
+    assert set(_verdicts(r.stdout).values()) == {"FAIL"} and len(_verdicts(r.stdout)) == 6
+    assert f"below 50.000 GB/s (--expect {expect})" in r.stdout
+    assert "# FAILING HOSTS (6 of 6): h[1-6]" in r.stdout
+    assert ": FAIL, busbw" in r.stdout.split("3. the whole job")[1].split("\n")[0]
+    assert "NodeName=h[1-6] State=DRAIN" in r.stdout
+
+
+@needs_hosts
+def test_check_on_five_hosts_with_two_ranks_each(tmp_path):
+    expect = tmp_path / "expect.json"
+    # Intra-host figures on this two-core machine are noise: a low floor, checked as given.
+    expect.write_text('{"intra": {"min_busbw_GBps": 0.001}}')
+    out = tmp_path / "c.json"
+    r = _check(5, ["--expect", expect, "--json", out], ppn=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(_verdicts(r.stdout)) == 5 and set(_verdicts(r.stdout).values()) == {"PASS"}
+    doc = json.loads(out.read_text())["check"]
+    assert doc["rounds"][0] == [["h1", "h2"], ["h3", "h4"]]
+    assert any("h5" in p for p in doc["rounds"][1]), doc["rounds"]
+    assert all(h["intra"]["busbw_GBps"] > 0 for h in doc["hosts"])
+    assert "1. inside each host: all_reduce among its 2 ranks" in r.stdout
+
+
+@needs_hosts
+def test_check_refuses_hosts_with_different_rank_counts():
+    r = _check(2, [], ppn=[2, 1])
+    lines = mpibench_lines(r.stderr)
+    assert _exit_code(r) == 2 and len(lines) == 1, r.stdout + r.stderr
+    assert "hosts have different rank counts (h1 2, h2 1)" in lines[0]
+    assert "Traceback" not in r.stdout + r.stderr
