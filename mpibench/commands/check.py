@@ -2,6 +2,7 @@
 import csv
 import io
 import math
+import time
 from functools import partial
 from statistics import median
 
@@ -181,9 +182,10 @@ def _pair_rounds(session, backend, size, args, leaders, report):
         if not todo:
             break
         session.watch.arm(f"check: round of {len(todo)} host pairs")
+        start = time.perf_counter()
         records = session.comm.gather(bench.run_round(todo, with_latency=False), root=0)
         if report:
-            rounds.record(report.pair_round(todo, records, leaders))
+            rounds.record(report.pair_round(todo, records, leaders, time.perf_counter() - start))
     bench.send_buf = bench.recv_buf = None
     if report:
         report.pair_verdict(rounds.verdict(), leaders)
@@ -259,7 +261,7 @@ class Report:
                  f"at once; median busbw {median(self.figures['intra']):.3f} GB/s")
         self.save()
 
-    def pair_round(self, todo, records, leaders):
+    def pair_round(self, todo, records, leaders, seconds):
         """One round's pairs: figures, judged; returns {(i, j): passed} over host indices."""
         ends = {}
         for recs in records:
@@ -290,9 +292,11 @@ class Report:
             lines.append(f"{ha}-{hb} {f['busbw_GBps']:.3f}{_share(f['busbw_GBps'], rate)}"
                          + ("" if why is None else " FAIL"))
         self.doc["rounds"].append([[self.s.hosts[a], self.s.hosts[b]] for a, b in todo])
+        self.doc.setdefault("round_seconds", []).append(seconds)
         self.say(f"# 2. between hosts, round {k}: {len(todo)} pair{'s' if len(todo) != 1 else ''} "
                  f"at once, busbw GB/s: " + ", ".join(lines[:8])
-                 + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else ""))
+                 + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else "")
+                 + f" ({seconds:.2f} s)")
         self.save()
         return result
 
