@@ -167,15 +167,17 @@ def _gb(value):
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def baseline_limits(doc, path, collective, size, ranks_per_host, world, share):
+def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, sizes=()):
     """Thresholds from an earlier result: a `check` file (intra, pair, job) or a run /
     nccl-tests result of the collective (the whole job, or one host when its ranks are
-    one host's). A baseline that measured something else: UsageError."""
+    one host's). sizes: what the size becomes once aligned for the ranks (nccl-tests
+    prints that). A baseline that measured something else: UsageError."""
     where = f"--baseline {path}"
     mine = f"{collective} at {size} bytes"
     if doc.get("command") == "check" and isinstance(doc.get("check"), dict):
         c = doc["check"]
-        cfg = c.get("config") or {}
+        cfg = c.get("config") if isinstance(c.get("config"), dict) else {}
+        figures = c.get("figures") if isinstance(c.get("figures"), dict) else {}
         theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
         if theirs != (collective, size, ranks_per_host):
             raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
@@ -183,7 +185,8 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share):
                              f"{ranks_per_host} ranks per host")
         out = {}
         for test in TESTS:
-            figs = [x for x in (c.get("figures") or {}).get(test) or [] if _finite_positive(x)]
+            found = figures.get(test)
+            figs = [x for x in found if _finite_positive(x)] if isinstance(found, list) else []
             if figs:
                 out[test] = {"min_busbw_GBps": share * median(figs)}
         return out, (None if cfg.get("world") == world else "job")
@@ -192,7 +195,7 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share):
         have = sorted({r["collective"] for r in doc["results"]})
         raise UsageError(f"{where}: no {collective} in it (it has {', '.join(have) or 'no rows'}); "
                          f"give --collective to match")
-    at = [r for r in rows if r["size"] == size]
+    at = [r for r in rows if r["size"] == size or r["size"] in sizes]
     if not at:
         raise UsageError(f"{where}: no {collective} row at {size} bytes (its sizes: "
                          f"{', '.join(str(r['size']) for r in rows[:12])}); give -b to match")

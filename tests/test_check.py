@@ -245,6 +245,20 @@ def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
     assert "# every host passed (1)" in r.stdout
 
 
+@pytest.mark.parametrize("collective,mode", [("all_gather", "in_place"),
+                                             ("all_to_all", "out_of_place")])
+def test_check_other_collectives_on_one_host(tmp_path, collective, mode):
+    out = tmp_path / "c.json"
+    r = mpirun(3, ["check", "--collective", collective, *SMALL, "--json", str(out)])
+    assert r.returncode == 0, show(r)
+    assert f"1. inside each host: {collective} among its 3 ranks" in r.stdout
+    row = json.loads(out.read_text())["results"][0]
+    assert row["collective"] == collective and row[mode]["busbw_GBps"] > 0
+    assert (1 << 20) - 48 <= row["size"] <= 1 << 20       # 16-byte chunks per rank
+    # the whole job's row reads back as any result (report, compare, --baseline)
+    assert resultsfile.load(str(out))["results"] == [row]
+
+
 @pytest.mark.parametrize("args,words", [
     (["-b", "512K"], "no all_reduce row at 524288 bytes"),
     (["--collective", "all_gather"], "no all_gather in it"),
@@ -252,6 +266,27 @@ def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
 def test_check_refuses_a_baseline_of_another_size_or_collective(args, words):
     r = mpirun(2, ["check", "-n", "1", "-w", "0", "--baseline", str(NCCL_TEXT), *args])
     check_usage_error(r, words, 60)
+
+
+def test_check_with_an_earlier_check_as_baseline(tmp_path):
+    first = tmp_path / "first.json"
+    r = mpirun(2, ["check", *SMALL, "--json", str(first)])
+    assert r.returncode == 0, show(r)
+    r = mpirun(2, ["check", *SMALL, "--baseline", str(first), "--min", "0.01"])
+    assert r.returncode == 0, show(r)
+    for test in ("intra", "job"):
+        assert re.search(rf"# threshold {test}: min_busbw_GBps [0-9.e-]+ \(0\.01 x --baseline ",
+                         r.stdout), show(r)
+    r = mpirun(2, ["check", "-b", "2M", "-n", "1", "-w", "0", "--baseline", str(first)])
+    check_usage_error(r, "it checked all_reduce at 1048576 bytes with 2 ranks per host; this "
+                         "check runs all_reduce at 2097152 bytes", 60)
+
+
+def test_check_takes_an_expect_or_a_baseline_not_both(tmp_path):
+    path = tmp_path / "expect.json"
+    path.write_text('{"job": {"min_busbw_GBps": 1}}')
+    check_usage_error(lone(["check", "--expect", str(path), "--baseline", str(NCCL_TEXT)]),
+                      "give --expect or --baseline, not both", 30)
 
 
 def test_check_refuses_a_baseline_of_another_rank_layout():

@@ -12,6 +12,7 @@ from .. import cli, health, hostfacts, jobinfo, pairs, saved
 from ..collectives import REGISTRY
 from ..collectives.base import Ctx, algbw, busbw
 from ..dtypes import DTYPES
+from ..engine import MODE_KEYS, iteration_views
 from ..errors import CheckFailed, UsageError
 from ..output import open_output
 from ..p2p import PairBench
@@ -65,6 +66,8 @@ def add_arguments(p):
 
 def check_args(args):
     """--expect and --baseline are read by every rank alike, before torch loads."""
+    if args.expect and args.baseline:
+        raise UsageError("give --expect or --baseline, not both (--expect would win)")
     args.limits = health.read_expect(args.expect) if args.expect else None
     args.baseline_doc = saved.load(args.baseline) if args.baseline else None
 
@@ -140,8 +143,11 @@ def _limits(args, size, ppn, world):
         return {t: dict(v, source=f"--expect {args.expect}") for t, v in args.limits.items()}
     if args.baseline_doc is None:
         return {}
+    coll = REGISTRY[args.collective]
+    aligned = {max(c.send, c.recv) * DTYPE.size for c in
+               (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, world))}
     found, skipped = health.baseline_limits(args.baseline_doc, args.baseline, args.collective,
-                                            size, ppn, world, args.min_share)
+                                            size, ppn, world, args.min_share, aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     out = {t: dict(v, source=src) for t, v in found.items() if t != skipped}
     return out
@@ -153,11 +159,19 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
     session.watch.arm(f"check: {coll.name} {where}")
     count = size // DTYPE.size
     c = coll.counts(count, DTYPE.size, n)
-    buf = backend.typed(backend.alloc(max(c.send, c.recv) * DTYPE.size + c.send * DTYPE.size,
-                                      session.rank), DTYPE)
-    recv, send = buf[:c.recv], buf[c.recv:c.recv + c.send]
+    mode = "in" if "in" in backend.modes(coll) else "out"     # in place needs one buffer
+    elements = max(c.send, c.recv) if mode == "in" else c.send + c.recv
+    buf, error = None, None
+    try:
+        buf = backend.typed(backend.alloc(elements * DTYPE.size, session.rank), DTYPE)
+    except Exception as exc:
+        if not backend.is_oom(exc):
+            raise
+        error = f"out of memory for {elements * DTYPE.size} bytes: {type(exc).__name__}"
+    session.agree(error, 1)
+    send, recv = iteration_views(buf[c.recv:], buf, c, mode, session.rank, 1)[0]
     ctx = Ctx(rank=session.rank, n=n, root=-1, op="sum", dtype=DTYPE, count=c.param,
-              backend_op=backend.ops["sum"], device=backend.device)
+              in_place=mode == "in", backend_op=backend.ops["sum"], device=backend.device)
     call = backend.bind(coll, send, recv, ctx, False)
     if group is not None:
         call = partial(call, group=group)
@@ -168,7 +182,7 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
     seconds = backend.time_loop([call] * args.iters, blocking)
     return {"host": session.hostname, "seconds": seconds,
             "bw_bytes": coll.bw_bytes(c, DTYPE.size, n), "factor": coll.busbw_factor(n),
-            "count": c.param, "size": max(c.send, c.recv) * DTYPE.size}
+            "count": c.param, "size": max(c.send, c.recv) * DTYPE.size, "mode": MODE_KEYS[mode]}
 
 
 def _pair_rounds(session, backend, size, args, leaders, report):
@@ -329,7 +343,7 @@ class Report:
         row = {"collective": self.coll.name, "backend": self.s.backend, "size": mean["size"],
                "count": mean["count"], "type": DTYPE.label, "dtype": DTYPE.name, "redop": "sum",
                "root": -1, "bw_bytes": mean["bw_bytes"], "busbw_factor": mean["factor"],
-               "out_of_place": None, "in_place": dict(fig, nwrong=None)}
+               "out_of_place": None, "in_place": None, mean["mode"]: dict(fig, nwrong=None)}
         self.out.add_row(row, line)
 
     def _fail(self, host, reason):
