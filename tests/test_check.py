@@ -103,6 +103,26 @@ def test_compress_hostlist_round_trips_random_names():
         assert sorted(expand_nodelist(compress_hostlist(hosts))) == sorted(hosts)
 
 
+# ---- line rates, as doctor reads them ----
+def _sysfs(root, files):
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text + "\n")
+
+
+def test_line_rate_is_the_fastest_active_rdma_port_else_the_fastest_interface_up(tmp_path):
+    from mpibench.commands.check import _share, line_rate
+    _sysfs(tmp_path, {"sys/class/net/eth0/speed": "25000", "sys/class/net/eth0/operstate": "up",
+                      "sys/class/net/eth1/speed": "100000", "sys/class/net/eth1/operstate": "down"})
+    assert line_rate(str(tmp_path)) == 25
+    ib = "sys/class/infiniband/mlx5_{}/ports/1/{}"
+    _sysfs(tmp_path, {ib.format(0, "state"): "4: ACTIVE", ib.format(0, "rate"): "200 Gb/sec (4X HDR)",
+                      ib.format(1, "state"): "1: DOWN", ib.format(1, "rate"): "400 Gb/sec (4X NDR)"})
+    assert line_rate(str(tmp_path)) == 200
+    assert line_rate(str(tmp_path / "nothing")) is None
+    assert _share(20.0, 200) == " (80%)" and _share(20.0, None) == ""
+
+
 # ---- --expect, strictly ----
 @pytest.mark.parametrize("text,words", [
     ('{"pair": {"min_busbw_GBps": "20"}}', "must be a number above 0"),

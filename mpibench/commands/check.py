@@ -86,9 +86,11 @@ def execute(session, args):
     ppn = counts[names[0]]
     limits = _limits(args, size, ppn, session.size)
     out = open_output(session, "check", args)
-    rates = session.comm.gather(health_rate(), root=0)
+    rates = session.comm.gather(line_rate(), root=0)
     records, versions = jobinfo.gather(session)
     session.watch.timeout = args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9))
+    if out is not None:
+        session.watch.on_fault = out.abandon     # a hang or a signal: what was measured stays
     report = Report(session, out, args, coll, size, ppn, names, members, limits, rates) \
         if session.rank == 0 else None
     if report:
@@ -125,14 +127,14 @@ def execute(session, args):
     return 0
 
 
-def health_rate():
+def line_rate(root="/"):
     """This host's line rate in Gbit/s as `doctor` reads it: the fastest active RDMA port,
     else the fastest interface that is up (None when the host says neither)."""
-    ports = [p["rate_gbps"] for p in hostfacts.rdma_ports("/") if p["state"] == "ACTIVE"
+    ports = [p["rate_gbps"] for p in hostfacts.rdma_ports(root) if p["state"] == "ACTIVE"
              and p["rate_gbps"]]
     if ports:
         return max(ports)
-    nics = [i["speed_mbps"] / 1000 for i in hostfacts.interfaces("/")
+    nics = [i["speed_mbps"] / 1000 for i in hostfacts.interfaces(root)
             if i["state"] == "up" and i["speed_mbps"]]
     return max(nics) if nics else None
 
@@ -337,8 +339,11 @@ class Report:
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
         lim = self.limits.get("job")
         self.job_failed = health.below(fig, lim)
-        line = (f"# 3. the whole job: {self.coll.name} over {self.s.size} ranks, busbw "
-                f"{_bw(fig['busbw_GBps'])} GB/s, {fig['time_us']:.1f} us per call"
+        n = self.s.size
+        line = (f"# 3. the whole job: {self.coll.name} over {n} rank{'s' if n != 1 else ''}, "
+                + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None
+                   else "busbw n/a (not defined for one rank)")
+                + f", {fig['time_us']:.1f} us per call"
                 + (f": FAIL, {self.job_failed}" if self.job_failed else ""))
         row = {"collective": self.coll.name, "backend": self.s.backend, "size": mean["size"],
                "count": mean["count"], "type": DTYPE.label, "dtype": DTYPE.name, "redop": "sum",
