@@ -412,8 +412,8 @@ def test_check_on_five_hosts_with_two_ranks_each(tmp_path):
 
 @needs_hosts
 def test_check_refuses_hosts_with_different_rank_counts():
-    r = _check(2, [], ppn=[2, 1])
+    r = _check(3, [], ppn=[2, 1, 2])
     lines = mpibench_lines(r.stderr)
     assert _exit_code(r) == 2 and len(lines) == 1, r.stdout + r.stderr
-    assert "hosts have different rank counts (h1 2, h2 1)" in lines[0]
+    assert "hosts have different rank counts: 2 on h[1,3], 1 on h2;" in lines[0]
     assert "Traceback" not in r.stdout + r.stderr

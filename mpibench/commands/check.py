@@ -81,8 +81,12 @@ def execute(session, args):
     members = {h: [r for r, x in enumerate(session.hosts) if x == h] for h in names}
     counts = {h: len(m) for h, m in members.items()}
     if len(set(counts.values())) > 1:
-        raise UsageError("hosts have different rank counts (" + ", ".join(
-            f"{h} {n}" for h, n in counts.items()) + "): check needs the same number on each")
+        by_count = {}
+        for h, n in counts.items():
+            by_count.setdefault(n, []).append(h)
+        raise UsageError("hosts have different rank counts: " + ", ".join(
+            f"{n} on {compress_hostlist(hs)}" for n, hs in sorted(by_count.items(), reverse=True))
+            + "; check needs the same number on each")
     ppn = counts[names[0]]
     limits = _limits(args, size, ppn, session.size)
     out = open_output(session, "check", args)
@@ -100,7 +104,7 @@ def execute(session, args):
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []
     if groups:
-        mine = groups[names.index(session.hostname)]
+        mine = groups[names.index(session.hosts[session.rank])]
         t = _collective_time(session, backend, coll, size, ppn, args, mine, "inside each host")
         gathered = session.comm.gather(t, root=0)
         if report:
