@@ -181,9 +181,9 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
     call = backend.bind(coll, send, recv, ctx, False)
     if group is not None:
         call = partial(call, group=group)
-    blocking = backend.default_blocking()
+    blocking = backend.default_blocking()        # the sweep's default (nccl-tests' -z)
     if args.warmup:
-        backend.time_loop([call] * args.warmup, True)
+        backend.time_loop([call] * args.warmup, blocking)
     session.comm.barrier()
     seconds = backend.time_loop([call] * args.iters, blocking)
     return {"host": session.hostname, "seconds": seconds,
