@@ -217,6 +217,14 @@ def _flag(value):
     return "true" if value else "false"         # nccl-tests' jsonBool writes strings
 
 
+def _blocking(value):
+    """nccl-tests' blocking_coll is its -z (0-3), written as a bool: any mode but 0. Ours is
+    -z too (a bool in older results), or one per backend."""
+    values = value.values() if isinstance(value, dict) else [value]
+    return any(v is True or (not isinstance(v, bool) and isinstance(v, int) and v > 0)
+               for v in values)
+
+
 def _mode_out(m):
     if m is None:
         return None
@@ -245,7 +253,7 @@ def render(doc):
                       "warmup_iters": cfg.get("warmup", 0), "iterations": cfg.get("iters", 0),
                       "aggregated_iterations": 1, "validation": int(bool(cfg.get("check"))),
                       "graph": cfg.get("graph", 0),
-                      "blocking_collectives": _flag(cfg.get("blocking") is True),
+                      "blocking_collectives": _flag(_blocking(cfg.get("blocking"))),
                       "per_iter_timing": "false", "per_iter_skip": 0,
                       "parallel_init": "false", "devices": devices},
            "results": [{"size": r["size"], "count": r["count"], "type": r["type"],
