@@ -16,7 +16,8 @@ import math
 import os
 import re
 
-from .errors import UsageError
+from ..errors import UsageError
+from ..measure.modes import MODES
 
 MAX_BYTES = 64 << 20        # a 4096-rank sweep with per-rank times stays well below
 MAX_DEPTH = 32
@@ -24,7 +25,6 @@ MAX_SIZE = 1 << 50          # 1 PiB: no collective buffer is larger
 MAX_RANKS = 1 << 20
 MAX_ROWS = 1 << 20
 FORMAT_VERSION = 1
-MODES = ("out_of_place", "in_place")
 
 
 class _Bad(Exception):
