@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
-from mpibench import health, nccltests, resultsfile
+from mpibench import resultsfile
+from mpibench.diagnose import health
+from mpibench.results import nccltests
 from mpibench.errors import UsageError
-from mpibench.slurm import compress_hostlist, expand_nodelist
+from mpibench.launch.slurm import compress_hostlist, expand_nodelist
 
 from launch_helpers import LAUNCH, VENV, env
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
@@ -111,7 +113,8 @@ def _sysfs(root, files):
 
 
 def test_line_rate_is_the_fastest_active_rdma_port_else_the_fastest_interface_up(tmp_path):
-    from mpibench.commands.check import _share, line_rate
+    from mpibench.commands.check import _share
+    from mpibench.diagnose.health import line_rate
     _sysfs(tmp_path, {"sys/class/net/eth0/speed": "25000", "sys/class/net/eth0/operstate": "up",
                       "sys/class/net/eth1/speed": "100000", "sys/class/net/eth1/operstate": "down"})
     assert line_rate(str(tmp_path)) == 25

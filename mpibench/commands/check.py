@@ -8,16 +8,20 @@ from statistics import median
 
 from tabulate import tabulate
 
-from .. import cli, health, hostfacts, jobinfo, pairs, saved
-from ..collectives import REGISTRY
-from ..collectives.base import Ctx, algbw, busbw
-from ..dtypes import DTYPES
-from ..engine import MODE_KEYS, iteration_views
+from ..diagnose import health, jobinfo, pairs
+from ..diagnose.health import line_rate
 from ..errors import CheckFailed, UsageError
-from ..output import open_output
-from ..p2p import PairBench
-from ..sizes import format_size
-from ..slurm import compress_hostlist
+from ..launch.slurm import compress_hostlist
+from ..measure.collectives import REGISTRY
+from ..measure.collectives.base import Ctx, algbw, busbw
+from ..measure.dtypes import DTYPES
+from ..measure.engine import iteration_views
+from ..measure.modes import MODE_KEYS
+from ..measure.p2p import PairBench
+from ..measure.sizes import format_size
+from ..results import reader
+from ..results.output import open_output
+from .common import options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
 DESCRIPTION = (
@@ -41,11 +45,11 @@ DTYPE = DTYPES["float32"]
 def add_arguments(p):
     p.add_argument("--collective", choices=COLLECTIVES, default="all_reduce",
                    help="the collective of tests 1 and 3 (default all_reduce)")
-    p.add_argument("-b", "--size", type=cli.size_arg, default=None, metavar="SIZE",
+    p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per call, every test (default 1G on GPUs, 16M on CPUs)")
-    p.add_argument("-n", "--iters", type=cli.int_at_least(1), default=5,
+    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=5,
                    help="timed calls per test (default 5)")
-    p.add_argument("-w", "--warmup", type=cli.int_at_least(0), default=2,
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2,
                    help="untimed calls first (default 2)")
     p.add_argument("--expect", metavar="FILE",
                    help='JSON limits per test, e.g. {"intra": {"min_busbw_GBps": 400}, '
@@ -54,14 +58,14 @@ def add_arguments(p):
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min of it")
-    p.add_argument("--min", type=cli.positive_float, default=health.RELATIVE, metavar="F",
+    p.add_argument("--min", type=options.positive_float, default=health.RELATIVE, metavar="F",
                    dest="min_share", help="with --baseline: fail below F times it (default 0.8)")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
-    p.add_argument("--timeout", type=cli.positive_float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
                    help="the longest one test may take before the job is called hung "
                         "(default 60 s plus the test's bytes at 1 GB/s)")
-    cli.add_backend(p, cli.TORCH_BACKENDS)
+    options.add_backend(p, options.TORCH_BACKENDS)
 
 
 def check_args(args):
@@ -69,11 +73,11 @@ def check_args(args):
     if args.expect and args.baseline:
         raise UsageError("give --expect or --baseline, not both (--expect would win)")
     args.limits = health.read_expect(args.expect) if args.expect else None
-    args.baseline_doc = saved.load(args.baseline) if args.baseline else None
+    args.baseline_doc = reader.load(args.baseline) if args.baseline else None
 
 
 def execute(session, args):
-    from ..backends.torchdist import TorchBackend
+    from ..measure.backends.torchdist import TorchBackend
     backend = TorchBackend(session)
     coll = REGISTRY[args.collective]
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
@@ -129,18 +133,6 @@ def execute(session, args):
     if failed:
         raise CheckFailed(failed)
     return 0
-
-
-def line_rate(root="/"):
-    """This host's line rate in Gbit/s as `doctor` reads it: the fastest active RDMA port,
-    else the fastest interface that is up (None when the host says neither)."""
-    ports = [p["rate_gbps"] for p in hostfacts.rdma_ports(root) if p["state"] == "ACTIVE"
-             and p["rate_gbps"]]
-    if ports:
-        return max(ports)
-    nics = [i["speed_mbps"] / 1000 for i in hostfacts.interfaces(root)
-            if i["state"] == "up" and i["speed_mbps"]]
-    return max(nics) if nics else None
 
 
 def _limits(args, size, ppn, world):

@@ -1,5 +1,6 @@
 """`check`'s judgement, without processes: which host pairs to test in each round, which
-hosts and links the results condemn, and the thresholds they are held to.
+hosts and links the results condemn, the thresholds they are held to, and a host's line
+rate as `doctor` reads it.
 
 Pairs: round 1 pairs the hosts in order (an odd last host sits out). A pair below the
 threshold makes both hosts suspects; from round 2 each suspect (and the host that sat
@@ -13,8 +14,9 @@ import math
 from collections import deque
 from statistics import median
 
-from .errors import UsageError
-from .resultsfile import parse
+from ..errors import UsageError
+from ..results.document import parse
+from . import hostfacts
 
 TESTS = ("intra", "pair", "job")
 LIMITS = ("min_busbw_GBps", "max_latency_us")
@@ -210,3 +212,15 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
     if not bws:
         raise UsageError(f"{where}: its {collective} row at {size} bytes has no busbw")
     return {t: {"min_busbw_GBps": share * max(bws)} for t in tests}, None
+
+
+def line_rate(root="/"):
+    """This host's line rate in Gbit/s as `doctor` reads it: the fastest active RDMA port,
+    else the fastest interface that is up (None when the host says neither)."""
+    ports = [p["rate_gbps"] for p in hostfacts.rdma_ports(root) if p["state"] == "ACTIVE"
+             and p["rate_gbps"]]
+    if ports:
+        return max(ports)
+    nics = [i["speed_mbps"] / 1000 for i in hostfacts.interfaces(root)
+            if i["state"] == "up" and i["speed_mbps"]]
+    return max(nics) if nics else None

@@ -15,8 +15,8 @@ import math
 import os
 import re
 
-from . import __version__
-from .dtypes import DTYPES
+from .. import __version__
+from ..measure.dtypes import DTYPES
 
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
 NCCL_TESTS_VERSION = "2.19.6"
