@@ -21,7 +21,7 @@ from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
 from ..results import reader
 from ..results.output import open_output
-from .common import options
+from .common import classic, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
 DESCRIPTION = (
@@ -159,14 +159,7 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
     c = coll.counts(count, DTYPE.size, n)
     mode = "in" if "in" in backend.modes(coll) else "out"     # in place needs one buffer
     elements = max(c.send, c.recv) if mode == "in" else c.send + c.recv
-    buf, error = None, None
-    try:
-        buf = backend.typed(backend.alloc(elements * DTYPE.size, session.rank), DTYPE)
-    except Exception as exc:
-        if not backend.is_oom(exc):
-            raise
-        error = f"out of memory for {elements * DTYPE.size} bytes: {type(exc).__name__}"
-    session.agree(error, 1)
+    buf = classic.tensor(session, backend, DTYPE, elements)
     send, recv = iteration_views(buf[c.recv:], buf, c, mode, session.rank, 1)[0]
     ctx = Ctx(rank=session.rank, n=n, root=-1, op="sum", dtype=DTYPE, count=c.param,
               in_place=mode == "in", backend_op=backend.ops["sum"], device=backend.device)
