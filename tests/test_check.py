@@ -398,7 +398,8 @@ def test_check_fails_every_host_below_an_expected_busbw(tmp_path):
     r = _check(6, ["--expect", expect])
     assert _exit_code(r) == 1, r.stdout + r.stderr
     assert set(_verdicts(r.stdout).values()) == {"FAIL"} and len(_verdicts(r.stdout)) == 6
-    assert f"below 50.000 GB/s (--expect {expect})" in r.stdout
+    assert re.search(rf"between hosts: below min_busbw_GBps 50 \(--expect {expect}\) with "
+                     rf"h2 \([0-9.]+ GB/s\); none passed with another host", r.stdout), r.stdout
     assert "# FAILING HOSTS (6 of 6): h[1-6]" in r.stdout
     assert ": FAIL, busbw" in r.stdout.split("3. the whole job")[1].split("\n")[0]
     assert "NodeName=h[1-6] State=DRAIN" in r.stdout

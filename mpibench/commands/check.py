@@ -236,14 +236,13 @@ class Report:
                          {"size": self.size, "iters": self.args.iters, "warmup": self.args.warmup})
         for test in health.TESTS:
             lim = self.limits.get(test)
-            self.say(f"# threshold {test}: " + (", ".join(
-                f"{k} {v:.4g}" for k, v in lim.items() if k != "source") + f" ({lim['source']})"
-                if lim else ("relative: below 0.8 of the median " + ("pair" if test == "pair" else "host")
+            self.say(f"# threshold {test}: " + (_limit_text(lim) if lim else (f"relative: below {health.RELATIVE:g} of the median "
+                             + ("pair" if test == "pair" else "host")
                              if test != "job" else "none (give --expect or --baseline to judge it)")))
         self.out.announce_files()
         self.save()
 
-    def _figure(self, rec, n):
+    def _figure(self, rec):
         alg = algbw(rec["bw_bytes"], rec["seconds"])
         return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"])}
 
@@ -253,10 +252,10 @@ class Report:
             per_host.setdefault(rec["host"], []).append(rec)
         for h, recs in per_host.items():
             mean = dict(recs[0], seconds=sum(r["seconds"] for r in recs) / len(recs))
-            self.hosts[h]["intra"] = self._figure(mean, self.ppn)
+            self.hosts[h]["intra"] = self._figure(mean)
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
         lim = self.limits.get("intra") or {"min_busbw_GBps": health.relative(self.figures["intra"]),
-                                           "source": "0.8 x the median host"}
+                                           "source": f"{health.RELATIVE:g} x the median host"}
         self.doc["config"]["thresholds"]["intra"] = lim
         for h in self.names:
             why = health.below(self.hosts[h]["intra"], lim)
@@ -281,7 +280,8 @@ class Report:
         k = len(self.doc["rounds"]) + 1
         if self.pair_limit is None:       # relative: the first round sets the reference
             self.pair_limit = {"min_busbw_GBps": health.relative(
-                [f["busbw_GBps"] for f in figs.values()]), "source": "0.8 x the median pair"}
+                [f["busbw_GBps"] for f in figs.values()]),
+                "source": f"{health.RELATIVE:g} x the median pair"}
             self.doc["config"]["thresholds"]["pair"] = self.pair_limit
         index = {r: i for i, r in enumerate(leaders)}
         result, lines = {}, []
@@ -308,22 +308,20 @@ class Report:
     def pair_verdict(self, verdict, leaders):
         host_of = [self.s.hosts[r] for r in leaders]
         for h in verdict["bad"]:
-            proven, failed = verdict["reasons"][h]
-            lim = self.pair_limit
-            if proven:
-                text = (f"below {lim['min_busbw_GBps']:.3f} GB/s ({lim['source']}) with "
-                        f"{', '.join(host_of[p] for p in failed)}"
-                        + (f", {len(proven)} of whom passed with other hosts" if proven else ""))
-            else:
-                text = (f"below {lim['min_busbw_GBps']:.3f} GB/s ({lim['source']}) with "
-                        f"{', '.join(host_of[p] for p in failed)}; no partner passed elsewhere")
-            self._fail(host_of[h], f"between hosts: {text}")
+            proven, _ = verdict["reasons"][h]
+            failed = [p for p in self.hosts[host_of[h]]["pairs"] if not p["passed"]]
+            timed = "max_latency_us" in self.pair_limit
+            self._fail(host_of[h], f"between hosts: below {_limit_text(self.pair_limit)} with "
+                       + ", ".join(f"{p['partner']} ({_bw(p['busbw_GBps'])} GB/s"
+                                   + (f", {p['time_us']:.0f} us)" if timed else ")") for p in failed)
+                       + (f"; {len(proven)} of {len(failed)} passed with other hosts" if proven
+                          else "; none passed with another host to compare"))
         self.doc["suspect_links"] = [[host_of[a], host_of[b]] for a, b in verdict["links"]]
         self.doc["pair_rounds"] = verdict["rounds"]
 
     def job(self, gathered):
         mean = dict(gathered[0], seconds=sum(r["seconds"] for r in gathered) / len(gathered))
-        fig = self._figure(mean, self.s.size)
+        fig = self._figure(mean)
         self.doc["job"] = fig
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
         lim = self.limits.get("job")
@@ -397,6 +395,11 @@ class Report:
                             p["round"] if p else "", p["busbw_GBps"] if p else "",
                             e["line_rate_gbps"] or "", e["verdict"], "; ".join(e["reasons"])])
         return buf.getvalue()
+
+
+def _limit_text(lim):
+    """'min_busbw_GBps 40 (--expect FILE)': a test's limits and where they come from."""
+    return ", ".join(f"{k} {v:.4g}" for k, v in lim.items() if k != "source") + f" ({lim['source']})"
 
 
 def _bw(value):
