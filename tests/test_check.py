@@ -312,6 +312,26 @@ def test_check_with_an_earlier_check_as_baseline(tmp_path):
                          "check runs all_reduce at 2097152 bytes", 60)
 
 
+def test_check_latency_limits_from_expect(tmp_path):
+    expect = tmp_path / "expect.json"
+    expect.write_text('{"intra": {"max_latency_us": 1e9}, "job": {"max_latency_us": 1}}')
+    r = mpirun(2, ["check", *SMALL, "--expect", str(expect)])
+    assert r.returncode == 1, show(r)
+    assert "# every host passed (1)" in r.stdout       # the host's limit is generous
+    assert re.search(rf": FAIL, time [0-9.]+ us > 1 us \(--expect {expect}\)", r.stdout), show(r)
+
+
+def test_baseline_from_a_malformed_check_file_gives_no_limit_rather_than_a_traceback():
+    doc = {"command": "check", "results": [],
+           "check": {"config": {"collective": "all_reduce", "size": 1024, "ranks_per_host": 2,
+                                "world": 4}, "figures": {"intra": "fast", "pair": [None, -1, 3.0]}}}
+    limits, skipped = health.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+    assert limits == {"pair": {"min_busbw_GBps": 1.5}} and skipped is None
+    doc["check"]["config"] = ["not", "an", "object"]
+    with pytest.raises(UsageError, match="a check result without its config"):
+        health.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+
+
 def test_check_takes_an_expect_or_a_baseline_not_both(tmp_path):
     path = tmp_path / "expect.json"
     path.write_text('{"job": {"min_busbw_GBps": 1}}')

@@ -180,6 +180,9 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
         c = doc["check"]
         cfg = c.get("config") if isinstance(c.get("config"), dict) else {}
         figures = c.get("figures") if isinstance(c.get("figures"), dict) else {}
+        if not cfg:
+            raise UsageError(f"{where}: a check result without its config (collective, size, "
+                             f"ranks per host)")
         theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
         if theirs != (collective, size, ranks_per_host):
             raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
