@@ -106,6 +106,7 @@ def execute(session, args):
         if out.files and args.csv:
             next(f for f in out.files if f.requested == args.csv).render = report.csv
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
+    session.watch.arm("check: a process group per host")
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []
     if groups:
         mine = groups[names.index(session.hosts[session.rank])]
