@@ -7,7 +7,7 @@ commands may trust every field they touch.
 """
 import math
 
-from . import resultsfile
+from . import resultsfile, traindoc
 from .errors import UsageError
 
 MODES = resultsfile.MODES
@@ -27,6 +27,9 @@ def _num(x):
 
 
 def _problem(doc):
+    problem = traindoc.problem(doc)
+    if problem:
+        return problem
     world = doc.get("world")
     if world and "hosts" in world and not (isinstance(world["hosts"], list) and all(
             isinstance(h, str) for h in world["hosts"])):

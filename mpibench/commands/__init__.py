@@ -7,7 +7,7 @@ None for no process group, or "offline" for commands that need no ranks at all.
 import importlib
 
 NAMES = ("run", "info", "allreduce", "latency", "flagsync", "demo", "p2p", "doctor",
-         "report", "compare", "plot", "sweep", "predict")
+         "report", "compare", "plot", "sweep", "predict", "train")
 
 DEFAULT = "run"
 

@@ -3,7 +3,7 @@ from math import exp, log
 
 from tabulate import tabulate
 
-from .. import cli, saved
+from .. import cli, saved, traindoc
 from ..errors import CheckFailed, UsageError
 from ..sizes import format_size
 
@@ -66,11 +66,17 @@ def execute(session, args):
     modes = saved.modes(args.mode)
     figs = [figures(d, modes, args.min_size) for d in docs]
     common = [k for k in figs[0] if all(k in f for f in figs[1:])]
-    if not common:
+    trained = all((d.get("train") or {}).get("summary") for d in docs)
+    if not common and not trained:
         raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
                          f"collective, backend, dtype, op, root, setting, size and mode)")
     for p, d in zip(paths, docs):
         print(saved.describe(p, d))
+    if trained:     # train results: the steps first, then any collective rows they share
+        for line in traindoc.comparison(list(zip(paths, docs))):
+            print(line)
+        if not common:
+            return 0
     both_trials = all(any(saved.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
                          if both_trials else

@@ -18,7 +18,7 @@ import time
 
 from tabulate import tabulate
 
-from .. import __version__, cli, output, saved
+from .. import __version__, cli, output, saved, traindoc
 from ..errors import Exit, UsageError
 from ..results import ResultFile, render_json
 from ..sizes import format_size
@@ -213,6 +213,8 @@ def execute(session, args):
         if part is not None:
             record.update(world=part.get("world"), complete=part.get("complete"),
                           versions=part.get("versions"), run_env=part.get("env"))
+            if part.get("train"):
+                record["train"] = part["train"].get("summary")
             for row in part["results"]:
                 doc["results"].append(dict(row, setting=name))
             for entry in part.get("hosts") or []:
@@ -235,6 +237,8 @@ def execute(session, args):
                                  f"nothing: give --set with variables that {backend} reads "
                                  f"(e.g. GLOO_SOCKET_IFNAME, OMPI_MCA_*)")
     for line in summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode)):
+        print(line)
+    for line in traindoc.sweep_lines(doc["settings"], labels):
         print(line)
     doc["end_time"] = output.now()
     doc["complete"] = not failed
