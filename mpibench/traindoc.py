@@ -181,7 +181,8 @@ def host_lines(analysis, kind):
     for name in analysis["slow_hosts"]:
         h = next(x for x in analysis["hosts"] if x["host"] == name)
         lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
-                     f"{h['slow_iterations']} of {analysis['iterations']} steps ({h['ratio']:.2f}x)")
+                     f"{h['slow_iterations']} of {analysis['iterations']} steps "
+                     f"({h['ratio']:.2f}x)")
     if analysis["slow_ranks"]:
         lines.append("# consistently slow ranks: " + ", ".join(
             f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"]))

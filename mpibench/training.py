@@ -68,10 +68,10 @@ def _status(field):
 class Trainer:
     """One rank's model, optimizer and step functions for a --parallel mode."""
 
-    def __init__(self, session, shape, batch, parallel, bucket_mb, device):
+    def __init__(self, session, preset, shape, batch, parallel, bucket_mb, device):
         import torch
         self.s, self.torch = session, torch
-        self.shape, self.batch, self.parallel = shape, batch, parallel
+        self.preset, self.shape, self.batch, self.parallel = preset, shape, batch, parallel
         self.bucket_mb, self.device = bucket_mb, device
         self.cuda = device.type == "cuda"
         self.precision = "bf16 autocast" if self.cuda else "fp32"
@@ -108,7 +108,7 @@ class Trainer:
                 raise
             self.net = self.opt = self.ref = self.data = None
             first = str(exc).splitlines()[0] if str(exc) else ""
-            return (f"the model does not fit: {model.describe('', self.shape).strip()} needs "
+            return (f"the model does not fit: {model.describe(self.preset, self.shape)} needs "
                     f"{format_bytes(need)} for weights, gradients and AdamW state"
                     f"{' (and its unsharded copy)' if self.parallel == 'fsdp' else ''} "
                     f"before activations; {type(exc).__name__}: {first}")
@@ -202,8 +202,7 @@ class Trainer:
         n = self.s.size
         units = []
         for unit, gathers in [(b, 2) for b in self.net.blocks] + [(self.net, 1)]:
-            mine = [p for p in unit.parameters(recurse=unit is not self.net)] \
-                if unit is not self.net else _root_params(self.net)
+            mine = _root_params(self.net) if unit is self.net else unit.parameters()
             nbytes = sum(_padded(p, n) for p in mine)
             if nbytes:
                 units.append((nbytes, gathers))

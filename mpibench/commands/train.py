@@ -4,7 +4,7 @@ from ..backends import make as make_backend
 from ..collectives import REGISTRY
 from ..dtypes import parse_dtypes
 from ..engine import MODE_KEYS, Engine, Plan
-from ..errors import CheckFailed, UsageError
+from ..errors import CheckFailed, Exit, UsageError
 from ..output import open_output
 from ..training import PARALLEL, Trainer, fsdp_unsupported
 
@@ -103,7 +103,8 @@ def execute(session, args):
         session.watch.on_fault = out.abandon
     session.watch.arm("start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
-    trainer = Trainer(session, shape, args.batch, args.parallel, args.bucket_mb, session.device)
+    trainer = Trainer(session, preset, shape, args.batch, args.parallel, args.bucket_mb,
+                      session.device)
     train = {"model": {"preset": preset, **shape.as_dict(), "parameters": trainer.parameters},
              "parallel": args.parallel, "bucket_mb": args.bucket_mb,
              "batch_per_rank": args.batch, "precision": trainer.precision,
@@ -120,7 +121,12 @@ def execute(session, args):
         out.set(train=train)
 
     session.watch.arm("building the model and one local step")
-    session.agree(trainer.fit_error(), code=1)
+    try:
+        session.agree(trainer.fit_error(), code=1)
+    except Exit as exc:
+        if out is not None:
+            out.abandon(str(exc))       # the file says why it holds no steps
+        raise
     session.watch.arm(f"wrapping the model ({args.parallel})")
     trainer.wrap()
     barrier = session.comm.polite_barrier
