@@ -235,3 +235,22 @@ def test_slow_link_exposes_communication(tmp_path):
     assert f"scaling: {sc['speedup']:.2f}x on 1x the ranks: efficiency " \
            f"{sc['efficiency']:.2f}" in b.stdout, show(b)
     assert [h["host"] for h in remote["train"]["hosts"]["hosts"]] == ["h1", "h2"]
+
+
+def test_sweep_of_train(tmp_path):
+    out = str(tmp_path / "sweep.json")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    launch = [MPIRUN] + root + ["--oversubscribe", "-np", "2", PYTHON, "-m", "mpibench",
+                                "train", "--steps", "1", "--warmup", "0", "--alone-iters", "1",
+                                "--vocab", "1024"]
+    done = lone(["sweep", "--set", "OMPI_MCA_mpi_yield_when_idle=0,1", "-q", "--json", out,
+                 "--"] + launch, timeout=180)
+    assert done.returncode == 0, show(done)
+    doc = json.loads(open(out).read())
+    assert [s["rc"] for s in doc["settings"]] == [0, 0]
+    steps = [s["train"]["step_s"] for s in doc["settings"]]
+    assert all(x > 0 for x in steps)
+    assert "# train steps per setting" in done.stdout
+    for s in doc["settings"]:
+        assert f"{s['train']['step_s'] * 1e3:.1f}" in done.stdout
+    assert {r["setting"] for r in doc["results"]} == {s["setting"] for s in doc["settings"]}

@@ -92,7 +92,15 @@ def execute(session, args):
     backend = make_backend(session, args.backend[0])
     preset = args.model or ("gpt2" if backend.cuda else "tiny")
     shape = _shape(args, preset)
-    base = load_baseline(args.baseline, shape, session.size) if args.baseline else None
+    base, error = None, None
+    if args.baseline and session.rank == 0:     # only rank 0 needs it, or may see the file
+        try:
+            base = load_baseline(args.baseline, shape, session.size)
+        except UsageError as exc:
+            error = str(exc)
+    error = session.comm.bcast(error, root=0)
+    if error:
+        raise UsageError(error)
     if args.parallel == "fsdp":
         reason = fsdp_unsupported(session.backend, backend.torch)
         if reason:
