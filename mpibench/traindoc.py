@@ -20,6 +20,7 @@ from statistics import median
 
 from tabulate import tabulate
 
+from .collectives import REGISTRY
 from .sizes import format_bytes, format_size
 
 SUMMARY_NUMBERS = ("step_s", "compute_s", "tokens_per_s", "samples_per_s")
@@ -49,7 +50,6 @@ def figures(train, n, alone):
         out.update(exposed_s=exposed, exposed_share=exposed / step)
     calls = train.get("collectives") or []
     if calls:
-        from .collectives import REGISTRY
         reduced = [c for c in calls if c["collective"] in ("all_reduce", "reduce_scatter")]
         out["gradient_bytes"] = sum(c["size"] * c["count"] for c in reduced)
         out["bus_bytes"] = sum(c["size"] * c["count"] * REGISTRY[c["collective"]].busbw_factor(n)
