@@ -91,10 +91,10 @@ def build(s, device):
             self.wpe = nn.Embedding(s.seq, s.hidden)
             self.blocks = nn.ModuleList(Block() for _ in range(s.layers))
             self.ln_f = nn.LayerNorm(s.hidden)
-            self.register_buffer("pos", torch.arange(s.seq), persistent=False)
 
         def forward(self, idx, targets):
-            x = self.wte(idx) + self.wpe(self.pos[:idx.shape[1]])
+            # No buffers: DDP would broadcast them before every forward, even in no_sync.
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
             for block in self.blocks:
                 x = block(x)
             logits = F.linear(self.ln_f(x), self.wte.weight)     # the tied head

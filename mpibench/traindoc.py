@@ -90,9 +90,10 @@ def step_line(rec):
     synced = max(rec["synced_s"]) if rec.get("synced_s") else None
     unsynced = max(rec["unsynced_s"])
     exposed = None if synced is None else synced - unsynced
-    loss = sum(rec["loss"]) / len(rec["loss"])
+    loss = ("NOT FINITE" if None in rec["loss"] else
+             f"{sum(rec['loss']) / len(rec['loss']):.4f}")
     return (f"  {rec['step']:5d}  {_ms(synced):>12s}  {_ms(unsynced):>14s}  {_ms(exposed):>13s}"
-            f"  {loss:10.4f}")
+            f"  {loss:>10s}")
 
 
 def steps_title(train):
@@ -133,9 +134,10 @@ def summary_lines(train, n):
     rep = train.get("replicas")
     if rep:
         losses = rep["loss"]
-        lines.append(f"#  replicas             : " + (
+        lines.append("#  replicas             : " + (
             f"agree, loss {losses[0]:.6f} on a shared batch on every rank" if rep["agree"] else
-            f"DIFFER: losses on a shared batch {', '.join(f'{x:.6f}' for x in losses)}"))
+            "DIFFER: losses on a shared batch " + ", ".join(
+                "not finite" if x is None else f"{x:.6f}" for x in losses)))
     lines += memory_lines(train)
     sc = train.get("scaling")
     if sc:
@@ -251,7 +253,8 @@ def problem(doc):
                         for k in ("unsynced_s",))
                 and (s.get("synced_s") is None or (isinstance(s["synced_s"], list) and all(
                     _num(x) for x in s["synced_s"])))
-                and isinstance(s.get("loss"), list) and all(_num(x, -math.inf) for x in s["loss"])):
+                and isinstance(s.get("loss"), list)
+                and all(x is None or _num(x, -math.inf) for x in s["loss"])):
             return f"train.steps[{i}] is malformed"
     summary = train.get("summary")
     if summary is not None:

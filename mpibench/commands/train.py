@@ -1,4 +1,6 @@
 """mpibench train: what the network costs a data-parallel training step."""
+import math
+
 from .. import cli, jobinfo, model, saved, stragglers, traindoc
 from ..backends import make as make_backend
 from ..collectives import REGISTRY
@@ -154,7 +156,7 @@ def execute(session, args):
             mine[name], loss = trainer.timed(fn, k, barrier)
             losses.append((name, loss))
         session.watch.mark("gathering the step's times")
-        loss = dict(losses).get("synced_s", losses[0][1]).item()
+        loss = _finite(dict(losses).get("synced_s", losses[0][1]).item())
         gathered = session.comm.gather((mine, loss), root=0)
         if session.rank == 0:
             rec = {"step": k + 1, "synced_s": None, "loss": [g[1] for g in gathered]}
@@ -166,7 +168,7 @@ def execute(session, args):
 
     session.watch.arm("peak memory and the replicas' check")
     peak = trainer.memory.peak()
-    shared = trainer.shared_loss()
+    shared = _finite(trainer.shared_loss())
     gathered = session.comm.gather((peak, shared), root=0)
     calls = _calls(trainer)
     alone = _time_alone(session, backend, out, calls, args.alone_iters)
@@ -182,7 +184,7 @@ def execute(session, args):
                  memory=[{"rank": r, "host": session.hosts[r], "peak_bytes": g[0]}
                          for r, g in enumerate(gathered)],
                  replicas=None if args.parallel == "none" else
-                 {"loss": losses, "agree": len(set(losses)) == 1},
+                 {"loss": losses, "agree": None not in losses and len(set(losses)) == 1},
                  scaling=traindoc.scaling(summary, session.size, base) if base else None)
     out.set(train=train)
     line = traindoc.calls_line(train)
@@ -194,6 +196,11 @@ def execute(session, args):
         out.say(line)
     out.finish()
     return _replicas_verdict(session, train["replicas"])
+
+
+def _finite(x):
+    """A loss as the JSON can hold it: None when it is not a finite number."""
+    return x if math.isfinite(x) else None
 
 
 def _replicas_verdict(session, replicas):
