@@ -42,8 +42,9 @@ def main():
     p.add_argument("--batch", type=int, default=4)
     args = p.parse_args()
 
-    from mpibench import bootstrap, launcher, model
-    from mpibench.training import Trainer
+    from mpibench.launch import bootstrap, launcher
+    from mpibench.measure import model
+    from mpibench.measure.training import Trainer
     session = bootstrap.start(launcher.detect(os.environ), backend="auto")
     shape = model.shape(args.model)
     mine = Trainer(session, args.model, shape, args.batch, "ddp", 25.0, session.device)

@@ -24,7 +24,7 @@ from conftest import (MPIRUN, PYTHON, ROOT, base_env, check_usage_error, lone,  
                       mpibench_lines, mpirun, show)
 from test_run import _session_pids  # noqa: E402
 
-from mpibench.training import fsdp_unsupported  # noqa: E402
+from mpibench.measure.training import fsdp_unsupported  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -1,14 +1,19 @@
 """mpibench train: what the network costs a data-parallel training step."""
 import math
 
-from .. import cli, jobinfo, model, saved, stragglers, traindoc
-from ..backends import make as make_backend
-from ..collectives import REGISTRY
-from ..dtypes import parse_dtypes
-from ..engine import MODE_KEYS, Engine, Plan
+from ..diagnose import jobinfo, stragglers
+from ..diagnose.sink import Sink
 from ..errors import CheckFailed, Exit, UsageError
-from ..output import open_output
-from ..training import PARALLEL, Trainer, fsdp_unsupported
+from ..measure import model
+from ..measure.backends import make as make_backend
+from ..measure.collectives import REGISTRY
+from ..measure.dtypes import parse_dtypes
+from ..measure.engine import Engine, Plan
+from ..measure.modes import MODE_KEYS
+from ..measure.training import PARALLEL, Trainer, fsdp_unsupported
+from ..results import reader, traindoc
+from ..results.output import open_output
+from .common import options
 
 HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
 DESCRIPTION = (
@@ -27,33 +32,33 @@ def add_arguments(p):
     p.add_argument("--model", default=None, metavar="PRESET",
                    help=f"{', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
     for field in model.FIELDS:
-        p.add_argument(f"--{field}", type=cli.int_at_least(1), default=None, metavar="N",
+        p.add_argument(f"--{field}", type=options.int_at_least(1), default=None, metavar="N",
                        help=f"override the preset's {field}")
-    p.add_argument("--batch", type=cli.int_at_least(1), default=4, metavar="N",
+    p.add_argument("--batch", type=options.int_at_least(1), default=4, metavar="N",
                    help="sequences per rank per step (default 4)")
     p.add_argument("--parallel", choices=PARALLEL, default="ddp",
                    help="ddp (DistributedDataParallel), fsdp (FSDP2 fully_shard per block) or "
                         "none (each rank alone: compute only) (default ddp)")
-    p.add_argument("--bucket-mb", type=cli.positive_float, default=25.0, metavar="MB",
+    p.add_argument("--bucket-mb", type=options.positive_float, default=25.0, metavar="MB",
                    help="DDP's bucket_cap_mb (default 25, torch's)")
-    p.add_argument("--steps", type=cli.int_at_least(1), default=10, metavar="N",
+    p.add_argument("--steps", type=options.int_at_least(1), default=10, metavar="N",
                    help="timed steps of each kind (default 10)")
-    p.add_argument("--warmup", type=cli.int_at_least(0), default=3, metavar="N",
+    p.add_argument("--warmup", type=options.int_at_least(0), default=3, metavar="N",
                    help="warm-up steps of each kind before timing (default 3)")
-    p.add_argument("--alone-iters", type=cli.int_at_least(0), default=10, metavar="N",
+    p.add_argument("--alone-iters", type=options.int_at_least(0), default=10, metavar="N",
                    help="iterations of the step's collectives timed alone; 0 = off (default 10)")
     p.add_argument("--baseline", metavar="FILE",
                    help="a train result of the same model with fewer ranks or hosts: prints "
                         "the speedup and scaling efficiency against it")
-    p.add_argument("--slow-margin", type=cli.positive_float, default=0.2, metavar="X",
+    p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
-    p.add_argument("--timeout", type=cli.positive_float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
                    help=f"the longest one step (or one phase) may take before the job is "
                         f"called hung and aborted (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH",
                    help="write the collectives timed alone, one line per size (never overwrites)")
-    cli.add_backend(p, choices=cli.TORCH_BACKENDS)
+    options.add_backend(p, choices=options.TORCH_BACKENDS)
 
 
 def _shape(args, preset):
@@ -69,7 +74,7 @@ def check_args(args):
 
 def load_baseline(path, shape, size):
     """The baseline document, or UsageError (the same on every rank)."""
-    doc = saved.load(path)
+    doc = reader.load(path)
     if doc.get("command") != "train":
         raise UsageError(f"--baseline {path}: a '{doc.get('command', '?')}' result, not a "
                          f"train result")
@@ -231,7 +236,7 @@ def _time_alone(session, backend, out, calls, iters):
     names = list(dict.fromkeys(c["collective"] for c in calls))
     session.out("#\n# the step's collectives timed alone, back to back, through the engine on "
                 f"the same process group ({iters} iterations after {min(2, iters)} warm-ups)")
-    alone = {}
+    alone, sink = {}, Sink(out, session.hosts) if out is not None else None
     for name in names:
         coll = REGISTRY[name]
         mode = "in" if name == "all_reduce" else "out"    # as DDP and FSDP2 call them
@@ -240,7 +245,7 @@ def _time_alone(session, backend, out, calls, iters):
                     dtypes=parse_dtypes("float32"), ops=["sum"], iters=iters,
                     warmup=min(2, iters), check=0, blocking=backend.default_blocking(),
                     modes=(mode,), probe_iters=0)
-        Engine(session, backend, plan, out).run()
+        Engine(session, backend, plan, sink).run()
         if session.rank == 0:
             for row in out.doc["results"]:
                 if row["collective"] == name and row[MODE_KEYS[mode]]:

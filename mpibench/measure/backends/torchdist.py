@@ -6,7 +6,7 @@ CUDA events; on CPUs with perf_counter.
 """
 import time
 
-from .. import faults
+from ...launch import faults
 from ..dtypes import torch_dtype
 
 

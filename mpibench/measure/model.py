@@ -8,7 +8,7 @@ time on every rank alike, before torch loads.
 """
 from dataclasses import asdict, dataclass
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ side channel's gathers.
 """
 import time
 
-from ..errors import UsageError
+from ...errors import UsageError
 from .torchdist import TorchBackend
 
 # Data types with a standard MPI datatype (mpi4py maps the numpy views to them).

@@ -9,7 +9,8 @@ is left waiting in one.
 import contextlib
 import time
 
-from . import faults, model
+from ..launch import faults
+from . import model
 from .sizes import format_bytes, parse_size
 
 PARALLEL = ("ddp", "fsdp", "none")

@@ -20,8 +20,8 @@ from statistics import median
 
 from tabulate import tabulate
 
-from .collectives import REGISTRY
-from .sizes import format_bytes, format_size
+from ..measure.collectives import REGISTRY
+from ..measure.sizes import format_bytes, format_size
 
 SUMMARY_NUMBERS = ("step_s", "compute_s", "tokens_per_s", "samples_per_s")
 
