@@ -9,10 +9,8 @@ import csv
 import json
 import os
 import re
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,8 +20,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "launch"))
 import fakecluster  # noqa: E402
-from conftest import (MPIRUN, PYTHON, ROOT, base_env, check_usage_error, lone,  # noqa: E402
-                      mpibench_lines, mpirun, show)
+from conftest import (MPIRUN, PYTHON, base_env, check_usage_error, lone,  # noqa: E402
+                      mpibench_lines, mpirun, mpirun_killed, session_pids, show)
 
 from mpibench.diagnose import stragglers  # noqa: E402
 from mpibench.measure import sizes  # noqa: E402
@@ -300,52 +298,19 @@ def test_one_rank_mpirun_says_busbw_not_defined():
 
 # ---- rows reach the disk as they are measured: a killed job keeps them ----
 
-def _session_pids(sid):
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":   # session id, not a zombie
-                pids.append(int(name))
-    return pids
-
-
 def test_killed_job_keeps_rows_seen(tmp_path):
     out = tmp_path / "killed.json"
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    cmd = ([MPIRUN] + root + ["--oversubscribe", "-np", "2", PYTHON, "-m", "mpibench",
-           "--collectives", "all_reduce", "-b", "8", "-e", "256M", "-n", "20", "-w", "1",
-           "--probe-iters", "0", "--json", str(out)])
-    # its own session: mpirun and every rank it starts can be found and killed
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=base_env(), cwd=ROOT, start_new_session=True)
-    seen = []
-    try:
-        deadline = time.monotonic() + 120
-        for line in proc.stdout:
-            if re.match(r"\s+\d+\s+\d+\s", line):
-                seen.append(line.split())
-            if len(seen) == 3 or time.monotonic() > deadline:
-                break
-    finally:
-        for pid in _session_pids(proc.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait(timeout=30)
+    seen, sid = mpirun_killed(2, ["--collectives", "all_reduce", "-b", "8", "-e", "256M", "-n",
+                                  "20", "-w", "1", "--probe-iters", "0", "--json", str(out)],
+                              r"\s+\d+\s+\d+\s", 3)
     assert len(seen) == 3
     doc = json.loads(out.read_text())
     assert doc["complete"] is False and doc["end_time"] is None
     assert [str(r["size"]) for r in doc["results"][:3]] == [s[0] for s in seen]
     deadline = time.monotonic() + 15          # SIGKILL is not instant on a loaded machine
-    while _session_pids(proc.pid) and time.monotonic() < deadline:
+    while session_pids(sid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _session_pids(proc.pid) == []
+    assert session_pids(sid) == []
 
 
 # ---- bad input: one line from rank 0, exit 2 on every rank, quickly, no traceback ----

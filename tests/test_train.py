@@ -6,13 +6,9 @@ import csv
 import json
 import math
 import os
-import re
-import signal
 import socket
 import statistics
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -20,9 +16,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "launch"))
 import fakecluster  # noqa: E402
-from conftest import (MPIRUN, PYTHON, ROOT, base_env, check_usage_error, lone,  # noqa: E402
-                      mpibench_lines, mpirun, show)
-from test_run import _session_pids  # noqa: E402
+from conftest import (MPIRUN, PYTHON, base_env, check_usage_error, lone,  # noqa: E402
+                      mpibench_lines, mpirun, mpirun_killed, show)
 
 from mpibench.measure.training import fsdp_unsupported  # noqa: E402
 
@@ -170,27 +165,8 @@ def test_model_that_does_not_fit(tmp_path):
 
 def test_killed_job_keeps_steps_seen(tmp_path):
     out = tmp_path / "killed.json"
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    cmd = [MPIRUN] + root + ["--oversubscribe", "-np", "2", PYTHON, "-m", "mpibench", "train",
-                             "--steps", "50", "--warmup", "0", "--vocab", "1024",
-                             "--json", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=base_env(), cwd=ROOT, start_new_session=True)
-    seen = []
-    try:
-        deadline = time.monotonic() + 120
-        for line in proc.stdout:
-            if re.match(r"\s+\d+\s+[\d.]+\s+[\d.]+\s", line):
-                seen.append(line.split())
-            if len(seen) == 2 or time.monotonic() > deadline:
-                break
-    finally:
-        for pid in _session_pids(proc.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait(timeout=30)
+    seen, _ = mpirun_killed(2, ["train", "--steps", "50", "--warmup", "0", "--vocab", "1024",
+                                "--json", str(out)], r"\s+\d+\s+[\d.]+\s+[\d.]+\s", 2)
     assert len(seen) == 2
     t = json.loads(out.read_text())
     assert t["complete"] is False and t["train"]["summary"] is None
