@@ -179,6 +179,8 @@ def test_killed_job_keeps_steps_seen(tmp_path):
 BAD = [
     (["--model", "gpt3"], "unknown model preset 'gpt3'"),
     (["--hidden", "100", "--heads", "3"], "--hidden 100 is not divisible by --heads 3"),
+    # without --model the preset is the device's: checked once the ranks know it
+    (["--heads", "12"], "--hidden 256 is not divisible by --heads 12"),
     (["--layers", "0"], "--layers: must be at least 1: 0"),
     (["--vocab", "-5"], "--vocab: must be at least 1: -5"),
     (["--batch", "0"], "--batch: must be at least 1: 0"),

@@ -66,8 +66,10 @@ def _shape(args, preset):
 
 
 def check_args(args):
-    """Input errors that need no rank: found alike everywhere, before torch loads."""
-    _shape(args, args.model or "tiny")
+    """Input errors that need no rank: found alike everywhere, before torch loads. Without
+    --model the preset depends on the device (tiny or gpt2): execute checks the shape then."""
+    if args.model or (args.hidden and args.heads):
+        _shape(args, args.model or "tiny")
     if args.warmup > args.steps:
         raise UsageError(f"--warmup {args.warmup} is larger than --steps {args.steps}")
 
