@@ -117,6 +117,12 @@ def test_saved_train_result_reads_back(ddp, tmp_path):
     r = lone(["compare", path, path])
     assert r.returncode == 0, show(r)
     assert "# train: throughput against the first file" in r.stdout and "1.000" in r.stdout
+    slow = copy.deepcopy(json.loads((d / "t.json").read_text()))
+    slow["train"]["summary"]["tokens_per_s"] /= 2
+    (tmp_path / "slow.json").write_text(json.dumps(slow))
+    r = lone(["compare", path, str(tmp_path / "slow.json"), "--fail-below", "0.9"])
+    assert r.returncode == 1, show(r)
+    assert f"# BELOW 0.9x: {tmp_path / 'slow.json'}: train throughput at 0.500x" in r.stdout
     r = lone(["plot", path, "--png", str(tmp_path / "p.png")])
     assert r.returncode == 0 and (tmp_path / "p.png").stat().st_size > 0, show(r)
     broken = copy.deepcopy(json.loads((d / "t.json").read_text()))

@@ -73,11 +73,15 @@ def execute(session, args):
                          f"collective, backend, dtype, op, root, setting, size and mode)")
     for p, d in zip(paths, docs):
         print(reader.describe(p, d))
+    failures = []
     if trained:     # train results: the steps first, then any collective rows they share
-        for line in traindoc.comparison(list(zip(paths, docs))):
-            print(line)
+        lines, speed = traindoc.comparison(list(zip(paths, docs)))
+        print("\n".join(lines))
+        failures += [f"{p}: train throughput at {r:.3f}x the baseline"
+                     for p, r in zip(paths[1:], speed)
+                     if args.fail_below is not None and r < args.fail_below]
         if not common:
-            return 0
+            return _verdict(failures, args.fail_below, paths[0])
     both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
                          if both_trials else
@@ -90,7 +94,7 @@ def execute(session, args):
     for i in range(1, len(paths)):
         tag = f" {i}" if multi else ""
         headers += [f"GB/s{tag}", f"ratio{tag}", f"verdict{tag}"]
-    rows, ratios, failures = [], [[] for _ in paths[1:]], []
+    rows, ratios = [], [[] for _ in paths[1:]]
     counts = [{"faster": 0, "slower": 0, "within noise": 0} for _ in paths[1:]]
     algbw_used = False
     for k in common:
@@ -122,9 +126,13 @@ def execute(session, args):
         if missing:
             print(f"# {missing} row-mode{'s' if missing != 1 else ''} of {p} not in every file: "
                   f"not compared")
+    return _verdict(failures, args.fail_below, paths[0])
+
+
+def _verdict(failures, fail_below, base):
     if failures:
         for line in failures:
-            print(f"# BELOW {args.fail_below:g}x: {line}")
+            print(f"# BELOW {fail_below:g}x: {line}")
         raise CheckFailed(f"{len(failures)} row{'s' if len(failures) != 1 else ''} below "
-                          f"{args.fail_below:g} x the baseline ({paths[0]})")
+                          f"{fail_below:g} x the baseline ({base})")
     return 0

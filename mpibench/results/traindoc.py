@@ -268,10 +268,10 @@ def problem(doc):
 
 
 def comparison(named_docs):
-    """compare's lines for train documents: each file's step time, throughput and exposed
-    share, and its throughput against the first file's."""
+    """compare's lines for train documents (each file's step time, throughput and exposed
+    share), and every other file's throughput over the first file's."""
     base = named_docs[0][1]["train"]["summary"]
-    rows = []
+    rows, ratios = [], []
     for path, doc in named_docs:
         t, s = doc["train"], doc["train"]["summary"]
         world = doc.get("world") or {}
@@ -280,10 +280,12 @@ def comparison(named_docs):
                      f"{s['tokens_per_s']:.1f}", _pct(s.get("exposed_share")),
                      _pct(s.get("hidden_share")),
                      f"{s['tokens_per_s'] / base['tokens_per_s']:.3f}"])
+        ratios.append(s["tokens_per_s"] / base["tokens_per_s"])
     table = tabulate(rows, headers=["file", "model", "parallel", "ranks", "hosts", "step ms",
                                     "tokens/s", "exposed", "hidden", "vs base"],
                      disable_numparse=True)
-    return ["# train: throughput against the first file"] + ["#  " + x for x in table.splitlines()]
+    lines = ["# train: throughput against the first file"] + ["#  " + x for x in table.splitlines()]
+    return lines, ratios[1:]
 
 
 def sweep_lines(records, labels):
