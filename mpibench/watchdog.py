@@ -1,7 +1,9 @@
 """The hang watchdog and signal handler that every rank runs beside the benchmark.
 
 The main thread says where it is: arm(where) before each row (a fresh deadline),
-mark(phase) between phases, disarm() when done. Each is an attribute store, made
+mark(phase) between phases, disarm() when done. While the phase is the timed loop the
+thread checks its deadline only (a rank asked meanwhile answers once it leaves the loop,
+or once its own deadline passes). Each is an attribute store, made
 outside the timed loops. One thread per rank watches the deadline and the signals:
 
 - A deadline passes: the thread asks every rank where it is, over MPI (a duplicate of
@@ -28,6 +30,9 @@ TIMEOUT_CODE = 124
 TAG_QUERY, TAG_REPLY, TAG_NOTICE = 7101, 7102, 7103
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 IDLE_POLL = 0.25     # seconds between looks at the deadline and the side channel
+# The phase of the timed loops: the thread only looks at its deadline then. Serving the side
+# channel would compete with the loop for the MPI progress lock (--backend mpi) and the CPU.
+TIMED_LOOP = "timed loop"
 BUSY_POLL = 0.02     # while waiting for answers
 
 
@@ -145,7 +150,8 @@ class Watchdog(NullWatch):
                 return
             if ready:
                 self._read_signals()
-            self._serve()
+            if self.phase != TIMED_LOOP:
+                self._serve()
             deadline = self.deadline
             if self._asked or (deadline is not None and time.monotonic() > deadline):
                 self._timeout()
