@@ -100,7 +100,8 @@ class TorchBackend:
         the -z mode applied to the replays."""
         torch = self.torch
         graph = torch.cuda.CUDAGraph()
-        # Thread-local capture, as nccl-tests: NCCL may allocate (connect) during capture.
+        # Thread-local capture, as nccl-tests: NCCL may allocate (connect) during capture,
+        # and other threads (torch's NCCL watchdog) keep using CUDA meanwhile.
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             for call in calls:
                 call()

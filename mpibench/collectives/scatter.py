@@ -2,7 +2,7 @@
 reduce_scatter's counts and busbw factor, one sender, no reduction)."""
 from functools import partial
 
-from .base import data_values, fill_chunks, index, poison_value
+from .base import data_values, fill_chunks, index, per_destination, poison_value
 from .reduce_scatter import ReduceScatter
 
 
@@ -15,14 +15,8 @@ class Scatter(ReduceScatter):
     def fill(self, send, recv, ctx):
         import torch
         recv.fill_(poison_value(ctx.dtype))           # in place, recv lies inside send: first
-        if ctx.rank != ctx.root:
-            return
-        count = ctx.count
-
-        def values(a, b):
-            k = index(torch, a, b, ctx.device)
-            return data_values(torch, ctx, ctx.root, k % count, dst=k // count)
-        fill_chunks(torch, send, values)
+        if ctx.rank == ctx.root:
+            fill_chunks(torch, send, per_destination(torch, ctx, ctx.root))
 
     def expected(self, ctx, start, stop):
         import torch
