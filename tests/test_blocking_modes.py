@@ -114,3 +114,29 @@ def test_trace_counts_calls_sharing_memory():
         calls = trace.calls([lambda: FakeHandle([], 0)] * 4, views)
         timing.seconds(calls, 0, wait=lambda h: h.wait(), window=window)
         assert trace.sharing == shared and trace.calls_made == 4 and not trace.live
+
+
+def test_watchdog_leaves_the_side_channel_alone_in_the_timed_loop():
+    """In the timed loop the thread only looks at its deadline; the mark that ends the loop
+    wakes it to serve at once."""
+    import time
+    from types import SimpleNamespace
+    from mpibench import watchdog
+    session = SimpleNamespace(comm=SimpleNamespace(kind="none"), rank=0, size=1, hosts=["h"],
+                              hostname="h")
+    w = watchdog.Watchdog(session, timeout=60)
+    served = []
+    w._serve = lambda: served.append(time.monotonic())
+    try:
+        w.arm("row")
+        w.mark(watchdog.TIMED_LOOP)
+        time.sleep(0.1 + 3 * watchdog.IDLE_POLL)
+        start = len(served)
+        time.sleep(3 * watchdog.IDLE_POLL)
+        assert len(served) == start and w._owed      # nothing served while the loop ran
+        left = time.monotonic()
+        w.mark("check")
+        time.sleep(watchdog.IDLE_POLL / 2)
+        assert served and served[-1] >= left          # woken at once, not at the next poll
+    finally:
+        w.close()
