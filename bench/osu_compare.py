@@ -80,12 +80,12 @@ def bare_worker(maxbytes, iters, warmup, reps=5):
     the best of each. Prints {size: [bare_us, harness_us]} on rank 0."""
     sys.path.insert(0, ROOT)
     from types import SimpleNamespace
-    from mpibench.backends.mpi import MPIBackend
-    from mpibench.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
-    from mpibench.collectives.base import Ctx
-    from mpibench.comm import MPIComm
-    from mpibench.dtypes import DTYPES
-    from mpibench.engine import iteration_views
+    from mpibench.launch.comm import MPIComm
+    from mpibench.measure.backends.mpi import MPIBackend
+    from mpibench.measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+    from mpibench.measure.collectives.base import Ctx
+    from mpibench.measure.dtypes import DTYPES
+    from mpibench.measure.engine import iteration_views
     comm = MPIComm()                       # MPI started exactly as mpibench starts it
     MPI, world = comm.MPI, comm.world
     backend = MPIBackend(SimpleNamespace(comm=comm, launcher="openmpi"))

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from tabulate import tabulate  # noqa: E402
 
-from mpibench.sizes import format_size, parse_size  # noqa: E402
+from mpibench.measure.sizes import format_size, parse_size  # noqa: E402
 
 SIZES = "8,64,1K,16K,256K,1M,4M,16M,64M"
 COLLECTIVES = ("all_reduce", "all_gather")
@@ -60,10 +60,10 @@ class Case:
     """One collective at one size: its buffers, the engine's path and the bare loop."""
 
     def __init__(self, session, backend, name, size):
-        from mpibench.collectives import REGISTRY
-        from mpibench.collectives.base import Ctx
-        from mpibench.dtypes import DTYPES
-        from mpibench.engine import Buffers, Engine, Plan, footprint, iteration_views
+        from mpibench.measure.collectives import REGISTRY
+        from mpibench.measure.collectives.base import Ctx
+        from mpibench.measure.dtypes import DTYPES
+        from mpibench.measure.engine import Buffers, Engine, Plan, footprint, iteration_views
         self.s, self.b = session, backend
         self.coll = REGISTRY[name]
         self.dt = DTYPES["float32"]
@@ -111,8 +111,8 @@ def _load():
 
 
 def overhead(args):
-    from mpibench import bootstrap, launcher
-    from mpibench.backends.torchdist import TorchBackend
+    from mpibench.launch import bootstrap, launcher
+    from mpibench.measure.backends.torchdist import TorchBackend
     session = bootstrap.start(launcher.detect(os.environ), backend="gloo")
     backend = TorchBackend(session)
     sizes = [parse_size(x) for x in args.sizes.split(",")]
@@ -123,7 +123,7 @@ def overhead(args):
                 f"median over rounds")
     for name in COLLECTIVES:
         for size in sizes:
-            from mpibench.collectives import REGISTRY
+            from mpibench.measure.collectives import REGISTRY
             if REGISTRY[name].counts(size // 4, 4, session.size).param == 0:
                 session.out(f"# {name} {format_size(size)}: skipped, less than one aligned "
                             f"float32 per rank (as the engine skips it)")
@@ -177,8 +177,8 @@ def _run_json(np, argv, folder, tag):
 def bare_peak(args):
     """Under mpirun: one bare torch.distributed call on buffers of the run's footprint;
     rank 0 prints every rank's peak RSS (JSON). Says what the library itself holds."""
-    from mpibench import bootstrap, launcher
-    from mpibench.sysinfo import peak_rss_bytes
+    from mpibench.diagnose.sysinfo import peak_rss_bytes
+    from mpibench.launch import bootstrap, launcher
     session = bootstrap.start(launcher.detect(os.environ), backend="gloo")
     import torch
     import torch.distributed as dist
@@ -204,15 +204,15 @@ def _bare_peaks(np, name, size):
 
 def idle_torch_rss():
     code = ("import torch, torch.distributed\n"
-            "from mpibench.sysinfo import peak_rss_bytes\nprint(peak_rss_bytes())")
+            "from mpibench.diagnose.sysinfo import peak_rss_bytes\nprint(peak_rss_bytes())")
     return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               check=True, timeout=120).stdout)
 
 
 def memory(args):
-    from mpibench.collectives import REGISTRY
-    from mpibench.dtypes import DTYPES
-    from mpibench.engine import Plan, footprint
+    from mpibench.measure.collectives import REGISTRY
+    from mpibench.measure.dtypes import DTYPES
+    from mpibench.measure.engine import Plan, footprint
     size = parse_size(args.size)
     idle = idle_torch_rss()
     mib = 1 << 20

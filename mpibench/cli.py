@@ -12,8 +12,10 @@ import sys
 import time
 import traceback
 
-from . import __version__, bootstrap, commands, launcher
+from . import __version__, commands
+from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
+from .launch import bootstrap, launcher
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
 
@@ -49,74 +51,6 @@ class Parser(argparse.ArgumentParser):
     def _print_message(self, message, file=None):
         if _RANK0:
             super()._print_message(message, file)
-
-
-TORCH_BACKENDS = ("auto", "nccl", "gloo")
-
-
-def add_backend(parser, choices=TORCH_BACKENDS + ("mpi",), several=False):
-    """--backend, parsed into a tuple of names (one unless several)."""
-    def names(text):
-        items = [t.strip().lower() for t in text.split(",") if t.strip()]
-        for item in items:
-            if item not in choices:
-                raise argparse.ArgumentTypeError(f"invalid choice: '{item}' (choose from {', '.join(choices)})")
-        if not items or len(set(items)) != len(items) or (len(items) > 1 and not several):
-            raise argparse.ArgumentTypeError(
-                f"{text!r}: give {'distinct backends, comma-separated' if several else 'one backend'}")
-        if sum(i in TORCH_BACKENDS for i in items) > 1:
-            raise argparse.ArgumentTypeError(f"{text!r}: one torch backend per job (one process group)")
-        return tuple(items)
-    mpi = ("; mpi: the MPI library itself through mpi4py (needs an MPI launcher)"
-           if "mpi" in choices else "")
-    compare = "; comma-separated to compare, e.g. gloo,mpi" if several else ""
-    parser.add_argument("--backend", default="auto", type=names, metavar="NAME",
-                        help=f"{' | '.join(choices)} (default auto: nccl on CUDA GPUs, else gloo"
-                             f"{mpi}{compare})")
-
-
-def torch_backend(names):
-    """The torch process group a --backend value needs (None: MPI only)."""
-    return next((n for n in names if n in TORCH_BACKENDS), None)
-
-
-def int_at_least(low):
-    """An argparse type: a whole number no smaller than low."""
-    def conv(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}: {text}")
-        return value
-    return conv
-
-
-def size_arg(text):
-    """An argparse type: a byte size such as 8, 64K, 1M, 4G."""
-    from .sizes import parse_size
-    try:
-        return parse_size(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def number_arg(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-def positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0: {text}")
-    return value
 
 
 def build_parser():

@@ -96,7 +96,7 @@ def test_trials_bad_values_are_usage_errors():
 # ---------------- report ----------------
 def test_report_text_prints_the_runs_rows(runs):
     sys.path.insert(0, ROOT)
-    from mpibench import tables
+    from mpibench.results import tables
     done = lone(["report", runs["plain"], runs["trials"]])
     assert done.returncode == 0, show(done)
     for path in (runs["plain"], runs["trials"]):
@@ -310,7 +310,7 @@ def test_sweep_failing_setting_is_reported(tmp_path):
 # ---------------- predict ----------------
 def test_fit_recovers_synthetic_terms():
     sys.path.insert(0, ROOT)
-    from mpibench import scaling
+    from mpibench.analysis import scaling
     alpha, bw = 40e-6, 2e9
     for model in scaling.MODELS:
         for coll in ("all_reduce", "all_gather", "broadcast"):

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from conftest import mpirun, show
-from mpibench import looptrace
-from mpibench.backends import timing
+from mpibench.measure import looptrace
+from mpibench.measure.backends import timing
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -121,7 +121,7 @@ def test_watchdog_leaves_the_side_channel_alone_in_the_timed_loop():
     wakes it to serve at once."""
     import time
     from types import SimpleNamespace
-    from mpibench import watchdog
+    from mpibench.launch import watchdog
     session = SimpleNamespace(comm=SimpleNamespace(kind="none"), rank=0, size=1, hosts=["h"],
                               hostname="h")
     w = watchdog.Watchdog(session, timeout=60)

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import PYTHON, ROOT, base_env, lone, mpibench_lines, mpirun, show
 
-from mpibench import diagnose, hostfacts, nccllog, pairs, stragglers
+from mpibench.diagnose import findings as diagnose, hostfacts, nccllog, pairs, stragglers
 
 sys.path.insert(0, str(Path(ROOT) / "launch"))
 import fakecluster  # noqa: E402

@@ -2,9 +2,9 @@
 import pytest
 
 from mpibench.errors import UsageError
-from mpibench.launcher import detect
-from mpibench.netaddr import match_ifname
-from mpibench.slurm import expand_nodelist
+from mpibench.launch.launcher import detect
+from mpibench.launch.netaddr import match_ifname
+from mpibench.launch.slurm import expand_nodelist
 
 
 def where(env):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import lone, mpibench_lines, mpirun, show
-from mpibench import cli
+from mpibench.commands.common import options as cli
 
 SMALL = ["-b", "64", "-e", "16K", "-f", "16", "-n", "2", "-w", "1", "--probe-iters", "0"]
 MPI_DTYPES = {"float", "double", "int32", "int64", "int8", "uint8"}

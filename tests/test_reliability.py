@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench import resultsfile
+from mpibench.results import document as resultsfile
 from mpibench.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]

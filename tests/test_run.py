@@ -25,7 +25,9 @@ import fakecluster  # noqa: E402
 from conftest import (MPIRUN, PYTHON, ROOT, base_env, check_usage_error, lone,  # noqa: E402
                       mpibench_lines, mpirun, show)
 
-from mpibench import sizes, stragglers, tables  # noqa: E402
+from mpibench.diagnose import stragglers  # noqa: E402
+from mpibench.measure import sizes  # noqa: E402
+from mpibench.results import tables  # noqa: E402
 from mpibench.errors import UsageError  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)

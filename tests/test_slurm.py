@@ -25,6 +25,11 @@ def slurm():
         yield sc
 
 
+# The cluster has three nodes; two-node jobs name theirs, so that a node still
+# completing the previous job cannot move them to h2 and h3.
+TWO_NODES = ["-w", "h1,h2"]
+
+
 def _job_env(results):
     e = env(MPIBENCH_HOME=ROOT, MPIBENCH_RESULTS=results)
     for var in [v for v in e if v.startswith("SLURM_")]:
@@ -48,7 +53,8 @@ def test_2node_sbatch_mpirun_inside_allocation(slurm, tmp_path):
     # 2 ranks per node in a 1-task-per-node allocation: the path GPU partitions take
     # (--gpus-per-node=2 gives the same ranks per node).  mpirun leaves the stale
     # SLURM_PROCID=0 on every rank; the ranks must still be 0..3 from OMPI_*.
-    folder, out = _sbatch(slurm, "2node.sbatch", TINY_RUN, tmp_path, MPIBENCH_PPN="2")
+    folder, out = _sbatch(slurm, "2node.sbatch", TINY_RUN, tmp_path, TWO_NODES,
+                          MPIBENCH_PPN="2")
     doc = run_doc(folder / "results.json")
     assert_run_ok(doc, ["h1", "h2"], 2, "openmpi")
     text = (folder / "output.txt").read_text()
@@ -58,7 +64,7 @@ def test_2node_sbatch_mpirun_inside_allocation(slurm, tmp_path):
 
 def test_srun_sbatch_pmix(slurm, tmp_path):
     folder, _ = _sbatch(slurm, "srun.sbatch", TINY_RUN, tmp_path,
-                        sbatch_args=["--ntasks-per-node=1"])
+                        sbatch_args=[*TWO_NODES, "--ntasks-per-node=1"])
     assert_run_ok(run_doc(folder / "results.json"), ["h1", "h2"], 1, "slurm-pmix")
 
 
@@ -69,7 +75,7 @@ def test_nnode_sbatch_any_node_count(slurm, tmp_path):
 
 
 def _srun(slurm, srun_args, args, tmp_path):
-    r = slurm.srun([PY, "-m", "mpibench", *args], srun_args=["-N2", *srun_args],
+    r = slurm.srun([PY, "-m", "mpibench", *args], srun_args=["-N2", *TWO_NODES, *srun_args],
                    env=_job_env(tmp_path), timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr + slurm.logs()
     return r

@@ -3,6 +3,10 @@
 Each command module defines HELP, add_arguments(parser), execute(session, args) and
 SESSION: the backend argument for bootstrap.start() — "args" to take args.backend,
 None for no process group, or "offline" for commands that need no ranks at all.
+
+Stage 6, commands: one module per command, on top of every stage below. A command never
+imports another command: what two commands share lives in commands/common/ or in a stage
+below. Only cli.py (the entry point) sits above.
 """
 import importlib
 

@@ -4,11 +4,11 @@ from statistics import mean
 
 from tabulate import tabulate
 
-from .. import classic, cli
 from ..errors import UsageError
-from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
-from ..collectives.base import algbw, busbw as bus
-from ..sizes import format_size
+from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..measure.collectives.base import algbw, busbw as bus
+from ..measure.sizes import format_size
+from .common import classic, options
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
 DESCRIPTION = (
@@ -22,11 +22,11 @@ CPU_PAYLOAD = 64 << 20
 
 
 def add_arguments(p):
-    p.add_argument("--payload", type=cli.size_arg, default=None, metavar="SIZE",
+    p.add_argument("--payload", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
-    p.add_argument("--trials", type=cli.int_at_least(1), default=5, metavar="N",
+    p.add_argument("--trials", type=options.int_at_least(1), default=5, metavar="N",
                    help="timed trials (default 5)")
-    p.add_argument("--warmup", type=cli.int_at_least(0), default=2, metavar="N",
+    p.add_argument("--warmup", type=options.int_at_least(0), default=2, metavar="N",
                    help="untimed calls first (default 2)")
     classic.add_common(p)
 

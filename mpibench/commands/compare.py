@@ -3,9 +3,10 @@ from math import exp, log
 
 from tabulate import tabulate
 
-from .. import cli, saved
 from ..errors import CheckFailed, UsageError
-from ..sizes import format_size
+from ..measure.sizes import format_size
+from ..results import reader
+from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
 DESCRIPTION = (
@@ -22,18 +23,18 @@ NOISE = 0.05
 def add_arguments(p):
     p.add_argument("baseline", metavar="BASE.json", help="the reference results")
     p.add_argument("others", nargs="+", metavar="FILE.json", help="results to compare with it")
-    p.add_argument("--noise", type=cli.positive_float, default=NOISE, metavar="X",
+    p.add_argument("--noise", type=options.positive_float, default=NOISE, metavar="X",
                    help=f"without trials: a ratio within 1 +- X is noise (default {NOISE:g})")
-    p.add_argument("--fail-below", type=cli.positive_float, default=None, metavar="R",
+    p.add_argument("--fail-below", type=options.positive_float, default=None, metavar="R",
                    help="exit 1 when any row's busbw is below R times the baseline's")
-    p.add_argument("--min-size", type=cli.size_arg, default=0, metavar="SIZE",
+    p.add_argument("--min-size", type=options.size_arg, default=0, metavar="SIZE",
                    help="compare only rows of at least SIZE bytes (small sizes are latency noise)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
                    help="out-of-place, in-place or both (default both)")
 
 
 def verdict(base, other, noise):
-    """'faster' / 'slower' / 'within noise' for two saved.bandwidth() tuples."""
+    """'faster' / 'slower' / 'within noise' for two reader.bandwidth() tuples."""
     ratio = other[0] / base[0]
     if base[1] != base[2] and other[1] != other[2]:      # both have a trials' range
         if other[2] < base[1]:
@@ -54,24 +55,24 @@ def figures(doc, modes, min_size):
         if row["size"] < min_size:
             continue
         for mode in modes:
-            bw = saved.bandwidth(row, mode)
+            bw = reader.bandwidth(row, mode)
             if bw and bw[0] > 0:
-                out[saved.key(row, mode)] = bw
+                out[reader.key(row, mode)] = bw
     return out
 
 
 def execute(session, args):
     paths = [args.baseline] + args.others
-    docs = [saved.load(p) for p in paths]
-    modes = saved.modes(args.mode)
+    docs = [reader.load(p) for p in paths]
+    modes = reader.modes(args.mode)
     figs = [figures(d, modes, args.min_size) for d in docs]
     common = [k for k in figs[0] if all(k in f for f in figs[1:])]
     if not common:
         raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
                          f"collective, backend, dtype, op, root, setting, size and mode)")
     for p, d in zip(paths, docs):
-        print(saved.describe(p, d))
-    both_trials = all(any(saved.has_trials(r) for r in d["results"]) for d in docs)
+        print(reader.describe(p, d))
+    both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
                          if both_trials else
                          f"a ratio within 1 +- {args.noise:g} is within noise (no trials in "

@@ -1,13 +1,14 @@
 """mpibench demo: the collective-semantics check, rank r holding r, on the real backend."""
 from tabulate import tabulate
 
-from .. import classic, faults
-from ..collectives.all_gather import COLLECTIVE as ALL_GATHER
-from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
-from ..collectives.broadcast import COLLECTIVE as BROADCAST
-from ..collectives.reduce_scatter import COLLECTIVE as REDUCE_SCATTER
-from ..dtypes import DTYPES
 from ..errors import CheckFailed
+from ..launch import faults
+from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
+from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..measure.collectives.broadcast import COLLECTIVE as BROADCAST
+from ..measure.collectives.reduce_scatter import COLLECTIVE as REDUCE_SCATTER
+from ..measure.dtypes import DTYPES
+from .common import classic
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
 DESCRIPTION = (

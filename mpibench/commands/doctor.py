@@ -6,8 +6,9 @@ import subprocess
 import sys
 import tempfile
 
-from .. import cli, diagnose, hostfacts, nccllog
-from ..output import open_output
+from ..diagnose import findings, hostfacts, nccllog
+from ..results.output import open_output
+from .common import options
 
 HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; name what differs"
 DESCRIPTION = (
@@ -25,10 +26,10 @@ def add_arguments(p):
                         "each host's name (for fabricated trees)")
     p.add_argument("--no-nccl", action="store_true",
                    help="skip the NCCL transport check on GPUs")
-    p.add_argument("--nccl-timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
+    p.add_argument("--nccl-timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
                    help="time allowed for the NCCL transport check (default 120)")
     p.add_argument("--json", metavar="PATH", help="write every fact and finding as JSON (never overwrites)")
-    p.add_argument("--timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
                    help="start-up timeout (default 120)")
 
 
@@ -50,14 +51,14 @@ def execute(session, args):
     for h, f in per_host.items():
         for line in host_lines(h, f, ranks[h]):
             out.say(line)
-    diffs = diagnose.differences(per_host)
+    diffs = findings.differences(per_host)
     out.say("#\n# consistency: " + (f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''} "
                                     f"between hosts" if diffs else
                                     ("every compared fact is the same on every host"
                                      if len(per_host) > 1 else "one host, nothing to compare")))
     for label, values in diffs:
         out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
-    found = diagnose.findings(per_host)
+    found = findings.findings(per_host)
     pairs = None
     out.say("#\n# NCCL transports (a short all_reduce with NCCL_DEBUG=INFO):")
     if transports["skipped"]:
@@ -73,7 +74,7 @@ def execute(session, args):
                     (" (one rank: NCCL connects nothing)" if session.size == 1 else ""))
         for error in transports["errors"]:
             found.append((None, error))
-        found += diagnose.transport_findings(pairs, per_host)
+        found += findings.transport_findings(pairs, per_host)
     out.say("#\n# findings:" if found else "#\n# findings: none")
     for host, text in found:
         out.say(f"#   {host + ': ' if host else ''}{text}")
@@ -94,7 +95,7 @@ def _show(value):
 def host_lines(host, f, ranks):
     v = f["versions"]
     lines = [f"#\n# host {host} (rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))})",
-             "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in diagnose.VERSION_KEYS)]
+             "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in findings.VERSION_KEYS)]
     cvd = f["cuda_visible_devices"]
     if f["gpus"]:
         models = sorted({g["name"] for g in f["gpus"]})
@@ -131,7 +132,7 @@ def nccl_check(session, args):
         result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
         return result
     import torch.distributed as dist
-    from .. import netaddr
+    from ..launch import netaddr
     store = None
     if session.rank == 0:
         others = [a for a, h in zip(session._addrs, session.hosts) if h != session.hostname]

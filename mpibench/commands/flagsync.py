@@ -1,11 +1,11 @@
 """mpibench flagsync: what it costs to agree on a "done" flag, three ways."""
 from tabulate import tabulate
 
-from .. import classic, cli
-from ..collectives.all_gather import COLLECTIVE as ALL_GATHER
-from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
-from ..dtypes import DTYPES
 from ..errors import CheckFailed
+from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
+from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..measure.dtypes import DTYPES
+from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
 DESCRIPTION = (
@@ -20,9 +20,9 @@ INT64 = DTYPES["int64"]
 
 
 def add_arguments(p):
-    p.add_argument("-n", "--calls", type=cli.int_at_least(1), default=1000, metavar="N",
+    p.add_argument("-n", "--calls", type=options.int_at_least(1), default=1000, metavar="N",
                    help="timed calls of each method (default 1000)")
-    p.add_argument("--warmup", type=cli.int_at_least(0), default=10, metavar="N",
+    p.add_argument("--warmup", type=options.int_at_least(0), default=10, metavar="N",
                    help="untimed calls of each method first (default 10)")
     classic.add_common(p, dtype=False)
 

@@ -1,15 +1,16 @@
 """mpibench info: who is where — one row per rank, versions per host."""
 from tabulate import tabulate
 
-from .. import cli, sysinfo
+from ..diagnose import sysinfo
+from .common import options
 
 HELP = "show every rank's host, device, backend and launcher, and versions per host"
 SESSION = "args"
 
 
 def add_arguments(p):
-    cli.add_backend(p, cli.TORCH_BACKENDS)
-    p.add_argument("--timeout", type=cli.positive_float, default=120.0, metavar="SECONDS",
+    options.add_backend(p, options.TORCH_BACKENDS)
+    p.add_argument("--timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
                    help="rendezvous and process-group timeout (default 120)")
 
 

@@ -3,11 +3,11 @@ from statistics import mean
 
 from tabulate import tabulate
 
-from .. import classic, cli
-from ..collectives.all_reduce import COLLECTIVE as ALL_REDUCE
-from ..collectives.base import algbw, busbw
 from ..errors import UsageError
-from ..sizes import format_size
+from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..measure.collectives.base import algbw, busbw
+from ..measure.sizes import format_size
+from .common import classic, options
 
 HELP = "1 x S against K x S/K all_reduces of the same total bytes, per rank"
 DESCRIPTION = (
@@ -22,11 +22,11 @@ CPU_SIZE = 64 << 20
 
 
 def add_arguments(p):
-    p.add_argument("-s", "--size", type=cli.size_arg, default=None, metavar="S",
+    p.add_argument("-s", "--size", type=options.size_arg, default=None, metavar="S",
                    help="total bytes (default 4G on GPUs, 64M on CPUs)")
-    p.add_argument("-k", "--count", type=cli.int_at_least(1), default=1000, metavar="K",
+    p.add_argument("-k", "--count", type=options.int_at_least(1), default=1000, metavar="K",
                    help="number of small all_reduces, each of S/K bytes (default 1000)")
-    p.add_argument("--warmup", type=cli.int_at_least(0), default=2, metavar="N",
+    p.add_argument("--warmup", type=options.int_at_least(0), default=2, metavar="N",
                    help="untimed calls of each size first (default 2)")
     classic.add_common(p)
 

@@ -12,10 +12,11 @@ and skipped.
 """
 import os
 
-from .. import heatmap, saved
+from ..analysis import heatmap
 from ..errors import UsageError
-from ..results import ResultFile
-from ..sizes import format_size
+from ..measure.sizes import format_size
+from ..results import reader
+from ..results.files import ResultFile
 
 HELP = "draw busbw against size (and a p2p matrix) from saved results into a PNG"
 DESCRIPTION = (
@@ -120,7 +121,7 @@ def draw_matrix(ax, fig, name, entry, title, unit, matrix, size, cmap):
 
 
 def execute(session, args):
-    docs = [(path, saved.load(path)) for path in args.files]
+    docs = [(path, reader.load(path)) for path in args.files]
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -132,7 +133,7 @@ def execute(session, args):
     names = [os.path.basename(p) for p, _ in docs]
     if len(set(names)) < len(names):
         names = [p for p, _ in docs]
-    modes = saved.modes(args.mode)
+    modes = reader.modes(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
     lines, p2p = series(list(zip(names, (d for _, d in docs))), args.metric, modes, only)
     good = []

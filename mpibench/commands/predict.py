@@ -2,10 +2,12 @@
 predict a larger one (models in mpibench/scaling.py)."""
 from tabulate import tabulate
 
-from .. import cli, saved, scaling
-from ..collectives import REGISTRY
+from ..analysis import scaling
 from ..errors import UsageError
-from ..sizes import format_size
+from ..measure.collectives import REGISTRY
+from ..measure.sizes import format_size
+from ..results import reader
+from .common import options
 
 HELP = "fit each collective's latency and bandwidth terms to runs at several host counts; predict more"
 DESCRIPTION = (
@@ -21,9 +23,9 @@ SESSION = "offline"
 def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="FILE", help="results at two or more rank counts")
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--hosts", type=cli.positive_float, metavar="H",
+    target.add_argument("--hosts", type=options.positive_float, metavar="H",
                         help="predict for H hosts (ranks per host as in the inputs)")
-    target.add_argument("--ranks", type=cli.positive_float, metavar="N", help="predict for N ranks")
+    target.add_argument("--ranks", type=options.positive_float, metavar="N", help="predict for N ranks")
     p.add_argument("--model", choices=scaling.MODELS, default="ring",
                    help="ring (default; what NCCL and gloo use for large sizes) or tree")
     p.add_argument("--check", metavar="FILE", help="a run at the target count: report the error")
@@ -33,7 +35,7 @@ def add_arguments(p):
 
 
 def ranks_per_host(path, doc):
-    n, hosts = saved.ranks(doc), saved.hosts(doc)
+    n, hosts = reader.ranks(doc), reader.hosts(doc)
     if not n or not hosts:
         raise UsageError(f"predict: {path} does not say its ranks and hosts (world)")
     if n % len(hosts):
@@ -46,11 +48,11 @@ def points(named_docs, wanted, only):
     """{(collective, backend, dtype, redop, mode): {size: {n: (bw_bytes, seconds)}}}"""
     out = {}
     for _, doc in named_docs:
-        n = saved.ranks(doc)
+        n = reader.ranks(doc)
         for row in doc["results"]:
             if only and row["collective"] not in only:
                 continue
-            mode = saved.first_mode(row, wanted)
+            mode = reader.first_mode(row, wanted)
             if mode is None or "bw_bytes" not in row:
                 continue
             group = (row["collective"], row.get("backend", "?"), row.get("dtype", row["type"]),
@@ -62,11 +64,11 @@ def points(named_docs, wanted, only):
 
 
 def execute(session, args):
-    docs = [(p, saved.load(p)) for p in args.files]
+    docs = [(p, reader.load(p)) for p in args.files]
     for p, d in docs:
-        if not saved.ranks(d):
+        if not reader.ranks(d):
             raise UsageError(f"predict: {p} does not say how many ranks it ran on (world.size)")
-    counts = sorted({saved.ranks(d) for _, d in docs})
+    counts = sorted({reader.ranks(d) for _, d in docs})
     if len(counts) < 2:
         raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
     if args.ranks:
@@ -76,9 +78,9 @@ def execute(session, args):
         if len(ppn) > 1:
             raise UsageError(f"predict: the inputs differ in ranks per host ({sorted(ppn)}); give --ranks")
         target = int(args.hosts) * ppn.pop()
-    check = saved.load(args.check) if args.check else None
-    if check is not None and saved.ranks(check) != target:
-        raise UsageError(f"predict: --check {args.check} ran on {saved.ranks(check)} ranks, "
+    check = reader.load(args.check) if args.check else None
+    if check is not None and reader.ranks(check) != target:
+        raise UsageError(f"predict: --check {args.check} ran on {reader.ranks(check)} ranks, "
                          f"not the {target} predicted")
     wanted = {"out": "out_of_place", "in": "in_place"}.get(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
@@ -87,7 +89,7 @@ def execute(session, args):
     if not measured:
         raise UsageError("predict: no rows to fit")
     for p, d in docs:
-        print(saved.describe(p, d))
+        print(reader.describe(p, d))
     print(f"# predicting {target} ranks with the {args.model} model "
           f"(t = alpha*f(n) + beta*g(n)*S; see mpibench predict --help)")
     all_check_errors = []

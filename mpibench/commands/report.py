@@ -5,8 +5,8 @@ import sys
 
 from tabulate import tabulate
 
-from .. import saved, tables
-from ..results import CSV_FIELDS, csv_rows
+from ..results import reader, tables
+from ..results.files import CSV_FIELDS, csv_rows
 
 HELP = "print saved JSON results as tables (text, markdown or csv)"
 DESCRIPTION = (
@@ -53,13 +53,13 @@ def _summary(doc):
 def text(docs):
     lines = []
     for path, doc in docs:
-        lines.append(saved.describe(path, doc))
+        lines.append(reader.describe(path, doc))
         if doc.get("env"):
             lines.append("# env: " + " ".join(f"{k}={v}" for k, v in doc["env"].items()))
         for (setting, coll), rows in groups(doc).items():
             lines += [f"#\n# Collective: {_title(setting, coll)}", tables.row_header()]
             lines += [tables.row_line(r) for r in rows]
-        trial_rows = [r for r in doc["results"] if saved.has_trials(r)]
+        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             lines.append("#\n# median of the trials per row, and their spread")
             lines += ["#  " + x for x in tables.trials_table(trial_rows).splitlines()]
@@ -75,12 +75,12 @@ def _md(line):
 def markdown(docs):
     parts = []
     for path, doc in docs:
-        parts.append(f"## {path}\n\n{_md(saved.describe(path, doc)).split(': ', 1)[1]}")
+        parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
         for (setting, coll), rows in groups(doc).items():
             parts.append(f"### {_title(setting, coll)}\n\n" + tabulate(
                 [tables.row_cells(r) for r in rows], headers=tables.ROW_HEADERS,
                 tablefmt="github", disable_numparse=True))
-        trial_rows = [r for r in doc["results"] if saved.has_trials(r)]
+        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github"))
         for line in _hosts(doc, "github"):
@@ -101,7 +101,7 @@ def csv_text(docs):
 
 
 def execute(session, args):
-    docs = [(path, saved.load(path)) for path in args.files]   # every file checked first
+    docs = [(path, reader.load(path)) for path in args.files]   # every file checked first
     render = {"text": text, "markdown": markdown, "csv": csv_text}[args.format]
     sys.stdout.write(render(docs))
     return 0

@@ -1,15 +1,19 @@
 """mpibench run: the collective sweep, with nccl-tests' numbers and per-host truth."""
 from tabulate import tabulate
 
-from .. import cli, jobinfo, sysinfo, tables, trials
-from ..backends import make as make_backend
-from ..backends.timing import BLOCKING
-from ..collectives import NAMES as COLLECTIVES, REGISTRY
-from ..dtypes import parse_dtypes, parse_list, parse_ops
-from ..engine import AVERAGES, MODE_KEYS, Engine, Plan
+from ..diagnose import jobinfo, links, sysinfo
+from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
-from ..output import open_output
-from ..sizes import format_bytes, format_size, sweep
+from ..measure.backends import make as make_backend
+from ..measure.backends.timing import BLOCKING
+from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
+from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
+from ..measure.engine import AVERAGES, Engine, Plan
+from ..measure.modes import MODE_KEYS
+from ..measure.sizes import format_bytes, format_size, sweep
+from ..results import tables, trials
+from ..results.output import open_output
+from .common import options
 
 HELP = "sweep collectives over sizes (the default command)"
 DESCRIPTION = (
@@ -26,59 +30,59 @@ GPU_MAXBYTES = 4 << 30
 def add_arguments(p):
     p.add_argument("--collectives", default="all", metavar="LIST",
                    help=f"comma-separated, or all: {', '.join(COLLECTIVES)} (default all)")
-    p.add_argument("-b", "--minbytes", type=cli.size_arg, default=8, metavar="SIZE",
+    p.add_argument("-b", "--minbytes", type=options.size_arg, default=8, metavar="SIZE",
                    help="smallest size, e.g. 8, 64K, 1M (binary units; default 8)")
-    p.add_argument("-e", "--maxbytes", type=cli.size_arg, default=None, metavar="SIZE",
+    p.add_argument("-e", "--maxbytes", type=options.size_arg, default=None, metavar="SIZE",
                    help="largest size (default 16M on CPUs, 4G on GPUs)")
-    p.add_argument("-f", "--stepfactor", type=cli.number_arg, default=2.0, metavar="F",
+    p.add_argument("-f", "--stepfactor", type=options.number_arg, default=2.0, metavar="F",
                    help="multiply the size by F each step (default 2)")
-    p.add_argument("-i", "--stepbytes", type=cli.size_arg, default=None, metavar="SIZE",
+    p.add_argument("-i", "--stepbytes", type=options.size_arg, default=None, metavar="SIZE",
                    help="add SIZE each step instead of multiplying")
-    p.add_argument("-n", "--iters", type=cli.int_at_least(1), default=20, help="timed iterations per size (default 20)")
-    p.add_argument("-w", "--warmup", type=cli.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
+    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20, help="timed iterations per size (default 20)")
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
     p.add_argument("-d", "--dtype", default="float32", metavar="LIST",
                    help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; comma-separated or all")
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
-    p.add_argument("-r", "--root", type=cli.int_at_least(0), default=0, help="root of broadcast, reduce, gather and scatter (default 0)")
+    p.add_argument("-r", "--root", type=options.int_at_least(0), default=0, help="root of broadcast, reduce, gather and scatter (default 0)")
     p.add_argument("-z", "--blocking", type=int, choices=(0, 1, 2, 3), default=None,
                    help="as nccl-tests: 0 launch every iteration, wait once at the end; "
                         "1 wait and barrier (MPI) after each, the barrier timed; 2 wait after "
                         "each; 3 wait and barrier after each, only the calls timed. On CPU "
                         "backends -z 0 keeps at most one call in flight per distinct buffer "
                         "slot (default 0 on GPUs, 2 on gloo and mpi)")
-    p.add_argument("-c", "--check", type=cli.int_at_least(0), default=1, metavar="N",
+    p.add_argument("-c", "--check", type=options.int_at_least(0), default=1, metavar="N",
                    help="check rounds after each timed loop, 0 = off (default 1)")
     p.add_argument("-a", "--average", type=int, choices=(0, 1, 2, 3), default=1,
                    help="time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
                    help="out-of-place, in-place or both (default both)")
-    p.add_argument("-G", "--cuda-graph", type=cli.int_at_least(0), default=0, metavar="N",
+    p.add_argument("-G", "--cuda-graph", type=options.int_at_least(0), default=0, metavar="N",
                    help="GPU only: capture the iterations in a CUDA graph (after the untimed "
                         "first call and a barrier) and replay it N times, -z applied to each "
                         "replay; not with -z 3, as nccl-tests")
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
-    p.add_argument("--probe-iters", type=cli.int_at_least(0), default=None, metavar="N",
+    p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
-    p.add_argument("--slow-margin", type=cli.positive_float, default=0.2, metavar="X",
+    p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
-    p.add_argument("--link-iters", type=cli.int_at_least(0), default=5, metavar="N",
+    p.add_argument("--link-iters", type=options.int_at_least(0), default=5, metavar="N",
                    help="after the sweep, with two or more hosts: time N transfers each way "
                         "between every pair of hosts (one rank per host, the largest size up to "
                         "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
-    p.add_argument("--timeout", type=cli.positive_float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
                    help="the longest one row (a collective, size and mode, with warm-up and "
                         "check) may take before the job is called hung and aborted, naming the "
                         "ranks that never arrived (default: 60 s plus the row's bytes at 1 GB/s "
                         "of bus bandwidth; 300 s for the rendezvous)")
-    p.add_argument("--trials", type=cli.int_at_least(1), default=1, metavar="K",
+    p.add_argument("--trials", type=options.int_at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
-    p.add_argument("--unstable", type=cli.positive_float, default=trials.UNSTABLE, metavar="X",
+    p.add_argument("--unstable", type=options.positive_float, default=trials.UNSTABLE, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
                         f"times their median (default {trials.UNSTABLE:g})")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
-    cli.add_backend(p, several=True)
+    options.add_backend(p, several=True)
 
 
 def check_args(args):
@@ -308,15 +312,14 @@ def execute(session, args):
     for backend, plan in zip(backends, plans):
         if len(backends) > 1:
             session.out(f"#\n# ======== backend {backend.name} ========")
-        engine = Engine(session, backend, plan, out)
+        engine = Engine(session, backend, plan, Sink(out, session.hosts) if out is not None else None)
         wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     names = [b.name for b in backends]
-    link = next((b for b in backends if b.name in cli.TORCH_BACKENDS), None)
+    link = next((b for b in backends if b.name in options.TORCH_BACKENDS), None)
     if link is not None:      # the link check sends through torch.distributed
-        from .p2p import link_check
         session.watch.arm("link check between hosts")
-        link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))
+        links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))
     session.watch.disarm()
     memory = session.comm.gather({"peak_rss_bytes": sysinfo.peak_rss_bytes(),
                                   "buffer_bytes": buffer_bytes}, root=0)

@@ -18,10 +18,12 @@ import time
 
 from tabulate import tabulate
 
-from .. import __version__, cli, output, saved
+from .. import __version__
 from ..errors import Exit, UsageError
-from ..results import ResultFile, render_json
-from ..sizes import format_size
+from ..measure.sizes import format_size
+from ..results import output, reader
+from ..results.files import render_json, ResultFile
+from .common import options
 
 HELP = "run the benchmark once per setting of NCCL (or any) variables and compare them"
 DESCRIPTION = (
@@ -59,7 +61,7 @@ def add_arguments(p):
     p.add_argument("--mode", choices=("out", "in"), default=None,
                    help="which mode the summary shows (default out-of-place where the "
                         "collective has it, else in-place)")
-    p.add_argument("--timeout", type=cli.positive_float, default=3600.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=options.positive_float, default=3600.0, metavar="SECONDS",
                    help="longest one setting's run may take before it is stopped (default 3600)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="do not show each run's own output (errors still show)")
@@ -148,11 +150,11 @@ def summary(doc, names, labels, wanted):
     """Per collective and size: each setting's busbw and the best."""
     table = {}
     for row in doc["results"]:
-        mode = saved.first_mode(row, wanted)
-        if mode is None or saved.bandwidth(row, mode) is None:
+        mode = reader.first_mode(row, wanted)
+        if mode is None or reader.bandwidth(row, mode) is None:
             continue
         group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
-        value, _, _, metric = saved.bandwidth(row, mode)
+        value, _, _, metric = reader.bandwidth(row, mode)
         table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (value, metric)
     lines = []
     for (coll, dtype, redop, mode), per_size in table.items():
@@ -207,7 +209,7 @@ def execute(session, args):
         record = {"setting": name, "env": env, "file": path, "rc": rc,
                   "elapsed_s": round(time.monotonic() - start, 3)}
         try:
-            part = saved.load(path)
+            part = reader.load(path)
         except UsageError as exc:
             part, record["error"] = None, str(exc)
         if part is not None:

@@ -1,7 +1,7 @@
 """Byte sizes as users write them (8, 64K, 1M, 4G: K/M/G/T binary) and the sweep between two."""
 import re
 
-from .errors import UsageError
+from ..errors import UsageError
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_SIZES = 10000

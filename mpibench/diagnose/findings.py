@@ -1,6 +1,6 @@
 """From every host's facts to what matters: differences between hosts, and findings
 with advice. Pure functions over hostfacts.collect() dicts (one per host)."""
-from .netaddr import match_ifname
+from ..launch.netaddr import match_ifname
 
 VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
 

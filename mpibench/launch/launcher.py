@@ -10,7 +10,7 @@ rank, and a user may have exported RANK by hand, so MPI launchers are read first
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from .errors import UsageError
+from ..errors import UsageError
 
 # launcher name -> whether its ranks share one MPI job (mpi4py can gather across them)
 MPI_LAUNCHERS = ("openmpi", "hydra", "mvapich2", "pmix", "slurm-pmix", "slurm-pmi2")

@@ -8,7 +8,12 @@ Each rank returns its own figures; rank 0 gathers them per round.
 from functools import partial
 
 from .collectives.sendrecv import _blocking as exchange
-from .pairs import directions
+
+
+def directions(pair, bidirectional):
+    """Transfers timed for one pair: (sender, receiver) in turn, or both ways at once."""
+    a, b = pair
+    return [(a, b)] if bidirectional else [(a, b), (b, a)]
 
 
 class PingPong:

@@ -1,7 +1,7 @@
 """Data types and reduction ops by the names users type, with the names nccl-tests prints."""
 from dataclasses import dataclass
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 @dataclass(frozen=True)

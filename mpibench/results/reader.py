@@ -1,21 +1,21 @@
 """Saved results files, as report, compare, plot, sweep and predict read them.
 
-load() is the one place a file is read: resultsfile.load() refuses anything that is not
+load() is the one place a file is read: document.load() refuses anything that is not
 a results document (UsageError naming the file, never a traceback); load() adds checks
 of the fields only these commands read (trials' spread, sweep settings, labels), so the
 commands may trust every field they touch.
 """
 import math
 
-from . import resultsfile
-from .errors import UsageError
+from ..errors import UsageError
+from . import document
 
-MODES = resultsfile.MODES
+MODES = document.MODES
 
 
 def load(path):
     """The results document in path (a dict with a 'results' list of rows)."""
-    doc = resultsfile.load(path)
+    doc = document.load(path)
     problem = _problem(doc)
     if problem:
         raise UsageError(f"results file {path}: {problem}")

@@ -2,8 +2,8 @@
 import os
 import platform
 
-from . import __version__
-from .comm import mpi_library_version
+from .. import __version__
+from ..launch.comm import mpi_library_version
 
 # Variable prefixes that change what the network does; shown in headers and compared.
 NET_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_", "MPIBENCH_")

@@ -32,9 +32,8 @@ ROW_FAULTS = ("hang", "die", "crash")
 
 
 def row_faults(rank):
-    """{size in bytes: kind} of the row faults switched on for RANK."""
-    from .sizes import parse_size
-    return {parse_size(arg): kind for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank}
+    """[(size as written, kind)] of the row faults switched on for RANK."""
+    return [(arg, kind) for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank]
 
 
 def trip(kind):

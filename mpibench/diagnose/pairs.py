@@ -59,12 +59,6 @@ def schedule(ranks, hosts):
     return out
 
 
-def directions(pair, bidirectional):
-    """Transfers timed for one pair: (sender, receiver) in turn, or both ways at once."""
-    a, b = pair
-    return [(a, b)] if bidirectional else [(a, b), (b, a)]
-
-
 def analyze(labels, links, threshold=0.8, consistency=0.8):
     """Slow links and slow hosts from every link's per-iteration seconds.
 

@@ -7,9 +7,10 @@ import datetime
 import sys
 import threading
 
-from . import __version__, tables
-from .errors import UsageError
-from .results import ResultFile, render_csv, render_json
+from .. import __version__
+from ..errors import UsageError
+from . import tables
+from .files import render_csv, render_json, ResultFile
 
 
 def now():
@@ -52,6 +53,10 @@ class RunOutput:
         with self._lock:
             self.doc.update(items)
             self.flush()
+
+    def table_header(self):
+        """nccl-tests' column header, before a collective's rows."""
+        self.say(tables.row_header())
 
     def add_row(self, row, line=None):
         """Record the row, then print it (nccl-tests' format unless a line is given).

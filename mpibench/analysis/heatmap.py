@@ -36,7 +36,7 @@ def draw_on(fig, ax, labels, matrix, title, unit="GB/s", cmap="viridis"):
 def save(fig, path):
     """Write the figure to path (already reserved) through a temporary file."""
     import matplotlib.pyplot as plt
-    from .results import replace_atomically
+    from ..results.files import replace_atomically
     try:
         replace_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
     finally:

@@ -6,7 +6,7 @@ nccl-tests' timer, ending after a sync of the stream every call ran in (GPUs).
 """
 import time
 
-from .. import faults
+from ...launch import faults
 from . import timing
 from ..dtypes import torch_dtype
 

@@ -8,16 +8,15 @@ through the backend being measured.
 from dataclasses import dataclass, field
 from statistics import mean
 
-from . import faults, looptrace, stragglers
-from .collectives.base import CHUNK, Ctx, algbw, busbw, exact_reason, poison_value
-from .errors import Exit
-from .resultsfile import MODES
-from .sizes import format_size
-from .tables import row_header
-from .watchdog import TIMED_LOOP, NullWatch
+from ..errors import Exit
+from ..launch import faults
+from ..launch.watchdog import TIMED_LOOP, NullWatch
+from . import looptrace
+from .collectives.base import CHUNK, algbw, busbw, Ctx, exact_reason, poison_value
+from .modes import MODE_KEYS
+from .sizes import format_size, parse_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
-MODE_KEYS = dict(zip(("out", "in"), MODES))     # plan mode -> results document key
 
 
 @dataclass
@@ -132,15 +131,27 @@ def count_wrong(torch, coll, recv, ctx):
 
 
 class Engine:
+    """The sweep of one plan on one backend.
+
+    report, on rank 0 only (None elsewhere), is where the figures go; the engine asks of it:
+      set(**items)         document-level facts (skipped_sizes)
+      table_header()       a collective's rows follow: print their column header
+      add_row(row)         one row of the results document, as soon as it is measured
+      add_probe(coll, dt, op, size, c, mode, times, margin)
+                           the per-host probe: times[r][k], seconds of rank r in iteration k
+    The run command wires it to the results output and the straggler analysis
+    (diagnose.sink), so that this stage imports neither.
+    """
+
     def __init__(self, session, backend, plan, report):
         self.s = session
         self.b = backend
         self.plan = plan
-        self.report = report   # rank 0: Report; other ranks: None
+        self.report = report   # rank 0: see the class docstring; other ranks: None
         self.torch = backend.torch
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch = getattr(session, "watch", None) or NullWatch()
-        self.row_faults = faults.row_faults(session.rank)
+        self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
 
     def run(self):
         self.watch.arm("allocating buffers")
@@ -160,7 +171,8 @@ class Engine:
         plan, s = self.plan, self.s
         ops = plan.ops if coll.reduces else ["none"]
         self.s.out(f"#\n# Collective: {coll.name}")
-        self.s.out(row_header())
+        if self.report is not None:
+            self.report.table_header()
         wrong_total = 0
         probe = None
         for dt in plan.dtypes:
@@ -295,8 +307,7 @@ class Engine:
         times = self.b.time_each(call, plan.probe_iters, s.comm.polite_barrier)
         gathered = s.comm.gather(times, root=0)
         if s.rank == 0:
-            analysis = stragglers.analyze(s.hosts, gathered, margin=plan.margin)
-            self.report.add_hosts(coll, dt, op, size, c, mode, analysis)
+            self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
 
 
 def pick_time(times, average):

@@ -13,9 +13,10 @@ import os
 import socket
 import sys
 
-from . import __version__, faults, netaddr
+from .. import __version__
+from ..errors import Exit, UsageError
+from . import faults, netaddr
 from .comm import Comm, MPIComm, StoreComm
-from .errors import Exit, UsageError
 from .watchdog import Watchdog
 
 TORCH_BACKENDS = ("nccl", "gloo")

@@ -9,8 +9,8 @@ import io
 import json
 import os
 
-from .errors import UsageError
-from .resultsfile import MODES
+from ..errors import UsageError
+from .document import MODES
 
 
 def _numbered(path, k):

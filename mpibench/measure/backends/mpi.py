@@ -7,7 +7,7 @@ are mpi4py's buffer methods (Allreduce, not allreduce): no pickling in the timed
 They run on a duplicate of MPI_COMM_WORLD, so measured traffic never mixes with the
 side channel's gathers.
 """
-from ..errors import UsageError
+from ...errors import UsageError
 from .torchdist import TorchBackend
 
 # Data types with a standard MPI datatype (mpi4py maps the numpy views to them).

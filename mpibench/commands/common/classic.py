@@ -3,12 +3,13 @@ the run-style preamble and results document, small buffers agreed on by every ra
 and the units their users know (GBps and Gbps, host:local_rank)."""
 import math
 
-from . import cli, jobinfo
-from .backends import make
-from .collectives.base import Ctx
-from .dtypes import parse_dtypes
-from .errors import UsageError
-from .output import open_output
+from ...diagnose import jobinfo
+from ...errors import UsageError
+from ...measure.backends import make
+from ...measure.collectives.base import Ctx
+from ...measure.dtypes import parse_dtypes
+from ...results.output import open_output
+from . import options
 
 
 def add_common(p, dtype=True):
@@ -16,8 +17,8 @@ def add_common(p, dtype=True):
         p.add_argument("-d", "--dtype", default="float32", metavar="NAME",
                        help="data type (default float32): float32, float16, bfloat16, float64, "
                             "int32, int64, int8, uint8")
-    cli.add_backend(p)
-    p.add_argument("--timeout", type=cli.positive_float, default=300.0, metavar="SECONDS",
+    options.add_backend(p)
+    p.add_argument("--timeout", type=options.positive_float, default=300.0, metavar="SECONDS",
                    help="process-group timeout (default 300)")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
 

@@ -1,9 +1,9 @@
 """Text output: nccl-tests' row format, and the per-host tables it lacks."""
 from tabulate import tabulate
 
-from .collectives.base import algbw, busbw
-from .resultsfile import MODES
-from .sizes import format_size
+from ..measure.collectives.base import algbw, busbw
+from ..measure.sizes import format_size
+from .document import MODES
 
 
 def fnum(value, width):

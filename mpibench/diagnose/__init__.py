@@ -1,0 +1,10 @@
+"""Stage 4, diagnose: which rank, host or link is slow, and why.
+
+sysinfo and hostfacts read each rank's and host's facts; jobinfo puts them in a
+command's preamble and document; findings turns host facts into findings; nccllog and
+ncclprobe read NCCL's choices; stragglers names slow ranks and hosts from per-iteration
+times; pairs plans the pairs and names slow links; links is the link check between
+hosts (run and p2p); sink routes the engine's rows and probes to results and stragglers.
+
+May import: errors, launch, measure, results.
+"""

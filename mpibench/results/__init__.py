@@ -1,0 +1,9 @@
+"""Stage 3, results: the results document, from the first row to the file on disk.
+
+document defines the results document and loads it back validated (schema, load,
+measurements); files reserves and atomically rewrites result files (JSON, CSV);
+output is rank 0's live output of a run; reader is what the analysis commands read of
+a saved document; tables formats rows as nccl-tests does; trials merges repeated sweeps.
+
+May import: errors, launch, measure.
+"""
