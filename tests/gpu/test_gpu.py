@@ -40,7 +40,7 @@ def test_every_collective_checks_clean_on_nccl(tmp_path, launch):
                 assert r[mode]["time_us"] > 0, r
 
 
-@pytest.mark.parametrize("extra", [["-z", "0"], ["-z", "1"], ["-G", "3"]])
+@pytest.mark.parametrize("extra", [["-z", "0"], ["-z", "1"], ["-z", "2"], ["-z", "3"], ["-G", "3"]])
 def test_blocking_modes_and_cuda_graphs(tmp_path, extra):
     out = tmp_path / "r.json"
     done = lone(["run", "--backend", "nccl", "--collectives", "all_reduce,all_gather",
