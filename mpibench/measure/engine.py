@@ -247,7 +247,7 @@ class Engine:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
         wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
-        return seconds, wrong, window if self.b.launches_async(z) else 1
+        return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1
 
     def _check(self, coll, view, ctx, rounds):
         sv, rv = view
