@@ -140,3 +140,15 @@ def test_watchdog_leaves_the_side_channel_alone_in_the_timed_loop():
         assert served and served[-1] >= left          # woken at once, not at the next poll
     finally:
         w.close()
+
+
+def test_nccl_communicator_is_created_at_init():
+    """NCCL gets init_process_group(device_id=...) where torch takes it, so its communicator
+    exists before the first timed row or CUDA graph capture; gloo gets nothing extra."""
+    from types import SimpleNamespace
+    import torch.distributed as dist
+    from mpibench.launch import bootstrap
+    gpu = SimpleNamespace(device=torch.device("cuda", 0))
+    assert bootstrap._eager(dist, gpu, "nccl") == {"device_id": torch.device("cuda", 0)}
+    assert bootstrap._eager(dist, gpu, "gloo") == {}
+    assert bootstrap._eager(dist, SimpleNamespace(device=None), "nccl") == {}
