@@ -4,6 +4,7 @@ import math
 from ..diagnose import jobinfo, stragglers
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, Exit, UsageError
+from ..launch.watchdog import TIMED_LOOP
 from ..measure import model
 from ..measure.backends import make as make_backend
 from ..measure.collectives import REGISTRY
@@ -156,10 +157,10 @@ def execute(session, args):
         out.say(traindoc.steps_title(train))
         out.say(traindoc.STEP_HEADER)
     for k in range(args.steps):
-        session.watch.arm(f"timed step {k + 1} of {args.steps}")
         mine, losses = {}, []
         for name, fn in (kinds if k % 2 == 0 else kinds[::-1]):   # A/B, then B/A
-            session.watch.mark(name[:-2])
+            # TIMED_LOOP: the watchdog thread keeps off the CPU and MPI, and still times out
+            session.watch.arm(f"timed step {k + 1} of {args.steps}, {name[:-2]}", TIMED_LOOP)
             mine[name], loss = trainer.timed(fn, k, barrier)
             losses.append((name, loss))
         session.watch.mark("gathering the step's times")
