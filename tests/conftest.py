@@ -72,6 +72,47 @@ def torchrun(nproc, args, env=None, timeout=90):
                 "-m", "mpibench"] + list(args), env, timeout)
 
 
+def session_pids(sid):
+    """Live processes of session sid (mpirun started in its own session, and its ranks)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":   # session id, not a zombie
+                pids.append(int(name))
+    return pids
+
+
+def mpirun_killed(np, args, pattern, count, timeout=120):
+    """mpirun -np NP python -m mpibench ARGS, SIGKILLed (mpirun and every rank) as soon as
+    COUNT stdout lines match pattern. Returns (those lines split into fields, the session id)."""
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    cmd = [MPIRUN] + root + ["--oversubscribe", "-np", str(np), PYTHON, "-m", "mpibench"] + args
+    # its own session: mpirun and every rank it starts can be found and killed
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=base_env(), cwd=ROOT, start_new_session=True)
+    seen = []
+    try:
+        deadline = time.monotonic() + timeout
+        for line in proc.stdout:
+            if re.match(pattern, line):
+                seen.append(line.split())
+            if len(seen) == count or time.monotonic() > deadline:
+                break
+    finally:
+        for pid in session_pids(proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(timeout=30)
+    return seen, proc.pid
+
+
 def mpibench_lines(text):
     """The lines mpibench itself wrote to stderr: 'mpibench: ...' or 'mpibench CMD: ...'."""
     # Open MPI's abort banner can leave a space before the next line that reaches stderr.

@@ -47,6 +47,9 @@ def test_allreduce(tmp_path, np, backend):
     rows = doc["results"]
     assert len(rows) == 3 and all(r["backend"] == backend and r["size"] == 256 << 10 for r in rows)
     assert all(len(r["per_rank_time_us"]) == np and min(r["per_rank_time_us"]) > 0 for r in rows)
+    for r in rows:    # nccl-tests' -a 1: the mean time over ranks, and algbw = size / time
+        assert r["time_us"] == pytest.approx(sum(r["per_rank_time_us"]) / np, rel=1e-9)
+        assert r["algbw_GBps"] == pytest.approx(r["size"] / (r["time_us"] * 1e-6) / 1e9, rel=1e-9)
     # The slowest rank is the one with the largest mean time, and it is named with its host.
     means = doc["summary"]["per_rank_mean_time_us"]
     slow = doc["summary"]["slowest_rank"]

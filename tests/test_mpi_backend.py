@@ -25,7 +25,8 @@ def test_every_dtype_and_op_checks_clean(tmp_path, np):
     assert {row["backend"] for row in rows} == {"mpi"}
     assert {row["type"] for row in rows} == MPI_DTYPES
     assert {row["collective"] for row in rows} == {"all_reduce", "all_gather", "reduce_scatter",
-                                                   "broadcast", "reduce", "all_to_all", "sendrecv"}
+                                                   "broadcast", "reduce", "all_to_all", "sendrecv",
+                                                   "gather", "scatter"}
     assert {row["redop"] for row in rows if row["collective"] == "all_reduce"} == {"sum", "prod", "min", "max"}
     # MPI's all_reduce and reduce run out of place too; its reduce_scatter in place does not.
     ar = [row for row in rows if row["collective"] == "all_reduce"]
@@ -40,8 +41,8 @@ def test_nonblocking_mpi_checks_clean(tmp_path):
     done = mpirun(2, ["run", "--backend", "mpi", "-z", "0", "--json", str(path)] + SMALL)
     assert done.returncode == 0, show(done)
     doc = json.loads(path.read_text())
-    assert doc["config"]["blocking"] is False and doc["out_of_bounds"]["count"] == 0
-    assert len(doc["results"]) >= 7
+    assert doc["config"]["blocking"] == 0 and doc["out_of_bounds"]["count"] == 0
+    assert len(doc["results"]) >= 9
 
 
 def test_corrupted_rank_is_caught_on_mpi():
@@ -49,6 +50,22 @@ def test_corrupted_rank_is_caught_on_mpi():
                   env={"MPIBENCH_FAULT": "corrupt:1"})
     assert done.returncode == 1, show(done)
     assert "FAILED" in done.stdout and len(mpibench_lines(done.stderr)) == 1
+
+
+def test_gather_and_scatter_wrong_values_are_caught(tmp_path):
+    """Rank 1 is the root: a wrong value in what it gathers, and in what it is scattered."""
+    path = tmp_path / "bad.json"
+    done = mpirun(3, ["run", "--backend", "gloo,mpi", "--collectives", "gather,scatter", "-r", "1",
+                      "--json", str(path)] + SMALL, env={"MPIBENCH_FAULT": "corrupt:1"})
+    assert done.returncode == 1, show(done)
+    rows = json.loads(path.read_text())["results"]
+    assert {(r["backend"], r["collective"]) for r in rows} == {
+        (b, c) for b in ("gloo", "mpi") for c in ("gather", "scatter")}
+    for r in rows:
+        assert r["root"] == 1
+        for m in ("out_of_place", "in_place"):
+            assert r[m]["nwrong"] == 1, r      # one poisoned element, counted once
+            assert r["per_rank_nwrong"][m][1] == 1 and r["per_rank_nwrong"][m][0] in (0, None)
 
 
 def test_gloo_and_mpi_side_by_side(tmp_path):

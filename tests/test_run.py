@@ -9,10 +9,8 @@ import csv
 import json
 import os
 import re
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,8 +20,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "launch"))
 import fakecluster  # noqa: E402
-from conftest import (MPIRUN, PYTHON, ROOT, base_env, check_usage_error, lone,  # noqa: E402
-                      mpibench_lines, mpirun, show)
+from conftest import (MPIRUN, PYTHON, base_env, check_usage_error, lone,  # noqa: E402
+                      mpibench_lines, mpirun, mpirun_killed, session_pids, show)
 
 from mpibench.diagnose import stragglers  # noqa: E402
 from mpibench.measure import sizes  # noqa: E402
@@ -40,15 +38,17 @@ ELSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8,
           "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
 FLOATING = {"float32", "float16", "bfloat16", "float64"}
 REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
-PER_RANK_CHUNKS = {"all_gather", "reduce_scatter", "all_to_all"}   # S is the total over ranks
+PER_RANK_CHUNKS = {"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"}  # S: total over ranks
+ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 # what torch.distributed can express: all_reduce/reduce work in place only,
 # all_to_all/sendrecv out of place only
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-               "all_to_all", "sendrecv"]
+               "all_to_all", "sendrecv", "gather", "scatter"]
 MODES = {"all_reduce": {"in_place"}, "reduce": {"in_place"},
          "all_to_all": {"out_of_place"}, "sendrecv": {"out_of_place"},
          "all_gather": {"out_of_place", "in_place"}, "reduce_scatter": {"out_of_place", "in_place"},
-         "broadcast": {"out_of_place", "in_place"}}
+         "broadcast": {"out_of_place", "in_place"}, "gather": {"out_of_place", "in_place"},
+         "scatter": {"out_of_place", "in_place"}}
 
 
 def busbw_factor(coll, n):
@@ -158,7 +158,7 @@ def test_matrix_figures_follow_nccl_tests(matrix):
         coll, el = row["collective"], ELSIZE[row["dtype"]]
         count, size, s_bytes = nccl_counts(coll, row["requested_size"], el, n)
         assert (row["count"], row["size"], row["bw_bytes"]) == (count, size, s_bytes), row
-        assert row["root"] == (0 if coll in ("broadcast", "reduce") else -1), row
+        assert row["root"] == (0 if coll in ROOTED else -1), row
         factor = busbw_factor(coll, n)
         for mode in ("out_of_place", "in_place"):
             m = row[mode]
@@ -300,52 +300,19 @@ def test_one_rank_mpirun_says_busbw_not_defined():
 
 # ---- rows reach the disk as they are measured: a killed job keeps them ----
 
-def _session_pids(sid):
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":   # session id, not a zombie
-                pids.append(int(name))
-    return pids
-
-
 def test_killed_job_keeps_rows_seen(tmp_path):
     out = tmp_path / "killed.json"
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    cmd = ([MPIRUN] + root + ["--oversubscribe", "-np", "2", PYTHON, "-m", "mpibench",
-           "--collectives", "all_reduce", "-b", "8", "-e", "256M", "-n", "20", "-w", "1",
-           "--probe-iters", "0", "--json", str(out)])
-    # its own session: mpirun and every rank it starts can be found and killed
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=base_env(), cwd=ROOT, start_new_session=True)
-    seen = []
-    try:
-        deadline = time.monotonic() + 120
-        for line in proc.stdout:
-            if re.match(r"\s+\d+\s+\d+\s", line):
-                seen.append(line.split())
-            if len(seen) == 3 or time.monotonic() > deadline:
-                break
-    finally:
-        for pid in _session_pids(proc.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait(timeout=30)
+    seen, sid = mpirun_killed(2, ["--collectives", "all_reduce", "-b", "8", "-e", "256M", "-n",
+                                  "20", "-w", "1", "--probe-iters", "0", "--json", str(out)],
+                              r"\s+\d+\s+\d+\s", 3)
     assert len(seen) == 3
     doc = json.loads(out.read_text())
     assert doc["complete"] is False and doc["end_time"] is None
     assert [str(r["size"]) for r in doc["results"][:3]] == [s[0] for s in seen]
     deadline = time.monotonic() + 15          # SIGKILL is not instant on a loaded machine
-    while _session_pids(proc.pid) and time.monotonic() < deadline:
+    while session_pids(sid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _session_pids(proc.pid) == []
+    assert session_pids(sid) == []
 
 
 # ---- bad input: one line from rank 0, exit 2 on every rank, quickly, no traceback ----
@@ -365,6 +332,9 @@ BAD = [
     (["-n", "0"], "-n/--iters: must be at least 1", 20),
     (["-d", "int32", "-o", "avg"], "all_reduce -d int32 -o avg: gloo cannot average int32", 60),
     (["-G", "1"], "-G/--cuda-graph needs CUDA GPUs", 60),
+    (["-z", "4"], "argument -z/--blocking: invalid choice: 4 (choose from 0, 1, 2, 3)", 20),
+    (["-z", "-1"], "argument -z/--blocking: invalid choice: -1", 20),
+    (["-z", "3", "-G", "2"], "-z 3 cannot go with -G", 20),
     (["-r", "2"], "--root 2 is not a rank: the job has 2 ranks (0..1)", 60),
     (["--json", "/nonexistent-mpibench/x.json"], "/nonexistent-mpibench does not exist", 60),
     # /proc takes no new files, not even from root
@@ -457,20 +427,12 @@ def test_stragglers_two_hosts():
 
 
 def get_float_str(value, width):
-    """nccl-tests' getFloatStr (src/util.cu), line by line."""
-    power, val = 0, 1
-    while value >= val:
-        power += 1
-        val *= 10
-    if power < width - 2:
-        return "%*.2f" % (width, value)
-    if power < width - 1:
-        return "%*.1f" % (width, value)
-    if power < width + 1:
-        return "%*.0f" % (width, value)
-    if width >= 7:
-        return "%*.1e" % (width, value)
-    return "%*.0e" % (width, value)
+    """nccl-tests 2.19.6's getFloatStr (src/util.cu), line by line: snprintf into width + 1
+    bytes, keeping the first format whose whole text fits."""
+    for fmt in ("%*.2f", "%*.1f", "%*.0f"):
+        if len(fmt % (width, value)) <= width:
+            return fmt % (width, value)
+    return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
 
 
 @pytest.mark.parametrize("width", [6, 7])
@@ -478,7 +440,10 @@ def test_fnum_matches_get_float_str(width):
     values = [0.0, 0.001, 0.004999, 0.005, 0.5, 1, 9.99, 9.995, 9.9951, 10, 99.99, 99.995,
               999.99, 999.995, 1000, 1234.5, 9999.4, 9999.96, 12345.6, 99999.5, 123456,
               999999, 1234567, 12345678, 1.5e9]
-    values += [x * 10 ** e for x in (1.0, 2.5, 9.999) for e in range(-3, 10)]
+    values += [x * 10 ** e for x in (1.0, 2.5, 9.999, 9.99996) for e in range(-3, 10)]
+    values += [999.996, 99.996, 9999.996, 99999.96]       # round up across a digit
     for v in values:
         assert tables.fnum(v, width) == get_float_str(v, width), v
+        assert len(tables.fnum(v, width)) == width, v
+    assert tables.fnum(999.996, 6) == "1000.0" and tables.fnum(9999.996, 7) == "10000.0"
     assert tables.fnum(None, width) == " " * (width - 3) + "n/a"

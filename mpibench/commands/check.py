@@ -12,6 +12,7 @@ from ..diagnose import health, jobinfo, pairs
 from ..diagnose.health import line_rate
 from ..errors import CheckFailed, UsageError
 from ..launch.slurm import compress_hostlist
+from ..launch.watchdog import TIMED_LOOP
 from ..measure.collectives import REGISTRY
 from ..measure.collectives.base import Ctx, algbw, busbw
 from ..measure.dtypes import DTYPES
@@ -164,14 +165,22 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
     send, recv = iteration_views(buf[c.recv:], buf, c, mode, session.rank, 1)[0]
     ctx = Ctx(rank=session.rank, n=n, root=-1, op="sum", dtype=DTYPE, count=c.param,
               in_place=mode == "in", backend_op=backend.ops["sum"], device=backend.device)
-    call = backend.bind(coll, send, recv, ctx, False)
+    z = backend.default_blocking()        # the sweep's default -z, as nccl-tests'
+    call = backend.bind(coll, send, recv, ctx, backend.launches_async(z))
     if group is not None:
         call = partial(call, group=group)
-    blocking = backend.default_blocking()        # the sweep's default (nccl-tests' -z)
+    barrier = session.comm.barrier
     if args.warmup:
-        backend.time_loop([call] * args.warmup, blocking)
-    session.comm.barrier()
-    seconds = backend.time_loop([call] * args.iters, blocking)
+        session.watch.mark("warm-up")
+        backend.time_loop([call] * args.warmup, z, barrier)
+    session.watch.mark("untimed first call")        # first-use costs stay out of the time
+    backend.time_loop([call], z, barrier)
+    session.watch.mark("barrier before the timed loop")
+    barrier()
+    calls = [call] * args.iters
+    session.watch.mark(TIMED_LOOP)
+    seconds = backend.time_loop(calls, z, barrier)
+    session.watch.mark("gathering the times")
     return {"host": session.hostname, "seconds": seconds,
             "bw_bytes": coll.bw_bytes(c, DTYPE.size, n), "factor": coll.busbw_factor(n),
             "count": c.param, "size": max(c.send, c.recv) * DTYPE.size, "mode": MODE_KEYS[mode]}

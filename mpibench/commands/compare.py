@@ -5,7 +5,7 @@ from tabulate import tabulate
 
 from ..errors import CheckFailed, UsageError
 from ..measure.sizes import format_size
-from ..results import reader
+from ..results import reader, traindoc
 from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
@@ -67,11 +67,21 @@ def execute(session, args):
     modes = reader.modes(args.mode)
     figs = [figures(d, modes, args.min_size) for d in docs]
     common = [k for k in figs[0] if all(k in f for f in figs[1:])]
-    if not common:
+    trained = all((d.get("train") or {}).get("summary") for d in docs)
+    if not common and not trained:
         raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
                          f"collective, backend, dtype, op, root, setting, size and mode)")
     for p, d in zip(paths, docs):
         print(reader.describe(p, d))
+    failures = []
+    if trained:     # train results: the steps first, then any collective rows they share
+        lines, speed = traindoc.comparison(list(zip(paths, docs)))
+        print("\n".join(lines))
+        failures += [f"{p}: train throughput at {r:.3f}x the baseline"
+                     for p, r in zip(paths[1:], speed)
+                     if args.fail_below is not None and r < args.fail_below]
+        if not common:
+            return _verdict(failures, args.fail_below, paths[0])
     both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
                          if both_trials else
@@ -84,7 +94,7 @@ def execute(session, args):
     for i in range(1, len(paths)):
         tag = f" {i}" if multi else ""
         headers += [f"GB/s{tag}", f"ratio{tag}", f"verdict{tag}"]
-    rows, ratios, failures = [], [[] for _ in paths[1:]], []
+    rows, ratios = [], [[] for _ in paths[1:]]
     counts = [{"faster": 0, "slower": 0, "within noise": 0} for _ in paths[1:]]
     algbw_used = False
     for k in common:
@@ -116,9 +126,13 @@ def execute(session, args):
         if missing:
             print(f"# {missing} row-mode{'s' if missing != 1 else ''} of {p} not in every file: "
                   f"not compared")
+    return _verdict(failures, args.fail_below, paths[0])
+
+
+def _verdict(failures, fail_below, base):
     if failures:
         for line in failures:
-            print(f"# BELOW {args.fail_below:g}x: {line}")
+            print(f"# BELOW {fail_below:g}x: {line}")
         raise CheckFailed(f"{len(failures)} row{'s' if len(failures) != 1 else ''} below "
-                          f"{args.fail_below:g} x the baseline ({paths[0]})")
+                          f"{fail_below:g} x the baseline ({base})")
     return 0

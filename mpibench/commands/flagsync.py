@@ -47,9 +47,9 @@ def execute(session, args):
     names = [m[0] for m in methods]
     for name, call, _ in methods:
         if args.warmup:
-            backend.time_loop([call] * args.warmup, True)
+            backend.time_loop([call] * args.warmup)
         session.comm.barrier()
-        times.append(backend.time_loop([call] * args.calls, True))   # seconds per call
+        times.append(backend.time_loop([call] * args.calls))   # seconds per call
     for name, call, total in methods:
         # The timed loops summed in place over and over: set the flags again, then check.
         one.fill_(flag)

@@ -50,10 +50,10 @@ def execute(session, args):
     blocking = backend.default_blocking()
     calls = [little] * args.count
     if args.warmup:
-        backend.time_loop([big] * args.warmup, True)
+        backend.time_loop([big] * args.warmup)
         backend.time_loop([little] * args.warmup, blocking)
     session.comm.barrier()
-    one = backend.time_loop([big], True)
+    one = backend.time_loop([big])
     session.comm.barrier()
     many = backend.time_loop(calls, blocking) * args.count
     gathered = session.comm.gather((one, many), root=0)

@@ -5,7 +5,7 @@ import sys
 
 from tabulate import tabulate
 
-from ..results import reader, tables
+from ..results import reader, tables, traindoc
 from ..results.files import CSV_FIELDS, csv_rows
 
 HELP = "print saved JSON results as tables (text, markdown or csv)"
@@ -64,7 +64,7 @@ def text(docs):
             lines.append("#\n# median of the trials per row, and their spread")
             lines += ["#  " + x for x in tables.trials_table(trial_rows).splitlines()]
         lines += _hosts(doc, "simple")
-        lines += ["#", _summary(doc), ""]
+        lines += traindoc.text(doc) + [""] if "train" in doc else ["#", _summary(doc), ""]
     return "\n".join(lines)
 
 
@@ -85,7 +85,10 @@ def markdown(docs):
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github"))
         for line in _hosts(doc, "github"):
             parts.append(_md(line) if line.startswith("#") else line)
-        parts.append(_md(_summary(doc)))
+        if "train" in doc:
+            parts.append("### Training steps\n\n```\n" + "\n".join(traindoc.text(doc)) + "\n```")
+        else:
+            parts.append(_md(_summary(doc)))
     return "\n\n".join(p for p in parts if p) + "\n"
 
 

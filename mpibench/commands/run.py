@@ -5,6 +5,7 @@ from ..diagnose import jobinfo, links, sysinfo
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
 from ..measure.backends import make as make_backend
+from ..measure.backends.timing import BLOCKING
 from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
 from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan
@@ -43,10 +44,13 @@ def add_arguments(p):
                    help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; comma-separated or all")
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
-    p.add_argument("-r", "--root", type=options.int_at_least(0), default=0, help="root of broadcast and reduce (default 0)")
-    p.add_argument("-z", "--blocking", type=int, choices=(0, 1), default=None,
-                   help="1: wait for each call; 0: launch all then wait once "
-                        "(default 0 on GPUs as nccl-tests, 1 on gloo, whose async calls overlap)")
+    p.add_argument("-r", "--root", type=options.int_at_least(0), default=0, help="root of broadcast, reduce, gather and scatter (default 0)")
+    p.add_argument("-z", "--blocking", type=int, choices=(0, 1, 2, 3), default=None,
+                   help="as nccl-tests: 0 launch every iteration, wait once at the end; "
+                        "1 wait and barrier (MPI) after each, the barrier timed; 2 wait after "
+                        "each; 3 wait and barrier after each, only the calls timed. On CPU "
+                        "backends -z 0 keeps at most one call in flight per distinct buffer "
+                        "slot (default 0 on GPUs, 2 on gloo and mpi)")
     p.add_argument("-c", "--check", type=options.int_at_least(0), default=1, metavar="N",
                    help="check rounds after each timed loop, 0 = off (default 1)")
     p.add_argument("-a", "--average", type=int, choices=(0, 1, 2, 3), default=1,
@@ -54,7 +58,9 @@ def add_arguments(p):
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
                    help="out-of-place, in-place or both (default both)")
     p.add_argument("-G", "--cuda-graph", type=options.int_at_least(0), default=0, metavar="N",
-                   help="GPU only: capture the iterations in a CUDA graph and replay it N times")
+                   help="GPU only: capture the iterations in a CUDA graph (after the untimed "
+                        "first call and a barrier) and replay it N times, -z applied to each "
+                        "replay; not with -z 3, as nccl-tests")
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
     p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
@@ -89,6 +95,9 @@ def check_args(args):
     parse_dtypes(args.dtype)
     parse_ops(args.op)
     sweep(args.minbytes, args.maxbytes or args.minbytes, args.stepfactor, args.stepbytes)
+    if args.blocking == 3 and args.cuda_graph:
+        raise UsageError("-z 3 cannot go with -G: a CUDA graph replays every call at once, so "
+                         "no barrier can be left out of its time (nccl-tests refuses it too)")
 
 
 def build_plan(args, session, backend):
@@ -115,7 +124,7 @@ def build_plan(args, session, backend):
                     reason = backend.unsupported(coll, dt, op)
                     if reason:
                         raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
-    blocking = backend.default_blocking() if args.blocking is None else bool(args.blocking)
+    blocking = backend.default_blocking() if args.blocking is None else args.blocking
     modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
     return Plan(collectives=collectives, sizes=sizes, dtypes=dtypes, ops=ops, root=args.root,
                 iters=args.iters, warmup=args.warmup, check=args.check, average=args.average,
@@ -128,8 +137,8 @@ def header(session, out, plans, backends, records, versions):
     """The run's preamble: settings, every rank's device, versions, network variables."""
     plan = plans[0]
     step = f"x{plan_step(plan)}"
-    blocking = {b.name: int(p.blocking) for b, p in zip(backends, plans)}
-    blocking_text = (str(int(plan.blocking)) if len(set(blocking.values())) == 1
+    blocking = {b.name: p.blocking for b, p in zip(backends, plans)}
+    blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
                      else ", ".join(f"{k} {v}" for k, v in blocking.items()))
     out.say(f"# mpibench run: {', '.join(c.name for c in plan.collectives)}")
     out.say(f"# sizes {format_size(plan.sizes[0])} .. {format_size(plan.sizes[-1])} ({step}, "
@@ -137,12 +146,17 @@ def header(session, out, plans, backends, records, versions):
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
             f"check {plan.check}  blocking {blocking_text}  average {AVERAGES[plan.average]}  "
             f"graph {plan.graph}")
+    for backend, p in zip(backends, plans):
+        out.say(f"# -z {p.blocking}{f' ({backend.name})' if len(backends) > 1 else ''}: "
+                f"{blocking_mode_text(backend, p.blocking)}")
     out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
             f"(--timeout)")
     jobinfo.describe(session, out, [b.name for b in backends], records, versions,
                      {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
                       "timeout": session.watch.timeout,
                       "check": plan.check, "blocking": plan.blocking if len(backends) == 1 else blocking,
+                      "blocking_mode": {b.name: blocking_mode_text(b, p.blocking)
+                                        for b, p in zip(backends, plans)},
                       "average": AVERAGES[plan.average], "graph": plan.graph})
     for backend in backends:
         for mode, key in MODE_KEYS.items():
@@ -152,6 +166,15 @@ def header(session, out, plans, backends, records, versions):
                 out.say(f"# {key.replace('_', '-')}: n/a for {', '.join(missing)} "
                         f"({backend.missing_mode})")
     out.announce_files()
+
+
+def blocking_mode_text(backend, mode):
+    """What -z `mode` does on this backend, for the header and the JSON."""
+    text = BLOCKING[mode] + ", plus one untimed call and a barrier before the timed loop"
+    if backend.launches_async(mode):
+        text += ("; at most one call in flight per distinct buffer slot of the row (up to "
+                 "-n; each row's 'in_flight' in the JSON)")
+    return text
 
 
 def default_timeout(plan):

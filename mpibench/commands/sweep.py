@@ -21,7 +21,7 @@ from tabulate import tabulate
 from .. import __version__
 from ..errors import Exit, UsageError
 from ..measure.sizes import format_size
-from ..results import output, reader
+from ..results import output, reader, traindoc
 from ..results.files import render_json, ResultFile
 from .common import options
 
@@ -215,6 +215,8 @@ def execute(session, args):
         if part is not None:
             record.update(world=part.get("world"), complete=part.get("complete"),
                           versions=part.get("versions"), run_env=part.get("env"))
+            if part.get("train"):
+                record["train"] = part["train"].get("summary")
             for row in part["results"]:
                 doc["results"].append(dict(row, setting=name))
             for entry in part.get("hosts") or []:
@@ -237,6 +239,8 @@ def execute(session, args):
                                  f"nothing: give --set with variables that {backend} reads "
                                  f"(e.g. GLOO_SOCKET_IFNAME, OMPI_MCA_*)")
     for line in summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode)):
+        print(line)
+    for line in traindoc.sweep_lines(doc["settings"], labels):
         print(line)
     doc["end_time"] = output.now()
     doc["complete"] = not failed

@@ -202,16 +202,29 @@ def _ranks(ranks):
     return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
 
 
+def _eager(dist, session, backend):
+    """init_process_group's device_id where torch has it, for NCCL: the communicator is
+    then created at once, not by the first collective (which may sit in a CUDA graph's
+    capture or a timed row)."""
+    import inspect
+    if backend != "nccl" or session.device is None:
+        return {}
+    if "device_id" not in inspect.signature(dist.init_process_group).parameters:
+        return {}
+    return {"device_id": session.device}
+
+
 def _init_pg(session, backend, env, store, timeout):
     import torch.distributed as dist
     td = datetime.timedelta(seconds=pg_timeout(timeout))
+    eager = _eager(dist, session, backend)
     if store is not None:                          # torchrun / srun: the store already exists
         dist.init_process_group(backend, store=dist.PrefixStore("mpibench-pg", store),
-                                rank=session.rank, world_size=session.size, timeout=td)
+                                rank=session.rank, world_size=session.size, timeout=td, **eager)
         session.rendezvous = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']} ({session.launcher})"
     elif env.get("MASTER_ADDR") and env.get("MASTER_PORT"):   # the user's values win
         dist.init_process_group(backend, init_method="env://", rank=session.rank,
-                                world_size=session.size, timeout=td)
+                                world_size=session.size, timeout=td, **eager)
         session.rendezvous = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']} (MASTER_ADDR/MASTER_PORT)"
     else:
         tcp = None
@@ -231,7 +244,7 @@ def _init_pg(session, backend, env, store, timeout):
         if tcp is None:
             tcp = dist.TCPStore(addr, port, session.size, False, timeout=td)
         dist.init_process_group(backend, store=tcp, rank=session.rank,
-                                world_size=session.size, timeout=td)
+                                world_size=session.size, timeout=td, **eager)
         how = "single process" if session.size == 1 else "chosen by rank 0, sent through MPI"
         session.rendezvous = f"{addr}:{port} ({how})"
     session.pg = True

@@ -1,8 +1,11 @@
 """The hang watchdog and signal handler that every rank runs beside the benchmark.
 
 The main thread says where it is: arm(where) before each row (a fresh deadline),
-mark(phase) between phases, disarm() when done. Each is an attribute store, made
-outside the timed loops. One thread per rank watches the deadline and the signals:
+mark(phase) between phases, disarm() when done. While the phase is the timed loop the
+thread checks its deadline only; the mark that ends the loop wakes it to answer what came
+meanwhile (or it answers once its own deadline passes). Each is an attribute store (and,
+leaving a timed loop, at most one byte to a pipe), made outside the timed loops. One
+thread per rank watches the deadline and the signals:
 
 - A deadline passes: the thread asks every rank where it is, over MPI (a duplicate of
   COMM_WORLD, independent of NCCL/gloo). A rank that does not answer within a grace
@@ -28,6 +31,9 @@ TIMEOUT_CODE = 124
 TAG_QUERY, TAG_REPLY, TAG_NOTICE = 7101, 7102, 7103
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 IDLE_POLL = 0.25     # seconds between looks at the deadline and the side channel
+# The phase of the timed loops: the thread only looks at its deadline then. Serving the side
+# channel would compete with the loop for the MPI progress lock (--backend mpi) and the CPU.
+TIMED_LOOP = "timed loop"
 BUSY_POLL = 0.02     # while waiting for answers
 
 
@@ -79,6 +85,7 @@ class Watchdog(NullWatch):
         self._signalled = None     # first signal seen
         self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
         self._stop = False
+        self._owed = False         # the thread skipped the side channel during a timed loop
         self._rfd, self._wfd = os.pipe()
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
@@ -94,10 +101,22 @@ class Watchdog(NullWatch):
         self.step += 1
         self.where, self.phase = where, phase
         self.deadline = time.monotonic() + self.timeout
+        self._settle()
 
     def mark(self, phase):
         self.step += 1
         self.phase = phase
+        self._settle()
+
+    def _settle(self):
+        """Out of a timed loop: wake the thread at once if it skipped the side channel in
+        it, so that a notice or a question waits no longer than the loop."""
+        if self._owed and self.phase != TIMED_LOOP:
+            self._owed = False
+            try:
+                os.write(self._wfd, b"\0")     # 0 is no signal: the thread only wakes
+            except OSError:
+                pass
 
     def disarm(self):
         self.deadline = None
@@ -145,7 +164,10 @@ class Watchdog(NullWatch):
                 return
             if ready:
                 self._read_signals()
-            self._serve()
+            if self.phase != TIMED_LOOP:
+                self._serve()
+            else:
+                self._owed = True
             deadline = self.deadline
             if self._asked or (deadline is not None and time.monotonic() > deadline):
                 self._timeout()

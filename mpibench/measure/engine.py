@@ -10,7 +10,8 @@ from statistics import mean
 
 from ..errors import Exit
 from ..launch import faults
-from ..launch.watchdog import NullWatch
+from ..launch.watchdog import TIMED_LOOP, NullWatch
+from . import looptrace
 from .collectives.base import CHUNK, algbw, busbw, Ctx, exact_reason, poison_value
 from .modes import MODE_KEYS
 from .sizes import format_size, parse_size
@@ -29,7 +30,7 @@ class Plan:
     warmup: int = 5
     check: int = 1
     average: int = 1
-    blocking: bool = True
+    blocking: int = 2          # -z: 0 1 2 3 as nccl-tests (backends/timing.py)
     graph: int = 0
     modes: tuple = ("out", "in")
     probe_iters: int = 20
@@ -219,19 +220,34 @@ class Engine:
     # ---- one row, one mode: warm up, time, check ----
     def _measure(self, coll, send_t, recv_t, c, mode, ctx, check_rounds):
         plan, s = self.plan, self.s
+        z = plan.blocking
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
-        bound = [self.b.bind(coll, sv, rv, ctx, not plan.blocking) for sv, rv in views]
+        bound = [self.b.bind(coll, sv, rv, ctx, self.b.launches_async(z)) for sv, rv in views]
+        # With -z 0 on CPU backends, at most one call in flight per distinct buffer slot:
+        # two calls in flight on the same memory are erroneous for MPI, a race for gloo.
+        window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
+        barrier = s.comm.barrier
         if plan.warmup:
             self.watch.mark("warm-up")
-            self.b.time_loop(calls[:plan.warmup], plan.blocking)
+            self.b.time_loop(calls[:plan.warmup], z, barrier, window)
+        # nccl-tests' "sync" call, whatever -w is: first-use costs (communicator creation,
+        # lazy connections) never land in a timed row, nor in a CUDA graph's capture.
+        self.watch.mark("untimed first call")
+        self.b.time_loop(calls[:1], z, barrier, window)
         self.watch.mark("barrier before the timed loop")
         s.comm.barrier()
-        self.watch.mark("timed loop")
-        seconds = self.b.time_loop(calls[:plan.iters], plan.blocking, plan.graph)
+        trace = looptrace.Trace(barrier) if looptrace.ON else None
+        if trace is not None:
+            calls, barrier = trace.calls(calls, views), trace.barrier
+        self.watch.mark(TIMED_LOOP)
+        seconds = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph)
         self.watch.mark("check")
+        if trace is not None:
+            trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
+                                 f"{MODE_KEYS[mode]} z{z} window {window}")
         wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
-        return seconds, wrong
+        return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1
 
     def _check(self, coll, view, ctx, rounds):
         sv, rv = view
@@ -246,10 +262,8 @@ class Engine:
             if faults.get("corrupt", ctx.rank) is not None:
                 rv[0] = poison_value(ctx.dtype)
             w = count_wrong(self.torch, coll, rv, ctx)
-            if w is None:
-                wrong = None
-                break
-            wrong += w
+            # Undefined here (not the root): keep calling, the other ranks make every round.
+            wrong = None if w is None or wrong is None else wrong + w
         ctx.seed = 0
         sv.zero_()
         rv.zero_()      # leave the buffers as the timed loops found them
@@ -276,7 +290,8 @@ class Engine:
             alg = algbw(bw_bytes, t)
             checked = self.plan.check and any(w is not None for w in wrongs)
             row[key] = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
-                        "nwrong": sum(w or 0 for w in wrongs) if checked else None}
+                        "nwrong": sum(w or 0 for w in wrongs) if checked else None,
+                        "in_flight": gathered[0][mode][2]}
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
         return row

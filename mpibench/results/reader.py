@@ -8,7 +8,7 @@ commands may trust every field they touch.
 import math
 
 from ..errors import UsageError
-from . import document
+from . import document, traindoc
 
 MODES = document.MODES
 
@@ -27,6 +27,9 @@ def _num(x):
 
 
 def _problem(doc):
+    problem = traindoc.problem(doc)
+    if problem:
+        return problem
     world = doc.get("world")
     if world and "hosts" in world and not (isinstance(world["hosts"], list) and all(
             isinstance(h, str) for h in world["hosts"])):

@@ -7,18 +7,16 @@ from .document import MODES
 
 
 def fnum(value, width):
-    """nccl-tests' getFloatStr: 2 decimals while the integer digits leave room, then 1, then
-    none, then an exponent; the same choice, so the columns read the same as theirs."""
+    """nccl-tests 2.19.6's getFloatStr (src/util.cu): 2 decimals if they fit the width, else
+    1, else none, else an exponent. Judged on the printed text, so a value that rounds up
+    (999.996 -> 1000.00) takes fewer decimals and never overflows its column."""
     if value is None:
         return "n/a".rjust(width)
-    digits = len(str(int(value))) if value >= 1 else 0
-    if digits < width - 2:
-        return "%*.2f" % (width, value)
-    if digits < width - 1:
-        return "%*.1f" % (width, value)
-    if digits <= width:
-        return "%*.0f" % (width, value)
-    return ("%*.1e" if width >= 7 else "%*.0e") % (width, value)
+    for fmt in ("%*.2f", "%*.1f", "%*.0f"):
+        text = fmt % (width, value)
+        if len(text) <= width:
+            return text
+    return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
 
 
 def row_header():

@@ -48,6 +48,7 @@ def merge(trial_rows, threshold=UNSTABLE):
         busbws = [t[key]["busbw_GBps"] for t in trial_rows]
         row[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": busbw(alg, row["busbw_factor"]),
                     "nwrong": None if all(w is None for w in wrongs) else sum(w or 0 for w in wrongs),
+                    "in_flight": first[key].get("in_flight"),
                     "spread": {"trials": len(trial_rows), "time_us_min": times["min"],
                                "time_us_max": times["max"], "cv": times["cv"],
                                "range": times["range"],

@@ -1,12 +1,13 @@
 """torch.distributed as a benchmark backend: NCCL on CUDA devices, gloo on CPUs.
 
 The timed loops call pre-bound partials and nothing else: no allocation, no
-bookkeeping, no printing between the two timestamps. On GPUs time is taken with
-CUDA events; on CPUs with perf_counter.
+bookkeeping, no printing between the two timestamps. Time is the host's wall clock, as
+nccl-tests' timer, ending after a sync of the stream every call ran in (GPUs).
 """
 import time
 
 from ...launch import faults
+from . import timing
 from ..dtypes import torch_dtype
 
 
@@ -49,10 +50,20 @@ class TorchBackend:
         return call
 
     def default_blocking(self):
-        # On a GPU stream the iterations run in order, so launching them all and syncing
-        # once is what nccl-tests does. gloo runs async work on several threads at once,
-        # which would measure overlapping collectives: wait for each by default.
-        return not self.cuda
+        """The -z mode when none is given: 0 on GPUs, as nccl-tests; 2 (wait for each call)
+        on gloo, whose calls in flight run on several threads at once."""
+        return 2 if not self.cuda else 0
+
+    def launches_async(self, mode):
+        """Whether the calls for -z mode return a handle to wait for (CPU backends with
+        -z 0). On CUDA every call is bound with async_op=False: torch then makes the current
+        stream wait for NCCL's stream, without blocking the host, so calls run in stream
+        order and a sync of the current stream waits for all of them."""
+        return mode == 0 and not self.cuda
+
+    @staticmethod
+    def _wait(work):
+        work.wait()
 
     # ---- buffers ----
     def alloc(self, nbytes, rank):
@@ -75,57 +86,33 @@ class TorchBackend:
             self.torch.cuda.synchronize(self.device)
 
     # ---- timing ----
-    def time_loop(self, calls, blocking, graph_launches=0):
-        """Seconds per call for running every call once (in order)."""
-        if self.cuda:
-            return self._time_cuda(calls, blocking, graph_launches)
-        perf = time.perf_counter
-        if blocking:
-            t0 = perf()
-            for call in calls:
-                call()
-            t1 = perf()
-        else:
-            t0 = perf()
-            works = [call() for call in calls]
-            for work in works:
-                work.wait()
-            t1 = perf()
-        return (t1 - t0) / len(calls)
-
-    def _time_cuda(self, calls, blocking, graph_launches):
-        torch = self.torch
-        stream = torch.cuda.current_stream(self.device)
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+    def time_loop(self, calls, mode=2, barrier=None, window=1, graph_launches=0):
+        """Seconds per call for running every call once (in order) in -z mode `mode`
+        (see timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs."""
         if graph_launches:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for call in calls:
-                    call()
-            torch.cuda.synchronize(self.device)
-            start.record(stream)
-            for _ in range(graph_launches):
-                graph.replay()
-            end.record(stream)
-            end.synchronize()
-            del graph
-            return start.elapsed_time(end) / 1e3 / (len(calls) * graph_launches)
+            return self._time_graph(calls, mode, barrier, graph_launches)
+        finish = self.torch.cuda.current_stream(self.device).synchronize if self.cuda else None
+        wait = self._wait if self.launches_async(mode) else None
+        return timing.seconds(calls, mode, finish, barrier, wait, window) / len(calls)
+
+    def _time_graph(self, calls, mode, barrier, launches):
+        """nccl-tests' -G: the calls captured once in a CUDA graph, replayed `launches` times,
+        the -z mode applied to the replays."""
+        torch = self.torch
+        graph = torch.cuda.CUDAGraph()
+        # Thread-local capture, as nccl-tests: NCCL may allocate (connect) during capture,
+        # and other threads (torch's NCCL watchdog) keep using CUDA meanwhile.
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            for call in calls:
+                call()
         torch.cuda.synchronize(self.device)
-        if blocking:
-            sync = stream.synchronize
-            start.record(stream)
-            for call in calls:
-                call()
-                sync()
-            end.record(stream)
-        else:
-            start.record(stream)
-            for call in calls:
-                call()
-            end.record(stream)
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / len(calls)
+        # Capture and instantiation take a different time on each rank: without this a
+        # fast rank would time its wait for the slowest.
+        barrier()
+        finish = torch.cuda.current_stream(self.device).synchronize
+        total = timing.seconds([graph.replay] * launches, mode, finish, barrier)
+        del graph
+        return total / (len(calls) * launches)
 
     def time_each(self, call, count, barrier):
         """Per-call seconds for count calls, each started together after a barrier."""

@@ -1,7 +1,8 @@
 """all_to_all: rank r sends its chunk j to rank j and receives chunk r of every rank."""
 from functools import partial
 
-from .base import Collective, Counts, align_down, data_values, fill_chunks, index, poison_value
+from .base import (Collective, Counts, align_down, data_values, fill_chunks, index,
+                   per_destination, poison_value)
 
 
 class AllToAll(Collective):
@@ -21,12 +22,7 @@ class AllToAll(Collective):
     def fill(self, send, recv, ctx):
         import torch
         recv.fill_(poison_value(ctx.dtype))
-        count = ctx.count
-
-        def values(a, b):
-            k = index(torch, a, b, ctx.device)
-            return data_values(torch, ctx, ctx.rank, k % count, dst=k // count)
-        fill_chunks(torch, send, values)
+        fill_chunks(torch, send, per_destination(torch, ctx, ctx.rank))
 
     def expected(self, ctx, start, stop):
         import torch

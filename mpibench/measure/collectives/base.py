@@ -107,6 +107,17 @@ def data_values(torch, ctx, src, i, dst=0):
     return (src * 7 + dst * 13 + i + ctx.seed) % ctx.dtype.period
 
 
+def per_destination(torch, ctx, src):
+    """values(start, stop) for fill_chunks: chunk j of count elements holds what rank src
+    sends to rank j (all_to_all, scatter)."""
+    count = ctx.count
+
+    def values(a, b):
+        k = index(torch, a, b, ctx.device)
+        return data_values(torch, ctx, src, k % count, dst=k // count)
+    return values
+
+
 def poison_value(dtype):
     # Never a valid data value: data values lie in [0, period).
     return -1 if dtype.signed else dtype.exact

@@ -1,0 +1,256 @@
+"""mpibench train: what the network costs a data-parallel training step."""
+import math
+
+from ..diagnose import jobinfo, stragglers
+from ..diagnose.sink import Sink
+from ..errors import CheckFailed, Exit, UsageError
+from ..launch.watchdog import TIMED_LOOP
+from ..measure import model
+from ..measure.backends import make as make_backend
+from ..measure.collectives import REGISTRY
+from ..measure.dtypes import parse_dtypes
+from ..measure.engine import Engine, Plan
+from ..measure.modes import MODE_KEYS
+from ..measure.training import PARALLEL, Trainer, fsdp_unsupported
+from ..results import reader, traindoc
+from ..results.output import open_output
+from .common import options
+
+HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
+DESCRIPTION = (
+    "Trains a synthetic GPT-style decoder (random tokens, AdamW; bf16 autocast on GPUs, fp32 "
+    "on CPUs) data-parallel with DDP or FSDP2 and times each step per rank. Synced steps and "
+    "steps without gradient synchronisation alternate on the same ranks: the difference is "
+    "the exposed communication. The step's collectives (DDP's buckets; FSDP's all-gathers "
+    "and reduce-scatters) are then timed alone through the engine on the same process group: "
+    "the hidden share is 1 - exposed / alone. Prints throughput, per-host step times, the "
+    "slowest rank, peak memory, and with --baseline the scaling efficiency.")
+SESSION = "args"
+DEFAULT_TIMEOUT = 300.0
+
+
+def add_arguments(p):
+    p.add_argument("--model", default=None, metavar="PRESET",
+                   help=f"{', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
+    for field in model.FIELDS:
+        p.add_argument(f"--{field}", type=options.int_at_least(1), default=None, metavar="N",
+                       help=f"override the preset's {field}")
+    p.add_argument("--batch", type=options.int_at_least(1), default=4, metavar="N",
+                   help="sequences per rank per step (default 4)")
+    p.add_argument("--parallel", choices=PARALLEL, default="ddp",
+                   help="ddp (DistributedDataParallel), fsdp (FSDP2 fully_shard per block) or "
+                        "none (each rank alone: compute only) (default ddp)")
+    p.add_argument("--bucket-mb", type=options.positive_float, default=25.0, metavar="MB",
+                   help="DDP's bucket_cap_mb (default 25, torch's)")
+    p.add_argument("--steps", type=options.int_at_least(1), default=10, metavar="N",
+                   help="timed steps of each kind (default 10)")
+    p.add_argument("--warmup", type=options.int_at_least(0), default=3, metavar="N",
+                   help="warm-up steps of each kind before timing (default 3)")
+    p.add_argument("--alone-iters", type=options.int_at_least(0), default=10, metavar="N",
+                   help="iterations of the step's collectives timed alone; 0 = off (default 10)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="a train result of the same model with fewer ranks or hosts: prints "
+                        "the speedup and scaling efficiency against it")
+    p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
+                   help="a host is slow when over (1+X) times the median host (default 0.2)")
+    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
+                   help=f"the longest one step (or one phase) may take before the job is "
+                        f"called hung and aborted (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    p.add_argument("--csv", metavar="PATH",
+                   help="write the collectives timed alone, one line per size (never overwrites)")
+    options.add_backend(p, choices=options.TORCH_BACKENDS)
+
+
+def _shape(args, preset):
+    return model.shape(preset, **{f: getattr(args, f) for f in model.FIELDS})
+
+
+def check_args(args):
+    """Input errors that need no rank: found alike everywhere, before torch loads. Without
+    --model the preset depends on the device (tiny or gpt2): execute checks the shape then."""
+    if args.model or (args.hidden and args.heads):
+        _shape(args, args.model or "tiny")
+    if args.warmup > args.steps:
+        raise UsageError(f"--warmup {args.warmup} is larger than --steps {args.steps}")
+
+
+def load_baseline(path, shape, size):
+    """The baseline document, or UsageError (the same on every rank)."""
+    doc = reader.load(path)
+    if doc.get("command") != "train":
+        raise UsageError(f"--baseline {path}: a '{doc.get('command', '?')}' result, not a "
+                         f"train result")
+    train = doc["train"]
+    if train.get("summary") is None or not doc.get("world"):
+        raise UsageError(f"--baseline {path}: its run ended before the timed steps were done")
+    theirs = {k: train["model"][k] for k in model.FIELDS}
+    if theirs != shape.as_dict():
+        raise UsageError(f"--baseline {path}: another model ({_fields(theirs)}) than this "
+                         f"run's ({_fields(shape.as_dict())})")
+    if doc["world"]["size"] > size:
+        raise UsageError(f"--baseline {path}: it ran on {doc['world']['size']} ranks, more than "
+                         f"this run's {size}: give the smaller run as the baseline")
+    return doc
+
+
+def _fields(d):
+    return ", ".join(f"{k} {d[k]}" for k in model.FIELDS)
+
+
+def execute(session, args):
+    backend = make_backend(session, args.backend[0])
+    preset = args.model or ("gpt2" if backend.cuda else "tiny")
+    shape = _shape(args, preset)
+    base, error = None, None
+    if args.baseline and session.rank == 0:     # only rank 0 needs it, or may see the file
+        try:
+            base = load_baseline(args.baseline, shape, session.size)
+        except UsageError as exc:
+            error = str(exc)
+    error = session.comm.bcast(error, root=0)
+    if error:
+        raise UsageError(error)
+    if args.parallel == "fsdp":
+        reason = fsdp_unsupported(session.backend, backend.torch)
+        if reason:
+            raise UsageError(f"--parallel fsdp: {reason}")
+    out = open_output(session, "train", args)
+    session.watch.timeout = args.timeout or DEFAULT_TIMEOUT
+    if out is not None:
+        session.watch.on_fault = out.abandon
+    session.watch.arm("start-up (every rank's device and versions)")
+    records, versions = jobinfo.gather(session)
+    trainer = Trainer(session, preset, shape, args.batch, args.parallel, args.bucket_mb,
+                      session.device)
+    train = {"model": {"preset": preset, **shape.as_dict(), "parameters": trainer.parameters},
+             "parallel": args.parallel, "bucket_mb": args.bucket_mb,
+             "batch_per_rank": args.batch, "precision": trainer.precision,
+             "warmup": args.warmup, "timed": args.steps, "steps": [], "collectives": [],
+             "summary": None, "hosts": None, "memory": [], "memory_kind": trainer.memory.kind,
+             "replicas": None, "scaling": None}
+    if session.rank == 0:
+        out.say(traindoc.header_line(train))
+        out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called "
+                f"hung (--timeout)")
+        jobinfo.describe(session, out, [backend.name], records, versions,
+                         {"timeout": session.watch.timeout})
+        out.announce_files()
+        out.set(train=train)
+
+    session.watch.arm("building the model and one local step")
+    try:
+        session.agree(trainer.fit_error(), code=1)
+    except Exit as exc:
+        if out is not None:
+            out.abandon(str(exc))       # the file says why it holds no steps
+        raise
+    session.watch.arm(f"wrapping the model ({args.parallel})")
+    trainer.wrap()
+    barrier = session.comm.polite_barrier
+    kinds = [k for k in (("synced_s", trainer.synced), ("unsynced_s", trainer.unsynced)) if k[1]]
+    for k in range(args.warmup):
+        session.watch.arm(f"warm-up step {k + 1} of {args.warmup}")
+        for _, fn in kinds:
+            trainer.timed(fn, k, barrier)
+    if session.rank == 0:
+        out.say(traindoc.steps_title(train))
+        out.say(traindoc.STEP_HEADER)
+    for k in range(args.steps):
+        mine, losses = {}, []
+        for name, fn in (kinds if k % 2 == 0 else kinds[::-1]):   # A/B, then B/A
+            # TIMED_LOOP: the watchdog thread keeps off the CPU and MPI, and still times out
+            session.watch.arm(f"timed step {k + 1} of {args.steps}, {name[:-2]}", TIMED_LOOP)
+            mine[name], loss = trainer.timed(fn, k, barrier)
+            losses.append((name, loss))
+        session.watch.mark("gathering the step's times")
+        loss = _finite(dict(losses).get("synced_s", losses[0][1]).item())
+        gathered = session.comm.gather((mine, loss), root=0)
+        if session.rank == 0:
+            rec = {"step": k + 1, "synced_s": None, "loss": [g[1] for g in gathered]}
+            for name, _ in kinds:
+                rec[name] = [g[0][name] for g in gathered]
+            train = dict(train, steps=train["steps"] + [rec])
+            out.set(train=train)
+            out.say(traindoc.step_line(rec))
+
+    session.watch.arm("peak memory and the replicas' check")
+    peak = trainer.memory.peak()
+    shared = _finite(trainer.shared_loss())
+    gathered = session.comm.gather((peak, shared), root=0)
+    calls = _calls(trainer)
+    alone = _time_alone(session, backend, out, calls, args.alone_iters)
+    session.watch.disarm()
+    if session.rank != 0:
+        return _replicas_verdict(session, None)
+    analysis_of = "synced_s" if trainer.synced else "unsynced_s"
+    times = [[s[analysis_of][r] for s in train["steps"]] for r in range(session.size)]
+    analysis = stragglers.analyze(session.hosts, times, margin=args.slow_margin)
+    losses = [g[1] for g in gathered]
+    summary = traindoc.figures(dict(train, collectives=calls), session.size, alone)
+    train = dict(train, collectives=calls, summary=summary, hosts=analysis,
+                 memory=[{"rank": r, "host": session.hosts[r], "peak_bytes": g[0]}
+                         for r, g in enumerate(gathered)],
+                 replicas=None if args.parallel == "none" else
+                 {"loss": losses, "agree": None not in losses and len(set(losses)) == 1},
+                 scaling=traindoc.scaling(summary, session.size, base) if base else None)
+    out.set(train=train)
+    line = traindoc.calls_line(train)
+    if line:
+        out.say(line)
+    for line in traindoc.host_lines(analysis, "synced" if trainer.synced else "compute"):
+        out.say(line)
+    for line in traindoc.summary_lines(train, session.size):
+        out.say(line)
+    out.finish()
+    return _replicas_verdict(session, train["replicas"])
+
+
+def _finite(x):
+    """A loss as the JSON can hold it: None when it is not a finite number."""
+    return x if math.isfinite(x) else None
+
+
+def _replicas_verdict(session, replicas):
+    """Every rank ends the same way: exit 1 when the replicas disagree."""
+    bad = session.comm.bcast(bool(replicas) and not replicas["agree"], root=0)
+    if bad:
+        raise CheckFailed("FAILED: the replicas differ after synced steps (see 'replicas')")
+    return 0
+
+
+def _calls(trainer):
+    """One step's collectives: [{"collective", "size", "count"}], sizes in bytes."""
+    calls = {}
+    for size in trainer.buckets():
+        key = ("all_reduce", size)
+        calls[key] = calls.get(key, 0) + 1
+    for size, gathers in trainer.fsdp_units():
+        for key, count in ((("all_gather", size), gathers), (("reduce_scatter", size), 1)):
+            calls[key] = calls.get(key, 0) + count
+    return [{"collective": c, "size": s, "count": n} for (c, s), n in calls.items()]
+
+
+def _time_alone(session, backend, out, calls, iters):
+    """{(collective, size): seconds} of each of the step's collectives timed alone, back
+    to back, through the engine on the same process group ({} when not timed)."""
+    if not calls or not iters or session.size < 2:
+        return {}
+    names = list(dict.fromkeys(c["collective"] for c in calls))
+    session.out("#\n# the step's collectives timed alone, back to back, through the engine on "
+                f"the same process group ({iters} iterations after {min(2, iters)} warm-ups)")
+    alone, sink = {}, Sink(out, session.hosts) if out is not None else None
+    for name in names:
+        coll = REGISTRY[name]
+        mode = "in" if name == "all_reduce" else "out"    # as DDP and FSDP2 call them
+        plan = Plan(collectives=[coll], sizes=sorted({c["size"] for c in calls
+                                                      if c["collective"] == name}),
+                    dtypes=parse_dtypes("float32"), ops=["sum"], iters=iters,
+                    warmup=min(2, iters), check=0, blocking=backend.default_blocking(),
+                    modes=(mode,), probe_iters=0)
+        Engine(session, backend, plan, sink).run()
+        if session.rank == 0:
+            for row in out.doc["results"]:
+                if row["collective"] == name and row[MODE_KEYS[mode]]:
+                    alone[(name, row["requested_size"])] = row[MODE_KEYS[mode]]["time_us"] / 1e6
+    return alone

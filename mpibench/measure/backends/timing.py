@@ -1,0 +1,102 @@
+"""The timed loops, one per -z mode, as nccl-tests 2.19.6 runs them (src/common.cu,
+startColl, completeColl and BenchTime):
+
+0  launch every iteration, wait once at the end;
+1  wait and barrier after every iteration, the barriers inside the time;
+2  wait after every iteration, no barrier;
+3  wait and barrier after every iteration, only the calls timed (the barriers left out).
+
+The time is the host's wall clock from the first launch until the last call has finished,
+as nccl-tests' timer: no event or sync of another stream can end it early. The barrier is
+the side channel's (MPI), as nccl-tests' Barrier is MPI_Barrier. Each loop holds nothing
+but the calls, the waits and (modes 1 and 3) the barriers.
+"""
+import time
+
+BLOCKING = {0: "launch all, wait once",
+            1: "wait and barrier after each call (barrier timed)",
+            2: "wait after each call",
+            3: "wait and barrier after each call (barrier not timed)"}
+
+
+def seconds(calls, mode, finish=None, barrier=None, wait=None, window=1):
+    """Seconds for running every call once, in order, in -z mode `mode`.
+
+    finish(): waits until every call launched so far has finished (a GPU stream's
+    synchronize); None where each call returns finished (or returns a handle).
+    wait(handle): completes one handle, when the calls return handles (CPU backends with
+    -z 0); then at most `window` calls are in flight at once.
+    """
+    if mode == 0:
+        if wait is not None:
+            return _windowed(calls, wait, window)
+        return _each(calls, None, None, finish)
+    if mode == 3:
+        return _barrier_untimed(calls, finish, barrier)
+    return _each(calls, finish, barrier if mode == 1 else None)
+
+
+def _each(calls, finish, barrier, finish_once=None):
+    perf = time.perf_counter
+    if finish is None and barrier is None:
+        t0 = perf()
+        for call in calls:
+            call()
+        if finish_once is not None:
+            finish_once()
+        return perf() - t0
+    if barrier is None:
+        t0 = perf()
+        for call in calls:
+            call()
+            finish()
+        return perf() - t0
+    if finish is None:
+        t0 = perf()
+        for call in calls:
+            call()
+            barrier()
+        return perf() - t0
+    t0 = perf()
+    for call in calls:
+        call()
+        finish()
+        barrier()
+    return perf() - t0
+
+
+def _barrier_untimed(calls, finish, barrier):
+    """nccl-tests' -z 3: collOnlySec sums each call's own time; the barriers fall outside."""
+    perf = time.perf_counter
+    total = 0.0
+    if finish is None:
+        for call in calls:
+            t0 = perf()
+            call()
+            total += perf() - t0
+            barrier()
+        return total
+    for call in calls:
+        t0 = perf()
+        call()
+        finish()
+        total += perf() - t0
+        barrier()
+    return total
+
+
+def _windowed(calls, wait, window):
+    """Launch in order with at most `window` handles outstanding: call i waits for call
+    i - window first, so calls in flight never share a buffer slot when window is at most
+    the number of distinct slots the calls cycle through."""
+    n = len(calls)
+    handles = [None] * n
+    perf = time.perf_counter
+    t0 = perf()
+    for i in range(n):
+        if i >= window:
+            wait(handles[i - window])
+        handles[i] = calls[i]()
+    for i in range(max(0, n - window), n):
+        wait(handles[i])
+    return perf() - t0

@@ -1,0 +1,37 @@
+"""scatter: the root sends its chunk r of count elements to rank r (nccl-tests' scatter:
+reduce_scatter's counts and busbw factor, one sender, no reduction)."""
+from functools import partial
+
+from .base import data_values, fill_chunks, index, per_destination, poison_value
+from .reduce_scatter import ReduceScatter
+
+
+class Scatter(ReduceScatter):
+    name = "scatter"
+    reduces = False
+    rooted = True
+    mpi_modes = None          # MPI_IN_PLACE at the root keeps nccl-tests' in-place layout
+
+    def fill(self, send, recv, ctx):
+        import torch
+        recv.fill_(poison_value(ctx.dtype))           # in place, recv lies inside send: first
+        if ctx.rank == ctx.root:
+            fill_chunks(torch, send, per_destination(torch, ctx, ctx.root))
+
+    def expected(self, ctx, start, stop):
+        import torch
+        return data_values(torch, ctx, ctx.root, index(torch, start, stop, ctx.device), dst=ctx.rank)
+
+    def bind(self, dist, send, recv, ctx, async_op):
+        chunks = list(send.split(ctx.count)) if ctx.rank == ctx.root else None
+        return partial(dist.scatter, recv, chunks, ctx.root, async_op=async_op)
+
+    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+        from mpi4py import MPI
+        fn = comm.Iscatter if nonblocking else comm.Scatter
+        if ctx.rank != ctx.root:
+            return partial(fn, None, recv.numpy(), ctx.root)
+        return partial(fn, send.numpy(), MPI.IN_PLACE if ctx.in_place else recv.numpy(), ctx.root)
+
+
+COLLECTIVE = Scatter()

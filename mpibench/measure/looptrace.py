@@ -1,0 +1,83 @@
+"""Test-only: what one timed loop did, switched on by MPIBENCH_TRACE_LOOPS=1.
+
+Counts the side-channel barriers the loop made and follows every call from launch to
+completion, counting launches made while a call on overlapping memory was still in
+flight. Each rank writes one line per timed loop to stderr:
+
+    looptrace rank R: ROW: calls C barriers B most-in-flight M sharing S
+
+Tests use it to prove the -z modes barrier as nccl-tests does and that -z 0 never has two
+calls in flight on the same buffer slice. The wrappers add Python work to the loop, so
+times measured with it on mean nothing; nothing sets it in normal use.
+"""
+import os
+import sys
+
+ON = os.environ.get("MPIBENCH_TRACE_LOOPS") == "1"
+
+
+def spans(views):
+    """The byte ranges [start, stop) that one call's (send, recv) views cover."""
+    out = []
+    for t in views:
+        start = t.data_ptr()
+        out.append((start, start + t.numel() * t.element_size()))
+    return tuple(out)
+
+
+def overlap(a, b):
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
+
+
+class Trace:
+    def __init__(self, barrier):
+        self._barrier = barrier
+        self.calls_made = 0
+        self.barriers = 0
+        self.live = []
+        self.most = 0
+        self.sharing = 0
+
+    def barrier(self):
+        self.barriers += 1
+        self._barrier()
+
+    def calls(self, calls, views):
+        """calls, each wrapped; call i runs on views[i % len(views)] as the engine binds them."""
+        return [self._wrap(call, spans(views[i % len(views)])) for i, call in enumerate(calls)]
+
+    def _wrap(self, call, mine):
+        def launch():
+            self.calls_made += 1
+            self.sharing += sum(1 for other in self.live if overlap(other, mine))
+            self.live.append(mine)
+            self.most = max(self.most, len(self.live))
+            handle = call()
+            if handle is None:           # a blocking call: finished on return
+                self.live.remove(mine)
+                return None
+            return _Handle(handle, self, mine)
+        return launch
+
+    def report(self, rank, row):
+        sys.stderr.write(f"looptrace rank {rank}: {row}: calls {self.calls_made} barriers "
+                         f"{self.barriers} most-in-flight {self.most} sharing {self.sharing}\n")
+        sys.stderr.flush()
+
+
+class _Handle:
+    """A torch Work or an MPI Request that leaves the trace's in-flight list when waited."""
+
+    def __init__(self, handle, trace, mine):
+        self.handle, self.trace, self.mine = handle, trace, mine
+
+    def _done(self):
+        self.trace.live.remove(self.mine)
+
+    def wait(self):
+        self.handle.wait()
+        self._done()
+
+    def Wait(self):
+        self.handle.Wait()
+        self._done()

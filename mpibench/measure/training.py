@@ -1,0 +1,234 @@
+"""Training steps of the synthetic decoder, timed per rank: the data-parallel step
+(DDP or FSDP2) and the same step without gradient synchronisation, alternated A/B.
+
+The timed region holds the step's calls and a device sync, nothing else: batches,
+gradient lists and closures are made before; losses are read after. A rank that cannot
+hold the model says so before any collective runs, so that every rank agrees and none
+is left waiting in one.
+"""
+import contextlib
+import time
+
+from ..launch import faults
+from . import model
+from .sizes import format_bytes, parse_size
+
+PARALLEL = ("ddp", "fsdp", "none")
+BATCHES = 2         # distinct batches per rank, used in turn
+
+
+def fsdp_unsupported(backend, torch):
+    """Why FSDP2 cannot run on this backend (None: it can)."""
+    try:
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+    except ImportError:
+        return f"torch {torch.__version__} has no FSDP2 (torch.distributed.fsdp.fully_shard)"
+    if backend not in ("nccl", "gloo"):
+        return f"FSDP2 does not run on the {backend} backend"
+    return None
+
+
+class Memory:
+    """Peak memory of this rank from now on: CUDA's max_memory_allocated on a GPU; on a
+    CPU the growth of the process's peak resident set (VmHWM, reset through clear_refs
+    where the kernel allows, else measured from the resident set at start)."""
+
+    def __init__(self, torch, device):
+        self.torch, self.device = torch, device
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+            self.kind = "cuda_max_memory_allocated"
+            return
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")          # resets VmHWM to the current resident set
+        except OSError:
+            pass
+        self.kind = "peak_rss_growth"
+        self.start = _status("VmRSS")
+
+    def peak(self):
+        if self.cuda:
+            return self.torch.cuda.max_memory_allocated(self.device)
+        hwm = _status("VmHWM")
+        return None if hwm is None or self.start is None else max(0, hwm - self.start)
+
+
+def _status(field):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+class Trainer:
+    """One rank's model, optimizer and step functions for a --parallel mode."""
+
+    def __init__(self, session, preset, shape, batch, parallel, bucket_mb, device):
+        import torch
+        self.s, self.torch = session, torch
+        self.preset, self.shape, self.batch, self.parallel = preset, shape, batch, parallel
+        self.bucket_mb, self.device = bucket_mb, device
+        self.cuda = device.type == "cuda"
+        self.precision = "bf16 autocast" if self.cuda else "fp32"
+        self._amp = (torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda
+                     else contextlib.nullcontext())
+        self._sync = (lambda: torch.cuda.synchronize(device)) if self.cuda else (lambda: None)
+        self.memory = Memory(torch, device)
+        self.parameters = model.parameters(shape)
+        self.ddp = self.fsdp = self.ref = None
+
+    # ---- build: local first, so that a rank short of memory is known before any collective ----
+    def fit_error(self):
+        """Build the model, its optimizer and (FSDP) the unsharded reference, and run one
+        local step; the error text if this rank is out of memory, else None."""
+        torch = self.torch
+        state = 4 * self.parameters * 4      # weights, gradients, AdamW's two moments (fp32)
+        need = state * (2 if self.parallel == "fsdp" else 1)
+        try:
+            limit = faults.get("oom", self.s.rank)
+            if limit is not None and need >= parse_size(limit):
+                raise MemoryError(f"test fault switch MPIBENCH_FAULT=oom: refusing {need} bytes")
+            self.net = model.build(self.shape, self.device)
+            self.opt = self._adamw(self.net)
+            self.data = model.batches(self.shape, self.batch, self.s.rank, BATCHES, self.device)
+            self._local_step(self.net, self.opt)
+            if self.parallel == "fsdp":     # the unsynced reference: an unsharded copy
+                self.ref = model.build(self.shape, self.device)
+                self.ref_opt = self._adamw(self.ref)
+                self._local_step(self.ref, self.ref_opt)
+            self._sync()
+        except Exception as exc:
+            if not (isinstance(exc, (MemoryError, torch.OutOfMemoryError))
+                    or "out of memory" in str(exc)):
+                raise
+            self.net = self.opt = self.ref = self.data = None
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            return (f"the model does not fit: {model.describe(self.preset, self.shape)} needs "
+                    f"{format_bytes(need)} for weights, gradients and AdamW state"
+                    f"{' (and its unsharded copy)' if self.parallel == 'fsdp' else ''} "
+                    f"before activations; {type(exc).__name__}: {first}")
+        return None
+
+    def _adamw(self, net):
+        return self.torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.1,
+                                      foreach=True)
+
+    def _local_step(self, net, opt):
+        """Forward, backward and an optimizer step with zeroed gradients: every buffer the
+        timed steps need is allocated, and every rank's weights and state stay the same."""
+        x, y = self.data[0]
+        with self._amp:
+            loss = net(x, y)
+        loss.backward()
+        self.torch._foreach_zero_([p.grad for p in net.parameters()])
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    def wrap(self):
+        """The data-parallel wrapper (collectives from here on)."""
+        if self.parallel == "ddp":
+            from torch.nn.parallel import DistributedDataParallel
+            ids = [self.device.index] if self.cuda else None
+            self.ddp = DistributedDataParallel(self.net, device_ids=ids,
+                                               bucket_cap_mb=self.bucket_mb)
+        elif self.parallel == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+            for block in self.net.blocks:
+                fully_shard(block)
+            fully_shard(self.net)
+            self.opt = self._adamw(self.net)      # over the sharded parameters
+        self.synced, self.unsynced = self._steps()
+
+    def _steps(self):
+        """(synced, unsynced) step functions; synced is None for --parallel none."""
+        torch, amp, opt = self.torch, self._amp, self.opt
+        if self.parallel == "none":
+            return None, _step(self.net, opt, amp)
+        if self.parallel == "fsdp":
+            return _step(self.net, opt, amp), _step(self.ref, self.ref_opt, amp)
+        ddp = self.ddp
+        grads = [p.grad for p in self.net.parameters()]   # kept: zero_grad(set_to_none=False)
+        zero = torch._foreach_zero_
+
+        def unsynced(x, y):
+            opt.zero_grad(set_to_none=False)
+            with ddp.no_sync():
+                with amp:
+                    loss = ddp(x, y)
+                loss.backward()
+            zero(grads)     # local gradients must not move the weights: the replicas stay equal
+            opt.step()
+            return loss
+        return _step(ddp, opt, amp), unsynced
+
+    # ---- timing ----
+    def timed(self, fn, k, barrier):
+        """Seconds of one step on this rank (started together after barrier), and its loss."""
+        x, y = self.data[k % BATCHES]
+        sync, perf = self._sync, time.perf_counter
+        barrier()
+        t0 = perf()
+        loss = fn(x, y)
+        sync()
+        return perf() - t0, loss
+
+    # ---- after the timed steps ----
+    def shared_loss(self):
+        """The loss of the data-parallel model on a batch shared by every rank."""
+        x, y = model.shared_batch(self.shape, self.batch, self.device)
+        net = self.ddp.module if self.ddp is not None else self.net
+        with self.torch.no_grad(), self._amp:
+            return float(net(x, y))
+
+    def buckets(self):
+        """Bytes of each gradient bucket DDP all-reduces per step, in its order (read from
+        the reducer: buckets are rebuilt after the first step, in gradient order)."""
+        if self.ddp is None:
+            return []
+        return [b.buffer().numel() * b.buffer().element_size()
+                for b in self.ddp.reducer._get_zeros_like_grad_buckets()]
+
+    def fsdp_units(self):
+        """Bytes each FSDP unit gathers (and reduce-scatters) per step, with how many times
+        it gathers: twice for the blocks (forward, and again in backward, as they reshard
+        after forward), once for the root."""
+        if self.parallel != "fsdp":
+            return []
+        n = self.s.size
+        units = []
+        for unit, gathers in [(b, 2) for b in self.net.blocks] + [(self.net, 1)]:
+            mine = _root_params(self.net) if unit is self.net else unit.parameters()
+            nbytes = sum(_padded(p, n) for p in mine)
+            if nbytes:
+                units.append((nbytes, gathers))
+        return units
+
+
+def _root_params(net):
+    inside = {id(p) for b in net.blocks for p in b.parameters()}
+    return [p for p in net.parameters() if id(p) not in inside]
+
+
+def _padded(p, n):
+    """Bytes of a parameter sharded on dim 0 over n ranks, padded to equal shards."""
+    shape = p.shape
+    rows = -(-shape[0] // n) * n
+    rest = p.numel() // shape[0] if shape[0] else 0
+    return rows * rest * p.element_size()
+
+
+def _step(net, opt, amp):
+    def step(x, y):
+        opt.zero_grad(set_to_none=False)
+        with amp:
+            loss = net(x, y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
