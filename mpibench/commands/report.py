@@ -57,8 +57,9 @@ def text(docs):
         if doc.get("env"):
             lines.append("# env: " + " ".join(f"{k}={v}" for k, v in doc["env"].items()))
         for (setting, coll), rows in groups(doc).items():
-            lines += [f"#\n# Collective: {_title(setting, coll)}", tables.row_header()]
-            lines += [tables.row_line(r) for r in rows]
+            per_iter = tables.has_per_iter(rows)
+            lines += [f"#\n# Collective: {_title(setting, coll)}", tables.row_header(per_iter)]
+            lines += [tables.row_line(r, per_iter) for r in rows]
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             lines.append("#\n# median of the trials per row, and their spread")

@@ -61,6 +61,15 @@ def add_arguments(p):
                    help="GPU only: capture the iterations in a CUDA graph (after the untimed "
                         "first call and a barrier) and replay it N times, -z applied to each "
                         "replay; not with -z 3, as nccl-tests")
+    p.add_argument("-I", "--per-iter-timing", type=int, default=0, metavar="{0,1}",
+                   help="1: time every iteration, as nccl-tests' -I 1 (CUDA events on GPUs, "
+                        "one host clock read per iteration on CPUs), and print each row's "
+                        "slowest-rank min, max, p99 and cv of them; the JSON keeps every "
+                        "iteration of every rank. Not with -G (default 0)")
+    p.add_argument("-K", "--per-iter-skip", type=int, default=0, metavar="N",
+                   help="with -I 1: leave the first N iterations out of the per-iteration "
+                        "summary (they stay in the JSON), 0 <= N < -n (default 0). Where "
+                        "nccl-tests warns and disables a bad -I or -K, mpibench refuses it")
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
     p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
@@ -83,8 +92,8 @@ def add_arguments(p):
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default="mpibench",
                    help="mpibench (default): everything measured; nccl-tests: nccl-tests' own "
-                        "-J schema (2.19.6), for tools written for it (no per-iteration fields: "
-                        "rows are timed as whole loops)")
+                        "-J schema (2.19.6), for tools written for it (with -I 1 its "
+                        "per-iteration fields too)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
     options.add_backend(p, several=True)
 
@@ -98,6 +107,22 @@ def check_args(args):
     if args.blocking == 3 and args.cuda_graph:
         raise UsageError("-z 3 cannot go with -G: a CUDA graph replays every call at once, so "
                          "no barrier can be left out of its time (nccl-tests refuses it too)")
+    check_per_iter(args)
+
+
+def check_per_iter(args):
+    """nccl-tests' checks on -I and -K (src/common.cu); it disables what fails them, we refuse."""
+    if args.per_iter_timing not in (0, 1):
+        raise UsageError(f"-I {args.per_iter_timing}: per-iteration timing is 0 (off) or 1 (on)")
+    if args.per_iter_timing and args.cuda_graph:
+        raise UsageError("-I 1 cannot go with -G: a CUDA graph replays the iterations as one "
+                         "launch, so no iteration can be timed alone")
+    if args.per_iter_skip and not args.per_iter_timing:
+        raise UsageError(f"-K {args.per_iter_skip} needs -I 1: it skips iterations of the "
+                         f"per-iteration summary")
+    if not 0 <= args.per_iter_skip < args.iters:
+        raise UsageError(f"-K {args.per_iter_skip}: the per-iteration skip must be between 0 "
+                         f"and {args.iters - 1} (-n {args.iters} iterations)")
 
 
 def build_plan(args, session, backend):
@@ -129,6 +154,7 @@ def build_plan(args, session, backend):
     return Plan(collectives=collectives, sizes=sizes, dtypes=dtypes, ops=ops, root=args.root,
                 iters=args.iters, warmup=args.warmup, check=args.check, average=args.average,
                 blocking=blocking, graph=args.cuda_graph, modes=modes,
+                per_iter=args.per_iter_timing, per_iter_skip=args.per_iter_skip,
                 probe_iters=args.iters if args.probe_iters is None else args.probe_iters,
                 margin=args.slow_margin)
 
@@ -149,6 +175,11 @@ def header(session, out, plans, backends, records, versions):
     for backend, p in zip(backends, plans):
         out.say(f"# -z {p.blocking}{f' ({backend.name})' if len(backends) > 1 else ''}: "
                 f"{blocking_mode_text(backend, p.blocking)}")
+    if plan.per_iter:
+        out.say(f"# per-iteration report: {'CUDA events' if backends[0].cuda else 'host clock'}"
+                f" per iteration; i_* use the slowest rank in each iteration"
+                + (f"; summary skips the first {plan.per_iter_skip} iterations"
+                   if plan.per_iter_skip else ""))
     out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
             f"(--timeout)")
     jobinfo.describe(session, out, [b.name for b in backends], records, versions,
@@ -157,7 +188,8 @@ def header(session, out, plans, backends, records, versions):
                       "check": plan.check, "blocking": plan.blocking if len(backends) == 1 else blocking,
                       "blocking_mode": {b.name: blocking_mode_text(b, p.blocking)
                                         for b, p in zip(backends, plans)},
-                      "average": AVERAGES[plan.average], "graph": plan.graph})
+                      "average": AVERAGES[plan.average], "graph": plan.graph,
+                      "per_iter_timing": plan.per_iter, "per_iter_skip": plan.per_iter_skip})
     for backend in backends:
         for mode, key in MODE_KEYS.items():
             missing = [c.name for c in plan.collectives

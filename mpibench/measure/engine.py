@@ -11,7 +11,7 @@ from statistics import mean
 from ..errors import Exit
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP, NullWatch
-from . import looptrace
+from . import iterstats, looptrace
 from .collectives.base import CHUNK, algbw, busbw, Ctx, exact_reason, poison_value
 from .modes import MODE_KEYS
 from .sizes import format_size, parse_size
@@ -32,6 +32,8 @@ class Plan:
     average: int = 1
     blocking: int = 2          # -z: 0 1 2 3 as nccl-tests (backends/timing.py)
     graph: int = 0
+    per_iter: int = 0          # -I 1: every iteration timed (iterstats.py), -K skipped in its summary
+    per_iter_skip: int = 0
     modes: tuple = ("out", "in")
     probe_iters: int = 20
     margin: float = 0.2
@@ -241,13 +243,16 @@ class Engine:
         if trace is not None:
             calls, barrier = trace.calls(calls, views), trace.barrier
         self.watch.mark(TIMED_LOOP)
-        seconds = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph)
+        if plan.per_iter:
+            seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, per_iter=True)
+        else:
+            seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph), None
         self.watch.mark("check")
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
         wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
-        return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1
+        return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1, each
 
     def _check(self, coll, view, ctx, rounds):
         sv, rv = view
@@ -292,6 +297,9 @@ class Engine:
             row[key] = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
                         "nwrong": sum(w or 0 for w in wrongs) if checked else None,
                         "in_flight": gathered[0][mode][2]}
+            if gathered[0][mode][3] is not None:
+                row[key]["per_iter"] = iterstats.report([g[mode][3] for g in gathered],
+                                                        self.plan.per_iter_skip)
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
         return row

@@ -25,6 +25,7 @@ _RANK_LINE = re.compile(r"#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+
 _START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _AVERAGE = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([-+0-9.eE]+)")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
+PER_ITER_SUMMARY = ("min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
@@ -146,6 +147,18 @@ def _num(obj, key):
     return float(v)
 
 
+def _per_iter_in(p, key):
+    """-I 1's per-iteration object of one mode, kept as it is once its summary is numbers."""
+    if p is None:
+        return None
+    if not isinstance(p, dict):
+        raise Unreadable(f"{key}_per_iter is not an object")
+    for k in PER_ITER_SUMMARY:
+        if _num(p, k) is None:
+            raise Unreadable(f"{key}_per_iter: {k} is missing")
+    return p
+
+
 def parse_json(doc):
     """nccl-tests' -J document -> results document."""
     args = doc.get("args") if isinstance(doc.get("args"), list) else []
@@ -171,6 +184,9 @@ def parse_json(doc):
                 t = _num(m, "time") if "time" in m else _num(m, "cpu_time")
                 wrong = _num(m, "nwrong")
                 modes[key] = _mode([t, _num(m, "alg_bw"), _num(m, "bus_bw"), wrong])
+                per_iter = _per_iter_in(r.get(key + "_per_iter"), key)
+                if per_iter is not None:
+                    modes[key]["per_iter"] = per_iter
             root = int(str(r.get("root", "-1")).strip())
             size, count = r.get("size"), r.get("count")
             if not isinstance(size, int) or not isinstance(count, int) or isinstance(size, bool):
@@ -233,6 +249,29 @@ def _mode_out(m):
             "nwrong": None if m["nwrong"] is None else float(m["nwrong"])}
 
 
+def _per_iter_out(p):
+    """writePerIterReport's object; like nccl-tests, the per-process rows only when there
+    are several processes (mpibench runs one rank per process)."""
+    out = {k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
+    rows = p.get("per_process_max_times_us") or []
+    if len(rows) > 1:
+        out["per_process_max_times_us"] = rows
+    return out
+
+
+def _result_out(r, iters):
+    """One row in -J's key order: each mode followed by its per-iteration object (-I 1)."""
+    out = {"size": r["size"], "count": r["count"], "type": r["type"], "redop": r["redop"],
+           "root": "%6i" % r["root"]}
+    for key in ("out_of_place", "in_place"):
+        m = r.get(key)
+        out[key] = _mode_out(m)
+        if m and m.get("per_iter"):
+            out[key + "_per_iter"] = _per_iter_out(m["per_iter"])
+    out.update(actual_iterations=iters, experiment_name=r["collective"])
+    return out
+
+
 def render(doc):
     """A run's results document in nccl-tests' -J schema, as text."""
     import json
@@ -254,14 +293,10 @@ def render(doc):
                       "aggregated_iterations": 1, "validation": int(bool(cfg.get("check"))),
                       "graph": cfg.get("graph", 0),
                       "blocking_collectives": _flag(_blocking(cfg.get("blocking"))),
-                      "per_iter_timing": "false", "per_iter_skip": 0,
+                      "per_iter_timing": _flag(cfg.get("per_iter_timing")),
+                      "per_iter_skip": cfg.get("per_iter_skip", 0),
                       "parallel_init": "false", "devices": devices},
-           "results": [{"size": r["size"], "count": r["count"], "type": r["type"],
-                        "redop": r["redop"], "root": "%6i" % r["root"],
-                        "out_of_place": _mode_out(r.get("out_of_place")),
-                        "in_place": _mode_out(r.get("in_place")),
-                        "actual_iterations": cfg.get("iters", 0),
-                        "experiment_name": r["collective"]} for r in doc["results"]]}
+           "results": [_result_out(r, cfg.get("iters", 0)) for r in doc["results"]]}
     bounds = doc.get("out_of_bounds")
     if bounds:
         out["out_of_bounds"] = {"count": bounds["count"], "okay": _flag(bounds["okay"])}

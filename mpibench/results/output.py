@@ -31,6 +31,7 @@ class RunOutput:
                     "command": command, "start_time": now(), "end_time": None,
                     "complete": False, "argv": sys.argv[1:], "args": _jsonable(vars(args)),
                     "results": [], "hosts": [], "notes": []}
+        self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
         self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows
 
     def say(self, text):
@@ -57,7 +58,7 @@ class RunOutput:
 
     def table_header(self):
         """nccl-tests' column header, before a collective's rows."""
-        self.say(tables.row_header())
+        self.say(tables.row_header(self.per_iter))
 
     def add_row(self, row, line=None):
         """Record the row, then print it (nccl-tests' format unless a line is given).
@@ -68,7 +69,7 @@ class RunOutput:
             else:
                 self.doc["results"].append(row)
             self.flush()
-        self.say(tables.row_line(row) if line is None else line)
+        self.say(tables.row_line(row, self.per_iter) if line is None else line)
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
         entry = {"collective": coll.name, "size": size, "type": dt.label, "dtype": dt.name,

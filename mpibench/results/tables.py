@@ -19,14 +19,24 @@ def fnum(value, width):
     return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
 
 
-def row_header():
+def row_header(per_iter=False):
+    """nccl-tests' column header; per_iter: its -I 1 header, with i_min i_max i_p99 i_cv%
+    after each mode."""
+    if per_iter:
+        mode = "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
+        title = "#%s%s" % (" " * 65, "out-of-place (+ per-iteration)" + " " * 32 + "in-place (+ per-iteration)")
+        names = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+        units = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+    else:
+        mode = "  %7s  %6s  %6s  %6s"
+        title = "#%s%s" % (" " * 58, "out-of-place                       in-place          ")
+        names = ("time", "algbw", "busbw", "#wrong")
+        units = ("(us)", "(GB/s)", "(GB/s)", "")
+    line = "# %10s  %12s  %8s  %6s  %6s" + mode + mode
     return "\n".join([
-        "#%s%s" % (" " * 58, "out-of-place                       in-place          "),
-        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s" % (
-            "size", "count", "type", "redop", "root",
-            "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"),
-        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s" % (
-            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""),
+        title,
+        line % ("size", "count", "type", "redop", "root", *names, *names),
+        line % ("(B)", "(elements)", "", "", "", *units, *units),
     ])
 
 
@@ -38,8 +48,21 @@ def _mode_values(m):
             "N/A" if m["nwrong"] is None else "%g" % m["nwrong"])
 
 
-def _mode_cells(m):
-    return "  %7s  %6s  %6s  %6s" % _mode_values(m)
+def _per_iter_values(m):
+    """i_min, i_max, i_p99, i_cv% of one mode (-I 1), as writePerIterReport prints them."""
+    p = (m or {}).get("per_iter")
+    if p is None:
+        return ("", "", "", "")
+    return tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct"))
+
+
+def has_per_iter(rows):
+    return any((row.get(k) or {}).get("per_iter") for row in rows for k in MODES)
+
+
+def _mode_cells(m, per_iter):
+    cells = "  %7s  %6s  %6s  %6s" % _mode_values(m)
+    return cells + ("  %7s  %7s  %7s  %7s" % _per_iter_values(m) if per_iter else "")
 
 
 ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
@@ -55,10 +78,10 @@ def row_cells(row):
     return cells
 
 
-def row_line(row):
+def row_line(row, per_iter=False):
     return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
                                              row["root"])
-            + _mode_cells(row["out_of_place"]) + _mode_cells(row["in_place"]))
+            + _mode_cells(row["out_of_place"], per_iter) + _mode_cells(row["in_place"], per_iter))
 
 
 def us(seconds):

@@ -100,3 +100,89 @@ def _windowed(calls, wait, window):
     for i in range(max(0, n - window), n):
         wait(handles[i])
     return perf() - t0
+
+
+# ---- -I 1: a mark at every iteration boundary ----
+# Separate loops, so that the loops above stay as they are without -I. marks[j]() runs at
+# boundary j and its result lands in a list allocated before the loop: on CPUs the marks
+# are time.perf_counter (one clock read per iteration, as nccl-tests' one event record
+# per iteration); on GPUs they are CUDA events' record on the current stream and the
+# times are read from the events after the loop.
+
+def marks_needed(n, mode):
+    """Boundaries of n iterations: before each and after the last; with -z 3 a start and a
+    stop around each call (nccl-tests' paired events), so the barriers fall outside."""
+    return 2 * n if mode == 3 else n + 1
+
+
+def seconds_marked(calls, mode, marks, finish=None, barrier=None, wait=None, window=1):
+    """seconds() with a mark at every iteration boundary: (seconds, stamps), stamps[j]
+    what marks[j]() returned. With calls in flight (a CPU backend with -z 0) iteration i
+    ends when a wait sees call i complete: the boundaries are the first launch and each
+    completion, in order, so the iterations' times add up to the loop's."""
+    if mode == 0 and wait is not None:
+        return _windowed_marked(calls, wait, window, marks)
+    if mode == 3:
+        return _paired_marked(calls, finish, barrier, marks)
+    return _each_marked(calls, finish if mode else None, barrier if mode == 1 else None,
+                        finish if mode == 0 else None, marks)
+
+
+def _each_marked(calls, finish, barrier, finish_once, marks):
+    n = len(calls)
+    stamps = [None] * (n + 1)
+    perf = time.perf_counter
+    t0 = perf()
+    for i in range(n):
+        stamps[i] = marks[i]()
+        calls[i]()
+        if finish is not None:
+            finish()
+        if barrier is not None:
+            barrier()
+    stamps[n] = marks[n]()
+    if finish_once is not None:
+        finish_once()
+    return perf() - t0, stamps
+
+
+def _paired_marked(calls, finish, barrier, marks):
+    n = len(calls)
+    stamps = [None] * (2 * n)
+    perf = time.perf_counter
+    total = 0.0
+    for i in range(n):
+        t0 = perf()
+        stamps[2 * i] = marks[2 * i]()
+        calls[i]()
+        if finish is not None:
+            finish()
+        stamps[2 * i + 1] = marks[2 * i + 1]()
+        total += perf() - t0
+        barrier()
+    return total, stamps
+
+
+def _windowed_marked(calls, wait, window, marks):
+    n = len(calls)
+    handles = [None] * n
+    stamps = [None] * (n + 1)
+    perf = time.perf_counter
+    t0 = perf()
+    stamps[0] = marks[0]()
+    for i in range(n):
+        if i >= window:
+            wait(handles[i - window])
+            stamps[i - window + 1] = marks[i - window + 1]()
+        handles[i] = calls[i]()
+    for i in range(max(0, n - window), n):
+        wait(handles[i])
+        stamps[i + 1] = marks[i + 1]()
+    return perf() - t0, stamps
+
+
+def intervals(stamps, mode):
+    """Per-iteration differences of host-clock stamps (seconds_marked with perf_counter)."""
+    if mode == 3:
+        return [stamps[2 * i + 1] - stamps[2 * i] for i in range(len(stamps) // 2)]
+    return [b - a for a, b in zip(stamps, stamps[1:])]

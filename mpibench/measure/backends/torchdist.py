@@ -86,14 +86,34 @@ class TorchBackend:
             self.torch.cuda.synchronize(self.device)
 
     # ---- timing ----
-    def time_loop(self, calls, mode=2, barrier=None, window=1, graph_launches=0):
+    def time_loop(self, calls, mode=2, barrier=None, window=1, graph_launches=0, per_iter=False):
         """Seconds per call for running every call once (in order) in -z mode `mode`
-        (see timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs."""
+        (see timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs.
+        per_iter (nccl-tests' -I 1, never with graph_launches): (seconds per call, each
+        iteration's seconds)."""
         if graph_launches:
             return self._time_graph(calls, mode, barrier, graph_launches)
         finish = self.torch.cuda.current_stream(self.device).synchronize if self.cuda else None
         wait = self._wait if self.launches_async(mode) else None
+        if per_iter:
+            return self._time_marked(calls, mode, finish, barrier, wait, window)
         return timing.seconds(calls, mode, finish, barrier, wait, window) / len(calls)
+
+    def _time_marked(self, calls, mode, finish, barrier, wait, window):
+        """-I 1: host clock reads between iterations on CPUs; on GPUs CUDA events recorded
+        on the current stream, read after the loop (as nccl-tests' recordEvents and
+        getElapsedTimes)."""
+        count = timing.marks_needed(len(calls), mode)
+        if not self.cuda:
+            total, stamps = timing.seconds_marked(calls, mode, [time.perf_counter] * count,
+                                                  finish, barrier, wait, window)
+            return total / len(calls), timing.intervals(stamps, mode)
+        events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        total, _ = timing.seconds_marked(calls, mode, [e.record for e in events], finish,
+                                         barrier, wait, window)
+        events[-1].synchronize()
+        pairs = (zip(events[0::2], events[1::2]) if mode == 3 else zip(events, events[1:]))
+        return total / len(calls), [a.elapsed_time(b) / 1e3 for a, b in pairs]
 
     def _time_graph(self, calls, mode, barrier, launches):
         """nccl-tests' -G: the calls captured once in a CUDA graph, replayed `launches` times,

@@ -1,0 +1,31 @@
+"""nccl-tests' per-iteration report (-I 1), as 2.19.6 computes it (src/util.cu
+computeIterStats, writePerIterReport; src/common.cu ReduceProcessMaxIterTimes): each
+iteration's time is the slowest rank's, the summary skips the first -K iterations."""
+import math
+
+
+def _percentile_index(n, percentile):
+    return min(n - 1, (n * percentile + 99) // 100 - 1)
+
+
+def stats(times):
+    """min, max, avg, p50, p95, p99 and population stdev of times (same unit)."""
+    s = sorted(times)
+    n = len(s)
+    avg = sum(s) / n
+    return {"min": s[0], "max": s[-1], "avg": avg, "p50": s[n // 2],
+            "p95": s[_percentile_index(n, 95)], "p99": s[_percentile_index(n, 99)],
+            "stdev": math.sqrt(sum((x - avg) ** 2 for x in s) / n)}
+
+
+def report(per_rank, skip):
+    """The per-iteration object of one row and mode from every rank's per-iteration
+    seconds (per_rank[r][i]), in nccl-tests' JSON keys (microseconds)."""
+    times = [max(column) for column in zip(*per_rank)]
+    st = stats(times[skip:])
+    out = {"skipped_iterations": skip}
+    out.update({f"{k}_us": v * 1e6 for k, v in st.items()})
+    out["cv_pct"] = st["stdev"] / st["avg"] * 100.0 if st["avg"] > 0 else 0.0
+    out["times_us"] = [t * 1e6 for t in times]
+    out["per_process_max_times_us"] = [[t * 1e6 for t in rank] for rank in per_rank]
+    return out
