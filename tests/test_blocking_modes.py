@@ -3,10 +3,13 @@
 Each job runs one -z mode on both backends (--backend gloo,mpi) with the loop trace on
 (MPIBENCH_TRACE_LOOPS=1): every rank reports, per timed loop, the calls it made, the
 side-channel barriers inside the loop, the most calls in flight at once and how many
-launches found a call on overlapping memory still in flight. Times are never asserted.
+launches found a call on overlapping memory still in flight. The 3-rank jobs time every
+iteration (-I 1), so both kinds of loop are traced. Times are never asserted, only how
+the per-iteration figures relate to each other and to the row's time.
 """
 import json
 import re
+import statistics
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -33,7 +36,8 @@ def jobs(tmp_path_factory):
     def one(job):
         np, z = job
         path = tmp_path_factory.mktemp(f"z{z}np{np}") / "run.json"
-        done = mpirun(np, ARGS + ["-z", str(z), "--json", str(path)],
+        per_iter = ["-I", "1", "-K", "1"] if np == 3 else []
+        done = mpirun(np, ARGS + per_iter + ["-z", str(z), "--json", str(path)],
                       env={"MPIBENCH_TRACE_LOOPS": "1"}, timeout=240)
         assert done.returncode == 0, show(done)
         return done, json.loads(path.read_text()), TRACE.findall(done.stderr)
@@ -75,6 +79,36 @@ def test_barriers_and_calls_in_flight(jobs, np, z):
         assert in_flight == {1, ITERS}
 
 
+@pytest.mark.parametrize("np, z", JOBS)
+def test_per_iteration_times(jobs, np, z):
+    """-I 1 (3 ranks): every row and mode carries nccl-tests' per-iteration object, each
+    iteration's time the slowest rank's, its stats those of the times after -K; a rank's
+    iterations add up to no more than its loop's time. Without -I no such object."""
+    done, doc, _ = jobs[(np, z)]
+    measured = [(r, key) for r in doc["results"] for key in ("out_of_place", "in_place") if r[key]]
+    if np == 2:
+        assert all("per_iter" not in r[key] for r, key in measured)
+        assert "i_min" not in done.stdout and doc["config"]["per_iter_timing"] == 0
+        return
+    assert doc["config"]["per_iter_timing"] == 1 and doc["config"]["per_iter_skip"] == 1
+    assert "i_min" in done.stdout and "# per-iteration report: host clock" in done.stdout
+    for r, key in measured:
+        p = r[key]["per_iter"]
+        times, ranks = p["times_us"], p["per_process_max_times_us"]
+        assert len(times) == ITERS and p["skipped_iterations"] == 1
+        assert len(ranks) == np and all(len(t) == ITERS for t in ranks)
+        assert times == [max(col) for col in zip(*ranks)]
+        assert all(t >= 0 for rank in ranks for t in rank) and min(times) > 0
+        kept = times[1:]
+        assert p["min_us"] == min(kept) and p["max_us"] == max(kept)
+        assert p["avg_us"] == pytest.approx(statistics.fmean(kept))
+        assert p["stdev_us"] == pytest.approx(statistics.pstdev(kept), abs=1e-9)
+        assert p["cv_pct"] == pytest.approx(p["stdev_us"] / p["avg_us"] * 100)
+        for rank, loop_us in zip(ranks, r["per_rank_time_us"][key]):
+            # the marks lie inside the loop's clock reads (-z 3: inside each call's)
+            assert 0 < sum(rank) <= loop_us * ITERS * (1 + 1e-9)
+
+
 # ---- pure logic: the window and the trace can tell a bad schedule ----
 
 class FakeHandle:
@@ -103,6 +137,40 @@ def test_windowed_loop_never_exceeds_its_window():
                 live.remove(i)
         assert not live and most == min(window, n)
         assert [i for what, i in log if what == "launch"] == list(range(n))
+
+
+@pytest.mark.parametrize("z", [0, 1, 2, 3])
+def test_marked_loops_mark_every_boundary(z):
+    """-I 1's loops: one mark before each iteration and after the last (-z 3: one on each
+    side of each call, the barrier outside); with calls in flight, after each wait."""
+    n, window = 5, 2
+    log = []
+
+    def make(i):
+        def call():
+            log.append(("launch", i))
+            return FakeHandle(log, i) if z == 0 else None
+        return call
+    marks = [(lambda j=j: log.append(("mark", j)) or j) for j in range(timing.marks_needed(n, z))]
+    total, stamps = timing.seconds_marked(
+        [make(i) for i in range(n)], z, marks, finish=lambda: log.append(("finish",)),
+        barrier=lambda: log.append(("barrier",)),
+        wait=(lambda h: h.wait()) if z == 0 else None, window=window)
+    assert stamps == list(range(len(marks))) and total > 0
+    seq = [e for e in log if e[0] != "finish"]
+    if z == 0:       # mark j+1 right after call j is seen complete, calls in order
+        assert [e for e in seq if e[0] != "launch"] == \
+            [("mark", 0)] + [x for i in range(n) for x in (("wait", i), ("mark", i + 1))]
+        assert [i for what, i in log if what == "launch"] == list(range(n))
+    elif z == 3:
+        assert seq == [x for i in range(n) for x in
+                       (("mark", 2 * i), ("launch", i), ("mark", 2 * i + 1), ("barrier",))]
+    else:
+        each = [("launch",)] if z == 2 else [("launch",), ("barrier",)]
+        assert seq == [x for i in range(n) for x in
+                       [("mark", i)] + [(e[0], i) if e[0] == "launch" else e for e in each]] + [("mark", n)]
+    assert len(timing.intervals([0.0, 1.0, 3.0, 6.0], 1)) == 3
+    assert timing.intervals([0.0, 1.0, 3.0, 6.0], 3) == [1.0, 3.0]
 
 
 def test_trace_counts_calls_sharing_memory():

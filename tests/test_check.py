@@ -255,6 +255,49 @@ def test_run_json_format_nccl_tests_writes_its_schema(tmp_path):
     assert back["results"][0]["in_place"]["time_us"] == doc["results"][0]["in_place"]["time"]
 
 
+# -I 1 adds, after each mode, writePerIterReport's object (src/util.cu)
+PER_ITER = {"skipped_iterations", "min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us",
+            "stdev_us", "cv_pct", "times_us", "per_process_max_times_us"}
+
+
+def test_run_json_format_nccl_tests_per_iteration_fields(tmp_path):
+    path = tmp_path / "nccl.json"
+    r = mpirun(3, ["run", "--backend", "mpi", "--collectives", "all_gather", "-b", "1K", "-e", "2K",
+                   "-n", "4", "-w", "1", "-I", "1", "-K", "1", "--link-iters", "0",
+                   "--probe-iters", "0", "--json", str(path), "--json-format", "nccl-tests"])
+    assert r.returncode == 0, show(r)
+    doc = json.loads(path.read_text())
+    assert set(doc["config"]) == CONFIG
+    assert (doc["config"]["per_iter_timing"], doc["config"]["per_iter_skip"]) == ("true", 1)
+    assert len(doc["results"]) == 2
+    for row in doc["results"]:
+        # nccl-tests' key order: each mode, then its per-iteration object
+        assert list(row) == ["size", "count", "type", "redop", "root", "out_of_place",
+                             "out_of_place_per_iter", "in_place", "in_place_per_iter",
+                             "actual_iterations", "experiment_name"]
+        for key in ("out_of_place", "in_place"):
+            p = row[key + "_per_iter"]
+            assert set(p) == PER_ITER and p["skipped_iterations"] == 1
+            assert len(p["times_us"]) == 4 and len(p["per_process_max_times_us"]) == 3
+            assert p["times_us"] == [max(c) for c in zip(*p["per_process_max_times_us"])]
+            assert p["avg_us"] == pytest.approx(sum(p["times_us"][1:]) / 3)
+    # read back: the per-iteration figures survive, and report prints nccl-tests' -I columns
+    back = resultsfile.load(str(path))
+    assert back["results"][0]["in_place"]["per_iter"] == doc["results"][0]["in_place_per_iter"]
+    rep = lone(["report", str(path)])
+    assert rep.returncode == 0, show(rep)
+    assert "i_min    i_max    i_p99    i_cv%" in rep.stdout, show(rep)
+    first = doc["results"][0]
+    line = next(x for x in rep.stdout.splitlines() if x.split()[:1] == [str(first["size"])])
+    p = first["in_place_per_iter"]
+    assert line.split()[-4:] == [nccltests_fmt(p[k]) for k in ("min_us", "max_us", "p99_us", "cv_pct")]
+
+
+def nccltests_fmt(value):
+    from mpibench.results.tables import fnum
+    return fnum(value, 7).strip()
+
+
 # ---- check on one host: the nccl-tests output as --baseline ----
 def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
     out = tmp_path / "c.json"

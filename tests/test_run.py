@@ -335,6 +335,12 @@ BAD = [
     (["-z", "4"], "argument -z/--blocking: invalid choice: 4 (choose from 0, 1, 2, 3)", 20),
     (["-z", "-1"], "argument -z/--blocking: invalid choice: -1", 20),
     (["-z", "3", "-G", "2"], "-z 3 cannot go with -G", 20),
+    # nccl-tests warns and disables these (src/common.cu); mpibench refuses them
+    (["-I", "2"], "-I 2: per-iteration timing is 0 (off) or 1 (on)", 20),
+    (["-I", "1", "-G", "1"], "-I 1 cannot go with -G", 20),
+    (["-K", "1"], "-K 1 needs -I 1", 20),
+    (["-I", "1", "-n", "4", "-K", "4"], "-K 4: the per-iteration skip must be between 0 and 3", 20),
+    (["-I", "1", "-K", "-1"], "-K -1: the per-iteration skip must be between 0 and 19", 20),
     (["-r", "2"], "--root 2 is not a rank: the job has 2 ranks (0..1)", 60),
     (["--json", "/nonexistent-mpibench/x.json"], "/nonexistent-mpibench does not exist", 60),
     # /proc takes no new files, not even from root
@@ -447,3 +453,30 @@ def test_fnum_matches_get_float_str(width):
         assert len(tables.fnum(v, width)) == width, v
     assert tables.fnum(999.996, 6) == "1000.0" and tables.fnum(9999.996, 7) == "10000.0"
     assert tables.fnum(None, width) == " " * (width - 3) + "n/a"
+
+
+# nccl-tests 2.19.6's computeIterStats (src/util.cu), written out: sorted times, p50 at
+# n/2, pN at min(n-1, ceil(n*N/100)-1), population standard deviation.
+@pytest.mark.parametrize("n", [1, 2, 5, 20, 100, 101])
+def test_iter_stats_follow_nccl_tests(n):
+    from mpibench.measure import iterstats
+    times = [((k * 37) % n + 1) * 1e-6 for k in range(n)]      # 1..n us, shuffled
+    s = sorted(times)
+    ceil = lambda a, b: -(-a // b)
+    got = iterstats.stats(times)
+    assert got["min"] == s[0] and got["max"] == s[-1] and got["p50"] == s[n // 2]
+    assert got["p95"] == s[min(n - 1, ceil(n * 95, 100) - 1)]
+    assert got["p99"] == s[min(n - 1, ceil(n * 99, 100) - 1)]
+    assert got["avg"] == pytest.approx(statistics.fmean(times))
+    assert got["stdev"] == pytest.approx(statistics.pstdev(times))
+
+
+def test_iter_report_takes_the_slowest_rank_and_skips():
+    from mpibench.measure import iterstats
+    per_rank = [[5e-6, 1e-6, 2e-6, 9e-6], [3e-6, 4e-6, 1e-6, 1e-6]]
+    r = iterstats.report(per_rank, 1)
+    assert r["times_us"] == pytest.approx([5, 4, 2, 9])
+    assert r["per_process_max_times_us"] == [pytest.approx([5, 1, 2, 9]), pytest.approx([3, 4, 1, 1])]
+    assert r["skipped_iterations"] == 1
+    assert (r["min_us"], r["max_us"], r["p50_us"]) == pytest.approx((2, 9, 4))
+    assert r["avg_us"] == pytest.approx(5) and r["cv_pct"] == pytest.approx(statistics.pstdev([4, 2, 9]) / 5 * 100)
