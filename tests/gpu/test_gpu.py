@@ -49,6 +49,21 @@ def test_blocking_modes_and_cuda_graphs(tmp_path, extra):
     assert all(r[m]["nwrong"] == 0 for r in _rows(out) for m in ("out_of_place", "in_place") if r[m])
 
 
+def test_per_iteration_events_agree_with_the_row(tmp_path):
+    """-I 1 on a GPU: CUDA events between the iterations; every iteration has a time, and
+    at 64 MiB (GPU-bound, -z 0) their mean is the row's host-clock time within 5%."""
+    out = tmp_path / "r.json"
+    done = lone(["run", "--backend", "nccl", "--collectives", "all_gather", "--mode", "out",
+                 "-b", "64M", "-e", "64M", "-n", "50", "-w", "5", "-c", "0", "-z", "0",
+                 "-I", "1", "--probe-iters", "0", "--json", str(out)], timeout=600)
+    assert done.returncode == 0, show(done)
+    assert "# per-iteration report: CUDA events" in done.stdout, show(done)
+    m = _rows(out)[0]["out_of_place"]
+    p = m["per_iter"]
+    assert len(p["times_us"]) == 50 and all(t > 0 for t in p["times_us"])
+    assert p["avg_us"] == pytest.approx(m["time_us"], rel=0.05), (p["avg_us"], m["time_us"])
+
+
 def test_device_line_names_the_gpu():
     done = lone(["info", "--backend", "nccl"], timeout=300)
     assert done.returncode == 0, show(done)
