@@ -52,21 +52,26 @@ def _read(data):
     """A results document from the bytes of a file: mpibench's JSON, or nccl-tests'
     printed output or -J JSON turned into one."""
     from . import nccltests
+    text = _text(data)
     try:
-        if not data.lstrip()[:1] == b"{" and nccltests.looks_like_text(data.decode("utf-8")):
-            return nccltests.parse_text(data.decode("utf-8"))
+        if not text.lstrip()[:1] == "{" and nccltests.looks_like_text(text):
+            return nccltests.parse_text(text)
         doc = parse(data)
         return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
-    except (nccltests.Unreadable, UnicodeDecodeError) as exc:
+    except nccltests.Unreadable as exc:
         raise _Bad(f"nccl-tests output: {exc}") from None
+
+
+def _text(data):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Bad(f"not UTF-8 text (byte {exc.start})") from None
 
 
 def parse(data):
     """bytes -> JSON value, refusing NaN/Infinity, duplicate keys and deep nesting."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _Bad(f"not UTF-8 text (byte {exc.start})") from None
+    text = _text(data)
     _check_depth(text)
     try:
         return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
