@@ -16,7 +16,7 @@ from ..launch.watchdog import TIMED_LOOP
 from ..measure.collectives import REGISTRY
 from ..measure.collectives.base import Ctx, algbw, busbw
 from ..measure.dtypes import DTYPES
-from ..measure.engine import iteration_views
+from ..measure.engine import iteration_views, warm_up
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
@@ -170,13 +170,7 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
     if group is not None:
         call = partial(call, group=group)
     barrier = session.comm.barrier
-    if args.warmup:
-        session.watch.mark("warm-up")
-        backend.time_loop([call] * args.warmup, z, barrier)
-    session.watch.mark("untimed first call")        # first-use costs stay out of the time
-    backend.time_loop([call], z, barrier)
-    session.watch.mark("barrier before the timed loop")
-    barrier()
+    warm_up(backend, session.watch, [call] * max(1, args.warmup), args.warmup, z, barrier)
     calls = [call] * args.iters
     session.watch.mark(TIMED_LOOP)
     seconds = backend.time_loop(calls, z, barrier)
@@ -298,7 +292,7 @@ class Report:
         for (a, b), f in figs.items():
             why = health.below(f, self.pair_limit)
             ha, hb = self.s.hosts[a], self.s.hosts[b]
-            rate = min((x for x in (self.rate[ha], self.rate[hb]) if x), default=None)
+            rate = self._pair_rate(ha, hb)
             for me, other in ((ha, hb), (hb, ha)):
                 self.hosts[me]["pairs"].append({"partner": other, "round": k, **f,
                                                 "passed": why is None, "why": why})
@@ -348,6 +342,10 @@ class Report:
                "out_of_place": None, "in_place": None, mean["mode"]: dict(fig, nwrong=None)}
         self.out.add_row(row, line)
 
+    def _pair_rate(self, a, b):
+        """The slower known line rate of two hosts (None when neither reports one)."""
+        return min((x for x in (self.rate[a], self.rate[b]) if x), default=None)
+
     def _fail(self, host, reason):
         self.hosts[host]["verdict"] = "FAIL"
         self.hosts[host]["reasons"].append(reason)
@@ -359,7 +357,7 @@ class Report:
             intra = "-" if e["intra"] is None else _bw(e["intra"]["busbw_GBps"])
             partners = ", ".join(
                 f"{p['partner']} {_bw(p['busbw_GBps'])}"
-                f"{_share(p['busbw_GBps'], min((x for x in (e['line_rate_gbps'], self.rate[p['partner']]) if x), default=None))}"
+                f"{_share(p['busbw_GBps'], self._pair_rate(h, p['partner']))}"
                 for p in e["pairs"]) or "-"
             rows.append([h, len(e["ranks"]), intra, partners, e["verdict"],
                          "; ".join(e["reasons"]) or "-"])

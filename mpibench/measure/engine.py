@@ -230,15 +230,7 @@ class Engine:
         window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
         barrier = s.comm.barrier
-        if plan.warmup:
-            self.watch.mark("warm-up")
-            self.b.time_loop(calls[:plan.warmup], z, barrier, window)
-        # nccl-tests' "sync" call, whatever -w is: first-use costs (communicator creation,
-        # lazy connections) never land in a timed row, nor in a CUDA graph's capture.
-        self.watch.mark("untimed first call")
-        self.b.time_loop(calls[:1], z, barrier, window)
-        self.watch.mark("barrier before the timed loop")
-        s.comm.barrier()
+        warm_up(self.b, self.watch, calls, plan.warmup, z, barrier, window)
         trace = looptrace.Trace(barrier) if looptrace.ON else None
         if trace is not None:
             calls, barrier = trace.calls(calls, views), trace.barrier
@@ -316,6 +308,20 @@ class Engine:
         gathered = s.comm.gather(times, root=0)
         if s.rank == 0:
             self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
+
+
+def warm_up(backend, watch, calls, warmup, z, barrier, window=1):
+    """What precedes every timed loop, as nccl-tests' BenchTime: `warmup` untimed calls,
+    then, whatever `warmup` is, one more untimed call (its "sync" call: first-use costs
+    such as communicator creation and lazy connections never land in a timed loop, nor in
+    a CUDA graph's capture) and a barrier."""
+    if warmup:
+        watch.mark("warm-up")
+        backend.time_loop(calls[:warmup], z, barrier, window)
+    watch.mark("untimed first call")
+    backend.time_loop(calls[:1], z, barrier, window)
+    watch.mark("barrier before the timed loop")
+    barrier()
 
 
 def pick_time(times, average):
