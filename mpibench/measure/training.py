@@ -9,9 +9,9 @@ is left waiting in one.
 import contextlib
 import time
 
-from ..launch import faults
 from . import model
-from .sizes import format_bytes, parse_size
+from .backends.torchdist import is_oom, oom_fault
+from .sizes import format_bytes
 
 PARALLEL = ("ddp", "fsdp", "none")
 BATCHES = 2         # distinct batches per rank, used in turn
@@ -91,9 +91,7 @@ class Trainer:
         state = 4 * self.parameters * 4      # weights, gradients, AdamW's two moments (fp32)
         need = state * (2 if self.parallel == "fsdp" else 1)
         try:
-            limit = faults.get("oom", self.s.rank)
-            if limit is not None and need >= parse_size(limit):
-                raise MemoryError(f"test fault switch MPIBENCH_FAULT=oom: refusing {need} bytes")
+            oom_fault(self.s.rank, need)
             self.net = model.build(self.shape, self.device)
             self.opt = self._adamw(self.net)
             self.data = model.batches(self.shape, self.batch, self.s.rank, BATCHES, self.device)
@@ -104,8 +102,7 @@ class Trainer:
                 self._local_step(self.ref, self.ref_opt)
             self._sync()
         except Exception as exc:
-            if not (isinstance(exc, (MemoryError, torch.OutOfMemoryError))
-                    or "out of memory" in str(exc)):
+            if not is_oom(torch, exc):
                 raise
             self.net = self.opt = self.ref = self.data = None
             first = str(exc).splitlines()[0] if str(exc) else ""

@@ -11,6 +11,20 @@ from . import timing
 from ..dtypes import torch_dtype
 
 
+def oom_fault(rank, nbytes):
+    """The test fault switch MPIBENCH_FAULT=oom:SIZE: refuse nbytes >= SIZE on that rank."""
+    limit = faults.get("oom", rank)
+    if limit is not None:
+        from ..sizes import parse_size
+        if nbytes >= parse_size(limit):
+            raise MemoryError(f"test fault switch MPIBENCH_FAULT=oom: refusing {nbytes} bytes")
+
+
+def is_oom(torch, exc):
+    """Whether exc says memory ran out (host or device)."""
+    return isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(exc)
+
+
 class TorchBackend:
     def __init__(self, session):
         import torch
@@ -67,11 +81,7 @@ class TorchBackend:
 
     # ---- buffers ----
     def alloc(self, nbytes, rank):
-        limit = faults.get("oom", rank)
-        if limit is not None:
-            from ..sizes import parse_size
-            if nbytes >= parse_size(limit):
-                raise MemoryError(f"test fault switch MPIBENCH_FAULT=oom: refusing {nbytes} bytes")
+        oom_fault(rank, nbytes)
         return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 
     def typed(self, buf, dtype):
@@ -79,7 +89,7 @@ class TorchBackend:
         return buf[:usable].view(torch_dtype(dtype))
 
     def is_oom(self, exc):
-        return isinstance(exc, (MemoryError, self.torch.OutOfMemoryError)) or "out of memory" in str(exc)
+        return is_oom(self.torch, exc)
 
     def sync(self):
         if self.cuda:
