@@ -16,6 +16,7 @@ from ..analysis import heatmap
 from ..errors import UsageError
 from ..measure.sizes import format_size
 from ..results import reader
+from ..results.document import finite
 from ..results.files import ResultFile
 
 HELP = "draw busbw against size (and a p2p matrix) from saved results into a PNG"
@@ -103,8 +104,7 @@ def matrices(entry):
             continue
         if not isinstance(matrix, list) or len(matrix) != n or not all(
                 isinstance(r, list) and len(r) == n and all(
-                    x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)
-                                  and x == x and abs(x) != float("inf")) for x in r)
+                    x is None or finite(x) for x in r)
                 for r in matrix):
             return f"'{key}' is not {n} x {n} numbers (null allowed)"
         unit = unit or (entry["unit"] if isinstance(entry.get("unit"), str) else "GB/s")

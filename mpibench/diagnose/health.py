@@ -10,12 +10,11 @@ elsewhere); a failed pair whose hosts both passed with other partners is a suspe
 link. Three rounds at most while there are at least as many passed hosts as suspects,
 whatever the host count; every round is computed in O(hosts).
 """
-import math
 from collections import deque
 from statistics import median
 
 from ..errors import UsageError
-from ..results.document import parse
+from ..results.document import finite, parse
 from . import hostfacts
 
 TESTS = ("intra", "pair", "job")
@@ -105,11 +104,6 @@ def run_pairs(n, judge):
 
 
 # ---- thresholds ----
-def _finite_positive(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and value > 0)
-
-
 def read_expect(path):
     """--expect FILE: {test: {limit: value}} for tests intra, pair, job and limits
     min_busbw_GBps, max_latency_us; anything else is one UsageError line."""
@@ -138,7 +132,7 @@ def read_expect(path):
                         if key in ("min_busbw", "max_latency", "busbw", "latency") else "")
                 raise UsageError(f"{where}: {test}.{key} is not a limit (limits: "
                                  f"{', '.join(LIMITS)}){hint}")
-            if not _finite_positive(value):
+            if not (finite(value) and value > 0):
                 raise UsageError(f"{where}: {test}.{key} must be a number above 0, not "
                                  f"{'null' if value is None else repr(value)}")
         out[test] = dict(limits)
@@ -191,7 +185,7 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
         out = {}
         for test in TESTS:
             found = figures.get(test)
-            figs = [x for x in found if _finite_positive(x)] if isinstance(found, list) else []
+            figs = [x for x in found if finite(x) and x > 0] if isinstance(found, list) else []
             if figs:
                 out[test] = {"min_busbw_GBps": share * median(figs)}
         return out, (None if cfg.get("world") == world else "job")

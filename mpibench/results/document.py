@@ -69,6 +69,11 @@ def _text(data):
         raise _Bad(f"not UTF-8 text (byte {exc.start})") from None
 
 
+def finite(x, low=-math.inf):
+    """Whether x is a real number (not a bool), finite and at least low."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= low
+
+
 def parse(data):
     """bytes -> JSON value, refusing NaN/Infinity, duplicate keys and deep nesting."""
     text = _text(data)

@@ -11,12 +11,12 @@ the reader takes it from "experiment_name" when set, else from the program in "a
 (all_reduce_perf -> all_reduce); the writer puts it in "experiment_name".
 """
 import datetime
-import math
 import os
 import re
 
 from .. import __version__
 from ..measure.dtypes import DTYPES
+from .document import finite
 
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
 NCCL_TESTS_VERSION = "2.19.6"
@@ -142,7 +142,7 @@ def _num(obj, key):
         return None
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    if not finite(v):
         raise Unreadable(f"{key} is not a number: {v!r}")
     return float(v)
 

@@ -5,7 +5,6 @@ a results document (UsageError naming the file, never a traceback); load() adds 
 of the fields only these commands read (trials' spread, sweep settings, labels), so the
 commands may trust every field they touch.
 """
-import math
 
 from ..errors import UsageError
 from . import document, traindoc
@@ -20,10 +19,6 @@ def load(path):
     if problem:
         raise UsageError(f"results file {path}: {problem}")
     return doc
-
-
-def _num(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _problem(doc):
@@ -50,9 +45,9 @@ def _problem(doc):
             sp = m.get("spread")
             if sp is None:
                 continue
-            if not (isinstance(sp, dict) and all(_num(sp.get(k)) and sp[k] > 0 for k in
+            if not (isinstance(sp, dict) and all(document.finite(sp.get(k)) and sp[k] > 0 for k in
                                                  ("time_us_min", "time_us_max"))
-                    and all(sp.get(k) is None or _num(sp[k]) for k in
+                    and all(sp.get(k) is None or document.finite(sp[k]) for k in
                             ("cv", "busbw_GBps_min", "busbw_GBps_max"))):
                 return f"results[{i}].{mode}.spread is malformed"
     return None

@@ -15,13 +15,13 @@ when read back, and its text as train prints it and report renders it.
                     "scaling": {...} | null}   # against --baseline
 Times are seconds; a job's step time is its slowest rank's, per step, then the median.
 """
-import math
 from statistics import median
 
 from tabulate import tabulate
 
 from ..measure.collectives import REGISTRY
 from ..measure.sizes import format_bytes, format_size
+from .document import finite
 
 SUMMARY_NUMBERS = ("step_s", "compute_s", "tokens_per_s", "samples_per_s")
 
@@ -224,10 +224,6 @@ def text(doc):
 
 
 # ---- reading back ----
-def _num(x, low=0.0):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= low
-
-
 def problem(doc):
     """What is wrong with a document's train part (None: nothing, or no train part)."""
     train = doc.get("train")
@@ -249,20 +245,20 @@ def problem(doc):
         return "train.steps is not a list"
     for i, s in enumerate(steps):
         if not (isinstance(s, dict) and isinstance(s.get("step"), int)
-                and all(isinstance(s.get(k), list) and s[k] and all(_num(x) for x in s[k])
+                and all(isinstance(s.get(k), list) and s[k] and all(finite(x, 0) for x in s[k])
                         for k in ("unsynced_s",))
                 and (s.get("synced_s") is None or (isinstance(s["synced_s"], list) and all(
-                    _num(x) for x in s["synced_s"])))
+                    finite(x, 0) for x in s["synced_s"])))
                 and isinstance(s.get("loss"), list)
-                and all(x is None or _num(x, -math.inf) for x in s["loss"])):
+                and all(x is None or finite(x) for x in s["loss"])):
             return f"train.steps[{i}] is malformed"
     summary = train.get("summary")
     if summary is not None:
-        if not (isinstance(summary, dict) and all(_num(summary.get(k)) and summary[k] > 0
+        if not (isinstance(summary, dict) and all(finite(summary.get(k), 0) and summary[k] > 0
                                                   for k in SUMMARY_NUMBERS)):
             return "train.summary is malformed"
         for k in ("exposed_s", "exposed_share", "alone_s", "hidden_share", "busbw_GBps"):
-            if summary.get(k) is not None and not _num(summary[k], -math.inf):
+            if summary.get(k) is not None and not finite(summary[k]):
                 return f"train.summary.{k} is not a number"
     return None
 
