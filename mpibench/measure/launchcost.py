@@ -1,0 +1,69 @@
+"""The host's cost of starting one collective: what a row's time cannot go below.
+
+On a GPU each torch call pays Python dispatch, c10d's work object and a flight-recorder
+entry before NCCL's kernel is queued. Where that host cost exceeds the kernel's own time
+the GPU waits for the host, and a row's time per call is the launch rate, not NCCL's
+latency (nccl-tests, written in C, pays far less). Measured here as nccl-tests' -z 0 loop
+without the final synchronize: n calls issued back to back, the host clock stopped when
+the last one returns, the calls completed afterwards, untimed.
+"""
+import time
+
+# A row whose time per call is within this factor of the launch cost is launch-bound.
+LAUNCH_BOUND_FACTOR = 1.5
+
+LAUNCH_BOUND_NOTE = ("rows marked L: time per call within 1.5x of the host's launch cost, "
+                     "so they show how fast torch starts calls, not NCCL's latency; "
+                     "-G (CUDA graph replays) removes most of that cost")
+
+
+def per_call_seconds(call, n, finish=None):
+    """Host seconds per launch for n calls of call() issued without waiting for any.
+
+    call() starts one collective and returns at once: on a GPU a call bound with
+    async_op=False (it is queued on the stream), on a CPU backend one bound with
+    async_op=True (it returns a Work). finish(results), run after the clock stops, completes
+    them: results is the list of what the n calls returned (a stream's synchronize ignores
+    it; CPU backends wait each Work). Every rank must make the same calls (they are
+    collectives). The list for the results is allocated before the clock starts.
+    """
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    results = [None] * n
+    perf = time.perf_counter
+    t0 = perf()
+    for i in range(n):
+        results[i] = call()
+    seconds = perf() - t0
+    if finish is not None:
+        finish(results)
+    return seconds / n
+
+
+def wait_all(results):
+    """finish() for CPU backends: wait every Work a call returned."""
+    for work in results:
+        if work is not None:
+            work.wait()
+
+
+def launch_bound(time_s, per_call_s, factor=LAUNCH_BOUND_FACTOR):
+    """Whether a row's time per call (seconds) is within factor x of the launch cost;
+    False when the launch cost was not measured (None)."""
+    return per_call_s is not None and per_call_s > 0 and time_s <= factor * per_call_s
+
+
+def mark_rows(rows, per_call_s, modes=("out_of_place", "in_place"), factor=LAUNCH_BOUND_FACTOR):
+    """Set "launch_bound" (True/False) in each measured mode of each results row (rows as
+    the engine builds them, time_us per mode); rows left unchanged when per_call_s is None.
+    Returns how many modes were marked launch-bound."""
+    if per_call_s is None:
+        return 0
+    marked = 0
+    for row in rows:
+        for key in modes:
+            m = row.get(key)
+            if m:
+                m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s, factor)
+                marked += m["launch_bound"]
+    return marked
