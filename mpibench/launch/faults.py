@@ -5,6 +5,7 @@ buffer of 64K or more, or train's model state of that size, is refused as out of
 Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
 its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
 "crash:1:64K" (an exception).
+"backend:1:nccl": --backend auto answers nccl on that rank, as if its torch saw a GPU.
 "ncclcheck:1": doctor starts its NCCL probe on that rank even without a GPU (the probe
 then fails to run, as a broken install would make it).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
