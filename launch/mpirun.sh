@@ -149,7 +149,11 @@ done
 
 cmd=("$MPIRUN")
 if [[ $flavor == hydra ]]; then
-  # hydra passes the whole environment to every rank by default.
+  # hydra passes the whole environment to every rank by default: all but
+  # CUDA_VISIBLE_DEVICES then (ranks on this host inherit it from mpiexec still).
+  if [[ -n ${CUDA_VISIBLE_DEVICES+set} ]]; then
+    cmd+=(-genvlist "$(compgen -e | grep -vx CUDA_VISIBLE_DEVICES | paste -sd, -)")
+  fi
   if [[ -n $np ]]; then cmd+=(-n "$np"); fi
   if [[ -n $ppn ]]; then cmd+=(-ppn "$ppn"); fi
   if ((${#names[@]})); then

@@ -3,12 +3,15 @@ through the side channel (one line and exit 2 when they cannot), and run, info a
 warn in one line; launch/mpirun.sh and sbatch/common.sh never pick a CPU-only default
 python there. A fake nvidia-smi on PATH stands for the GPUs (no GPU here)."""
 import os
+import re
 
 import pytest
 import torch
 
 from conftest import ROOT, check_usage_error, mpibench_lines, mpirun, show
-from launch_helpers import LAUNCH, PY, env, run
+from launch_helpers import LAUNCH, PY, ensure_mpich, env, run
+import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
+from fakecluster import FakeCluster  # noqa: E402
 from mpibench.launch import gpuhost
 
 FAKE_SMI = """#!/bin/sh
@@ -136,3 +139,45 @@ def test_sbatch_common_sh_picks_the_python_as_mpirun_sh(fake_gpus, tmp_path, gpu
     else:
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == f"{ROOT}/.venv/bin/python"
+
+
+# ---- CUDA_VISIBLE_DEVICES is each host's own --------------------------------------
+needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools()),
+                                 reason="namespace hosts need root, ip, unshare and tc")
+
+# As ssh does: the remote host's own environment, where SLURM would have set h2's value.
+AGENT = """#!/bin/sh
+for a in "$@"; do case "$a" in -*) ;; *) host=$a; break ;; esac; done
+if [ "$host" = h2 ]; then export CUDA_VISIBLE_DEVICES=5; else unset CUDA_VISIBLE_DEVICES; fi
+exec {agent} "$@"
+"""
+
+
+@needs_hosts
+@pytest.mark.parametrize("kind", ["openmpi", "hydra"])
+def test_cuda_visible_devices_is_not_forwarded_to_other_hosts(tmp_path, kind):
+    """The launching shell's CUDA_VISIBLE_DEVICES=0 reaches the ranks on its own host only;
+    h2's ranks keep h2's own value (doctor prints each host's)."""
+    e = env(CUDA_VISIBLE_DEVICES="0")
+    with FakeCluster(hosts=2) as c:
+        agent = tmp_path / "agent"
+        agent.write_text(AGENT.format(agent=c.agent))
+        agent.chmod(0o755)
+        if kind == "openmpi":
+            how = ["--mca", "plm_rsh_agent", agent]
+        else:
+            try:
+                mpiexec, lib = ensure_mpich()
+            except RuntimeError as exc:
+                pytest.skip(str(exc))
+            e.update(MPIRUN=mpiexec, MPI4PY_LIBMPI=lib)
+            how = ["--mpi-arg", "-launcher", "--mpi-arg", "ssh",
+                   "--mpi-arg", "-launcher-exec", "--mpi-arg", agent]
+        argv = [LAUNCH / "mpirun.sh", "--host", "h1:1,h2:1", *how, "--", "doctor", "--no-nccl"]
+        try:
+            r = c.run_on("h1", [str(a) for a in argv], env=e, timeout=120)
+        finally:
+            c._kill_strays()
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = dict(re.findall(r"^# host (h\d) .*?CUDA_VISIBLE_DEVICES (\S+)$", r.stdout, re.M | re.S))
+    assert seen == {"h1": "0", "h2": "5"}, r.stdout
