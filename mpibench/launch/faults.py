@@ -6,6 +6,8 @@ Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making pr
 its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
 "crash:1:64K" (an exception).
 "backend:1:nccl": --backend auto answers nccl on that rank, as if its torch saw a GPU.
+"graphcorrupt:1": with -G, the check's CUDA graph on that rank also adds 1 to the first
+received element, which only a replay of the graph does (GPU tests).
 "ncclcheck:1": doctor starts its NCCL probe on that rank even without a GPU (the probe
 then fails to run, as a broken install would make it).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
