@@ -8,7 +8,7 @@ import tempfile
 
 from ..diagnose import findings, hostfacts, nccllog
 from ..results.output import open_output
-from .common import options
+from .common import guard, options
 
 HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; name what differs"
 DESCRIPTION = (
@@ -29,16 +29,20 @@ def add_arguments(p):
     p.add_argument("--nccl-timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
                    help="time allowed for the NCCL transport check (default 120)")
     p.add_argument("--json", metavar="PATH", help="write every fact and finding as JSON (never overwrites)")
-    p.add_argument("--timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
-                   help="start-up timeout (default 120)")
+    guard.add_timeout(p, "start-up, or gathering every host's facts; the NCCL check gets "
+                         "--nccl-timeout more", 120.0)
 
 
 def execute(session, args):
     out = open_output(session, "doctor", args)
     root = args.root.replace("{host}", session.hostname)
+    session.watch.arm("doctor: every host's facts")
     facts = hostfacts.collect(session, root)
     gathered = session.comm.gather(facts, root=0)
+    session.watch.timeout = args.timeout + args.nccl_timeout + 30    # the probe's own limit, and more
+    session.watch.arm("doctor: the NCCL transport check")
     transports = nccl_check(session, args)
+    session.watch.disarm()
     if session.rank != 0:
         return 0
     per_host, ranks = {}, {}
