@@ -92,7 +92,11 @@ class Watchdog(NullWatch):
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
         self._saved = None
-        self._stop_at = faults.get("stop", session.rank)   # test only: see arm()
+        # test only: "stop:RANK:WHERE", "sigterm:RANK:WHERE", "sigint:RANK:WHERE" send this
+        # rank that signal when it starts a step whose name holds WHERE (see arm())
+        self._raise_at = [(sig, faults.get(kind, session.rank)) for kind, sig in
+                          (("stop", signal.SIGSTOP), ("sigterm", signal.SIGTERM),
+                           ("sigint", signal.SIGINT)) if faults.get(kind, session.rank) is not None]
         if threading.current_thread() is threading.main_thread():
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
             self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
@@ -105,8 +109,9 @@ class Watchdog(NullWatch):
         self.where, self.phase = where, phase
         self.deadline = time.monotonic() + self.timeout
         self._settle()
-        if self._stop_at is not None and self._stop_at in where:
-            os.kill(os.getpid(), signal.SIGSTOP)    # test-only switch "stop:RANK:WHERE"
+        for sig, at in self._raise_at:
+            if at in where:
+                os.kill(os.getpid(), sig)
 
     def mark(self, phase):
         self.step += 1
