@@ -85,6 +85,7 @@ class Watchdog(NullWatch):
         self._joined = False       # a timeout is being handled
         self._asked = False        # another rank timed out and asked us
         self._signalled = None     # first signal seen
+        self._ending = threading.Lock()   # one end of the job per rank
         self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
@@ -277,14 +278,26 @@ class Watchdog(NullWatch):
             return
         self._signalled = signum
         if self.s.rank == 0 or self.comm is None:
-            reason = f"stopped by {name} on rank {origin} (host {self.s.hosts[origin]})"
-            self.s.out(f"# {reason}: {self._results(reason, code=code)}")
-            self._end([], code)
+            self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
             self._deferred = (time.monotonic() + grace_for(self.timeout) + 3,
                               [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
                                f"job, so this rank does"], code)
+
+    @property
+    def signalled(self):
+        """The first SIGINT/SIGTERM this rank received (None if none)."""
+        return self._signalled
+
+    def stop_for(self, signum, origin):
+        """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
+        with the closing line and the results kept."""
+        code = 128 + signum
+        reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
+                  f"(host {self.s.hosts[origin]})")
+        self.s.out(f"# {reason}: {self._results(reason, code=code)}")
+        self._end([], code)
 
     def _results(self, reason, rank0_alive=True, code=1, status=None):
         if self.s.rank == 0 and self.on_fault is not None:
@@ -297,6 +310,9 @@ class Watchdog(NullWatch):
         return "rank 0 keeps the results file"
 
     def _end(self, lines, code):
+        if not self._ending.acquire(blocking=False):
+            while True:                 # another thread of this rank is ending the job
+                time.sleep(3600)
         for line in lines:
             _say(line if line.startswith("mpibench") else f"mpibench: {line}")
         verdict.say(code, getattr(self.s, "command", None))
