@@ -11,6 +11,9 @@ received element, which only a replay of the graph does (GPU tests).
 "replica:1:1e-9": train's loss of that replica on the shared batch is off by that share.
 "ncclcheck:1": doctor starts its NCCL probe on that rank even without a GPU (the probe
 then fails to run, as a broken install would make it).
+Signals, when the rank starts a step (watchdog.arm) whose name holds ARG:
+"stop:1:round 1" (SIGSTOP), "sigterm:2:all_gather", "sigint:1:demo". Input files:
+"unreadable:0" (the rank cannot read any input file; only rank 0 reads them).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """

@@ -27,6 +27,8 @@ import threading
 import time
 from collections import Counter
 
+from . import faults, verdict
+
 TIMEOUT_CODE = 124
 TAG_QUERY, TAG_REPLY, TAG_NOTICE = 7101, 7102, 7103
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -83,6 +85,7 @@ class Watchdog(NullWatch):
         self._joined = False       # a timeout is being handled
         self._asked = False        # another rank timed out and asked us
         self._signalled = None     # first signal seen
+        self._ending = threading.Lock()   # one end of the job per rank
         self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
@@ -90,6 +93,11 @@ class Watchdog(NullWatch):
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
         self._saved = None
+        # test only: "stop:RANK:WHERE", "sigterm:RANK:WHERE", "sigint:RANK:WHERE" send this
+        # rank that signal when it starts a step whose name holds WHERE (see arm())
+        self._raise_at = [(sig, faults.get(kind, session.rank)) for kind, sig in
+                          (("stop", signal.SIGSTOP), ("sigterm", signal.SIGTERM),
+                           ("sigint", signal.SIGINT)) if faults.get(kind, session.rank) is not None]
         if threading.current_thread() is threading.main_thread():
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
             self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
@@ -102,6 +110,9 @@ class Watchdog(NullWatch):
         self.where, self.phase = where, phase
         self.deadline = time.monotonic() + self.timeout
         self._settle()
+        for sig, at in self._raise_at:
+            if at in where:
+                os.kill(os.getpid(), sig)
 
     def mark(self, phase):
         self.step += 1
@@ -149,9 +160,9 @@ class Watchdog(NullWatch):
         snaps = self._probe("probe")
         return [r for r in range(self.s.size) if r not in snaps]
 
-    def abandon(self, reason):
+    def abandon(self, reason, code=1, status=None):
         """Rank 0: mark the results incomplete (a failure the caller reports itself)."""
-        return self._results(reason)
+        return self._results(reason, code=code, status=status)
 
     # ---- the thread ----
     def _run(self):
@@ -250,11 +261,11 @@ class Watchdog(NullWatch):
         lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, grace_for(self.timeout))
         if self.s.rank == min(snaps):
             reason = f"timed out: {lines[0]}"
-            self._end(lines + [self._results(reason, 0 in snaps)], TIMEOUT_CODE)
+            self._end(lines + [self._results(reason, 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
         else:
             # A lower rank answered and reports; end the job ourselves if it cannot.
             self._deferred = (time.monotonic() + grace_for(self.timeout) + 5,
-                              lines + [self._results("", 0 in snaps)], TIMEOUT_CODE)
+                              lines + [self._results("", 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
@@ -267,18 +278,30 @@ class Watchdog(NullWatch):
             return
         self._signalled = signum
         if self.s.rank == 0 or self.comm is None:
-            reason = f"stopped by {name} on rank {origin} (host {self.s.hosts[origin]})"
-            self.s.out(f"# {reason}: {self._results(reason)}")
-            self._end([], code)
+            self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
             self._deferred = (time.monotonic() + grace_for(self.timeout) + 3,
                               [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
                                f"job, so this rank does"], code)
 
-    def _results(self, reason, rank0_alive=True):
+    @property
+    def signalled(self):
+        """The first SIGINT/SIGTERM this rank received (None if none)."""
+        return self._signalled
+
+    def stop_for(self, signum, origin):
+        """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
+        with the closing line and the results kept."""
+        code = 128 + signum
+        reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
+                  f"(host {self.s.hosts[origin]})")
+        self.s.out(f"# {reason}: {self._results(reason, code=code)}")
+        self._end([], code)
+
+    def _results(self, reason, rank0_alive=True, code=1, status=None):
         if self.s.rank == 0 and self.on_fault is not None:
-            return self.on_fault(reason)
+            return self.on_fault(reason, verdict.record(code, status))
         if self.s.rank == 0:
             return "no results file (none asked for)"
         if not rank0_alive:
@@ -287,8 +310,12 @@ class Watchdog(NullWatch):
         return "rank 0 keeps the results file"
 
     def _end(self, lines, code):
+        if not self._ending.acquire(blocking=False):
+            while True:                 # another thread of this rank is ending the job
+                time.sleep(3600)
         for line in lines:
             _say(line if line.startswith("mpibench") else f"mpibench: {line}")
+        verdict.say(code, getattr(self.s, "command", None))
         self.s.comm.abort(code)
 
 
