@@ -12,9 +12,10 @@ from . import document, traindoc
 MODES = document.MODES
 
 
-def load(path):
-    """The results document in path (a dict with a 'results' list of rows)."""
-    doc = document.load(path)
+def load(path, collective=None):
+    """The results document in path (a dict with a 'results' list of rows); collective:
+    what printed tables that do not name their collective hold (--collective)."""
+    doc = document.load(path, collective)
     problem = _problem(doc)
     if problem:
         raise UsageError(f"results file {path}: {problem}")
