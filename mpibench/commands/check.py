@@ -74,7 +74,8 @@ def check_args(args):
     if args.expect and args.baseline:
         raise UsageError("give --expect or --baseline, not both (--expect would win)")
     args.limits = health.read_expect(args.expect) if args.expect else None
-    args.baseline_doc = reader.load(args.baseline) if args.baseline else None
+    # --collective also names the collective of a printed baseline that does not name it
+    args.baseline_doc = reader.load(args.baseline, args.collective) if args.baseline else None
 
 
 def execute(session, args):
