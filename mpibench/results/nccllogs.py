@@ -172,7 +172,7 @@ def scan(text):
                 continue
             m = _COMMAND.search(line)
             if m and "NCCL INFO" not in line and _known(m.group(1)):
-                if header["used"]:
+                if header["used"] and not header["ours"]:
                     header = _header()
                 header["command"] = m.group(1)
             continue
@@ -202,7 +202,7 @@ def scan(text):
             continue
         m = _START.match(line) or _OURS.match(line)
         if m:
-            if header["used"] and not _OURS.match(line):
+            if header["used"] and not header["ours"]:
                 header = _header()
             header["name"], test = m.group(1), None
             continue
@@ -212,7 +212,7 @@ def scan(text):
         elif _BACKEND.match(line) and header["ours"]:
             header["backend"] = _BACKEND.match(line).group(1)
         elif _VERSION.match(line) or _NTHREAD.match(line):
-            if header["used"]:
+            if header["used"] and not header["ours"]:
                 header = _header()
             test = None
         elif _CONCLUDED.match(line):
