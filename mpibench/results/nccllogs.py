@@ -151,7 +151,7 @@ def scan(text):
     averages printed for several tables at once (mpibench's own output)."""
     header, test, tests, group, shared = _header(), None, [], [], []
     for n, raw in enumerate(text.splitlines(), 1):
-        line = _TAG.sub(" ", raw).strip()
+        line = (_TAG.sub(" ", raw) if ">:" in raw else raw).strip()
         if not line:
             continue
         if not line.startswith("#"):
@@ -170,17 +170,23 @@ def scan(text):
                 except (ValueError, IndexError):
                     raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
                 continue
-            m = _COMMAND.search(line)
-            if m and "NCCL INFO" not in line and _known(m.group(1)):
+            m = _COMMAND.search(line) if "_perf" in line and "NCCL INFO" not in line else None
+            if m and _known(m.group(1)):
                 if header["used"] and not header["ours"]:
                     header = _header()
                 header["command"] = m.group(1)
             continue
         m = _RANK.match(line)
         if m:
+            # rank lines come in a header, each rank once: one elsewhere means lines of two
+            # runs mixed, and a rank count read from them would be wrong
+            rank = int(m.group(1))
             if header["used"] and not header["ours"]:
-                header = _header()
-            header["ranks"][int(m.group(1))] = m.group(2)
+                raise Unreadable(f"line {n}: a rank line after its run's table, with no "
+                                 f"header (# nThread ...) before it")
+            if rank in header["ranks"] and not header["ours"]:
+                raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
+            header["ranks"][rank] = m.group(2)
             continue
         m = _AVERAGE.match(line)
         if m:
