@@ -127,7 +127,10 @@ def _row(tokens, layout, n):
         else:
             root = int(rest.pop(0))
     modes, bws = {}, []
-    for key, names in zip(("out_of_place", "in_place"), groups):
+    keyed = list(zip(("out_of_place", "in_place"), groups))
+    if len(keyed) == 2 and len(rest) == len(groups[1]) and rest[:1] != ["n/a"]:
+        keyed = keyed[1:]                # one mode's figures: in place only (trace replay)
+    for key, names in keyed:
         if rest[:1] == ["n/a"]:          # mpibench: this mode is not measured
             rest.pop(0)
             continue
