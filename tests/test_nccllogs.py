@@ -363,25 +363,47 @@ def _mutate(lines, rng):
     return lines
 
 
+def _cells(r):
+    return json.dumps([r["size"], r["count"], r["dtype"], r["redop"], r["root"],
+                       r["out_of_place"], r["in_place"]], sort_keys=True)
+
+
+def _rows_of(doc, t):
+    return sorted(_cells(r) for r in doc["results"] if r.get("test", 1) == t["test"])
+
+
+def _describes(avg, rows):
+    """Whether avg is the mean busbw of rows to the digits printed (every busbw in these
+    logs has 2 decimals; the average 6 digits): then a cut row leaves it true."""
+    bws = [m["busbw_GBps"] for r in rows for m in (r["out_of_place"], r["in_place"])
+           if m and m["busbw_GBps"] is not None]
+    return bool(bws) and abs(sum(bws) / len(bws) - avg) <= 0.005 + 1e-5 * abs(avg)
+
+
 def _truth(doc):
+    """What a correct read may hold: rows of each collective; rank counts; each test's
+    average with the whole of its rows (an average never stands over some of them)."""
     rows = {}
     for r in doc["results"]:
         rows.setdefault((r["collective"], r["size"], r["count"], r["dtype"]), []).append(
             (r["redop"], r["root"], r["out_of_place"], r["in_place"]))
     ranks = {(t["collective"], t["ranks"]) for t in doc["tests"]}
-    averages = {(t["collective"], t["average_bus_bandwidth"]) for t in doc["tests"]}
-    return rows, ranks, averages
+    averages = {}
+    for t in doc["tests"]:
+        averages.setdefault((t["collective"], t["average_bus_bandwidth"]), []).append(
+            _rows_of(doc, t))
+    whole = (doc["average_bus_bandwidth"], sorted(_cells(r) for r in doc["results"]))
+    return rows, ranks, averages, whole
 
 
-def test_fuzz_cut_shuffled_and_prefixed_lines_give_one_error_or_a_correct_read(own_run):
-    rng = random.Random(22)
-    sources = [(Path(log(k)).read_text(), EXPECTED[k].get("hint")) for k in sorted(EXPECTED)]
-    sources.append((own_run[1].read_text(), None))
-    reads = errors = 0
+def fuzz(sources, seed=22, count=25):
+    """(correct reads, one-line errors, wrong reads) of COUNT mutations of each source."""
+    rng = random.Random(seed)
+    reads, errors, wrong = 0, 0, []
     for text, hint in sources:
         lines = text.splitlines()
-        rows, ranks, averages = _truth(nccllogs.parse_text(text, hint))
-        for _ in range(25):
+        rows, ranks, averages, whole = _truth(nccllogs.parse_text(text, hint))
+        for _ in range(count):
             mutated = _mutate(lines, rng)
             try:
                 doc = document.validate(document._read("\n".join(mutated).encode(), hint))
@@ -389,19 +411,49 @@ def test_fuzz_cut_shuffled_and_prefixed_lines_give_one_error_or_a_correct_read(o
                 assert "\n" not in str(exc)
                 errors += 1
                 continue
-            reads += 1
-            for r in doc["results"]:
-                key = (r["collective"], r["size"], r["count"], r["dtype"])
-                assert (r["redop"], r["root"], r["out_of_place"], r["in_place"]) in \
-                    rows.get(key, []), ("a row the log does not have", key, r)
+            # a rank line cut away makes a log of fewer ranks to any reader: the count may
+            # then differ; a row or an average never may
+            cut_rank = len([x for x in mutated if "Rank" in x]) < \
+                len([x for x in lines if "Rank" in x])
+            bad = [("a row the log does not have", r) for r in doc["results"]
+                   if (r["redop"], r["root"], r["out_of_place"], r["in_place"]) not in
+                   rows.get((r["collective"], r["size"], r["count"], r["dtype"]), [])]
             for t in doc.get("tests", []):
-                assert (t["collective"], t["average_bus_bandwidth"]) in averages or \
-                    t["average_bus_bandwidth"] is None, ("an average the log does not have", t)
-                # a rank line cut away makes a log of fewer ranks to any reader: the count
-                # may then differ; a row or an average never may
-                cut_rank = len([x for x in mutated if "Rank" in x]) < \
-                    len([x for x in lines if "Rank" in x])
-                assert t["ranks"] is None or (t["collective"], t["ranks"]) in ranks or \
-                    cut_rank, ("a rank count the log does not have", t)
+                avg = t["average_bus_bandwidth"]
+                mine = [r for r in doc["results"] if r.get("test", 1) == t["test"]]
+                if avg is not None and _rows_of(doc, t) not in \
+                        averages.get((t["collective"], avg), []) and not _describes(avg, mine):
+                    bad.append(("an average over other rows than the log's", t))
+                if t["ranks"] is not None and (t["collective"], t["ranks"]) not in ranks \
+                        and not cut_rank:
+                    bad.append(("a rank count the log does not have", t))
+            several = len(doc.get("tests", [])) > 1
+            avg = doc["average_bus_bandwidth"]
+            if several and avg is not None and not _describes(avg, doc["results"]) and \
+                    (avg, sorted(map(_cells, doc["results"]))) != whole:
+                bad.append(("an average of every table over other rows", doc["average_bus_bandwidth"]))
+            if bad:
+                wrong.append(bad[0])
+            else:
+                reads += 1
+    return reads, errors, wrong
+
+
+def _sources(own_run):
+    return [(Path(log(k)).read_text(), EXPECTED[k].get("hint")) for k in sorted(EXPECTED)] + \
+        [(own_run[1].read_text(), None)]
+
+
+def test_fuzz_cut_shuffled_and_prefixed_lines_give_one_error_or_a_correct_read(own_run):
+    reads, errors, wrong = fuzz(_sources(own_run))
     print(f"fuzz: {reads} correct reads, {errors} one-line errors")
+    assert not wrong, wrong[:3]
     assert reads > 50 and errors > 50
+
+
+def test_fuzz_catches_what_the_reader_would_get_wrong_without_its_checks(own_run, monkeypatch):
+    monkeypatch.setenv("MPIBENCH_FAULT", "trustlogs:0")
+    reads, errors, wrong = fuzz(_sources(own_run))
+    print(f"fuzz without the reader's checks: {len(wrong)} wrong reads of "
+          f"{reads + errors + len(wrong)}")
+    assert wrong

@@ -5,6 +5,9 @@ buffer of 64K or more, or train's model state of that size, is refused as out of
 Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
 its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
 "crash:1:64K" (an exception).
+"trustlogs:0": the nccl-tests log reader skips its checks of mixed or cut lines (sizes
+that run backwards, an average its rows contradict, a stray or repeated rank line), so
+that its fuzz test can prove it notices what those checks stop.
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """

@@ -18,6 +18,7 @@ collective and one average for them all) reads through the same path.
 import math
 import re
 
+from ..launch import faults
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from .nccltests import Unreadable, collective_name, document, row_of
@@ -184,10 +185,10 @@ def scan(text):
             # rank lines come in a header, each rank once: one elsewhere means lines of two
             # runs mixed, and a rank count read from them would be wrong
             rank = int(m.group(1))
-            if header["used"] and not header["ours"]:
+            if header["used"] and not header["ours"] and _checking():
                 raise Unreadable(f"line {n}: a rank line after its run's table, with no "
                                  f"header (# nThread ...) before it")
-            if rank in header["ranks"] and not header["ours"]:
+            if rank in header["ranks"] and not header["ours"] and _checking():
                 raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
             header["ranks"][rank] = m.group(2)
             continue
@@ -370,7 +371,14 @@ def _lines_only(lines):
 
 
 # ---- checks that keep mixed or cut logs from reading as figures ----
+def _checking():
+    """False only under the test fault switch trustlogs (see launch/faults.py)."""
+    return faults.get("trustlogs", 0) is None
+
+
 def _sizes_forward(test):
+    if not _checking():
+        return
     last = None
     for r in test["rows"]:
         if last is not None and r["size"] < last["size"]:
@@ -387,7 +395,7 @@ def _busbw_cells(rows):
 def check_average(rows, average, line, what):
     """The printed average must be the mean of the printed busbw (nccl-tests and mpibench
     both average every measured mode of every row), to the digits printed."""
-    if average is None:
+    if average is None or not _checking():
         return
     cells = _busbw_cells(rows)
     if not cells:
