@@ -226,6 +226,28 @@ def test_rows_mixed_from_two_tests_are_refused(tmp_path):
     check_usage_error(lone(["report", str(path)]), "is not the mean of the 20 busbw figures", 30)
 
 
+def test_a_row_cut_from_a_table_is_refused_by_the_sweep_its_header_asks_for(tmp_path):
+    text = Path(log("09")).read_text().splitlines()
+    row = next(i for i, x in enumerate(text) if x.split()[:1] == ["1048576"])
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join(text[:row] + text[row + 1:]) + "\n")
+    check_usage_error(lone(["report", str(path)]), "the header asks for 31 sizes (8 to "
+                      "8589934592 bytes), the table above has 30 rows of float", 30)
+
+
+def test_one_sweep_per_type_reads_as_one_test(tmp_path):
+    # -d all: nccl-tests sweeps the sizes again for every type, in one table
+    text = Path(log("18")).read_text().split("=== AllGather DEFAULT rep 2")[0].splitlines()
+    rows = [x for x in text if re.match(r"\s+\d+\s+\d+\s+float", x)]
+    at = text.index(rows[-1]) + 1
+    text[at:at] = [x.replace("   float", "   int32") for x in rows]
+    path = tmp_path / "dall.txt"
+    path.write_text("\n".join(text) + "\n")
+    doc = reader.load(str(path))
+    assert [r["type"] for r in doc["results"]] == ["float"] * 8 + ["int32"] * 8
+    assert doc["average_bus_bandwidth"] == 1.27827 and doc["world"]["size"] == 2
+
+
 # ---- compare and plot: which test, which rows ----
 def test_compare_two_logs_of_one_collective_says_what_it_drops():
     r = lone(["compare", log("04"), log("17")])

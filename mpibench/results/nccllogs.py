@@ -29,6 +29,8 @@ _RANK = re.compile(r"#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+
 _START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _OURS = re.compile(r"#\s*Collective:\s*(\S+)")                # mpibench's table title
 _NTHREAD = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes")
+_SWEEP = re.compile(r"minBytes\s+(\d+)\s+maxBytes\s+(\d+)\s+step:\s*(\d+)\((factor|bytes)\)")
+_REDUCED = re.compile(r"#\s*Reducing maxBytes to\s+(\d+)")
 _VERSION = re.compile(r"#\s*nccl-tests version")
 _MPIBENCH = re.compile(r"#\s*mpibench [a-z_]+:")
 _AVERAGE = re.compile(r"#\s*Avg bus bandwidth(\s+\S+)?\s*:\s*(\S+)")
@@ -225,6 +227,11 @@ def scan(text):
             if header["used"] and not header["ours"]:
                 header = _header()
             test = None
+            m = _SWEEP.search(line)
+            if m:
+                header["sweep"] = [int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)]
+        elif _REDUCED.match(line) and header.get("sweep"):
+            header["sweep"][1] = int(_REDUCED.match(line).group(1))
         elif _CONCLUDED.match(line):
             test = None
     return [t for t in tests if t["rows"]], shared
@@ -318,7 +325,7 @@ def ranks_for(coll, rows, layout, lines):
         lo, hi = max(lo, nlo - eps), min(hi, nhi + eps)
         if lo == math.inf or (hi < math.inf and math.ceil(lo) > math.floor(hi)):
             return None, f"line {at}: busbw / algbw is {rlo:.4g}-{rhi:.4g}, which " \
-                         f"{a:g}(n-1)/n gives for no rank count" + \
+                         f"{'' if a == 1 else format(a, 'g')}(n-1)/n gives for no rank count" + \
                          (f" n = {int(lo)} (its rank lines)" if lines and lo == hi else
                           " the other rows allow")
     return (math.ceil(lo), math.floor(hi) if hi < math.inf else None), None
@@ -376,16 +383,49 @@ def _checking():
     return faults.get("trustlogs", 0) is None
 
 
+def _series(test):
+    """The rows by (type, redop, root): nccl-tests sweeps the sizes once per type, op and
+    root it was given (-d all, -o all, -r all)."""
+    out = {}
+    for r in test["rows"]:
+        out.setdefault((r["label"], r["redop"], r["root"]), []).append(r)
+    return out.values()
+
+
+def _requested(sweep, limit=4096):
+    """The sizes nccl-tests' header asks for (-b, -e, -f or -i), or None when it cannot say."""
+    low, high, step, kind = sweep
+    out, size = [], low
+    while size <= high and len(out) <= limit:
+        out.append(size)
+        if (kind == "factor" and step < 2) or (kind == "bytes" and step < 1):
+            break
+        size = size * step if kind == "factor" else size + step
+    return out if len(out) <= limit else None
+
+
 def _sizes_forward(test):
+    """Sizes grow along each series; where the header gives the sweep and the table ended
+    (its average printed), each series has a row per size asked for, none larger."""
     if not _checking():
         return
-    last = None
-    for r in test["rows"]:
-        if last is not None and r["size"] < last["size"]:
-            raise Unreadable(f"line {r['line']}: size {r['size']} after {last['size']} "
-                             f"(line {last['line']}): rows of two runs with no header between "
-                             f"them")
-        last = r
+    sweep = test["header"].get("sweep")
+    wanted = _requested(sweep) if sweep and test["average"] is not None else None
+    for rows in _series(test):
+        last = None
+        for r in rows:
+            if last is not None and r["size"] < last["size"]:
+                raise Unreadable(f"line {r['line']}: size {r['size']} after {last['size']} "
+                                 f"(line {last['line']}): rows of two runs with no header "
+                                 f"between them")
+            last = r
+        if wanted is None:
+            continue
+        if len(rows) != len(wanted) or any(r["size"] > w for r, w in zip(rows, wanted)):
+            raise Unreadable(f"line {test['average'][1]}: the header asks for {len(wanted)} "
+                             f"sizes ({wanted[0]} to {wanted[-1]} bytes), the table above has "
+                             f"{len(rows)} rows of {rows[0]['label']}: rows are missing or "
+                             f"come from another run")
 
 
 def _busbw_cells(rows):
