@@ -67,8 +67,7 @@ def number(token):
 
 # ---- one pass over the lines: tests, their rows and averages ----
 def _header():
-    return {"ranks": {}, "name": None, "command": None, "used": False, "ours": False,
-            "backend": "nccl"}
+    return {"ranks": {}, "name": None, "command": None, "used": False, "ours": False}
 
 
 def _known(name):
@@ -156,6 +155,7 @@ def scan(text):
     """The tests in text: [{name, command, ranks, ours, line, rows, average}], and the
     averages printed for several tables at once (mpibench's own output)."""
     header, test, tests, group, shared = _header(), None, [], [], []
+    backend = None
     for n, raw in enumerate(text.splitlines(), 1):
         line = (_TAG.sub(" ", raw) if ">:" in raw else raw).strip()
         if not line:
@@ -207,7 +207,8 @@ def scan(text):
         if _COLUMNS.match(line):
             layout = _layout(line, n)
             test = {"name": header["name"], "command": header["command"], "header": header,
-                    "layout": layout, "line": n, "rows": [], "average": None}
+                    "layout": layout, "line": n, "rows": [], "average": None,
+                    "backend": backend or "nccl", "ours": header["ours"] or bool(backend)}
             header["used"], header["name"] = True, None
             tests.append(test)
             group.append(test)
@@ -221,8 +222,8 @@ def scan(text):
         if _MPIBENCH.match(line):
             header, test, group = _header(), None, []
             header["ours"] = True
-        elif _BACKEND.match(line) and header["ours"]:
-            header["backend"] = _BACKEND.match(line).group(1)
+        elif _BACKEND.match(line):        # mpibench's, whatever its header looks like
+            backend = _BACKEND.match(line).group(1)
         elif _VERSION.match(line) or _NTHREAD.match(line):
             if header["used"] and not header["ours"]:
                 header = _header()
@@ -472,12 +473,12 @@ def parse_text(text, hint=None):
             if one_rank:         # factor 0: busbw is not defined (nccl-tests prints 0)
                 for m in r["modes"].values():
                     m["busbw_GBps"] = None
-            out["backend"] = t["header"]["backend"]
+            out["backend"] = t["backend"]
             if len(tests) > 1:
                 out["test"] = i
             rows.append(out)
         hosts = [t["header"]["ranks"][k] for k in sorted(t["header"]["ranks"])]
-        ours |= t["header"]["ours"]
+        ours |= t["ours"]
         infos.append({"test": i, "name": t["name"] or t["command"], "collective": coll,
                       "named_by": how, "line": t["line"], "rows": len(t["rows"]),
                       "ranks": ranks, "hosts": list(dict.fromkeys(hosts)),
