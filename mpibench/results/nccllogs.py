@@ -197,7 +197,7 @@ def scan(text):
         m = _AVERAGE.match(line)
         if m:
             if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
-                value = None if m.group(2) == "n/a" else number(m.group(2))
+                value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
                 if group and len(group) == 1:
                     group[0]["average"] = (value, n)
                 elif group:
