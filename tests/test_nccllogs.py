@@ -342,6 +342,14 @@ def test_check_judges_against_a_multi_host_all_reduce_log():
     assert f"< 11.2 GB/s (0.8 x --baseline {log('15')})" in r.stdout, show(r)
 
 
+def test_check_takes_one_test_of_a_log_of_five_as_baseline():
+    # log 06: all_reduce is test 1 of 5, on 10 ranks, one per host; its 32 MiB row's
+    # busbw is 42.98 out of place and 42.95 in place
+    doc = reader.load(log("06"))
+    found, skipped = health.baseline_limits(doc, log("06"), "all_reduce", 1 << 25, 1, 10, 0.8)
+    assert found == {"job": {"min_busbw_GBps": pytest.approx(0.8 * 42.98)}} and skipped is None
+
+
 @pytest.mark.parametrize("key,collective,words", [
     ("12", "all_reduce", "its rank count is unknown"),
     ("18", "all_gather", "3 tests of all_gather in one log (tests 1, 2, 3)"),
