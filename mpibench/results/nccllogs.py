@@ -481,6 +481,7 @@ def parse_text(text, hint=None):
         ours |= t["ours"]
         infos.append({"test": i, "name": t["name"] or t["command"], "collective": coll,
                       "named_by": how, "line": t["line"], "rows": len(t["rows"]),
+                      "hosts_complete": ranks is not None and len(t["header"]["ranks"]) == ranks,
                       "ranks": ranks, "hosts": list(dict.fromkeys(hosts)),
                       "average_bus_bandwidth": None if avg is None or avg[0] is None
                       else avg[0][0]})
@@ -501,6 +502,8 @@ def parse_text(text, hint=None):
     doc = document(rows, hosts, ranks, command, None,
                    "read from " + ("mpibench's" if ours else "nccl-tests'") + " printed output")
     doc["tests"] = infos
+    if doc.get("world") and not all(x["hosts_complete"] for x in infos):
+        doc["world"]["hosts_complete"] = False       # a pasted tail of the rank lines
     if ours and doc.get("world"):
         doc["world"]["backend"] = rows[0]["backend"]
     doc["average_bus_bandwidth"] = average

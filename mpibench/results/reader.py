@@ -158,7 +158,12 @@ def describe(path, doc):
     bits = [str(doc.get("command", "?"))]
     if world:
         nh = len(world.get("hosts") or [])
-        bits.append(f"{world.get('size')} ranks on {nh} host{'s' if nh != 1 else ''}, "
+        n = world.get("size")
+        where = f" on {nh} host{'s' if nh != 1 else ''}"
+        if world.get("hosts_complete") is False:    # a printed log without every rank line
+            where = f" on {nh}+ hosts (the rank lines list some of them)" if nh else \
+                " (from the rows; no rank lines, hosts unknown)"
+        bits.append(f"{n} rank{'s' if n != 1 else ''}{where}, "
                     f"backend {world.get('backend', '?')}")
     elif tests(doc):
         sizes = sorted({t["ranks"] for t in tests(doc) if t["ranks"]})
