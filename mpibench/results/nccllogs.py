@@ -489,7 +489,7 @@ def parse_text(text, hint=None):
     for group, value, line in shared:
         check_average([r for t in group for r in t["rows"]], value, line,
                       f"the {len(group)} tables above it")
-        if len(group) == len(tests) and value is not None:
+        if sum(1 for t in group if t["rows"]) == len(tests) and value is not None:
             average = value[0]
     if len(tests) == 1:
         average = infos[0]["average_bus_bandwidth"] if average is None else average
