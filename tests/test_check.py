@@ -184,14 +184,18 @@ def test_nccl_tests_json_reads_as_results():
     assert row["out_of_place"]["time_us"] == 31.02 and row["in_place"]["nwrong"] == 0
 
 
+COLUMNS = ("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+           "     time   algbw   busbw #wrong\n")
+
+
 @pytest.mark.parametrize("text,words", [
-    ("# Collective test starting: all_reduce_perf\n     1048576  262144  float  sum  -1  "
-     "x  1  1  0  1  1  1  0\n", "line 2: 'x' is not a number"),
-    ("# Collective test starting: all_reduce_perf\n     1048576  262144  float  sum  -1  "
-     "20  1  1  0  20  1  1\n", "7 figures after the root"),
-    ("# nccl-tests version 2.19.6\n# nothing measured\n", "no table lines"),
+    ("# Collective test starting: all_reduce_perf\n" + COLUMNS + "     1048576  262144  float  "
+     "sum  -1  x  1  1  0  1  1  1  0\n", "line 3: 'x' is not a number"),
+    ("# Collective test starting: all_reduce_perf\n" + COLUMNS + "     1048576  262144  float  "
+     "sum  -1  20  1  1  0  20  1  1\n", "3 figures where 4 columns"),
+    ("# nccl-tests version 2.19.6\n# nothing measured\n", "no table rows"),
     ("     1048576  262144  float  sum  -1  20  1  1  0  20  1  1  0\n"
-     "# Collective test starting: all_reduce_perf\n", "a table line before"),
+     "# Collective test starting: all_reduce_perf\n", "line 1: a table row with no column names"),
 ])
 def test_damaged_nccl_tests_output_is_one_clear_error(tmp_path, text, words):
     path = tmp_path / "log.txt"

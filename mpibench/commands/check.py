@@ -77,7 +77,9 @@ def read_inputs(session, args):
     """--expect and --baseline, read on rank 0 only (a path the other hosts may not see)."""
     args.limits = inputs.on_rank0(session, args.expect, health.read_expect, "--expect") \
         if args.expect else None
-    args.baseline_doc = inputs.on_rank0(session, args.baseline, reader.load, "--baseline") \
+    # --collective also names the collective of a printed baseline that does not name it
+    args.baseline_doc = inputs.on_rank0(
+        session, args.baseline, lambda path: reader.load(path, args.collective), "--baseline") \
         if args.baseline else None
 
 

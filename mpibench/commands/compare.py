@@ -31,6 +31,7 @@ def add_arguments(p):
                    help="compare only rows of at least SIZE bytes (small sizes are latency noise)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
                    help="out-of-place, in-place or both (default both)")
+    options.add_log_options(p)
 
 
 def verdict(base, other, noise):
@@ -49,23 +50,55 @@ def verdict(base, other, noise):
     return ratio, "within noise"
 
 
-def figures(doc, modes, min_size):
-    out = {}
+def figures(doc, modes, min_size, by_backend=True):
+    """({key: bandwidth}, [(size, mode)] of row-modes whose printed figure is 0: not
+    comparable, and said so)."""
+    out, zero = {}, []
     for row in doc["results"]:
         if row["size"] < min_size:
             continue
         for mode in modes:
             bw = reader.bandwidth(row, mode)
             if bw and bw[0] > 0:
-                out[reader.key(row, mode)] = bw
-    return out
+                k = reader.key(row, mode)
+                out[k if by_backend else k[:1] + ("",) + k[2:]] = bw
+            elif bw:
+                zero.append((row["size"], mode))
+    return out, zero
+
+
+def _sizes(pairs):
+    sizes = sorted({s for s, _ in pairs})
+    text = ", ".join(format_size(s) for s in sizes[:6])
+    return text + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else "")
+
+
+def load(paths, args):
+    """The documents, each narrowed to one test where a log holds repeats (--test N, else
+    the first of each repeated collective), and the lines saying which test is used."""
+    docs, notes = [], []
+    for p in paths:
+        whole = reader.load(p, args.collective)
+        doc = reader.pick_test(whole, p, args.test)
+        if args.test is not None and len(reader.tests(whole)) > 1:
+            notes.append(f"# {p}: test {args.test} ({doc['tests'][0]['collective']}, line "
+                         f"{doc['tests'][0]['line']})")
+        elif args.test is None:
+            doc, note = reader.first_of_each(doc, p)
+            notes += [note] if note else []
+        docs.append(doc)
+    return docs, notes
 
 
 def execute(session, args):
     paths = [args.baseline] + args.others
-    docs = [reader.load(p) for p in paths]
+    docs, notes = load(paths, args)
     modes = reader.modes(args.mode)
-    figs = [figures(d, modes, args.min_size) for d in docs]
+    # one backend per file: the backend is the file's, and rows of two files line up
+    # whatever it is (nccl-tests' log against mpibench on gloo)
+    by_backend = any(len({r.get("backend") for r in d["results"]}) > 1 for d in docs)
+    found = [figures(d, modes, args.min_size, by_backend) for d in docs]
+    figs = [f for f, _ in found]
     common = [k for k in figs[0] if all(k in f for f in figs[1:])]
     trained = all((d.get("train") or {}).get("summary") for d in docs)
     if not common and not trained:
@@ -73,6 +106,12 @@ def execute(session, args):
                          f"collective, backend, dtype, op, root, setting, size and mode)")
     for p, d in zip(paths, docs):
         print(reader.describe(p, d))
+    for line in notes:
+        print(line)
+    for p, (_, zero) in zip(paths, found):
+        if zero:
+            print(f"# {p}: {len(zero)} row-mode{'s' if len(zero) != 1 else ''} not compared: "
+                  f"its bandwidth is printed as 0.00 (below 0.005 GB/s) at {_sizes(zero)}")
     failures = []
     if trained:     # train results: the steps first, then any collective rows they share
         lines, speed = traindoc.comparison(list(zip(paths, docs)))
@@ -94,6 +133,8 @@ def execute(session, args):
     for i in range(1, len(paths)):
         tag = f" {i}" if multi else ""
         headers += [f"GB/s{tag}", f"ratio{tag}", f"verdict{tag}"]
+    file_backends = "/".join(dict.fromkeys(d["results"][0].get("backend", "?")
+                                           for d in docs if d["results"]))
     rows, ratios = [], [[] for _ in paths[1:]]
     counts = [{"faster": 0, "slower": 0, "within noise": 0} for _ in paths[1:]]
     algbw_used = False
@@ -101,6 +142,7 @@ def execute(session, args):
         coll, backend, dtype, redop, root, setting, size, mode = k
         base = figs[0][k]
         algbw_used |= base[3] == "algbw"
+        backend = backend or file_backends
         line = [coll, backend, dtype, redop] + ([setting] if settings else []) + \
             [format_size(size), mode.replace("_", "-"), f"{base[0]:.4g}"]
         for i, f in enumerate(figs[1:]):

@@ -18,6 +18,7 @@ from ..measure.sizes import format_size
 from ..results import reader
 from ..results.document import finite
 from ..results.files import ResultFile
+from .common import options
 
 HELP = "draw busbw against size (and a p2p matrix) from saved results into a PNG"
 DESCRIPTION = (
@@ -41,6 +42,7 @@ def add_arguments(p):
                    help="only these collectives (comma-separated)")
     p.add_argument("--logy", action="store_true", help="log scale on the y axis too")
     p.add_argument("--title", default=None, help="title above the panels")
+    options.add_log_options(p)
 
 
 def series(named_docs, metric, modes, only):
@@ -65,7 +67,7 @@ def series(named_docs, metric, modes, only):
                             value * m["time_us"] / sp["time_us_min"]
                 parts = (name, row.get("backend", ""), row.get("setting", ""),
                          row.get("dtype", row["type"]), row["redop"],
-                         mode.replace("_", "-"))
+                         mode.replace("_", "-"), f"test {row['test']}" if "test" in row else "")
                 out.setdefault(row["collective"], {}).setdefault(parts, []).append(
                     (row["size"], value, low, high))
         entries = doc.get("p2p")
@@ -77,7 +79,7 @@ def series(named_docs, metric, modes, only):
 def labels(all_parts, with_file):
     """Label each line by the parts that differ between a panel's lines (and by its file
     whenever several files are drawn)."""
-    varying = [i for i in range(6) if (i == 0 and with_file) or
+    varying = [i for i in range(7) if (i == 0 and with_file) or
                len({p[i] for p in all_parts}) > 1] or [0]
     return {p: " ".join(str(p[i]) for i in varying if p[i] not in ("", "none")) or p[0]
             for p in all_parts}
@@ -121,7 +123,15 @@ def draw_matrix(ax, fig, name, entry, title, unit, matrix, size, cmap):
 
 
 def execute(session, args):
-    docs = [(path, reader.load(path)) for path in args.files]
+    docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
+            for path in args.files]
+    for path, doc in docs:
+        held = reader.tests(doc)
+        if len(held) > 1:       # each test its own line: repeats never merge into one series
+            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N "
+                  f"draws one)")
+        elif args.test is not None and held:
+            print(f"# {path}: test {args.test} ({held[0]['collective']}, line {held[0]['line']})")
     try:
         import matplotlib
         matplotlib.use("Agg")

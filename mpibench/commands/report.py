@@ -6,7 +6,9 @@ import sys
 from tabulate import tabulate
 
 from ..results import reader, tables, traindoc
+from ..results.document import MODES
 from ..results.files import CSV_FIELDS, csv_rows
+from .common import options
 
 HELP = "print saved JSON results as tables (text, markdown or csv)"
 DESCRIPTION = (
@@ -20,18 +22,37 @@ def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="FILE", help="results JSON files")
     p.add_argument("--format", choices=("text", "markdown", "csv"), default="text",
                    help="text (as run prints it, default), markdown or csv")
+    options.add_log_options(p)
 
 
 def groups(doc):
-    """Rows by (setting, collective), in the order first measured."""
+    """Rows by (test, setting, collective), in the order first measured; test is 0 but in
+    a printed log of several tests."""
     out = {}
     for row in doc["results"]:
-        out.setdefault((row.get("setting", ""), row["collective"]), []).append(row)
+        out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
+                       []).append(row)
     return out
 
 
-def _title(setting, collective):
-    return f"{collective}" + (f" ({setting})" if setting else "")
+def _title(doc, test, setting, collective):
+    info = reader.test_info(doc, test)
+    where = ""
+    if info:
+        name = f"{info['name']}, " if info["name"] else ""
+        where = f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)"
+    return f"{collective}" + (f" ({setting})" if setting else "") + where
+
+
+def _test_average(doc, test):
+    """The average a test of a printed log had, as a summary line (several tests only)."""
+    info = reader.test_info(doc, test)
+    if not info:
+        return []
+    avg = info["average_bus_bandwidth"]
+    if avg is None and doc.get("average_bus_bandwidth") is not None:
+        return []           # one average for every table (mpibench's own output)
+    return [f"# {'Avg bus bandwidth':<20s} : {'n/a (not in the log)' if avg is None else format(avg, 'g')}"]
 
 
 def _hosts(doc, fmt):
@@ -47,7 +68,9 @@ def _hosts(doc, fmt):
 
 def _summary(doc):
     avg = doc.get("average_bus_bandwidth")
-    return f"# {'Avg bus bandwidth':<20s} : {'n/a' if avg is None else format(avg, 'g')}"
+    several = len(reader.tests(doc)) > 1
+    text = ("n/a (one per test, above)" if several else "n/a") if avg is None else format(avg, "g")
+    return f"# {'Avg bus bandwidth':<20s} : {text}"
 
 
 def text(docs):
@@ -56,10 +79,11 @@ def text(docs):
         lines.append(reader.describe(path, doc))
         if doc.get("env"):
             lines.append("# env: " + " ".join(f"{k}={v}" for k, v in doc["env"].items()))
-        for (setting, coll), rows in groups(doc).items():
+        for (test, setting, coll), rows in groups(doc).items():
             per_iter = tables.has_per_iter(rows)
-            lines += [f"#\n# Collective: {_title(setting, coll)}", tables.row_header(per_iter)]
-            lines += [tables.row_line(r, per_iter) for r in rows]
+            lines += [f"#\n# Collective: {_title(doc, test, setting, coll)}",
+                      tables.row_header(per_iter, tables.has_max_error(rows))]
+            lines += [tables.row_line(r, per_iter) for r in rows] + _test_average(doc, test)
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             lines.append("#\n# median of the trials per row, and their spread")
@@ -77,10 +101,11 @@ def markdown(docs):
     parts = []
     for path, doc in docs:
         parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
-        for (setting, coll), rows in groups(doc).items():
-            parts.append(f"### {_title(setting, coll)}\n\n" + tabulate(
+        for (test, setting, coll), rows in groups(doc).items():
+            parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tabulate(
                 [tables.row_cells(r) for r in rows], headers=tables.ROW_HEADERS,
                 tablefmt="github", disable_numparse=True))
+            parts += [_md(x) for x in _test_average(doc, test)]
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github"))
@@ -96,16 +121,23 @@ def markdown(docs):
 def csv_text(docs):
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(("file", "setting") + CSV_FIELDS)
+    w.writerow(("file", "test", "setting") + CSV_FIELDS + ("max_error",))
     for path, doc in docs:
         for row in doc["results"]:
-            for values in csv_rows({"results": [row]}):
-                w.writerow([path, row.get("setting", "")] + values)
+            for values, mode in zip(csv_rows({"results": [row]}), _measured(row)):
+                err = row[mode].get("max_error")
+                w.writerow([path, row.get("test", ""), row.get("setting", "")] + values +
+                           ["" if err is None else err])
     return out.getvalue()
 
 
+def _measured(row):
+    return [m for m in MODES if row.get(m) is not None]
+
+
 def execute(session, args):
-    docs = [(path, reader.load(path)) for path in args.files]   # every file checked first
+    docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
+            for path in args.files]                              # every file checked first
     render = {"text": text, "markdown": markdown, "csv": csv_text}[args.format]
     sys.stdout.write(render(docs))
     return 0

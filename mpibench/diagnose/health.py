@@ -190,6 +190,11 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
                 out[test] = {"min_busbw_GBps": share * median(figs)}
         return out, (None if cfg.get("world") == world else "job")
     rows = [r for r in doc["results"] if r["collective"] == collective]
+    held = [t["test"] for t in doc.get("tests") or [] if t.get("collective") == collective]
+    if len(held) > 1:
+        raise UsageError(f"{where}: {len(held)} tests of {collective} in one log (tests "
+                         f"{', '.join(map(str, held))}): keep the one to judge against in a "
+                         f"file of its own")
     if not rows:
         have = sorted({r["collective"] for r in doc["results"]})
         raise UsageError(f"{where}: no {collective} in it (it has {', '.join(have) or 'no rows'}); "
@@ -199,6 +204,10 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
         raise UsageError(f"{where}: no {collective} row at {size} bytes (its sizes: "
                          f"{', '.join(str(r['size']) for r in rows[:12])}); give -b to match")
     ranks = (doc.get("world") or {}).get("size")
+    if ranks is None:
+        raise UsageError(f"{where}: its rank count is unknown (no complete rank lines, and its "
+                         f"rows do not decide it): a baseline must say how many ranks it "
+                         f"measured")
     tests = [t for t, n in (("job", world), ("intra", ranks_per_host)) if ranks == n]
     if not tests:
         raise UsageError(f"{where}: measured on {ranks} ranks; this check runs {world} ranks "

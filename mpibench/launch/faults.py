@@ -14,6 +14,9 @@ then fails to run, as a broken install would make it).
 Signals, when the rank starts a step (watchdog.arm) whose name holds ARG:
 "stop:1:round 1" (SIGSTOP), "sigterm:2:all_gather", "sigint:1:demo". Input files:
 "unreadable:0" (the rank cannot read any input file; only rank 0 reads them).
+"trustlogs:0": the nccl-tests log reader skips its checks of mixed or cut lines (sizes
+that run backwards, an average its rows contradict, a stray or repeated rank line), so
+that its fuzz test can prove it notices what those checks stop.
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """

@@ -31,8 +31,9 @@ class _Bad(Exception):
     """A problem at a place in the document (turned into one UsageError by load)."""
 
 
-def load(path):
-    """The validated results document in PATH (a dict), or UsageError."""
+def load(path, collective=None):
+    """The validated results document in PATH (a dict), or UsageError. collective: the
+    collective of printed tables that do not name theirs (--collective)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -41,21 +42,21 @@ def load(path):
             data = f.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
             raise _Bad(f"over the {MAX_BYTES >> 20} MiB limit for a results file")
-        return validate(_read(data))
+        return validate(_read(data, collective))
     except _Bad as exc:
         raise UsageError(f"results file {path}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read results file {path}: {exc.strerror or exc}") from None
 
 
-def _read(data):
-    """A results document from the bytes of a file: mpibench's JSON, or nccl-tests'
-    printed output or -J JSON turned into one."""
-    from . import nccltests
+def _read(data, collective=None):
+    """A results document from the bytes of a file: mpibench's JSON, or nccl-tests' (or
+    mpibench's) printed output or nccl-tests' -J JSON turned into one."""
+    from . import nccllogs, nccltests
     text = _text(data)
     try:
-        if not text.lstrip()[:1] == "{" and nccltests.looks_like_text(text):
-            return nccltests.parse_text(text)
+        if not text.lstrip()[:1] == "{" and nccllogs.looks_like_text(text):
+            return nccllogs.parse_text(text, collective)
         doc = parse(data)
         return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
     except nccltests.Unreadable as exc:

@@ -1,8 +1,7 @@
 """nccl-tests' own formats (version 2.19.6), both ways.
 
-Read: its printed output (the header, the "#  Rank" device lines and the table lines)
-and its -J JSON, each turned into a results document as mpibench writes one, so that
-report, compare, plot and check --baseline take them as they are. Write: a run's
+Read: its -J JSON (its printed output: nccllogs.py), turned into a results document as
+mpibench writes one, so that report, compare, plot and check --baseline take it as it is. Write: a run's
 results document in the -J schema, so that tools written for nccl-tests (its
 tools/analyze_perf_json.py, CSV converters) read mpibench's results unchanged.
 
@@ -21,22 +20,11 @@ from .document import finite
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
 NCCL_TESTS_VERSION = "2.19.6"
 _BY_LABEL = {d.label: d.name for d in DTYPES.values()}
-_RANK_LINE = re.compile(r"#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)")
-_START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
-_AVERAGE = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([-+0-9.eE]+)")
-_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
 PER_ITER_SUMMARY = ("min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct")
-_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 class Unreadable(ValueError):
     """Not nccl-tests output after all, or damaged: the reason."""
-
-
-def looks_like_text(text):
-    """Whether text is nccl-tests' printed output (its header or table header)."""
-    head = text[:20000]
-    return "# nccl-tests version" in head or _START.search(head) is not None
 
 
 def looks_like_json(doc):
@@ -44,12 +32,18 @@ def looks_like_json(doc):
             and isinstance(doc.get("config"), dict) and isinstance(doc.get("version"), int))
 
 
-def _collective(program):
+_NAMES = {"alltoall": "all_to_all"}        # nccl-tests' name -> mpibench's
+
+
+def collective_name(program):
+    """all_gather_perf_mpi, ./build/alltoall_perf, alltoall -> all_gather, all_to_all."""
     name = os.path.basename(str(program))
-    return name[:-len("_perf")] if name.endswith("_perf") else name
+    for suffix in ("_mpi", "_perf"):
+        name = name[:-len(suffix)] if name.endswith(suffix) else name
+    return _NAMES.get(name, name)
 
 
-def _document(rows, hosts, ranks, command, start_time, note):
+def document(rows, hosts, ranks, command, start_time, note):
     world = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
              "backend": "nccl (nccl-tests)"} if ranks else None
     doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,
@@ -61,78 +55,19 @@ def _document(rows, hosts, ranks, command, start_time, note):
     return doc
 
 
-def _row(collective, size, count, label, redop, root, modes):
+def row_of(collective, size, count, label, redop, root, modes):
     row = {"collective": collective, "backend": "nccl", "size": size, "count": count,
            "type": label, "dtype": _BY_LABEL.get(label, label), "redop": redop, "root": root,
            "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
     return row
 
 
-# ---- printed output ----
-def _value(token):
-    if token in ("N/A", "n/a"):
-        return None
-    if not _NUMBER.match(token):
-        raise Unreadable(f"{token!r} is not a number")
-    return float(token)
-
-
-def _mode(values):
+def _value_mode(values):
     time_us, alg, bus, wrong = values[:4]
     if time_us is None or not time_us > 0:
         raise Unreadable("a time is not above 0")
-    return {"time_us": time_us, "algbw_GBps": alg, "busbw_GBps": bus if bus else None,
+    return {"time_us": time_us, "algbw_GBps": alg, "busbw_GBps": bus,
             "nwrong": None if wrong is None else int(wrong)}
-
-
-def parse_text(text):
-    """nccl-tests' printed output -> results document (Unreadable when it has no rows)."""
-    collective, rows, hosts, per_iter, average = None, [], {}, False, None
-    for n, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        m = _START.match(stripped)
-        if m:
-            collective = _collective(m.group(1))
-            continue
-        m = _RANK_LINE.match(stripped)
-        if m:
-            hosts[int(m.group(1))] = m.group(2)
-            continue
-        if stripped.startswith("#"):
-            per_iter |= "i_min" in stripped
-            m = _AVERAGE.match(stripped)
-            if m:
-                average = float(m.group(1))
-            continue
-        f = stripped.split()
-        if len(f) < 9 or not f[0].isdigit():
-            continue
-        if collective is None:
-            raise Unreadable(f"line {n}: a table line before '# Collective test starting'")
-        try:
-            cells = f[5:]
-            if len(cells) >= 2 and _STAMP.match(" ".join(cells[-2:])):     # -T 1
-                cells = cells[:-2]
-            numbers = [_value(x) for x in cells]
-            width = 8 if per_iter else 4         # -I 1 adds i_min i_max i_p99 i_cv% per mode
-            if len(numbers) == 2 * width:
-                modes = {"out_of_place": _mode(numbers[:4]),
-                         "in_place": _mode(numbers[width:width + 4])}
-            elif len(numbers) == width:          # in place only (trace replay)
-                modes = {"in_place": _mode(numbers[:4])}
-            else:
-                raise Unreadable(f"{len(numbers)} figures after the root, expected "
-                                 f"{width} or {2 * width}")
-            rows.append(_row(collective, int(f[0]), int(f[1]), f[2], f[3], int(f[4]), modes))
-        except (Unreadable, ValueError) as exc:
-            raise Unreadable(f"line {n}: {exc}") from None
-    if not rows:
-        raise Unreadable("no table lines (size count type redop root ...)")
-    ranks = len(hosts) or None
-    doc = _document(rows, [hosts[r] for r in sorted(hosts)], ranks,
-                    f"nccl-tests {collective}_perf", None, "read from nccl-tests' printed output")
-    doc["average_bus_bandwidth"] = average
-    return doc
 
 
 # ---- -J JSON ----
@@ -183,7 +118,7 @@ def parse_json(doc):
                     raise Unreadable(f"{key} is not an object")
                 t = _num(m, "time") if "time" in m else _num(m, "cpu_time")
                 wrong = _num(m, "nwrong")
-                modes[key] = _mode([t, _num(m, "alg_bw"), _num(m, "bus_bw"), wrong])
+                modes[key] = _value_mode([t, _num(m, "alg_bw"), _num(m, "bus_bw"), wrong])
                 per_iter = _per_iter_in(r.get(key + "_per_iter"), key)
                 if per_iter is not None:
                     modes[key]["per_iter"] = per_iter
@@ -196,12 +131,17 @@ def parse_json(doc):
                 raise Unreadable("type and redop must be text")
         except (Unreadable, ValueError, TypeError) as exc:
             raise Unreadable(f"{where}: {exc}") from None
-        rows.append(_row(_collective(name), size, count, label, redop, root, modes))
+        rows.append(row_of(collective_name(name), size, count, label, redop, root, modes))
     ranks = len(devices) or None
+    if ranks == 1:          # factor 0: busbw is not defined (nccl-tests writes 0)
+        for row in rows:
+            for key in ("out_of_place", "in_place"):
+                if row[key]:
+                    row[key]["busbw_GBps"] = None
     hosts = [d.get("hostname") for d in devices if isinstance(d.get("hostname"), str)]
     name = rows[0]["collective"] if rows else "?"
     start = doc.get("start_time") if isinstance(doc.get("start_time"), str) else None
-    out = _document(rows, hosts, ranks, f"nccl-tests {name}_perf", start,
+    out = document(rows, hosts, ranks, f"nccl-tests {name}_perf", start,
                     f"read from nccl-tests' -J JSON (version {doc.get('version')})")
     avg = doc.get("average_bus_bandwidth")
     out["average_bus_bandwidth"] = _num(avg, "bandwidth") if isinstance(avg, dict) else None

@@ -12,9 +12,10 @@ from . import document, traindoc
 MODES = document.MODES
 
 
-def load(path):
-    """The results document in path (a dict with a 'results' list of rows)."""
-    doc = document.load(path)
+def load(path, collective=None):
+    """The results document in path (a dict with a 'results' list of rows); collective:
+    what printed tables that do not name their collective hold (--collective)."""
+    doc = document.load(path, collective)
     problem = _problem(doc)
     if problem:
         raise UsageError(f"results file {path}: {problem}")
@@ -109,14 +110,68 @@ def has_trials(row):
     return any(row.get(m) and "spread" in row[m] for m in MODES)
 
 
+def tests(doc):
+    """The tests a printed log held (each one table with its own average); [] for a
+    results file mpibench wrote."""
+    found = doc.get("tests")
+    return found if isinstance(found, list) else []
+
+
+def test_info(doc, number):
+    """The entry of test NUMBER of a printed log (None when it has no such test)."""
+    return next((t for t in tests(doc) if t["test"] == number), None)
+
+
+def pick_test(doc, path, number):
+    """The document with only test NUMBER's rows (--test), when the file holds several
+    tests; unchanged otherwise. UsageError when it holds fewer."""
+    held = tests(doc)
+    if number is None or len(held) < 2:
+        return doc
+    if number > len(held):
+        raise UsageError(f"--test {number}: {path} holds {len(held)} tests")
+    info = held[number - 1]
+    return dict(doc, results=[r for r in doc["results"] if r.get("test") == number],
+                tests=[info], average_bus_bandwidth=info.get("average_bus_bandwidth"))
+
+
+def first_of_each(doc, path):
+    """(document, note): where several tests of a log hold one collective (repeats), the
+    first of them, and a line saying so; the document unchanged when none repeat."""
+    held = tests(doc)
+    by_coll = {}
+    for t in held:
+        by_coll.setdefault(t["collective"], []).append(t["test"])
+    repeats = {c: ns for c, ns in by_coll.items() if len(ns) > 1}
+    if not repeats:
+        return doc, None
+    keep = {ns[0] for ns in by_coll.values()}
+    note = "; ".join(f"tests {', '.join(map(str, ns))} all hold {c}: using test {ns[0]}"
+                     for c, ns in repeats.items())
+    return dict(doc, results=[r for r in doc["results"] if r.get("test") in keep]), \
+        f"# {path}: {note} (give --test N for another)"
+
+
 def describe(path, doc):
     """One line saying what a file holds."""
     world = doc.get("world") or {}
     bits = [str(doc.get("command", "?"))]
     if world:
         nh = len(world.get("hosts") or [])
-        bits.append(f"{world.get('size')} ranks on {nh} host{'s' if nh != 1 else ''}, "
+        n = world.get("size")
+        where = f" on {nh} host{'s' if nh != 1 else ''}"
+        if world.get("hosts_complete") is False:    # a printed log without every rank line
+            where = f" on {nh}+ hosts (the rank lines list some of them)" if nh else \
+                " (from the rows; no rank lines, hosts unknown)"
+        bits.append(f"{n} rank{'s' if n != 1 else ''}{where}, "
                     f"backend {world.get('backend', '?')}")
+    elif tests(doc):
+        sizes = sorted({t["ranks"] for t in tests(doc) if t["ranks"]})
+        bits.append("ranks unknown (no complete rank lines, and the rows do not decide it)"
+                    if not sizes else "ranks " + ", ".join(map(str, sizes)) + " (per test)")
+    if len(tests(doc)) > 1:
+        bits.append(f"{len(tests(doc))} tests: " + ", ".join(
+            f"{t['test']} {t['collective']}" for t in tests(doc)))
     if doc.get("trials"):
         bits.append(f"{doc['trials']} trials")
     if doc.get("start_time"):

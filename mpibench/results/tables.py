@@ -19,9 +19,14 @@ def fnum(value, width):
     return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
 
 
-def row_header(per_iter=False):
+def has_max_error(rows):
+    """Whether rows come from a log before nccl-tests 2.13 (an error column, not #wrong)."""
+    return any("max_error" in (row.get(k) or {}) for row in rows for k in MODES)
+
+
+def row_header(per_iter=False, max_error=False):
     """nccl-tests' column header; per_iter: its -I 1 header, with i_min i_max i_p99 i_cv%
-    after each mode."""
+    after each mode; max_error: the `error` column of logs before 2.13."""
     if per_iter:
         mode = "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
         title = "#%s%s" % (" " * 65, "out-of-place (+ per-iteration)" + " " * 32 + "in-place (+ per-iteration)")
@@ -30,7 +35,7 @@ def row_header(per_iter=False):
     else:
         mode = "  %7s  %6s  %6s  %6s"
         title = "#%s%s" % (" " * 58, "out-of-place                       in-place          ")
-        names = ("time", "algbw", "busbw", "#wrong")
+        names = ("time", "algbw", "busbw", "error" if max_error else "#wrong")
         units = ("(us)", "(GB/s)", "(GB/s)", "")
     line = "# %10s  %12s  %8s  %6s  %6s" + mode + mode
     return "\n".join([
@@ -44,8 +49,11 @@ def _mode_values(m):
     """time, algbw, busbw, #wrong of one mode, as nccl-tests writes them (n/a: not measured)."""
     if m is None:
         return ("n/a", "", "", "")
-    return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6),
-            "N/A" if m["nwrong"] is None else "%g" % m["nwrong"])
+    if m.get("max_error") is not None:          # before nccl-tests 2.13: the largest error
+        wrong = "%.0e" % m["max_error"]
+    else:
+        wrong = "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]
+    return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6), wrong)
 
 
 def _per_iter_values(m):

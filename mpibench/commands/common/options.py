@@ -71,3 +71,15 @@ def positive_float(text):
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be above 0: {text}")
     return value
+
+
+def add_log_options(parser, test=True):
+    """--collective for printed tables that do not name theirs; --test for logs that hold
+    several tests (each a table with its own average)."""
+    parser.add_argument("--collective", default=None, metavar="NAME",
+                        help="the collective of printed nccl-tests tables that do not name "
+                             "theirs (old logs, pasted tails), e.g. all_to_all")
+    if test:
+        parser.add_argument("--test", type=int_at_least(1), default=None, metavar="N",
+                            help="in a log that holds several tests, use only the N-th "
+                                 "(counted from 1, in file order)")
