@@ -15,7 +15,7 @@ import sys
 
 from .. import __version__
 from ..errors import Exit, UsageError
-from . import faults, netaddr
+from . import faults, netaddr, rails
 from .comm import Comm, MPIComm, StoreComm
 from .watchdog import Watchdog
 
@@ -39,6 +39,7 @@ class Session:
         self.pg = False
         self.rendezvous = None       # "addr:port" (or how it was found)
         self.watch = None            # the hang watchdog and signal handler (watchdog.py)
+        self.rail = None             # (index, interface) under MPIBENCH_RAILS (rails.py)
 
     @property
     def launcher(self):
@@ -291,6 +292,8 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
         backend = resolve_backend(backend)
     except UsageError as exc:
         error = str(exc)
+    session.agree(error)
+    session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname)
     session.agree(error)
     device, error = _pick_device(session, backend)
     session.agree(error)
