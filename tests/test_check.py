@@ -449,7 +449,7 @@ def test_check_names_the_host_throttled_to_a_quarter(tmp_path):
     print(f"pair busbw GB/s: with h3 {with_h3}, without {others}")
     assert len(with_h3) >= 2 and max(with_h3) < 0.5 * min(others)
     lines = table.read_text().splitlines()
-    assert lines[0] == ("host,ranks,intra_busbw_GBps,partner,round,pair_busbw_GBps,"
+    assert lines[0] == ("host,ranks,intra_busbw_GBps,partner,round,rail,pair_busbw_GBps,"
                         "line_rate_gbps,verdict,reason")
     assert {x.split(",")[0] for x in lines[1:] if ",FAIL," in x} == {"h3"}
 
@@ -470,7 +470,8 @@ def test_check_fails_every_host_below_an_expected_busbw(tmp_path):
     assert _exit_code(r) == 1, r.stdout + r.stderr
     assert set(_verdicts(r.stdout).values()) == {"FAIL"} and len(_verdicts(r.stdout)) == 6
     assert re.search(rf"between hosts: below min_busbw_GBps 50 \(--expect {expect}\) with "
-                     rf"h2 \([0-9.]+ GB/s\); none passed with another host", r.stdout), r.stdout
+                     rf"h2 \([0-9.]+ GB/s\), h6 \([0-9.]+ GB/s\); none passed with another host",
+                     r.stdout), r.stdout
     assert "# FAILING HOSTS (6 of 6): h[1-6]" in r.stdout
     assert ": FAIL, busbw" in r.stdout.split("3. the whole job")[1].split("\n")[0]
     assert "NodeName=h[1-6] State=DRAIN" in r.stdout
