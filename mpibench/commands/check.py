@@ -301,7 +301,8 @@ class Report:
         for test in health.TESTS:
             lim = self.limits.get(test)
             self.say(f"# threshold {test}: " + (_limit_text(lim) if lim else (f"relative: below {health.RELATIVE:g} of the median "
-                             + ("pair" if test == "pair" else "host")
+                             + (("pair" if self.ppn == 1 else "rail of a pair") + " in round 1"
+                                if test == "pair" else "host")
                              if test != "job" else "none (give --expect or --baseline to judge it)")))
         self.out.announce_files()
         self.save()
