@@ -129,13 +129,31 @@ def test_a_slow_uplink_drains_no_host(tmp_path):
     assert max(across) < 0.5 * min(inside)
 
 
-def test_one_slow_host_link_under_leaves_names_that_host_alone(tmp_path):
-    with FakeCluster(hosts=8, rates={"*": "1gbit", "h6": "250mbit"}, leaves=LEAVES) as c:
+def test_three_leaves_name_the_slow_uplink_alone(tmp_path):
+    # with a third leaf, paths from leaf2 to leaf1 and leaf3 fail while leaf1-leaf3 pass
+    leaves = split_leaves([f"h{i}" for i in range(1, 9)], 3)
+    with FakeCluster(hosts=8, rates="1gbit", leaves=leaves, uplink_rates={"leaf2": "250mbit"}) as c:
         r = _check(c, [], tmp_path, topology=c.topology_conf())
+    assert _code(r) == 1, r.stdout + r.stderr
+    assert set(_verdicts(r.stdout).values()) == {"PASS"} and "scontrol" not in r.stdout, r.stdout
+    assert ("# SUSPECT LINKS AND SWITCHES (1, for the fabric team): uplink leaf2-spine1"
+            in r.stdout.splitlines()), r.stdout
+
+
+def test_one_slow_host_link_under_leaves_names_that_host_alone(tmp_path):
+    # and counters: the test-only switch makes an error counter move on h6 and on h2
+    with FakeCluster(hosts=8, rates={"*": "1gbit", "h6": "250mbit"}, leaves=LEAVES) as c:
+        r = _check(c, [], tmp_path, topology=c.topology_conf(),
+                   extra_env={"MPIBENCH_FAULT": "counter:5,counter:1:rx_crc_errors"})
     assert _code(r) == 1, r.stdout + r.stderr
     assert _verdicts(r.stdout) == {f"h{i}": "FAIL" if i == 6 else "PASS" for i in range(1, 9)}
     assert "# FAILING HOSTS (1 of 8): h6" in r.stdout and "SUSPECT" not in r.stdout
     assert mpibench_lines(r.stderr) == ["mpibench: check FAILED: 1 host failed: h6"]
+    rounds = len(re.findall(r"^# 2\. between hosts, round", r.stdout, re.M))
+    h6 = _line(r.stdout, "#  h6 ")
+    assert h6.rstrip().endswith(f"; counters moved: eth0 symbol_error +{rounds}"), h6
+    assert re.search(rf"^# WARNING h2 passed, but its counters moved: (.*, )?eth0 rx_crc_errors "
+                     rf"\+{rounds}$", r.stdout, re.M), r.stdout
 
 
 @pytest.mark.parametrize("topology, words", [

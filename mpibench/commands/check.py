@@ -12,6 +12,7 @@ from tabulate import tabulate
 from ..diagnose import counters, fabricplan, health, jobinfo, tomography, topology
 from ..diagnose.health import line_rate
 from ..errors import CheckFailed, UsageError
+from ..launch import faults
 from ..launch import rails as railbind
 from ..launch.slurm import compress_hostlist
 from ..launch.watchdog import TIMED_LOOP
@@ -249,6 +250,10 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
         records = bench.run_round(ranks, with_latency=False)
         seconds = time.perf_counter() - start
         moved = counters.delta(before, counters.snapshot()) if reader_rank else None
+        fault = faults.get("counter", session.rank)
+        if fault is not None and moved is not None:     # test-only: a counter that moved
+            moved.append({"port": session.rail[1] if session.rail else "eth0",
+                          "what": fault or "symbol_error", "moved": 1})
         gathered = session.comm.gather((records, moved), root=0)
         if report:
             rounds.record(report.pair_round(todo, [g[0] for g in gathered], seconds,
@@ -382,10 +387,19 @@ class Report:
         return result
 
     def _moved(self, host, ports=None):
-        """Counter changes on a host over every round, on the given ports (all: None)."""
-        out = []
+        """Counter changes on a host over every round, on the given ports (all: None); a
+        counter's rises summed."""
+        out, sums = [], {}
         for per_round in self.doc.get("counters_moved", []):
-            out += counters.on_ports(per_round.get(host, []), ports)
+            for c in counters.on_ports(per_round.get(host, []), ports):
+                if "moved" in c:
+                    key = (c["port"], c["what"])
+                    if key not in sums:
+                        sums[key] = dict(c, moved=0)
+                        out.append(sums[key])
+                    sums[key]["moved"] += c["moved"]
+                else:
+                    out.append(c)
         return out
 
     def _failed_with(self, host, rail=None):

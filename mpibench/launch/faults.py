@@ -5,6 +5,8 @@ buffer of 64K or more, or train's model state of that size, is refused as out of
 Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
 its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
 "crash:1:64K" (an exception).
+"counter:1[:NAME]": check reads an error counter NAME (default symbol_error) as moved by
+one on that rank's host in every round.
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """
