@@ -221,3 +221,21 @@ def test_counters_that_moved_and_links_that_changed(tmp_path):
     assert counters.describe(changes) == "eth1 state up -> down, mlx5_1/1 symbol_error +7"
     assert counters.on_ports(changes, {"mlx5_1"}) == changes[1:]
     assert counters.snapshot(str(tmp_path / "none")) == {}
+
+
+def test_topology_from_scontrol_under_slurm(tmp_path, monkeypatch):
+    fake = tmp_path / "scontrol"
+    fake.write_text("#!/bin/sh\n[ \"$*\" = 'show topology' ] || exit 1\n"
+                    "echo 'SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=n[1-4]'\n"
+                    "echo 'SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=n[5-8]'\n"
+                    "echo 'SwitchName=spine1 Level=1 LinkSpeed=1 Switches=leaf[1-2]'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    text = topology.from_slurm()
+    t = topology.build(topology.parse(text, "scontrol show topology"), ["n2", "n7"],
+                       "scontrol show topology", strict=False)
+    assert t.leaf == {"n2": "leaf1", "n7": "leaf2"}
+    fake.write_text("#!/bin/sh\necho 'No topology information available'\n")
+    assert topology.from_slurm() is None
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert topology.from_slurm() is None

@@ -9,8 +9,8 @@ Four rounds at most, whatever the host count:
    the leaf partner taken from round j of a round-robin over the leaves, so each leaf
    talks to up to 32 different leaves (one leaf: neighbours shifted by one).
    After these two, every host link is on two tested paths with different partners
-   (with an odd host count, two hosts on one path: one that passed proves them good, one
-   that failed is decided in round 3), and every uplink on
+   (with an odd host count or uneven leaves, a few hosts on one path: one that passed
+   proves them good, one that failed is decided in round 3), and every uplink on
    as many paths as its subtree has hosts, to different leaves. A bad link then fails two
    paths whose other links pass elsewhere: one explanation, one link.
 3. and 4. deciding rounds: where two links explain the same failed paths (two bad links
