@@ -239,3 +239,24 @@ def test_topology_from_scontrol_under_slurm(tmp_path, monkeypatch):
     assert topology.from_slurm() is None
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert topology.from_slurm() is None
+
+
+# ---- rails ----
+def test_rails_parse_and_bind(monkeypatch):
+    from mpibench.launch import netaddr, rails
+    assert rails.parse(None) is None and rails.parse(" ") is None
+    assert rails.parse("eth0, eth1") == ["eth0", "eth1"]
+    for bad, words in (("eth0,,eth1", "an empty interface name"), ("eth0,eth0", "eth0 named twice")):
+        with pytest.raises(ValueError, match=words):
+            rails.parse(bad)
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
+    assert rails.bind(0, 2, {}, "h1") == (None, None)
+    _, error = rails.bind(0, 3, {"MPIBENCH_RAILS": "a,b"}, "h1")
+    assert error == ("MPIBENCH_RAILS names 2 rails (a,b) for 3 ranks on host h1: give one "
+                     "interface per local rank")
+    _, error = rails.bind(1, 2, {"MPIBENCH_RAILS": "lo,nosuch9"}, "h1")
+    assert "rail 1 is nosuch9, which host h1 does not have" in error
+    have = next(iter(netaddr.interface_addresses()))
+    env = {"MPIBENCH_RAILS": f"nosuch9,{have}"}
+    assert rails.bind(1, 2, env, "h1") == ((1, have), None)
+    assert env["GLOO_SOCKET_IFNAME"] == have == __import__("os").environ["GLOO_SOCKET_IFNAME"]

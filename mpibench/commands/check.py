@@ -114,6 +114,7 @@ def execute(session, args):
             + "; check needs the same number on each")
     ppn = counts[names[0]]
     limits = _limits(args, size, ppn, session.size)
+    fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
     rates = session.comm.gather(line_rate(), root=0)
     records, versions = jobinfo.gather(session)
@@ -138,7 +139,6 @@ def execute(session, args):
     elif report:
         report.say("# 1. inside each host: skipped, one rank per host")
     # 2. between hosts, in rounds of disjoint host pairs, every rail at once
-    fabric = _fabric(session, args, names, ppn)
     if len(names) > 1:
         _pair_rounds(session, backend, size, args, names, members, fabric, report)
     elif report:
