@@ -260,3 +260,21 @@ def test_rails_parse_and_bind(monkeypatch):
     env = {"MPIBENCH_RAILS": f"nosuch9,{have}"}
     assert rails.bind(1, 2, env, "h1") == ((1, have), None)
     assert env["GLOO_SOCKET_IFNAME"] == have == __import__("os").environ["GLOO_SOCKET_IFNAME"]
+
+
+def test_a_path_that_fails_once_is_tested_again_and_then_transient():
+    names = [f"h{i}" for i in range(1, 7)]
+    fabric = tomography.Fabric(names, 1, topology.single(names))
+    seen = []
+
+    def judge(pairs):            # h3-h4 fails in round 1 only
+        seen.append(pairs)
+        return {p: [not (p == (2, 3) and len(seen) == 1)] for p in pairs}
+    v = fabricplan.run(fabric, judge)
+    assert seen[2] == [(2, 3)] and v["rounds"] == 3
+    assert v["transient"] == [(2, 3, 0)] and not v["unexplained"] and not v["named"]
+
+    def lasting(pairs):          # h3-h4 fails every time: a fault between the two
+        return {p: [p != (2, 3)] for p in pairs}
+    v = fabricplan.run(fabric, lasting)
+    assert v["unexplained"] == [(2, 3, 0)] and not v["transient"] and v["rounds"] == 3

@@ -451,6 +451,9 @@ class Report:
         for a, b, r in verdict["unexplained"]:
             suspects.append(f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
                             + " (each of its links passed on other paths)")
+        self.doc["transient"] = [f"path {names[a]}-{names[b]}"
+                                 + (f" rail {r}" if fabric.rails > 1 else "")
+                                 for a, b, r in verdict["transient"]]
         self.doc["suspect_links"] = [[names[a], names[b]] for a, b, _ in verdict["unexplained"]]
         self.doc["suspects"] = suspects
         self.doc["pair_rounds"] = verdict["rounds"]
@@ -520,6 +523,8 @@ class Report:
             moved = self._moved(h)
             if moved and self.hosts[h]["verdict"] == "PASS":
                 self.say(f"# WARNING {h} passed, but its counters moved: {counters.describe(moved)}")
+        for path in self.doc.get("transient", []):
+            self.say(f"# WARNING {path} failed once and passed when tested again")
         if failing:
             self.say(f"# FAILING HOSTS ({len(failing)} of {len(self.names)}): {hostlist}")
             self.say(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')

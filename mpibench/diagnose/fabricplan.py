@@ -20,6 +20,8 @@ Four rounds at most, whatever the host count:
    is chosen before the round and is only proven good by the rounds before it: one
    round settles what rounds 1-2 left open, a second what the first left (a tie with
    no such pair, e.g. the two uplinks of a two-leaf tree, stays a tie and is said so).
+   A failed pair whose every link passed elsewhere is tested once more in them too: a
+   pass then makes it a passing disturbance, not a fault.
 Every round is computed in O(hosts x rails).
 """
 from . import tomography
@@ -173,6 +175,7 @@ class FabricRounds:
         self.tested = set()
         self.rounds = []
         self.deciders = {}
+        self.retested = set()
         self._verdict = None
 
     def next_round(self):
@@ -188,6 +191,14 @@ class FabricRounds:
             pairs, chosen = deciding_pairs(self.fabric, v, self.tested)
             for link, pair in chosen.items():
                 self.deciders.setdefault(link, pair)
+            # a failed path whose every link passed elsewhere: tested once more, to tell
+            # a lasting fault between the two from a passing disturbance
+            busy = {h for p in pairs for h in p}
+            for a, b, _ in v["unexplained"]:
+                if (a, b) not in self.retested and a not in busy and b not in busy:
+                    pairs.append((a, b))
+                    busy.update((a, b))
+                    self.retested.add((a, b))
         if pairs:
             self.rounds.append(pairs)
             self.tested.update(pairs)

@@ -7,7 +7,8 @@ rail shares). A link on a path that passed is good. The verdict is the smallest 
 links that explains every failed path, found greedily (the link on the most unexplained
 failed paths first); where two links explain exactly the same failed paths they are a
 tie, said as such. A failed path whose every link passed elsewhere is unexplained (a
-flaky or routing fault between those two, not a link). With no path passed at all there
+flaky or routing fault between those two, not a link; fabricplan tests it once more, and
+one that passes then is transient). With no path passed at all there
 is nothing to compare: every link on a failed path is named.
 
 A host fails when all its rails are named (rails whose switch is named left aside: they
@@ -72,12 +73,14 @@ def localise(fabric, results):
     """results: [(a, b, rail, passed)] of every path tested so far. Returns
     {'named': [link], 'ties': [[link, ...]], 'unexplained': [(a, b, rail)],
      'unproven': [link on failed paths only, not needed by the verdict],
+     'transient': [(a, b, rail) that failed once and passed when tested again],
      'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
-    good, failed = set(), []
+    good, failed, passed = set(), [], set()
     for a, b, r, ok in results:
         links = fabric.path(a, b, r)
         if ok:
             good.update(links)
+            passed.add((a, b, r))
         else:
             failed.append(((a, b, r), links))
     named, ties, unexplained = [], [], []
@@ -130,6 +133,9 @@ def localise(fabric, results):
     settled = set(named) | {x for t in ties for x in t}
     unproven = list(dict.fromkeys(x for _, links in failed for x in links
                                   if x not in good and x not in settled)) if good else []
+    unexplained = list(dict.fromkeys(unexplained))            # a path retested: once
+    transient = [p for p in unexplained if p in passed]      # failed once, passed again
+    unexplained = [p for p in unexplained if p not in passed]
     per_host = {}
     for link in named:
         if link[0] == "nic":
@@ -138,5 +144,5 @@ def localise(fabric, results):
     known = fabric.rails - sum(1 for x in named if x[0] == "rail")
     failed_hosts = sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))
     return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
-            "unproven": unproven,
+            "unproven": unproven, "transient": transient,
             "failed_hosts": failed_hosts, "any_passed": bool(good)}
