@@ -105,6 +105,19 @@ def test_two_rails_all_equal_pass(tmp_path):
     assert doc["pair_rounds"] == 2 and not doc["suspects"]
 
 
+def test_a_rail_slow_on_every_host_is_its_switch(tmp_path):
+    out = tmp_path / "c.json"
+    slow = {f"h{i}:eth1": "250mbit" for i in range(1, 5)}
+    with FakeCluster(hosts=4, rails=2, rates={"*": "1gbit", **slow}) as c:
+        r = _check(c, ["--rails", "eth0,eth1", "--json", out], tmp_path, ppn=2)
+    assert _code(r) == 1, r.stdout + r.stderr
+    doc = json.loads(out.read_text())["check"]
+    print(f"rail pairs GB/s: {sorted(_figures(doc).items())}; round seconds {doc['round_seconds']}")
+    assert doc["suspects"] == ["rail 1 switch (slow on every host's rail 1)"], doc["suspects"]
+    assert doc["failing_hosts"] == [] and "scontrol" not in r.stdout
+    assert set(_verdicts(r.stdout).values()) == {"PASS"}, r.stdout
+
+
 LEAVES = {"leaf1": ["h1", "h2", "h3", "h4"], "leaf2": ["h5", "h6", "h7", "h8"]}
 
 
