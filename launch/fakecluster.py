@@ -7,12 +7,27 @@ off a bridge that lives in its own "switch" namespace, so the root namespace
 gets no interfaces or routes and two clusters with the same addresses can exist
 at the same time.  Optional tc tbf rate limits per host link, both directions.
 
+Rails: with rails=2 each host has eth0 on one bridge and eth1 on another, each rail its
+own subnet (198.51.100.0/25 and .128/25; /26s for 3 or 4 rails).  Leaves: hosts grouped
+under leaf bridges (one set per rail), joined to a spine bridge by an uplink veth pair
+each, whose rate can be limited too.  Rates per host ("h3"), per host interface
+("h3:eth1") or per leaf uplink (uplink_rates={"leaf2": "250mbit"}).
+
     with FakeCluster(hosts=3, rates={"h3": "250mbit"}) as c:
         c.run_on("h2", ["hostname"])
         c.mpirun(["python", "script.py"], ppn=2)
+    with FakeCluster(hosts=4, rails=2, rates={"*": "1gbit", "h3:eth1": "250mbit"}) as c: ...
+    with FakeCluster(hosts=8, leaves={"leaf1": ["h1", "h2", "h3", "h4"],
+                                      "leaf2": ["h5", "h6", "h7", "h8"]},
+                     uplink_rates={"leaf2": "250mbit"}) as c:
+        c.topology_conf()    # the same layout in SLURM's topology.conf syntax
 
 Script use:
     python launch/fakecluster.py --hosts 3 --ppn 2 --rate 1gbit -- python -m mpibench ...
+    python launch/fakecluster.py --hosts 4 --ppn 2 --rails 2 --rate 1gbit --rate h3:eth1=250mbit \
+        -- python -m mpibench check --rails eth0,eth1
+    python launch/fakecluster.py --hosts 8 --leaves 2 --uplink-rate leaf2=250mbit \
+        --rate 1gbit --topology-out topo.conf -- python -m mpibench check --topology topo.conf
     python launch/fakecluster.py --hosts 2 --exec -- hostname
     python launch/fakecluster.py --cleanup     # remove leftovers of killed runs
 """
@@ -148,27 +163,53 @@ class FakeCluster:
     switch_name = "switch"  # hostname of the switch namespace (address .1)
 
     def __init__(self, hosts: int = 2, names: list[str] | None = None,
-                 rates: str | dict[str, str] | None = None, workdir: str | None = None):
+                 rates: str | dict[str, str] | None = None, workdir: str | None = None,
+                 rails: int = 1, leaves: dict[str, list[str]] | None = None,
+                 uplink_rates: str | dict[str, str] | None = None):
         names = list(names) if names else [f"h{i}" for i in range(1, hosts + 1)]
-        if not 1 <= len(names) <= 200:
-            raise ValueError("need 1..200 hosts")
+        if not 1 <= rails <= 4:
+            raise ValueError("need 1..4 rails")
+        block = 256 if rails == 1 else 256 // (2 if rails == 2 else 4)
+        limit = min(200, block - 12)
+        if not 1 <= len(names) <= limit:
+            raise ValueError(f"need 1..{limit} hosts with {rails} rail{'s' if rails > 1 else ''}")
         for n in names + [self.switch_name]:
             if not _NAME_RE.match(n):
                 raise ValueError(f"bad host name {n!r}")
         if len(set(names)) != len(names) or self.switch_name in names:
             raise ValueError("host names must be unique and not 'switch'")
         self.hosts = names
-        self.addrs = {h: f"{SUBNET}.{11 + i}" for i, h in enumerate(names)}
+        self.rails = rails
+        self.ifaces = [f"eth{r}" for r in range(rails)]
+        self._block = block
+        # rail r: 198.51.100.(block*r + 11 + i); rail 0 keeps the addresses of one rail
+        self.rail_addrs = [{h: f"{SUBNET}.{block * r + 11 + i}" for i, h in enumerate(names)}
+                           for r in range(rails)]
+        self.addrs = self.rail_addrs[0]
         self.switch_addr = f"{SUBNET}.1"
+        self.leaves = self._check_leaves(leaves, names)
         if isinstance(rates, str):
             rates = {"*": rates}
         rates = dict(rates or {})
-        unknown = set(rates) - set(names) - {"*"}
+        ports = {f"{h}:{i}" for h in names for i in self.ifaces}
+        unknown = set(rates) - set(names) - ports - {"*"}
         if unknown:
-            raise ValueError(f"rates for unknown hosts: {sorted(unknown)}")
+            raise ValueError(f"rates for unknown hosts or interfaces: {sorted(unknown)}")
         default = rates.pop("*", None)
         self.rates = {h: rates.get(h, default) for h in names if rates.get(h, default)}
-        for r in self.rates.values():
+        # per (host, interface): its own rate, else the host's, else the default
+        self.port_rates = {(h, i): rates.get(f"{h}:{i}", rates.get(h, default))
+                           for h in names for i in self.ifaces
+                           if rates.get(f"{h}:{i}", rates.get(h, default))}
+        if isinstance(uplink_rates, str):
+            uplink_rates = {leaf: uplink_rates for leaf in self.leaves}
+        self.uplink_rates = dict(uplink_rates or {})
+        if self.uplink_rates and not self.leaves:
+            raise ValueError("uplink rates need leaves")
+        bad = set(self.uplink_rates) - set(self.leaves)
+        if bad:
+            raise ValueError(f"uplink rates for unknown leaves: {sorted(bad)}")
+        for r in list(self.port_rates.values()) + list(self.uplink_rates.values()):
             rate_bits(r)  # validate early
         self.tag = f"{PREFIX}{os.getpid()}x{secrets.token_hex(2)}"
         self._workdir_arg = workdir
@@ -177,6 +218,35 @@ class FakeCluster:
         self._made: list[str] = []  # namespaces created so far
         self._closed = True
         self.timings: dict[str, float] = {}
+
+    @staticmethod
+    def _check_leaves(leaves, names):
+        if not leaves:
+            return {}
+        seen = {}
+        for leaf, hs in leaves.items():
+            if not _NAME_RE.match(leaf) or leaf == "spine1":
+                raise ValueError(f"bad leaf name {leaf!r}")
+            for h in hs:
+                if h not in names:
+                    raise ValueError(f"leaf {leaf}: unknown host {h!r}")
+                if h in seen:
+                    raise ValueError(f"host {h} under two leaves ({seen[h]}, {leaf})")
+                seen[h] = leaf
+        left = [h for h in names if h not in seen]
+        if left:
+            raise ValueError(f"hosts under no leaf: {left}")
+        if len(leaves) > 9:
+            raise ValueError("at most 9 leaves")
+        return {leaf: list(hs) for leaf, hs in leaves.items()}
+
+    def topology_conf(self) -> str:
+        """The layout in SLURM's topology.conf syntax (one switch when there are no leaves)."""
+        if not self.leaves:
+            return f"SwitchName=switch1 Nodes={','.join(self.hosts)}\n"
+        lines = [f"SwitchName={leaf} Nodes={','.join(hs)}" for leaf, hs in self.leaves.items()]
+        lines.append(f"SwitchName=spine1 Switches={','.join(self.leaves)}")
+        return "\n".join(lines) + "\n"
 
     # ---- names -------------------------------------------------------------
     def netns(self, host: str) -> str:
@@ -246,25 +316,53 @@ class FakeCluster:
         self._add_netns(sw)
         ipsw = ["ip", "-n", sw]
         _sh(ipsw + ["link", "set", "lo", "up"])
-        _sh(ipsw + ["link", "add", "br0", "type", "bridge"])
-        _sh(ipsw + ["addr", "add", f"{self.switch_addr}/24", "dev", "br0"])
-        _sh(ipsw + ["link", "set", "br0", "up"])
+        plen = 24 if self.rails == 1 else 32 - (self._block.bit_length() - 1)
+        leaf_of = {h: leaf for leaf, hs in self.leaves.items() for h in hs}
+        leaf_index = {leaf: k for k, leaf in enumerate(self.leaves)}
+        for r in range(self.rails):
+            # rail 0 with no leaves keeps the one bridge's name, br0
+            top = "br0" if r == 0 and not self.leaves else (f"sp{r}" if self.leaves else f"br{r}")
+            _sh(ipsw + ["link", "add", top, "type", "bridge"])
+            if r == 0:
+                _sh(ipsw + ["addr", "add", f"{self.switch_addr}/{plen}", "dev", top])
+            _sh(ipsw + ["link", "set", top, "up"])
+            for leaf, k in leaf_index.items():
+                br, up, down = f"lf{r}x{k}", f"up{r}x{k}", f"dn{r}x{k}"
+                _sh(ipsw + ["link", "add", br, "type", "bridge"])
+                _sh(ipsw + ["link", "set", br, "up"])
+                _sh(ipsw + ["link", "add", up, "type", "veth", "peer", "name", down])
+                _sh(ipsw + ["link", "set", up, "master", br, "up"])
+                _sh(ipsw + ["link", "set", down, "master", top, "up"])
+                if leaf in self.uplink_rates:
+                    self._shape(sw, up, self.uplink_rates[leaf])    # leaf -> spine
+                    self._shape(sw, down, self.uplink_rates[leaf])  # spine -> leaf
         for i, h in enumerate(self.hosts):
             ns = self.netns(h)
             self._add_netns(ns)
-            port = f"port{i + 1}"
-            # Both ends are created straight inside their namespaces: nothing
-            # ever appears in the root namespace.
-            _sh(ipsw + ["link", "add", port, "type", "veth", "peer", "name", "eth0",
-                        "netns", ns])
-            _sh(ipsw + ["link", "set", port, "master", "br0", "up"])
             ipn = ["ip", "-n", ns]
             _sh(ipn + ["link", "set", "lo", "up"])
-            _sh(ipn + ["addr", "add", f"{self.addrs[h]}/24", "dev", "eth0"])
-            _sh(ipn + ["link", "set", "eth0", "up"])
-            if h in self.rates:
-                self._shape(ns, "eth0", self.rates[h])  # host -> switch
-                self._shape(sw, port, self.rates[h])  # switch -> host
+            if self.rails > 1:
+                # a reply may leave by the other rail than the request came in on
+                for key in ("all", "default"):
+                    _sh(["nsenter", f"--net={NETNS_DIR / ns}", "sysctl", "-qw",
+                         f"net.ipv4.conf.{key}.rp_filter=0"])
+            for r, dev in enumerate(self.ifaces):
+                port = f"port{i + 1}" if r == 0 else f"p{r}x{i + 1}"
+                if h in leaf_of:
+                    br = f"lf{r}x{leaf_index[leaf_of[h]]}"
+                else:
+                    br = "br0" if r == 0 else f"br{r}"
+                # Both ends are created straight inside their namespaces: nothing
+                # ever appears in the root namespace.
+                _sh(ipsw + ["link", "add", port, "type", "veth", "peer", "name", dev,
+                            "netns", ns])
+                _sh(ipsw + ["link", "set", port, "master", br, "up"])
+                _sh(ipn + ["addr", "add", f"{self.rail_addrs[r][h]}/{plen}", "dev", dev])
+                _sh(ipn + ["link", "set", dev, "up"])
+                rate = self.port_rates.get((h, dev))
+                if rate:
+                    self._shape(ns, dev, rate)  # host -> switch
+                    self._shape(sw, port, rate)  # switch -> host
 
     def _add_netns(self, ns: str) -> None:
         _sh(["ip", "netns", "add", ns])
@@ -416,12 +514,30 @@ def default_mpirun() -> str:
     return found
 
 
-def _parse_rates(items: list[str]) -> dict[str, str]:
+def _parse_rates(items: list[str], every=None) -> dict[str, str]:
+    """['1gbit', 'h3=250mbit'] -> {'*': '1gbit', 'h3': '250mbit'}; with every (names),
+    the default is spelled out for each name instead of '*'."""
     rates: dict[str, str] = {}
     for item in items:
         host, sep, rate = item.rpartition("=")
         rates[host if sep else "*"] = rate
+    if every is not None and "*" in rates:
+        default = rates.pop("*")
+        rates = {**{n: default for n in every}, **rates}
     return rates
+
+
+def split_leaves(names: list[str], count: int) -> dict[str, list[str]]:
+    """Hosts in order under leaf1..leafN, as evenly as they go."""
+    if not 1 <= count <= min(9, len(names)):
+        raise ValueError(f"need 1..{min(9, len(names))} leaves for {len(names)} hosts")
+    size, extra = divmod(len(names), count)
+    out, at = {}, 0
+    for k in range(count):
+        n = size + (1 if k < extra else 0)
+        out[f"leaf{k + 1}"] = names[at:at + n]
+        at += n
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -431,7 +547,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--names", help="comma-separated host names instead of h1..hN")
     ap.add_argument("--ppn", type=int, default=1, help="ranks per host")
     ap.add_argument("--rate", action="append", default=[],
-                    help="link rate, e.g. 1gbit (all hosts) or h3=250mbit; repeatable")
+                    help="link rate, e.g. 1gbit (all hosts), h3=250mbit or h3:eth1=250mbit; "
+                         "repeatable")
+    ap.add_argument("--rails", type=int, default=1,
+                    help="interfaces per host, eth0..ethN-1, each rail on its own bridge and subnet")
+    ap.add_argument("--leaves", type=int, default=0,
+                    help="split the hosts in order under this many leaf bridges joined by a spine")
+    ap.add_argument("--uplink-rate", action="append", default=[],
+                    help="leaf uplink rate, e.g. 1gbit (all) or leaf2=250mbit; repeatable")
+    ap.add_argument("--topology-out", metavar="FILE",
+                    help="write the layout as SLURM's topology.conf to FILE first")
     ap.add_argument("--mpirun", help="mpirun to use (default: next to this python)")
     ap.add_argument("--mpi-arg", action="append", default=[], help="extra mpirun argument")
     ap.add_argument("--timeout", type=float, default=600)
@@ -447,7 +572,12 @@ def main(argv: list[str] | None = None) -> int:
     if not cmd:
         ap.error("no command given (put it after --)")
     names = a.names.split(",") if a.names else None
-    with FakeCluster(hosts=a.hosts, names=names, rates=_parse_rates(a.rate)) as c:
+    names = names or [f"h{i}" for i in range(1, a.hosts + 1)]
+    leaves = split_leaves(names, a.leaves) if a.leaves else None
+    with FakeCluster(names=names, rates=_parse_rates(a.rate), rails=a.rails, leaves=leaves,
+                     uplink_rates=_parse_rates(a.uplink_rate, leaves) or None) as c:
+        if a.topology_out:
+            Path(a.topology_out).write_text(c.topology_conf())
         try:
             if a.exec:
                 r = c.run_on(c.hosts[0], cmd, timeout=a.timeout)

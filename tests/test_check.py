@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
 from mpibench import resultsfile
-from mpibench.diagnose import health
+from mpibench.diagnose import fabricplan, health, tomography, topology
 from mpibench.results import nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
@@ -28,9 +28,15 @@ NCCL_JSON = DATA / "nccl-tests-all_reduce_perf.json"
 SMALL = ["-b", "1M", "-n", "3", "-w", "1"]
 
 
-# ---- the pairing, without processes ----
+# ---- the pairing, without processes (one rail, one switch; more in test_fabric.py) ----
+def _run(n, judge):
+    names = [f"h{i}" for i in range(n)]
+    fabric = tomography.Fabric(names, 1, topology.single(names))
+    return fabricplan.run(fabric, lambda pairs: {p: [ok] for p, ok in judge(pairs).items()})
+
+
 def _judge(bad_hosts, bad_pairs):
-    """A simulated fabric: 100 GB/s, 20 where a bad host or a bad pair takes part."""
+    """A simulated fabric: a pair fails where a bad host or a bad pair takes part."""
     def judge(pairs):
         return {p: not (set(p) & bad_hosts or p in bad_pairs) for p in pairs}
     return judge
@@ -41,7 +47,8 @@ def test_pairing_names_exactly_5_bad_hosts_and_3_bad_pairs_of_1024_in_3_rounds(s
     rng = random.Random(seed)
     n = 1024
     bad = set(rng.sample(range(n), 5))
-    first_round = health.PairRounds(n).next_round()
+    names = [f"h{i}" for i in range(n)]
+    first_round = fabricplan.first_rounds(tomography.Fabric(names, 1, topology.single(names)))[0]
     bad_pairs = set(rng.sample([p for p in first_round if not set(p) & bad], 3))
     seen = []
 
@@ -50,36 +57,33 @@ def test_pairing_names_exactly_5_bad_hosts_and_3_bad_pairs_of_1024_in_3_rounds(s
         assert len(hosts) == len(set(hosts)), "a host in two pairs of one round"
         seen.append(pairs)
         return _judge(bad, bad_pairs)(pairs)
-    verdict = health.run_pairs(n, judge)
-    assert sorted(verdict["bad"]) == sorted(bad)
-    assert set(verdict["links"]) == bad_pairs
-    assert verdict["rounds"] == len(seen) <= 3
-    assert sum(len(r) for r in seen[1:]) <= 2 * (5 + 3), "re-pairing went beyond the suspects"
+    verdict = _run(n, judge)
+    assert verdict["failed_hosts"] == sorted(bad)
+    assert {(a, b) for a, b, _ in verdict["unexplained"]} == bad_pairs
+    assert not verdict["ties"] and verdict["rounds"] == len(seen) <= 3
+    assert sum(len(r) for r in seen[2:]) <= 2 * 5, "deciding rounds went beyond the suspects"
 
 
-def test_pairing_odd_host_sits_out_then_is_paired_with_a_host_that_passed():
+def test_pairing_odd_hosts_are_each_on_a_path():
     seen = []
-    verdict = health.run_pairs(5, lambda pairs: seen.append(pairs) or {p: True for p in pairs})
-    assert seen[0] == [(0, 1), (2, 3)]
-    assert len(seen[1]) == 1 and 4 in seen[1][0]
-    assert verdict == {"bad": [], "links": [], "reasons": {}, "rounds": 2}
+    verdict = _run(5, lambda pairs: seen.append(pairs) or {p: True for p in pairs})
+    assert seen == [[(0, 1), (2, 3)], [(1, 2), (3, 4)]]
+    assert verdict["named"] == [] and verdict["rounds"] == 2
 
 
 def test_pairing_odd_bad_host_fails_with_two_partners_that_passed():
-    verdict = health.run_pairs(7, _judge({6}, set()))
-    assert verdict["bad"] == [6] and verdict["rounds"] == 3
-    proven, failed = verdict["reasons"][6]
-    assert len(proven) == 2 and proven == failed
+    verdict = _run(7, _judge({6}, set()))
+    assert verdict["failed_hosts"] == [6] and verdict["rounds"] <= 3 and not verdict["ties"]
 
 
 def test_pairing_when_every_pair_fails_names_every_host_and_ends():
-    verdict = health.run_pairs(5, lambda pairs: {p: False for p in pairs})
-    assert verdict["bad"] == [0, 1, 2, 3, 4] and verdict["links"] == []
-    assert verdict["rounds"] <= 3
+    verdict = _run(5, lambda pairs: {p: False for p in pairs})
+    assert verdict["failed_hosts"] == [0, 1, 2, 3, 4] and not verdict["unexplained"]
+    assert verdict["rounds"] == 2
 
 
 def test_pairing_of_one_host_has_no_round():
-    assert health.run_pairs(1, lambda pairs: pytest.fail("no pair to test"))["rounds"] == 0
+    assert _run(1, lambda pairs: pytest.fail("no pair to test"))["rounds"] == 0
 
 
 # ---- hostlists ----
@@ -453,7 +457,7 @@ def test_check_names_the_host_throttled_to_a_quarter(tmp_path):
     print(f"pair busbw GB/s: with h3 {with_h3}, without {others}")
     assert len(with_h3) >= 2 and max(with_h3) < 0.5 * min(others)
     lines = table.read_text().splitlines()
-    assert lines[0] == ("host,ranks,intra_busbw_GBps,partner,round,pair_busbw_GBps,"
+    assert lines[0] == ("host,ranks,intra_busbw_GBps,partner,round,rail,pair_busbw_GBps,"
                         "line_rate_gbps,verdict,reason")
     assert {x.split(",")[0] for x in lines[1:] if ",FAIL," in x} == {"h3"}
 
@@ -474,7 +478,8 @@ def test_check_fails_every_host_below_an_expected_busbw(tmp_path):
     assert _exit_code(r) == 1, r.stdout + r.stderr
     assert set(_verdicts(r.stdout).values()) == {"FAIL"} and len(_verdicts(r.stdout)) == 6
     assert re.search(rf"between hosts: below min_busbw_GBps 50 \(--expect {expect}\) with "
-                     rf"h2 \([0-9.]+ GB/s\); none passed with another host", r.stdout), r.stdout
+                     rf"h2 \([0-9.]+ GB/s\), h6 \([0-9.]+ GB/s\); none passed with another host",
+                     r.stdout), r.stdout
     assert "# FAILING HOSTS (6 of 6): h[1-6]" in r.stdout
     assert ": FAIL, busbw" in r.stdout.split("3. the whole job")[1].split("\n")[0]
     assert "NodeName=h[1-6] State=DRAIN" in r.stdout

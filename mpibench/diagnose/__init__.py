@@ -5,7 +5,9 @@ command's preamble and document; findings turns host facts into findings; nccllo
 ncclprobe read NCCL's choices; stragglers names slow ranks and hosts from per-iteration
 times; pairs plans the pairs and names slow links; links is the link check between
 hosts (run and p2p); sink routes the engine's rows and probes to results and stragglers;
-health pairs hosts in check's rounds, names bad hosts and links, and holds its thresholds.
+health holds check's thresholds; topology reads the switch tree (topology.conf);
+fabricplan plans check's pair rounds over leaves and rails; tomography names the links,
+rails, uplinks and switches the failed paths condemn; counters reads port error counters.
 
 May import: errors, launch, measure, results.
 """

@@ -1,16 +1,7 @@
-"""`check`'s judgement, without processes: which host pairs to test in each round, which
-hosts and links the results condemn, the thresholds they are held to, and a host's line
-rate as `doctor` reads it.
-
-Pairs: round 1 pairs the hosts in order (an odd last host sits out). A pair below the
-threshold makes both hosts suspects; from round 2 each suspect (and the host that sat
-out) is paired with a different host that has passed. A host that fails and never
-passes is bad (named "bad" when it failed with two different partners that passed
-elsewhere); a failed pair whose hosts both passed with other partners is a suspect
-link. Three rounds at most while there are at least as many passed hosts as suspects,
-whatever the host count; every round is computed in O(hosts).
+"""`check`'s judgement, without processes: the thresholds results are held to, and a
+host's line rate as `doctor` reads it. (Which pairs to test and what their results
+condemn: fabricplan.py and tomography.py.)
 """
-from collections import deque
 from statistics import median
 
 from ..errors import UsageError
@@ -20,87 +11,6 @@ from . import hostfacts
 TESTS = ("intra", "pair", "job")
 LIMITS = ("min_busbw_GBps", "max_latency_us")
 RELATIVE = 0.8          # relative mode: fail below this share of the median host or pair
-
-
-class PairRounds:
-    """The rounds of the inter-host test as a state machine over host indices 0..n-1:
-    next_round() gives the pairs to test, record() takes which of them passed."""
-
-    def __init__(self, n):
-        self.n = n
-        self.passed = [set() for _ in range(n)]    # partners each host passed with
-        self.failed = [set() for _ in range(n)]    # partners each host failed with
-        self.rounds = 0
-
-    def next_round(self):
-        """[(a, b)] disjoint pairs for the next round; [] when nothing is left to test."""
-        if self.rounds == 0:
-            pairs = [(a, a + 1) for a in range(0, self.n - 1, 2)]
-        else:
-            pairs = self._repair()
-        if pairs:
-            self.rounds += 1
-        return pairs
-
-    def record(self, results):
-        """results: {(a, b): True when the pair reached the threshold}."""
-        for (a, b), ok in results.items():
-            (self.passed if ok else self.failed)[a].add(b)
-            (self.passed if ok else self.failed)[b].add(a)
-
-    def _needs(self, h):
-        """A host with no pass yet, not yet failed with two partners that passed elsewhere."""
-        if self.passed[h]:
-            return False
-        return sum(1 for p in self.failed[h] if self.passed[p]) < 2
-
-    def _repair(self):
-        free = deque(h for h in range(self.n) if self.passed[h])
-        pairs = []
-        for h in (h for h in range(self.n) if self._needs(h)):
-            tried, rejected = self.passed[h] | self.failed[h], []
-            # h has at most two earlier partners: at most two hosts are put back per
-            # suspect, so a round stays linear in the hosts
-            while free and free[0] in tried:
-                rejected.append(free.popleft())
-            if free:
-                pairs.append(tuple(sorted((h, free.popleft()))))
-            free.extendleft(reversed(rejected))
-        # A host never tested (it sat out) when no host has passed: any partner will do,
-        # so that every host has a figure.
-        busy = {h for p in pairs for h in p}
-        for h in range(self.n):
-            if h not in busy and not self.passed[h] and not self.failed[h]:
-                other = next((x for x in range(self.n) if x != h and x not in busy), None)
-                if other is not None:
-                    pairs.append(tuple(sorted((h, other))))
-                    busy.update((h, other))
-        return pairs
-
-    def verdict(self):
-        """{'bad': hosts that failed and never passed, 'links': failed pairs whose hosts
-        both passed elsewhere, 'reasons': {host: why}}."""
-        bad, reasons, links = [], {}, set()
-        for h in range(self.n):
-            if self.failed[h] and not self.passed[h]:
-                bad.append(h)
-                proven = sorted(p for p in self.failed[h] if self.passed[p])
-                reasons[h] = (proven, sorted(self.failed[h]))
-            for p in self.failed[h]:
-                if self.passed[h] and self.passed[p]:
-                    links.add(tuple(sorted((h, p))))
-        return {"bad": bad, "links": sorted(links), "reasons": reasons, "rounds": self.rounds}
-
-
-def run_pairs(n, judge):
-    """Drive PairRounds with judge(pairs) -> {pair: passed}; the verdict (for tests and
-    for a caller that has the figures at hand)."""
-    rounds = PairRounds(n)
-    while True:
-        pairs = rounds.next_round()
-        if not pairs:
-            return rounds.verdict()
-        rounds.record(judge(pairs))
 
 
 # ---- thresholds ----

@@ -2,8 +2,9 @@
 
 launcher maps mpirun/srun/torchrun variables to rank, size and device; bootstrap finds
 the rendezvous and starts the process group; comm is the MPI side channel (mpi4py, or
-the torch store); netaddr and slurm find addresses and host lists; watchdog names hung
-or dead ranks; faults holds the test-only fault switches.
+the torch store); netaddr and slurm find addresses and host lists; rails binds each local
+rank to its interface (MPIBENCH_RAILS); watchdog names hung or dead ranks; faults holds
+the test-only fault switches.
 
 May import: mpibench.errors and the package's __version__ only.
 """

@@ -15,7 +15,7 @@ import sys
 
 from .. import __version__
 from ..errors import Exit, UsageError
-from . import faults, gpuhost, netaddr
+from . import faults, gpuhost, netaddr, rails
 from .comm import Comm, MPIComm, StoreComm
 from .watchdog import Watchdog
 
@@ -41,6 +41,7 @@ class Session:
         self.watch = None            # the hang watchdog and signal handler (watchdog.py)
         self.command = None          # the command's name (for the verdict line)
         self.results = None          # rank 0: the command's results document, once opened
+        self.rail = None             # (index, interface) under MPIBENCH_RAILS (rails.py)
 
     @property
     def launcher(self):
@@ -355,6 +356,8 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     if backend is None:
         return session
     backend = _agreed_backend(session, backend)
+    session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname)
+    session.agree(error)
     device, error = _pick_device(session, backend)
     session.agree(error)
     session.backend, session.device = backend, device

@@ -17,6 +17,8 @@ Signals, when the rank starts a step (watchdog.arm) whose name holds ARG:
 "trustlogs:0": the nccl-tests log reader skips its checks of mixed or cut lines (sizes
 that run backwards, an average its rows contradict, a stray or repeated rank line), so
 that its fuzz test can prove it notices what those checks stop.
+"counter:1[:NAME]": check reads an error counter NAME (default symbol_error) as moved by
+one on that rank's host in every round.
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """

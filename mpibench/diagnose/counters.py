@@ -1,0 +1,98 @@
+"""A host's port error counters and link state, read before and after each of `check`'s
+rounds: what moved while a link was under test.
+
+InfiniBand / RoCE: /sys/class/infiniband/<dev>/ports/<port>/counters/<name> and the
+port's state and rate; Ethernet: /sys/class/net/<if>/statistics/<name> and the
+interface's operstate and speed. Files are read under a root folder (default /) so that
+tests can point it at a fabricated sysfs tree; anything missing is left out, never raised.
+Only error counters are kept (byte and packet counts move on every healthy link).
+"""
+import os
+
+IB_ERRORS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
+             "port_xmit_discards", "port_rcv_remote_physical_errors",
+             "port_rcv_switch_relay_errors", "local_link_integrity_errors",
+             "excessive_buffer_overrun_errors", "port_xmit_constraint_errors",
+             "port_rcv_constraint_errors", "VL15_dropped")
+NET_ERRORS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors",
+              "rx_frame_errors", "rx_fifo_errors", "tx_fifo_errors", "rx_missed_errors",
+              "rx_over_errors", "tx_carrier_errors", "tx_aborted_errors")
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _int(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ls(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def snapshot(root="/"):
+    """{port: {'state', 'speed', 'counters': {name: value}}}, port being 'mlx5_0/1'
+    (device/port) or 'eth1' (interface; loopback left out)."""
+    out = {}
+    ib = os.path.join(root, "sys/class/infiniband")
+    for dev in _ls(ib):
+        for port in _ls(os.path.join(ib, dev, "ports")):
+            d = os.path.join(ib, dev, "ports", port)
+            found = {c: _int(_read(os.path.join(d, "counters", c))) for c in IB_ERRORS}
+            state = (_read(os.path.join(d, "state")) or "unknown").split(":")[-1].strip()
+            out[f"{dev}/{port}"] = {"state": state, "speed": _read(os.path.join(d, "rate")),
+                                    "counters": {c: v for c, v in found.items() if v is not None}}
+    net = os.path.join(root, "sys/class/net")
+    for name in _ls(net):
+        if name == "lo":
+            continue
+        d = os.path.join(net, name)
+        found = {c: _int(_read(os.path.join(d, "statistics", c))) for c in NET_ERRORS}
+        out[name] = {"state": _read(os.path.join(d, "operstate")) or "unknown",
+                     "speed": _read(os.path.join(d, "speed")),
+                     "counters": {c: v for c, v in found.items() if v is not None}}
+    return out
+
+
+def delta(before, after):
+    """[{'port', 'what', 'moved' or 'from'/'to'}]: error counters that rose, links that
+    changed state or speed, ports that came or went, between two snapshots."""
+    moved = []
+    for port in sorted(set(before) | set(after)):
+        a, b = before.get(port), after.get(port)
+        if a is None or b is None:
+            moved.append({"port": port, "what": "port", "from": "absent" if a is None else "present",
+                          "to": "absent" if b is None else "present"})
+            continue
+        for key in ("state", "speed"):
+            if a[key] != b[key]:
+                moved.append({"port": port, "what": key, "from": a[key], "to": b[key]})
+        for name, value in b["counters"].items():
+            old = a["counters"].get(name)
+            if old is not None and value > old:
+                moved.append({"port": port, "what": name, "moved": value - old})
+    return moved
+
+
+def describe(changes):
+    """'eth1 rx_dropped +3, eth1 state up -> down' (empty text for none)."""
+    return ", ".join(f"{c['port']} {c['what']} +{c['moved']}" if "moved" in c
+                     else f"{c['port']} {c['what']} {c['from']} -> {c['to']}" for c in changes)
+
+
+def on_ports(changes, ports):
+    """The changes on the named ports (all of them when ports is empty or None)."""
+    if not ports:
+        return list(changes)
+    return [c for c in changes if c["port"] in ports or c["port"].split("/")[0] in ports]

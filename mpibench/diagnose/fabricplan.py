@@ -1,0 +1,232 @@
+"""Which host pairs `check` tests in each round, so that tomography.py can name the bad
+link, rail or uplink. A pair of hosts is tested on every rail at once (local rank i of
+one with local rank i of the other), every pair of a round at once.
+
+Four rounds at most, whatever the host count:
+1. inside each leaf: neighbours in the leaf paired (the odd host of each odd leaf is
+   paired with the odd host of another leaf);
+2. across leaves: the host in slot j of each leaf is paired with slot j of another leaf,
+   the leaf partner taken from round j of a round-robin over the leaves, so each leaf
+   talks to up to 32 different leaves (one leaf: neighbours shifted by one).
+   After these two, every host link is on two tested paths with different partners
+   (with an odd host count or uneven leaves, a few hosts on one path: one that passed
+   proves them good, one that failed is decided in round 3), and every uplink on
+   as many paths as its subtree has hosts, to different leaves. A bad link then fails two
+   paths whose other links pass elsewhere: one explanation, one link.
+3. and 4. deciding rounds: where two links explain the same failed paths (two bad links
+   met on one path, or both of a failed path's links were never proven good), each is
+   paired with a host proven good through links proven good, so that the path's only
+   unproven link is the one in doubt. Two such rounds, because a deciding pair's partner
+   is chosen before the round and is only proven good by the rounds before it: one
+   round settles what rounds 1-2 left open, a second what the first left (a tie with
+   no such pair, e.g. the two uplinks of a two-leaf tree, stays a tie and is said so).
+   A failed pair whose every link passed elsewhere is tested once more in them too: a
+   pass then makes it a passing disturbance, not a fault.
+Every round is computed in O(hosts x rails).
+"""
+from . import tomography
+from .pairs import round_robin
+
+MAX_ROUNDS = 4
+TRIES = 4          # hosts tried per leaf for an uplink's deciding pair
+
+
+def _leaves(fabric):
+    """[[host, ...] per leaf], leaves and hosts in job order."""
+    by = {}
+    for h in range(fabric.n):
+        by.setdefault(fabric.leaf[h], []).append(h)
+    return list(by.values())
+
+
+def _pair_leftovers(left, avoid, fabric, prefer_other_leaf):
+    """Pairs among left-over hosts (in leaf order), never a pair already in avoid: the
+    first half against the second (across leaves unless one leaf holds more than half),
+    then the rest greedily, across leaves first when asked."""
+    m = len(left) // 2
+    pairs, rest = [], []
+    for a, b in zip(left[:m], left[m:2 * m]):
+        p = tuple(sorted((a, b)))
+        if p in avoid or (prefer_other_leaf and fabric.leaf[a] == fabric.leaf[b]):
+            rest += [a, b]
+        else:
+            pairs.append(p)
+    rest += left[2 * m:]
+    while len(rest) > 1:
+        a = rest.pop(0)
+        ok = [b for b in rest if tuple(sorted((a, b))) not in avoid]
+        if prefer_other_leaf:
+            ok = [b for b in ok if fabric.leaf[b] != fabric.leaf[a]] or ok
+        if ok:
+            rest.remove(ok[0])
+            pairs.append(tuple(sorted((a, ok[0]))))
+    return pairs
+
+
+def first_rounds(fabric):
+    """Rounds 1 and 2: [[(a, b), ...], [(a, b), ...]] over host indices."""
+    leaves = _leaves(fabric)
+    one, left = [], []
+    for hosts in leaves:
+        one += [(hosts[i], hosts[i + 1]) for i in range(0, len(hosts) - 1, 2)]
+        if len(hosts) % 2:
+            left.append(hosts[-1])
+    one += _pair_leftovers(left, set(), fabric, True)
+    seen = set(one)
+    two = []
+    if len(leaves) == 1:
+        hosts = leaves[0]
+        n = len(hosts)
+        two = [tuple(sorted((hosts[i], hosts[(i + 1) % n]))) for i in range(1, n - (n % 2), 2)]
+        two = [p for p in two if p not in seen and p[0] != p[1]]
+    else:
+        circle = round_robin(range(len(leaves)))
+        busy, left = set(), []
+        for j in range(max(len(h) for h in leaves)):
+            for la, lb in circle[j % len(circle)]:
+                if j < len(leaves[la]) and j < len(leaves[lb]):
+                    p = tuple(sorted((leaves[la][j], leaves[lb][j])))
+                    if p not in seen:
+                        two.append(p)
+                        busy.update(p)
+        left = [h for hosts in leaves for h in hosts if h not in busy]
+        two += _pair_leftovers(left, seen, fabric, True)
+    return [r for r in (one, two) if r]
+
+
+def _clean(fabric, good, h, r):
+    return tomography.nic(h, r) in good
+
+
+def _decisive(fabric, good, a, b, target):
+    """The rails on which path a-b has target as its only link not proven good."""
+    out = []
+    for r in range(fabric.rails):
+        links = fabric.path(a, b, r)
+        if target in links and all(x == target or x in good for x in links):
+            out.append(r)
+    return out
+
+
+def _partner_for_nic(fabric, good, host, rail, busy, by_leaf):
+    target = tomography.nic(host, rail)
+    if fabric.rails > 1 and tomography.rail_switch(rail) not in good:
+        return None                    # nothing on this rail is proven: no path can decide
+    for pool in (by_leaf[fabric.leaf[host]], range(fabric.n)):
+        for b in pool:
+            if b != host and b not in busy and _clean(fabric, good, b, rail) \
+                    and _decisive(fabric, good, host, b, target):
+                return b
+    return None
+
+
+def _pair_for_uplink(fabric, good, target, busy, leaves):
+    """A host under the uplink's switch and one outside, both free, the path between them
+    crossing the uplink and otherwise only links proven good."""
+    switch = target[1]
+    inside = [hs for hs in leaves if switch in fabric.topo.up(fabric.leaf[hs[0]])]
+    outside = [hs for hs in leaves if switch not in fabric.topo.up(fabric.leaf[hs[0]])]
+    for hs in inside:
+        for a in [h for h in hs if h not in busy][:TRIES]:
+            for hs2 in outside:
+                for b in [h for h in hs2 if h not in busy][:TRIES]:
+                    if _decisive(fabric, good, a, b, target):
+                        return a, b
+    return None
+
+
+def deciding_pairs(fabric, verdict, tested):
+    """Pairs for the next round: for every link of every tie (and every link only ever on
+    failed paths that the verdict did not need), a pair whose path has it as its only
+    link not proven good. Returns (pairs, {link: (a, b) or None})."""
+    good = verdict["good"]
+    leaves = _leaves(fabric)
+    by_leaf = {fabric.leaf[hs[0]]: hs for hs in leaves}
+    mate, pairs, chosen = {}, [], {}
+    doubts = [link for tie in verdict["ties"] for link in tie] + verdict["unproven"]
+    for link in doubts:
+        found = None
+        if link[0] == "nic":
+            _, h, r = link
+            if h in mate:
+                found = mate[h] if _decisive(fabric, good, *mate[h], link) else None
+            else:
+                b = _partner_for_nic(fabric, good, h, r, mate, by_leaf)
+                found = tuple(sorted((h, b))) if b is not None else None
+        elif link[0] == "up":
+            found = _pair_for_uplink(fabric, good, link, mate, leaves)
+            found = tuple(sorted(found)) if found else None
+        if found and found[0] not in mate and found not in tested:
+            pairs.append(found)
+            mate[found[0]] = mate[found[1]] = found
+        chosen[link] = found
+    return pairs, chosen
+
+
+class FabricRounds:
+    """The rounds as a state machine: next_round() gives host pairs, record() takes
+    {(a, b): [passed on rail 0, rail 1, ...]}, verdict() says what is named."""
+
+    def __init__(self, fabric, max_rounds=MAX_ROUNDS):
+        self.fabric = fabric
+        self.max_rounds = max_rounds
+        self.plan = first_rounds(fabric)
+        self.results = []
+        self.tested = set()
+        self.rounds = []
+        self.deciders = {}
+        self.retested = set()
+        self._verdict = None
+
+    def next_round(self):
+        k = len(self.rounds)
+        if k < len(self.plan):
+            pairs = self.plan[k]
+        elif k >= self.max_rounds:
+            pairs = []
+        else:
+            v = self.verdict()
+            if not v["any_passed"]:
+                return []
+            pairs, chosen = deciding_pairs(self.fabric, v, self.tested)
+            for link, pair in chosen.items():
+                self.deciders.setdefault(link, pair)
+            # a failed path whose every link passed elsewhere: tested once more, to tell
+            # a lasting fault between the two from a passing disturbance
+            busy = {h for p in pairs for h in p}
+            for a, b, _ in v["unexplained"]:
+                if (a, b) not in self.retested and a not in busy and b not in busy:
+                    pairs.append((a, b))
+                    busy.update((a, b))
+                    self.retested.add((a, b))
+        if pairs:
+            self.rounds.append(pairs)
+            self.tested.update(pairs)
+        return pairs
+
+    def record(self, results):
+        for (a, b), oks in results.items():
+            for r, ok in enumerate(oks):
+                self.results.append((a, b, r, ok))
+        self._verdict = None
+
+    def verdict(self):
+        if self._verdict is None:
+            v = tomography.localise(self.fabric, self.results)
+            v["rounds"] = len(self.rounds)
+            v["deciders"] = {}
+            for tie in v["ties"]:
+                for link in tie:
+                    v["deciders"][link] = self.deciders.get(link)
+            self._verdict = v
+        return self._verdict
+
+
+def run(fabric, judge, max_rounds=MAX_ROUNDS):
+    """Drive FabricRounds with judge(pairs) -> {(a, b): [passed per rail]}; the verdict."""
+    rounds = FabricRounds(fabric, max_rounds)
+    while True:
+        pairs = rounds.next_round()
+        if not pairs:
+            return rounds.verdict()
+        rounds.record(judge(pairs))

@@ -1,0 +1,148 @@
+"""Which links explain the failed paths (network tomography), without processes.
+
+A tested path is rail r between hosts a and b: the set of links it crosses, namely a's
+link on rail r to its leaf, b's, the uplinks between their leaves (topology.py), and,
+when the job has more than one rail, rail r's switch (the one thing every path of the
+rail shares). A link on a path that passed is good. The verdict is the smallest set of
+links that explains every failed path, found greedily (the link on the most unexplained
+failed paths first); where two links explain exactly the same failed paths they are a
+tie, said as such. A failed path whose every link passed elsewhere is unexplained (a
+flaky or routing fault between those two, not a link; fabricplan tests it once more, and
+one that passes then is transient). With no path passed at all there
+is nothing to compare: every link on a failed path is named.
+
+A host fails when all its rails are named (rails whose switch is named left aside: they
+say nothing of the host); hosts are never blamed for an uplink.
+Work: O(paths x links per path) plus a heap, i.e. O(hosts x rails log) per verdict.
+"""
+import heapq
+
+
+def nic(host, rail):
+    return ("nic", host, rail)
+
+
+def uplink(switch, parent):
+    return ("up", switch, parent)
+
+
+def rail_switch(rail):
+    return ("rail", rail)
+
+
+class Fabric:
+    """Hosts 0..n-1 (names[i]) with `rails` rails each, under a topology (topology.py)."""
+
+    def __init__(self, names, rails, topo, nics=None):
+        self.names = list(names)
+        self.n = len(self.names)
+        self.rails = rails
+        self.topo = topo
+        self.leaf = [topo.leaf[h] for h in self.names]
+        self.nics = nics or {}          # {(host index, rail): "eth1" / "mlx5_1"} where known
+        self._ups = {}
+
+    def uplinks(self, a, b):
+        key = (self.leaf[a], self.leaf[b])
+        found = self._ups.get(key)
+        if found is None:
+            found = self._ups[key] = [uplink(s, p) for s, p in
+                                      self.topo.uplinks_between(*key)] if key[0] != key[1] else []
+        return found
+
+    def path(self, a, b, r):
+        links = [nic(a, r), nic(b, r)] + self.uplinks(a, b)
+        if self.rails > 1:
+            links.append(rail_switch(r))
+        return links
+
+    def name(self, link):
+        """'h3 rail 1 (eth1, its link to leaf1)', 'uplink leaf2-spine1', 'rail 3 switch'."""
+        kind = link[0]
+        if kind == "nic":
+            _, h, r = link
+            extra = [x for x in (self.nics.get((h, r)),
+                                 f"its link to {self.leaf[h]}" if self.leaf[h] else None) if x]
+            return f"{self.names[h]} rail {r}" + (f" ({', '.join(extra)})" if extra else "")
+        if kind == "up":
+            return f"uplink {link[1]}-{link[2]}"
+        return f"rail {link[1]} switch (slow on every host's rail {link[1]})"
+
+
+def localise(fabric, results):
+    """results: [(a, b, rail, passed)] of every path tested so far. Returns
+    {'named': [link], 'ties': [[link, ...]], 'unexplained': [(a, b, rail)],
+     'unproven': [link on failed paths only, not needed by the verdict],
+     'transient': [(a, b, rail) that failed once and passed when tested again],
+     'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
+    good, failed, passed = set(), [], set()
+    for a, b, r, ok in results:
+        links = fabric.path(a, b, r)
+        if ok:
+            good.update(links)
+            passed.add((a, b, r))
+        else:
+            failed.append(((a, b, r), links))
+    named, ties, unexplained = [], [], []
+    if not good:                       # nothing to compare with: every link is suspect
+        seen = {}
+        for _, links in failed:
+            for link in links:
+                if link[0] == "nic":
+                    seen.setdefault(link, None)
+        named = list(seen)
+    else:
+        cands, cover, order = [], {}, {}
+        for i, (p, links) in enumerate(failed):
+            c = [x for x in links if x not in good]
+            if not c:
+                unexplained.append(p)
+            cands.append(c)
+            for x in c:
+                if x not in cover:
+                    order[x] = len(order)
+                    cover[x] = []
+                cover[x].append(i)
+        covered = [not c for c in cands]
+        heap = [(-len(v), order[x], x) for x, v in cover.items()]
+        heapq.heapify(heap)
+        done = set()
+        while heap:
+            neg, _, x = heapq.heappop(heap)
+            if x in done:
+                continue
+            live = [i for i in cover[x] if not covered[i]]
+            if not live:
+                continue
+            if len(live) != -neg:                 # stale count: put it back where it belongs
+                heapq.heappush(heap, (-len(live), order[x], x))
+                continue
+            mine = set(live)
+            twins = [y for y in cands[live[0]] if y != x and y not in done
+                     and {i for i in cover[y] if not covered[i]} == mine]
+            for i in live:
+                covered[i] = True
+            done.add(x)
+            done.update(twins)
+            if twins:
+                ties.append([x] + twins)
+            else:
+                named.append(x)
+    # links on failed paths, never on a passed one, that the verdict did not need: a bad
+    # partner on each of their paths hid them (worth a deciding pair)
+    settled = set(named) | {x for t in ties for x in t}
+    unproven = list(dict.fromkeys(x for _, links in failed for x in links
+                                  if x not in good and x not in settled)) if good else []
+    unexplained = list(dict.fromkeys(unexplained))            # a path retested: once
+    transient = [p for p in unexplained if p in passed]      # failed once, passed again
+    unexplained = [p for p in unexplained if p not in passed]
+    per_host = {}
+    for link in named:
+        if link[0] == "nic":
+            per_host.setdefault(link[1], set()).add(link[2])
+    # a rail whose switch is named says nothing of the hosts' links on it
+    known = fabric.rails - sum(1 for x in named if x[0] == "rail")
+    failed_hosts = sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))
+    return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
+            "unproven": unproven, "transient": transient,
+            "failed_hosts": failed_hosts, "any_passed": bool(good)}

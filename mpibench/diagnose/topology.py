@@ -1,0 +1,152 @@
+"""The switch tree of a job, from SLURM's topology.conf syntax (a file, or what
+`scontrol show topology` prints):
+
+    SwitchName=leaf1 Nodes=n[01-16]
+    SwitchName=spine1 Switches=leaf[1-4]
+
+Hosts hang off leaf switches, switches off their parent; a tree, one parent each. What
+it is checked for, each one UsageError line: a host under two switches, a switch under
+two parents, a loop, a switch named but never described, hosts named that are not in the
+job (a file given for this job), hosts of the job it leaves out.
+"""
+import re
+import subprocess
+
+from ..errors import UsageError
+from ..launch.slurm import compress_hostlist, expand_nodelist
+
+
+class Topology:
+    """leaf[host] -> its switch; parent[switch] -> the switch above (absent at the top)."""
+
+    def __init__(self, leaf, parent, source):
+        self.leaf, self.parent, self.source = leaf, parent, source
+
+    def up(self, switch):
+        """The switches from this one to the top, itself first."""
+        out = [switch]
+        while out[-1] in self.parent:
+            out.append(self.parent[out[-1]])
+        return out
+
+    def uplinks_between(self, leaf_a, leaf_b):
+        """The uplinks (switch, parent) a path from leaf_a to leaf_b crosses ([] on one leaf)."""
+        if leaf_a == leaf_b:
+            return []
+        a, b = self.up(leaf_a), self.up(leaf_b)
+        common = set(a) & set(b)
+        links = []
+        for chain in (a, b):
+            for s in chain:
+                if s in common:
+                    break
+                links.append((s, self.parent.get(s)))
+        return links
+
+
+def _fields(line):
+    out = {}
+    for token in line.split():
+        key, sep, value = token.partition("=")
+        if sep:
+            out[key.lower()] = value
+    return out
+
+
+def parse(text, source):
+    """[(switch, [hosts], [switches])] from topology.conf text; UsageError on what it
+    cannot read (named as 'SOURCE line N: ...')."""
+    entries = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        f = _fields(line)
+        name = f.get("switchname")
+        if not name:
+            raise UsageError(f"{source} line {n}: expected SwitchName=NAME "
+                             f"[Nodes=HOSTLIST] [Switches=LIST], not {line[:60]!r}")
+        try:
+            hosts = expand_nodelist(f.get("nodes", "")) if f.get("nodes") else []
+            subs = expand_nodelist(f.get("switches", "")) if f.get("switches") else []
+        except ValueError:
+            raise UsageError(f"{source} line {n}: a host list it cannot expand: {line[:60]!r}") \
+                from None
+        entries.append((name, hosts, subs, n))
+    if not entries:
+        raise UsageError(f"{source}: no SwitchName= line in it")
+    return entries
+
+
+def build(entries, job_hosts, source, strict=True):
+    """The Topology of job_hosts. strict (a file given for this job): naming a host that
+    is not in the job is an error; otherwise (the whole cluster's, from SLURM) the other
+    hosts are dropped."""
+    job = set(job_hosts)
+    leaf, parent, seen = {}, {}, {}
+    for name, hosts, subs, n in entries:
+        if name in seen:
+            raise UsageError(f"{source} line {n}: switch {name} is described twice "
+                             f"(also line {seen[name]})")
+        seen[name] = n
+    for name, hosts, subs, n in entries:
+        for h in hosts:
+            if h in leaf:
+                raise UsageError(f"{source}: host {h} is under two switches, {leaf[h]} and "
+                                 f"{name}: a host hangs off one leaf")
+            leaf[h] = name
+        for s in subs:
+            if s not in seen:
+                raise UsageError(f"{source} line {n}: switch {name} lists {s}, which has no "
+                                 f"SwitchName= line")
+            if s in parent:
+                raise UsageError(f"{source}: switch {s} is under two switches, {parent[s]} "
+                                 f"and {name}: the topology must be a tree")
+            parent[s] = name
+    for name in seen:              # a loop: walking up comes back to where it started
+        walk, at = [name], name
+        while at in parent:
+            at = parent[at]
+            if at in walk:
+                loop = walk[walk.index(at):] + [at]
+                raise UsageError(f"{source}: a loop in the switches: {' > '.join(loop)}")
+            walk.append(at)
+    extra = [h for h in leaf if h not in job]
+    if extra and strict:
+        raise UsageError(f"{source} names host{'s' if len(extra) > 1 else ''} not in this job: "
+                         f"{compress_hostlist(extra)}")
+    missing = [h for h in job_hosts if h not in leaf]
+    if missing:
+        raise UsageError(f"{source} leaves out host{'s' if len(missing) > 1 else ''} of this "
+                         f"job: {compress_hostlist(missing)}")
+    return Topology({h: leaf[h] for h in job_hosts}, parent, source)
+
+
+def read_file(path):
+    """--topology FILE's text; UsageError when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(16 << 20)
+        return data.decode()
+    except OSError as exc:
+        raise UsageError(f"cannot read --topology {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--topology {path} is not text (UTF-8)") from None
+
+
+SCONTROL = ("scontrol", "show", "topology")
+
+
+def from_slurm(timeout=20):
+    """What `scontrol show topology` prints, or None (no SLURM, no topology plugin)."""
+    try:
+        done = subprocess.run(SCONTROL, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = done.stdout if done.returncode == 0 else ""
+    return text if re.search(r"SwitchName=", text) else None
+
+
+def single(job_hosts):
+    """No topology: every host under one switch (no uplinks to tell apart)."""
+    return Topology({h: None for h in job_hosts}, {}, None)

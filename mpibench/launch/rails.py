@@ -1,0 +1,50 @@
+"""Rails on CPUs: MPIBENCH_RAILS=eth0,eth1 binds local rank i to interface i, as GPU i
+uses NIC i on a rail-optimised node. gloo reads GLOO_SOCKET_IFNAME when its process
+group is made, and the rendezvous address follows it (netaddr.reachable_address), so
+each rank's traffic leaves by its own interface. Without the variable nothing changes.
+"""
+import os
+
+from . import netaddr
+
+VAR = "MPIBENCH_RAILS"
+
+
+def parse(spec):
+    """'eth0,eth1' -> ['eth0', 'eth1'] (None for unset or empty); ValueError on a
+    repeated or empty name."""
+    if not spec or not spec.strip():
+        return None
+    names = [x.strip() for x in spec.split(",")]
+    if any(not x for x in names):
+        raise ValueError(f"{VAR}={spec}: an empty interface name")
+    twice = sorted({x for x in names if names.count(x) > 1})
+    if twice:
+        raise ValueError(f"{VAR}={spec}: {', '.join(twice)} named twice (one interface per rail)")
+    return names
+
+
+def bind(local_rank, local_size, env, hostname):
+    """Point this rank at its rail: (rail index, interface) or None without rails, and an
+    error text (or None) for Session.agree."""
+    try:
+        names = parse(env.get(VAR))
+    except ValueError as exc:
+        return None, str(exc)
+    if names is None:
+        return None, None
+    if len(names) != local_size:
+        return None, (f"{VAR} names {len(names)} rail{'s' if len(names) != 1 else ''} "
+                      f"({','.join(names)}) for {local_size} rank{'s' if local_size != 1 else ''} "
+                      f"on host {hostname}: give one interface per local rank")
+    have = netaddr.interface_addresses()
+    mine = names[local_rank]
+    if mine not in have:
+        usable = sorted(n for n, a in have.items() if not a.startswith("127."))
+        return None, (f"{VAR}: rail {local_rank} is {mine}, which host {hostname} does not "
+                      f"have with an IPv4 address (it has {', '.join(usable) or 'none'}): "
+                      f"more rails than interfaces")
+    os.environ["GLOO_SOCKET_IFNAME"] = mine
+    if env is not os.environ:
+        env["GLOO_SOCKET_IFNAME"] = mine
+    return (local_rank, mine), None
