@@ -154,6 +154,7 @@ class Engine:
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch = getattr(session, "watch", None) or NullWatch()
         self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
+        self.early = faults.early_factor(session.rank)
 
     def run(self):
         self.watch.arm("allocating buffers")
@@ -239,6 +240,7 @@ class Engine:
             seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, per_iter=True)
         else:
             seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph), None
+        seconds /= self.early
         self.watch.mark("check")
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "

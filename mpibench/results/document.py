@@ -49,13 +49,21 @@ def load(path):
 
 
 def _read(data):
-    """A results document from the bytes of a file: mpibench's JSON, or nccl-tests'
-    printed output or -J JSON turned into one."""
-    from . import nccltests
+    """A results document from the bytes of a file: mpibench's JSON, nccl-tests' printed
+    output or -J JSON, or NetPIPE's printed output, turned into one."""
+    from . import nccltests, netpipe
     text = _text(data)
     try:
         if not text.lstrip()[:1] == "{" and nccltests.looks_like_text(text):
             return nccltests.parse_text(text)
+    except nccltests.Unreadable as exc:
+        raise _Bad(f"nccl-tests output: {exc}") from None
+    try:
+        if not text.lstrip()[:1] == "{" and netpipe.looks_like_text(text):
+            return netpipe.parse_text(text)
+    except nccltests.Unreadable as exc:
+        raise _Bad(f"NetPIPE output: {exc}") from None
+    try:
         doc = parse(data)
         return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
     except nccltests.Unreadable as exc:

@@ -1,0 +1,163 @@
+"""What `verify` measures: mpibench's own loop (the engine, as `run` times a row) against
+the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
+of every collective. Figures only: the judgement is diagnose/verdicts.py's.
+"""
+from statistics import median
+
+from . import baretimer, launchcost
+from .collectives import REGISTRY
+from .collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from .collectives.base import Ctx
+from .dtypes import DTYPES
+from .engine import Engine, Plan
+
+FLOAT32 = DTYPES["float32"]
+LAUNCH_CALLS = 200          # calls issued without waiting for the GPU launch cost
+
+
+class Rows:
+    """The engine's report on rank 0, kept instead of printed."""
+
+    def __init__(self):
+        self.rows = []
+
+    def set(self, **items):
+        pass
+
+    def table_header(self):
+        pass
+
+    def add_row(self, row):
+        self.rows.append(row)
+
+    def add_probe(self, *args):
+        pass
+
+
+class Quiet:
+    """The session as the engine sees it, without its progress lines (`verify` prints its
+    own table); everything else is the session's."""
+
+    def __init__(self, session):
+        self._s = session
+
+    def out(self, text=""):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._s, name)
+
+
+def engine_rows(session, backend, plan):
+    """Run plan through the engine; (rows on rank 0 (else None), wrong elements)."""
+    report = Rows() if session.rank == 0 else None
+    wrong = Engine(Quiet(session), backend, plan, report).run()
+    return (report.rows if report else None), wrong
+
+
+def all_reduce_plan(backend, sizes, iters, warmup, modes=("in",)):
+    return Plan(collectives=[ALL_REDUCE], sizes=list(sizes), dtypes=[FLOAT32], ops=["sum"],
+                iters=iters, warmup=warmup, check=0, blocking=backend.default_blocking(),
+                modes=modes, probe_iters=0)
+
+
+class BareLoops:
+    """The independent timer's buffers (one per size, float32, in place) and its loop on
+    the backend's library: torch.distributed, or MPI through a communicator of its own."""
+
+    def __init__(self, session, backend, sizes):
+        self.backend = backend
+        self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
+        self.mpi = backend.name == "mpi"
+        if self.mpi:
+            self.MPI = session.comm.MPI
+            self.comm = session.comm.world.Dup()
+            self.arrays = {s: b.numpy() for s, b in self.bufs.items()}
+
+    def seconds(self, size, iters, warmup):
+        """Seconds per call at size, after `warmup` untimed calls (a loop of their own)."""
+        if self.mpi:
+            if warmup:
+                baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], warmup)
+            return baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], iters)
+        dist, stream = self.backend.dist, getattr(self.backend, "stream", None)
+        if warmup:
+            baretimer.torch_seconds(dist, self.bufs[size], warmup, stream)
+        return baretimer.torch_seconds(dist, self.bufs[size], iters, stream)
+
+    def close(self):
+        if self.mpi:
+            self.comm.Free()
+        self.bufs = self.arrays = None
+
+
+def compare_timers(session, backend, sizes, rounds, iters, warmup, watch):
+    """Both timers at every size, alternating which goes first from round to round.
+
+    Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
+    round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None."""
+    bare = BareLoops(session, backend, sizes)
+    plan = all_reduce_plan(backend, sizes, iters, warmup)
+    got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
+    try:
+        for k in range(rounds):
+            order = ("harness", "bare") if k % 2 == 0 else ("bare", "harness")
+            mine = {}
+            for which in order:
+                if which == "harness":
+                    rows, _ = engine_rows(session, backend, plan)
+                else:
+                    watch.arm(f"verify: the bare loop, round {k + 1}")
+                    mine = {s: bare.seconds(s, iters, warmup) for s in sizes}
+            gathered = session.comm.gather(mine, root=0)
+            if session.rank == 0:
+                for row in rows:
+                    s = row["requested_size"]
+                    got[s]["harness"].append(row["in_place"]["time_us"] * 1e-6)
+                    got[s]["rows"].append(row)
+                    got[s]["bare"].append(sum(g[s] for g in gathered) / len(gathered))
+    finally:
+        bare.close()
+    return got if session.rank == 0 else None
+
+
+def median_row(rows, times):
+    """The engine row of the median round (the lower median for an even count)."""
+    order = sorted(range(len(times)), key=times.__getitem__)
+    return rows[order[(len(order) - 1) // 2]]
+
+
+def paired_ratios(harness, bare):
+    """harness / bare of each round: a round's two loops ran back to back, so their ratio
+    cancels the drift of a shared machine that medians of each alone keep."""
+    return [h / b for h, b in zip(harness, bare) if b > 0]
+
+
+def gpu_launch_seconds(session, backend, watch):
+    """Host seconds per call of LAUNCH_CALLS all_reduce calls of 8 bytes issued without
+    waiting (GPUs), by launchcost's measurement; None on CPUs."""
+    if not backend.cuda:
+        return None
+    watch.arm("verify: the launch cost")
+    buf = backend.typed(backend.alloc(16, session.rank), FLOAT32)[:2]
+    ctx = Ctx(rank=session.rank, n=session.size, root=-1, op="sum", dtype=FLOAT32, count=2,
+              in_place=True, backend_op=backend.ops.get("sum"), device=backend.device)
+    call = backend.bind(ALL_REDUCE, buf, buf, ctx, False)
+    call()
+    backend.sync()
+    session.comm.barrier()
+    seconds = launchcost.per_call_seconds(call, LAUNCH_CALLS, lambda _: backend.sync())
+    return max(session.comm.allgather(seconds))
+
+
+def correctness(session, backend, size, graph=0):
+    """Every collective the job can run once at size, both modes, checked (float32, sum):
+    (rows on rank 0, wrong elements)."""
+    plan = Plan(collectives=[REGISTRY[n] for n in REGISTRY], sizes=[size], dtypes=[FLOAT32],
+                ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
+                graph=graph, modes=("out", "in"), probe_iters=0)
+    return engine_rows(session, backend, plan)
+
+
+def median_of(values):
+    return median(values) if values else None
