@@ -71,6 +71,9 @@ def add_arguments(p):
                    help="seconds of each iperf3 test between two hosts; 0 = off (default 3)")
     p.add_argument("--iperf-port", type=options.int_at_least(1), default=iperf.PORT,
                    metavar="PORT", help=f"iperf3's port (default {iperf.PORT})")
+    p.add_argument("--root", default="/", metavar="PATH",
+                   help="read the link rates from /sys under PATH, as doctor (default /); "
+                        "'{host}' in it becomes each host's name (for fabricated trees)")
     p.add_argument("--against", metavar="FILE",
                    help="a peer's output (NetPIPE's or nccl-tests' printed output, nccl-tests' "
                         "-J JSON, an mpibench JSON): its collective measured here at its sizes, "
@@ -167,7 +170,8 @@ def execute(session, args):
                for label, graph in passes]
     # 4. The hosts' link rates (all of each host's links together).
     session.watch.arm("verify: the hosts' link rates")
-    rates = session.comm.gather((session.hostname, health.total_line_rate()), root=0)
+    rates = session.comm.gather((session.hostname, health.total_line_rate(
+        args.root.replace("{host}", session.hostname))), root=0)
     # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
     pairs_ = []
     if args.iperf_seconds > 0 and len(set(session.hosts)) > 1:

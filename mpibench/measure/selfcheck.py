@@ -92,30 +92,30 @@ class BareLoops:
 
 
 def compare_timers(session, backend, sizes, rounds, iters, warmup, watch):
-    """Both timers at every size, alternating which goes first from round to round.
+    """Both timers at every size: per round and size the two loops back to back (which goes
+    first alternates from round to round), so that both see the same state of a shared
+    machine.
 
     Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
     round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None."""
     bare = BareLoops(session, backend, sizes)
-    plan = all_reduce_plan(backend, sizes, iters, warmup)
+    plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
     got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
     try:
         for k in range(rounds):
-            order = ("harness", "bare") if k % 2 == 0 else ("bare", "harness")
-            mine = {}
-            for which in order:
-                if which == "harness":
-                    rows, _ = engine_rows(session, backend, plan)
-                else:
-                    watch.arm(f"verify: the bare loop, round {k + 1}")
-                    mine = {s: bare.seconds(s, iters, warmup) for s in sizes}
-            gathered = session.comm.gather(mine, root=0)
-            if session.rank == 0:
-                for row in rows:
-                    s = row["requested_size"]
-                    got[s]["harness"].append(row["in_place"]["time_us"] * 1e-6)
-                    got[s]["rows"].append(row)
-                    got[s]["bare"].append(sum(g[s] for g in gathered) / len(gathered))
+            for s in sizes:
+                rows, mine = None, None
+                for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
+                    if which == "harness":
+                        rows, _ = engine_rows(session, backend, plans[s])
+                    else:
+                        watch.arm(f"verify: the bare loop at {s} bytes, round {k + 1}")
+                        mine = bare.seconds(s, iters, warmup)
+                gathered = session.comm.gather(mine, root=0)
+                if session.rank == 0:
+                    got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
+                    got[s]["rows"].append(rows[0])
+                    got[s]["bare"].append(sum(gathered) / len(gathered))
     finally:
         bare.close()
     return got if session.rank == 0 else None
