@@ -16,7 +16,7 @@
 #   --peer NAME       nccl-tests or netpipe (default: nccl-tests when found, else netpipe)
 #   --nccl-tests DIR  the folder holding all_reduce_perf
 #   -b SIZE, -e SIZE  smallest and largest size, both tools (default 1K and 4M; 64M..1G
-#                     for nccl-tests)
+#                     for nccl-tests); NetPIPE starts at -b/16, its warm-up
 #   -n N, -w N        timed and warm-up iterations, both tools (default 20 and 5)
 #   --out DIR         where the outputs go (default ./verify-DATE-TIME; never reused)
 #   -- ARGS           more arguments for mpibench verify (e.g. --sizes, --rounds)
@@ -107,17 +107,25 @@ echo "# verify.sh: peer $peer ($bin) under $PEER_MPIRUN, sizes $lo..$hi bytes, $
 if [[ $peer == nccl-tests ]]; then
   peer_args=(-b "$lo" -e "$hi" -f 2 -n "$iters" -w "$warmup" -c 1)
 else
-  peer_args=(-2 -a -l "$lo" -u "$hi" -p 0 -n "$iters" -o "$out/netpipe.np.out")
+  # With -n NetPIPE warms nothing up: its first size would carry the connection's set-up
+  # and TCP's slow start. It starts 16x below -b; those sizes are left out of its file.
+  start=$((lo / 16 > 0 ? lo / 16 : 1))
+  peer_args=(-2 -a -l "$start" -u "$hi" -p 0 -n "$iters" -o "$out/netpipe.np.out")
 fi
 set +e
 # One file for both streams: NetPIPE prints its rows partly on each.
 MPIRUN=$PEER_MPIRUN "$here/mpirun.sh" "${launch[@]}" --program "$bin" "${peer_args[@]}" \
-  >"$out/$file" 2>&1
+  >"$out/raw-$file" 2>&1
 rc=$?
 set -e
 if ((rc != 0)); then
-  tail -n 5 "$out/$file" >&2
-  die "the peer exited $rc (its output: $out/$file)"
+  tail -n 5 "$out/raw-$file" >&2
+  die "the peer exited $rc (its output: $out/raw-$file)"
+fi
+if [[ $peer == netpipe ]]; then     # its warm-up sizes below -b left out
+  awk -v lo="$lo" '!/ bytes +[0-9]+ times -->/ || $2 >= lo' "$out/raw-$file" >"$out/$file"
+else
+  cp "$out/raw-$file" "$out/$file"
 fi
 grep -E 'bytes .* times -->|^ +[0-9]+ +[0-9]+ +[a-z]' "$out/$file" | sed 's/^/# peer: /' || true
 
