@@ -21,12 +21,15 @@
 #   --dry-run         print the command instead of running it
 # Variables:
 #   MPIBENCH_PYTHON   python that has mpibench, the same path on every host (default: this
-#                     checkout's .venv, else python3); its venv's mpirun is used if it has one
+#                     checkout's .venv, refused on a GPU host when its torch has no CUDA,
+#                     else python3); its venv's mpirun is used if it has one
 #   MPIRUN            the mpirun to use (default: next to MPIBENCH_PYTHON, else on PATH)
 #   MPIBENCH_FORWARD  more variable names to pass to every rank, space-separated
 # Every rank gets the exported NCCL_*, GLOO_*, UCX_*, TORCH_NCCL_*, MPIBENCH_*, MPI4PY_*
-# variables, MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH, PYTHONPATH
-# and TORCH_DISTRIBUTED_DEBUG (-x): remote hosts do not inherit this shell's environment.
+# variables, MASTER_ADDR, MASTER_PORT, LD_LIBRARY_PATH, PYTHONPATH and
+# TORCH_DISTRIBUTED_DEBUG (-x): remote hosts do not inherit this shell's environment.
+# CUDA_VISIBLE_DEVICES is not forwarded: each host has its own (SLURM sets it per node);
+# ranks on this host still see this shell's.
 set -euo pipefail
 
 die() { printf 'mpirun.sh: %s\n' "$*" >&2; exit 2; }
@@ -55,11 +58,12 @@ while (($#)); do
 done
 [[ -n $hosts && -n $hostfile ]] && die "give --host or --hostfile, not both"
 
-# The python: MPIBENCH_PYTHON, else this checkout's .venv (make venv), else python3.
+# The python: MPIBENCH_PYTHON, else this checkout's .venv (make venv) unless its torch
+# has no CUDA on a GPU host, else python3 (launch/python.sh).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-python=${MPIBENCH_PYTHON:-}
-if [[ -z $python && -x $here/../.venv/bin/python ]]; then python=$(cd "$here/.." && pwd)/.venv/bin/python; fi
-python=${python:-python3}
+source "$here/python.sh"
+pick_python "$(cd "$here/.." && pwd)" || die "$PICK_ERROR"
+python=$PICKED_PYTHON
 if [[ $python != */* ]]; then
   python=$(command -v "$python") || die "no $python on PATH; set MPIBENCH_PYTHON"
 fi
@@ -138,7 +142,7 @@ forward=()
 while IFS= read -r var; do
   case $var in
     NCCL_*|GLOO_*|UCX_*|TORCH_NCCL_*|MPIBENCH_*|MPI4PY_*|MASTER_ADDR|MASTER_PORT|\
-    CUDA_VISIBLE_DEVICES|LD_LIBRARY_PATH|PYTHONPATH|TORCH_DISTRIBUTED_DEBUG) forward+=("$var") ;;
+    LD_LIBRARY_PATH|PYTHONPATH|TORCH_DISTRIBUTED_DEBUG) forward+=("$var") ;;
   esac
 done < <(compgen -e)
 for var in ${MPIBENCH_FORWARD:-}; do
@@ -148,7 +152,11 @@ done
 
 cmd=("$MPIRUN")
 if [[ $flavor == hydra ]]; then
-  # hydra passes the whole environment to every rank by default.
+  # hydra passes the whole environment to every rank by default: all but
+  # CUDA_VISIBLE_DEVICES then (ranks on this host inherit it from mpiexec still).
+  if [[ -n ${CUDA_VISIBLE_DEVICES+set} ]]; then
+    cmd+=(-genvlist "$(compgen -e | grep -vx CUDA_VISIBLE_DEVICES | paste -sd, -)")
+  fi
   if [[ -n $np ]]; then cmd+=(-n "$np"); fi
   if [[ -n $ppn ]]; then cmd+=(-ppn "$ppn"); fi
   if ((${#names[@]})); then

@@ -4,7 +4,8 @@
 # Variables (all optional):
 #   MPIBENCH_HOME     this repository (default: the folder sbatch was called from)
 #   MPIBENCH_PYTHON   python that has mpibench, the same path on every node (default:
-#                     MPIBENCH_HOME/.venv's, else python3)
+#                     MPIBENCH_HOME/.venv's, refused on a GPU node when its torch has no
+#                     CUDA, else python3)
 #   MPIBENCH_PPN      ranks per node (default: GPUs per node, else the allocation's tasks per node)
 #   MPIBENCH_RESULTS  parent folder of the results (default: results/ in the submit folder)
 
@@ -12,11 +13,10 @@ die() { printf 'mpibench job: %s\n' "$*" >&2; exit 2; }
 [[ -n ${SLURM_JOB_ID:-} ]] || die "submit this script with sbatch"
 [[ -f $MPIBENCH_HOME/launch/mpirun.sh ]] || die "no launch/mpirun.sh in MPIBENCH_HOME=$MPIBENCH_HOME"
 
-if [[ -z ${MPIBENCH_PYTHON:-} ]]; then   # as launch/mpirun.sh: the checkout's .venv first
-  MPIBENCH_PYTHON=python3
-  if [[ -x $MPIBENCH_HOME/.venv/bin/python ]]; then MPIBENCH_PYTHON=$MPIBENCH_HOME/.venv/bin/python; fi
-fi
-export MPIBENCH_PYTHON
+# As launch/mpirun.sh: the checkout's .venv first, unless its torch has no CUDA on a GPU node.
+source "$MPIBENCH_HOME/launch/python.sh"
+pick_python "$MPIBENCH_HOME" || die "$PICK_ERROR"
+export MPIBENCH_PYTHON=$PICKED_PYTHON
 
 # "4(x2)" or "4,2" -> 4;  "a100:8" -> 8
 first_count() { local v=${1%%[(,]*}; v=${v##*:}; [[ $v =~ ^[1-9][0-9]*$ ]] && echo "$v"; }

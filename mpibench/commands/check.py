@@ -162,8 +162,10 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
     mode = "in" if "in" in backend.modes(coll) else "out"     # in place needs one buffer
     elements = max(c.send, c.recv) if mode == "in" else c.send + c.recv
     buf = classic.tensor(session, backend, DTYPE, elements)
-    send, recv = iteration_views(buf[c.recv:], buf, c, mode, session.rank, 1)[0]
-    ctx = Ctx(rank=session.rank, n=n, root=-1, op="sum", dtype=DTYPE, count=c.param,
+    # In place, each rank's part of the buffer is at its rank in the group that calls.
+    me = session.rank if group is None else backend.dist.get_rank(group)
+    send, recv = iteration_views(buf[c.recv:], buf, c, mode, me, 1)[0]
+    ctx = Ctx(rank=me, n=n, root=-1, op="sum", dtype=DTYPE, count=c.param,
               in_place=mode == "in", backend_op=backend.ops["sum"], device=backend.device)
     z = backend.default_blocking()        # the sweep's default -z, as nccl-tests'
     call = backend.bind(coll, send, recv, ctx, backend.launches_async(z))

@@ -6,7 +6,9 @@ import subprocess
 import sys
 import tempfile
 
-from ..diagnose import findings, hostfacts, nccllog
+from ..diagnose import findings, hostfacts, nccllog, ncclprobe
+from ..errors import Exit
+from ..launch import faults
 from ..results.output import open_output
 from .common import options
 
@@ -40,6 +42,7 @@ def execute(session, args):
     gathered = session.comm.gather(facts, root=0)
     transports = nccl_check(session, args)
     if session.rank != 0:
+        _fail_if_a_check_did_not_run(transports["errors"])
         return 0
     per_host, ranks = {}, {}
     for f in gathered:
@@ -69,11 +72,11 @@ def execute(session, args):
         for (a, b), used in pairs.items():
             where = f"{a} (inside)" if a == b else f"{a} <-> {b}"
             out.say(f"#   {where}: {', '.join(used)}")
-        if not pairs:
+        if not pairs and not transports["errors"]:
             out.say("#   no connection between ranks in the logs" +
                     (" (one rank: NCCL connects nothing)" if session.size == 1 else ""))
         for error in transports["errors"]:
-            found.append((None, error))
+            out.say(f"#   CHECK FAILED TO RUN: {error}")
         found += findings.transport_findings(pairs, per_host)
     out.say("#\n# findings:" if found else "#\n# findings: none")
     for host, text in found:
@@ -85,7 +88,16 @@ def execute(session, args):
                     [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
                     "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
     out.finish()
+    _fail_if_a_check_did_not_run(transports["errors"])
     return 0
+
+
+def _fail_if_a_check_did_not_run(errors):
+    """Exit 1 on every rank (errors are known to all) when one of doctor's own checks could
+    not run: its report is then incomplete, whatever else it found."""
+    if errors:
+        raise Exit(f"mpibench doctor: {len(errors)} check{'s' if len(errors) != 1 else ''} failed to "
+                   f"run, the report is incomplete; first: {errors[0]}", 1)
 
 
 def _show(value):
@@ -122,7 +134,7 @@ def host_lines(host, f, ranks):
 def nccl_check(session, args):
     """Every rank: a fresh process runs a short NCCL all_reduce with NCCL_DEBUG=INFO into
     its own log file. Returns {'skipped': why or None, 'logs': [text per rank] (rank 0),
-    'errors': [...]}."""
+    'errors': [why the check failed to run, per failing rank] (every rank)}."""
     result = {"skipped": None, "logs": [], "errors": []}
     reason = _cannot_check(session, args)
     reasons = session.comm.allgather(reason)
@@ -151,7 +163,7 @@ def nccl_check(session, args):
                MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout))
     error = None
     try:
-        done = subprocess.run([sys.executable, "-m", "mpibench.ncclprobe"], env=env,
+        done = subprocess.run([sys.executable, "-m", ncclprobe.__name__], env=env,
                               capture_output=True, text=True, timeout=args.nccl_timeout + 30)
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -165,17 +177,19 @@ def nccl_check(session, args):
     except OSError:
         text = ""
     shutil.rmtree(folder, ignore_errors=True)
-    gathered = session.comm.gather((text, error), root=0)
+    gathered = session.comm.gather(text, root=0)
+    result["errors"] = [e for e in session.comm.allgather(error) if e]
     del store
     if session.rank == 0:
-        result["logs"] = [t for t, _ in gathered]
-        result["errors"] = [e for _, e in gathered if e]
+        result["logs"] = gathered
     return result
 
 
 def _cannot_check(session, args):
     if args.no_nccl:
         return "--no-nccl"
+    if faults.get("ncclcheck", session.rank) is not None:
+        return None     # test switch: start the probe even without a GPU (it then fails)
     try:
         import torch
         import torch.distributed as dist

@@ -1,14 +1,17 @@
 """mpibench run: the collective sweep, with nccl-tests' numbers and per-host truth."""
+import os
+
 from tabulate import tabulate
 
 from ..diagnose import jobinfo, links, sysinfo
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
 from ..measure.backends import make as make_backend
+from ..measure import launchcost
 from ..measure.backends.timing import BLOCKING
 from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
 from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
-from ..measure.engine import AVERAGES, Engine, Plan
+from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_bytes, format_size, sweep
 from ..results import tables, trials
@@ -175,6 +178,9 @@ def header(session, out, plans, backends, records, versions):
     for backend, p in zip(backends, plans):
         out.say(f"# -z {p.blocking}{f' ({backend.name})' if len(backends) > 1 else ''}: "
                 f"{blocking_mode_text(backend, p.blocking)}")
+    note = blocking_wait_note(backends)
+    if note:
+        out.say(note)
     if plan.per_iter:
         out.say(f"# per-iteration report: {'CUDA events' if backends[0].cuda else 'host clock'}"
                 f" per iteration; i_* use the slowest rank in each iteration"
@@ -200,6 +206,40 @@ def header(session, out, plans, backends, records, versions):
     out.announce_files()
 
 
+def blocking_wait_note(backends, environ=None):
+    """The header's line when TORCH_NCCL_BLOCKING_WAIT is on for an NCCL run: torch then
+    blocks the host in every wait, point-to-point ones included."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("TORCH_NCCL_BLOCKING_WAIT", "").strip().lower()
+    if value in ("1", "true", "yes", "y") and any(b.name == "nccl" for b in backends):
+        return ("# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host, so -z 0 "
+                "sendrecv behaves as -z 2 (each call waited for before the next)")
+    return None
+
+
+def launch_costs(session, backends):
+    """{backend: seconds} of the slowest rank's per-call launch cost, GPU backends only
+    (measure/launchcost.py); every rank measures, rank 0 gets the figures."""
+    out = {}
+    for b in backends:
+        if getattr(b, "cuda", False):
+            session.watch.arm(f"per-call launch cost ({b.name})")
+            each = session.comm.gather(launchcost.of_backend(b, session.comm.barrier), root=0)
+            if session.rank == 0:
+                out[b.name] = max(each)
+    return out
+
+
+def launch_header(session, out, launch):
+    for name, seconds in launch.items():
+        out.say(f"# launch cost ({name}): {seconds * 1e6:.1f} us per call, the host's time to "
+                f"start one collective ({launchcost.LAUNCHES} one-element all_reduce calls "
+                f"without waiting, slowest rank); rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x "
+                f"of it are launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+    if launch:
+        out.set(launch_cost_us={k: v * 1e6 for k, v in launch.items()})
+
+
 def blocking_mode_text(backend, mode):
     """What -z `mode` does on this backend, for the header and the JSON."""
     text = BLOCKING[mode] + ", plus one untimed call and a barrier before the timed loop"
@@ -212,7 +252,7 @@ def blocking_mode_text(backend, mode):
 def default_timeout(plan):
     """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
     any working network, short enough that a hang is named within minutes."""
-    calls = plan.warmup + plan.iters + plan.check
+    calls = calls_per_row(plan)
     return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
@@ -241,6 +281,13 @@ def summary(session, out, wrong, names):
                     f"its factor is 0 for these collectives)")
         else:
             out.say(f"# {label:<20s} : n/a (no rows)")
+    bound = [(row["collective"], row["size"]) for row in rows for k in MODE_KEYS.values()
+             if row[k] and row[k].get("launch_bound")]
+    if bound:
+        sizes = sorted({size for _, size in bound})
+        out.say(f"# {'Launch-bound rows':<20s} : {len(bound)} row-mode{'s' if len(bound) != 1 else ''}"
+                f" ({format_size(sizes[0])} .. {format_size(sizes[-1])}): "
+                + launchcost.LAUNCH_BOUND_NOTE)
     bws = [row[k]["busbw_GBps"] for row in rows for k in MODE_KEYS.values()
            if row[k] and row[k]["busbw_GBps"] is not None]
     extra = {"average_bus_bandwidth_by_backend": averages} if len(names) > 1 else {}
@@ -284,10 +331,24 @@ def _bw(value):
 
 
 def memory_summary(session, out, memory):
-    """Peak resident memory of every rank (JSON 'memory'), and the largest in one line."""
+    """Peak memory of every rank (JSON 'memory'), and the largest in one line: the host's
+    resident memory and, on GPUs, the device memory torch allocated, which is where the
+    buffers are there."""
     out.set(memory=[{"rank": r, "host": session.hosts[r], **m} for r, m in enumerate(memory)])
     known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
-    if known:
+    device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
+              if m.get("device_peak_bytes") is not None]
+    if device:
+        peak, rank = max(device)
+        line = (f"# peak device memory (torch.cuda.max_memory_allocated): {format_bytes(peak)} "
+                f"on rank {rank} (host {session.hosts[rank]}), of which buffers "
+                f"{format_bytes(memory[rank]['buffer_bytes'])}")
+        if known:
+            host_peak, host_rank = max(known)
+            line += (f"; peak host resident memory {format_bytes(host_peak)} on rank "
+                     f"{host_rank} (host {session.hosts[host_rank]})")
+        out.say(line)
+    elif known:
         peak, rank = max(known)
         out.say(f"# peak resident memory: {format_bytes(peak)} on rank {rank} (host "
                 f"{session.hosts[rank]}), of which buffers {format_bytes(memory[rank]['buffer_bytes'])}")
@@ -339,8 +400,10 @@ def execute(session, args):
         session.watch.on_fault = out.abandon
     session.watch.arm("start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
+    launch = launch_costs(session, backends)
     if session.rank == 0:
         header(session, out, plans, backends, records, versions)
+        launch_header(session, out, launch)
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)
             out.set(trials=args.trials)
@@ -349,6 +412,7 @@ def execute(session, args):
         if len(backends) > 1:
             session.out(f"#\n# ======== backend {backend.name} ========")
         engine = Engine(session, backend, plan, Sink(out, session.hosts) if out is not None else None)
+        engine.launch_cost = launch.get(backend.name)
         wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     names = [b.name for b in backends]
@@ -357,8 +421,11 @@ def execute(session, args):
         session.watch.arm("link check between hosts")
         links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))
     session.watch.disarm()
+    device_peak = [b.device_peak_bytes() for b in backends if getattr(b, "cuda", False)]
     memory = session.comm.gather({"peak_rss_bytes": sysinfo.peak_rss_bytes(),
-                                  "buffer_bytes": buffer_bytes}, root=0)
+                                  "buffer_bytes": buffer_bytes,
+                                  "device_peak_bytes": device_peak[0] if device_peak else None},
+                                 root=0)
     if session.rank == 0:
         if args.trials > 1:
             trials_summary(out, args)

@@ -4,7 +4,7 @@ NCCL reads NCCL_DEBUG and NCCL_DEBUG_FILE once per process, so each rank of doct
 starts one of these with them set; the log it leaves says which transports every
 channel used. Started by commands/doctor.py, not by users:
 
-    MPIBENCH_PROBE="addr port rank size local_rank" python -m mpibench.ncclprobe
+    MPIBENCH_PROBE="addr port rank size local_rank" python -m mpibench.diagnose.ncclprobe
 """
 import datetime
 import os

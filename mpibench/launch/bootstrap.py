@@ -15,7 +15,7 @@ import sys
 
 from .. import __version__
 from ..errors import Exit, UsageError
-from . import faults, netaddr
+from . import faults, gpuhost, netaddr
 from .comm import Comm, MPIComm, StoreComm
 from .watchdog import Watchdog
 
@@ -154,6 +154,57 @@ def resolve_backend(name):
     return name
 
 
+def _agreed_backend(session, name):
+    """resolve_backend on every rank, then compared through the side channel before any
+    rendezvous: --backend auto decided by one rank alone would leave a host whose torch
+    sees no GPU in a gloo rendezvous while the others wait in NCCL's."""
+    error = None
+    try:
+        backend = resolve_backend(name)
+    except UsageError as exc:
+        error = str(exc)
+    session.agree(error)
+    if name != "auto":
+        return backend
+    forced = gpuhost.forced_backend(session.rank)
+    view = gpuhost.torch_view() + (" (test fault switch MPIBENCH_FAULT=backend)" if forced else "")
+    told = session.comm.allgather((forced or backend, view))
+    if len({b for b, _ in told}) > 1:
+        raise UsageError("--backend auto chose differently on different hosts: " + "; ".join(
+            f"{b} on {_hosts_of(session, ranks)} ({_ranks(ranks)}: {v})"
+            for (b, v), ranks in _grouped(told).items())
+            + "; every host needs a torch that sees its GPUs (mpibench doctor shows each "
+              "host's), or give --backend gloo to measure the CPUs")
+    return backend
+
+
+def _grouped(values):
+    """{value: [ranks]} in order of first appearance."""
+    out = {}
+    for r, v in enumerate(values):
+        out.setdefault(v, []).append(r)
+    return out
+
+
+def _hosts_of(session, ranks):
+    from .slurm import compress_hostlist
+    hosts = list(dict.fromkeys(session.hosts[r] for r in ranks))
+    return f"host{'s' if len(hosts) > 1 else ''} {compress_hostlist(hosts)}"
+
+
+def _warn_if_gpus_unseen(session):
+    """Rank 0 prints one warning line when torch has no CUDA on hosts with NVIDIA GPUs
+    (every command with a session: run, info and doctor among them)."""
+    seen = gpuhost.no_cuda() if session.local_rank == 0 else None   # once per host
+    told = session.comm.gather((session.hostname, seen), root=0)
+    if session.rank != 0:
+        return
+    per_host = {h: seen for h, seen in told if seen}
+    if per_host:
+        sys.stderr.write(gpuhost.no_cuda_line(per_host) + "\n")
+        sys.stderr.flush()
+
+
 def _pick_device(session, backend):
     import torch
     if backend != "nccl":
@@ -284,14 +335,10 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     if faults.get("raise", session.rank) is not None:
         raise RuntimeError("test fault switch MPIBENCH_FAULT=raise made this rank fail")
 
+    _warn_if_gpus_unseen(session)
     if backend is None:
         return session
-    error = None
-    try:
-        backend = resolve_backend(backend)
-    except UsageError as exc:
-        error = str(exc)
-    session.agree(error)
+    backend = _agreed_backend(session, backend)
     device, error = _pick_device(session, backend)
     session.agree(error)
     session.backend, session.device = backend, device

@@ -7,6 +7,12 @@ its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer woul
 "crash:1:64K" (an exception).
 "early:1:100": the engine's timer on rank 1 stops early, at 1/100 of the loop's time
 (what `verify`'s plausibility check must catch).
+"backend:1:nccl": --backend auto answers nccl on that rank, as if its torch saw a GPU.
+"graphcorrupt:1": with -G, the check's CUDA graph on that rank also adds 1 to the first
+received element, which only a replay of the graph does (GPU tests).
+"replica:1:1e-9": train's loss of that replica on the shared batch is off by that share.
+"ncclcheck:1": doctor starts its NCCL probe on that rank even without a GPU (the probe
+then fails to run, as a broken install would make it).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """

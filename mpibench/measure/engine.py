@@ -6,12 +6,13 @@ times its own loop; rank 0 gathers every rank's time over the side channel (MPI)
 through the backend being measured.
 """
 from dataclasses import dataclass, field
+from functools import partial
 from statistics import mean
 
 from ..errors import Exit
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP, NullWatch
-from . import iterstats, looptrace
+from . import iterstats, launchcost, looptrace
 from .collectives.base import CHUNK, algbw, busbw, Ctx, exact_reason, poison_value
 from .modes import MODE_KEYS
 from .sizes import format_size, parse_size
@@ -38,6 +39,13 @@ class Plan:
     probe_iters: int = 20
     margin: float = 0.2
     skipped: list = field(default_factory=list)   # sizes dropped for lack of memory
+
+
+def calls_per_row(plan):
+    """Collective calls one row of one mode really runs: the warm-up, the untimed first
+    call, the timed iterations (each replayed -G times from a CUDA graph) and the check
+    rounds. The row's deadline is counted from these."""
+    return plan.warmup + 1 + plan.iters * max(1, plan.graph) + plan.check
 
 
 class Buffers:
@@ -155,6 +163,7 @@ class Engine:
         self.watch = getattr(session, "watch", None) or NullWatch()
         self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
         self.early = faults.early_factor(session.rank)
+        self.launch_cost = None   # seconds per call launch (GPUs): rows near it are marked
 
     def run(self):
         self.watch.arm("allocating buffers")
@@ -251,6 +260,14 @@ class Engine:
     def _check(self, coll, view, ctx, rounds):
         sv, rv = view
         call = self.b.bind(coll, sv, rv, ctx, False)
+        graph = None
+        if self.plan.graph:
+            # -G: the check's call captured and replayed, as nccl-tests' data check, so
+            # that what is counted is what a replay wrote.
+            calls = [call]
+            if faults.get("graphcorrupt", ctx.rank) is not None:
+                calls.append(partial(rv[:1].add_, 1))   # test switch: only a replay does this
+            graph, call = self.b.captured(calls)
         wrong = 0
         for k in range(rounds):
             ctx.seed = k + 1
@@ -267,6 +284,7 @@ class Engine:
         sv.zero_()
         rv.zero_()      # leave the buffers as the timed loops found them
         self.b.sync()
+        del graph
         return wrong
 
     # ---- rank 0: one row from every rank's figures ----
@@ -296,6 +314,7 @@ class Engine:
                                                         self.plan.per_iter_skip)
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
+        launchcost.mark_rows([row], self.launch_cost)
         return row
 
     # ---- who is slow: the largest size again, every rank timing every iteration ----

@@ -12,9 +12,10 @@ import time
 # A row whose time per call is within this factor of the launch cost is launch-bound.
 LAUNCH_BOUND_FACTOR = 1.5
 
-LAUNCH_BOUND_NOTE = ("rows marked L: time per call within 1.5x of the host's launch cost, "
-                     "so they show how fast torch starts calls, not NCCL's latency; "
-                     "-G (CUDA graph replays) removes most of that cost")
+LAUNCH_BOUND_NOTE = (f"time per call within {LAUNCH_BOUND_FACTOR:g}x of the host's launch "
+                     "cost ('launch_bound' in the JSON), so they show how fast torch starts "
+                     "calls, not NCCL's latency; -G (CUDA graph replays) removes most of that "
+                     "cost")
 
 
 def per_call_seconds(call, n, finish=None):
@@ -67,3 +68,29 @@ def mark_rows(rows, per_call_s, modes=("out_of_place", "in_place"), factor=LAUNC
                 m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s, factor)
                 marked += m["launch_bound"]
     return marked
+
+
+LAUNCHES = 200       # calls timed at start-up: a few milliseconds on a GPU
+WARM = 10            # calls first, untimed (connections, first-use costs)
+
+
+def of_backend(backend, barrier, n=LAUNCHES):
+    """Host seconds per launch of a one-element all_reduce through a torch backend, on every
+    rank together (they are collectives): on a GPU calls bound as the timed loops bind them
+    (async_op=False, queued on the backend's stream), elsewhere async_op=True."""
+    torch, dist = backend.torch, backend.dist
+    x = torch.zeros(1, device=backend.device)
+    if backend.cuda:
+        def call():
+            dist.all_reduce(x)
+
+        def finish(_):
+            backend.stream.synchronize()
+    else:
+        def call():
+            return dist.all_reduce(x, async_op=True)
+        finish = wait_all
+    for _ in range(WARM):
+        finish([call()])
+    barrier()
+    return per_call_seconds(call, n, finish)

@@ -7,12 +7,10 @@ from statistics import median
 from . import baretimer, launchcost
 from .collectives import REGISTRY
 from .collectives.all_reduce import COLLECTIVE as ALL_REDUCE
-from .collectives.base import Ctx
 from .dtypes import DTYPES
 from .engine import Engine, Plan
 
 FLOAT32 = DTYPES["float32"]
-LAUNCH_CALLS = 200          # calls issued without waiting for the GPU launch cost
 
 
 class Rows:
@@ -154,20 +152,12 @@ def paired_ratios(harness, bare):
 
 
 def gpu_launch_seconds(session, backend, watch):
-    """Host seconds per call of LAUNCH_CALLS all_reduce calls of 8 bytes issued without
-    waiting (GPUs), by launchcost's measurement; None on CPUs."""
+    """Host seconds per call launch on GPUs (launchcost's: calls issued without waiting),
+    the slowest rank's; None on CPUs, where verify takes mpibench's loop over the bare one."""
     if not backend.cuda:
         return None
     watch.arm("verify: the launch cost")
-    buf = backend.typed(backend.alloc(16, session.rank), FLOAT32)[:2]
-    ctx = Ctx(rank=session.rank, n=session.size, root=-1, op="sum", dtype=FLOAT32, count=2,
-              in_place=True, backend_op=backend.ops.get("sum"), device=backend.device)
-    call = backend.bind(ALL_REDUCE, buf, buf, ctx, False)
-    call()
-    backend.sync()
-    session.comm.barrier()
-    seconds = launchcost.per_call_seconds(call, LAUNCH_CALLS, lambda _: backend.sync())
-    return max(session.comm.allgather(seconds))
+    return max(session.comm.allgather(launchcost.of_backend(backend, session.comm.barrier)))
 
 
 def correctness(session, backend, size, graph=0):

@@ -14,6 +14,8 @@ from .backends.torchdist import is_oom, oom_fault
 from .sizes import format_bytes
 
 PARALLEL = ("ddp", "fsdp", "none")
+# A few bf16 rounding steps of the loss: far below what diverged replicas show.
+BF16_LOSS_RTOL = 1e-2
 BATCHES = 2         # distinct batches per rank, used in turn
 
 
@@ -76,6 +78,10 @@ class Trainer:
         self.bucket_mb, self.device = bucket_mb, device
         self.cuda = device.type == "cuda"
         self.precision = "bf16 autocast" if self.cuda else "fp32"
+        # How far the replicas' losses on a shared batch may differ: bit for bit in fp32 on
+        # CPUs; under bf16 autocast GPUs of different models (or libraries) pick different
+        # kernels, whose bf16 rounding (8-bit mantissa, steps of 2^-8 = 0.4%) differs.
+        self.loss_rtol = BF16_LOSS_RTOL if self.cuda else 0.0
         self._amp = (torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda
                      else contextlib.nullcontext())
         self._sync = (lambda: torch.cuda.synchronize(device)) if self.cuda else (lambda: None)

@@ -11,7 +11,8 @@ when read back, and its text as train prints it and report renders it.
                     "summary": {...} | null,   # figures() below, once the steps are done
                     "hosts": stragglers.analyze() of the step times | null,
                     "memory": [{"rank", "host", "peak_bytes"}], "memory_kind",
-                    "replicas": {"loss": [per rank], "agree": bool} | null,
+                    "replicas": {"loss": [per rank], "agree": bool, "rtol": float,
+                                 "spread": float | null} | null,
                     "scaling": {...} | null}   # against --baseline
 Times are seconds; a job's step time is its slowest rank's, per step, then the median.
 """
@@ -24,6 +25,30 @@ from ..measure.sizes import format_bytes, format_size
 from .document import finite
 
 SUMMARY_NUMBERS = ("step_s", "compute_s", "tokens_per_s", "samples_per_s")
+
+
+def replicas(losses, rtol):
+    """The replicas' check: every rank's loss on a shared batch, equal (rtol 0) or within
+    rtol of the largest in size; spread is (max - min) / max |loss|."""
+    if None in losses:
+        return {"loss": losses, "agree": False, "rtol": rtol, "spread": None}
+    top = max(abs(x) for x in losses)
+    spread = (max(losses) - min(losses)) / top if top else 0.0
+    agree = len(set(losses)) == 1 if not rtol else spread <= rtol
+    return {"loss": losses, "agree": agree, "rtol": rtol, "spread": spread}
+
+
+def replicas_line(train):
+    rep = train["replicas"]
+    losses = rep["loss"]
+    rtol = rep.get("rtol") or 0.0
+    allowed = f"within {rtol:.0%} ({train.get('precision')})" if rtol else "bit for bit"
+    if rep["agree"]:
+        spread = f", spread {rep['spread']:.2g}" if rtol else ""
+        return (f"#  replicas             : agree {allowed}{spread}, loss {losses[0]:.6f} "
+                f"on a shared batch on every rank")
+    return (f"#  replicas             : DIFFER (allowed: {allowed}): losses on a shared batch "
+            + ", ".join("not finite" if x is None else f"{x:.6f}" for x in losses))
 
 
 def job_times(steps, kind):
@@ -131,13 +156,8 @@ def summary_lines(train, n):
         lines += [f"#  collectives alone    : {_ms(s['alone_s'])} ms back to back, busbw {bw}",
                   f"#  hidden by compute    : {_pct(s['hidden_share'])} of the "
                   f"communication (1 - exposed / alone)"]
-    rep = train.get("replicas")
-    if rep:
-        losses = rep["loss"]
-        lines.append("#  replicas             : " + (
-            f"agree, loss {losses[0]:.6f} on a shared batch on every rank" if rep["agree"] else
-            "DIFFER: losses on a shared batch " + ", ".join(
-                "not finite" if x is None else f"{x:.6f}" for x in losses)))
+    if train.get("replicas"):
+        lines.append(replicas_line(train))
     lines += memory_lines(train)
     sc = train.get("scaling")
     if sc:

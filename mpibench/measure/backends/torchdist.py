@@ -3,6 +3,11 @@
 The timed loops call pre-bound partials and nothing else: no allocation, no
 bookkeeping, no printing between the two timestamps. Time is the host's wall clock, as
 nccl-tests' timer, ending after a sync of the stream every call ran in (GPUs).
+
+On GPUs every call runs on one stream of the backend's own, created non-blocking as
+nccl-tests' (cudaStreamNonBlocking; torch's pool streams are), not on the legacy default
+stream: since torch 2.8 a call with async_op=False runs on the caller's current stream,
+and NCCL has had failures specific to the default stream (NVIDIA/nccl#2003).
 """
 import time
 
@@ -35,6 +40,11 @@ class TorchBackend:
         self.name = session.backend
         self.device = session.device
         self.cuda = self.device is not None and self.device.type == "cuda"
+        if self.cuda:
+            # Current from here on (this thread): buffers, fills, warm-up, timed loops,
+            # graph capture and replays, checks and events all use it.
+            self.stream = torch.cuda.Stream(self.device)
+            torch.cuda.set_stream(self.stream)
         self.ops = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
                     "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG}
 
@@ -95,6 +105,10 @@ class TorchBackend:
         if self.cuda:
             self.torch.cuda.synchronize(self.device)
 
+    def device_peak_bytes(self):
+        """Peak device memory torch allocated on this rank's GPU (None on CPUs)."""
+        return self.torch.cuda.max_memory_allocated(self.device) if self.cuda else None
+
     # ---- timing ----
     def time_loop(self, calls, mode=2, barrier=None, window=1, graph_launches=0, per_iter=False):
         """Seconds per call for running every call once (in order) in -z mode `mode`
@@ -103,7 +117,7 @@ class TorchBackend:
         iteration's seconds)."""
         if graph_launches:
             return self._time_graph(calls, mode, barrier, graph_launches)
-        finish = self.torch.cuda.current_stream(self.device).synchronize if self.cuda else None
+        finish = self.stream.synchronize if self.cuda else None
         wait = self._wait if self.launches_async(mode) else None
         if per_iter:
             return self._time_marked(calls, mode, finish, barrier, wait, window)
@@ -118,36 +132,50 @@ class TorchBackend:
             total, stamps = timing.seconds_marked(calls, mode, [time.perf_counter] * count,
                                                   finish, barrier, wait, window)
             return total / len(calls), timing.intervals(stamps, mode)
-        events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        events = self._events(count)
         total, _ = timing.seconds_marked(calls, mode, [e.record for e in events], finish,
                                          barrier, wait, window)
         events[-1].synchronize()
         pairs = (zip(events[0::2], events[1::2]) if mode == 3 else zip(events, events[1:]))
         return total / len(calls), [a.elapsed_time(b) / 1e3 for a, b in pairs]
 
-    def _time_graph(self, calls, mode, barrier, launches):
-        """nccl-tests' -G: the calls captured once in a CUDA graph, replayed `launches` times,
-        the -z mode applied to the replays."""
+    def _events(self, count):
+        """count timing events, each created now: torch creates a CUDA event at its first
+        record, which must not happen inside the timed loop (nccl-tests' initEvents)."""
+        events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        for e in events:
+            e.record(self.stream)
+        self.stream.synchronize()
+        return events
+
+    def captured(self, calls):
+        """The calls captured once in a CUDA graph on the backend's stream: (graph, replay).
+        Thread-local capture, as nccl-tests: NCCL may allocate (connect) during capture, and
+        other threads (torch's NCCL watchdog) keep using CUDA meanwhile. Keep the graph
+        while replaying."""
         torch = self.torch
         graph = torch.cuda.CUDAGraph()
-        # Thread-local capture, as nccl-tests: NCCL may allocate (connect) during capture,
-        # and other threads (torch's NCCL watchdog) keep using CUDA meanwhile.
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="thread_local"):
             for call in calls:
                 call()
         torch.cuda.synchronize(self.device)
+        return graph, graph.replay
+
+    def _time_graph(self, calls, mode, barrier, launches):
+        """nccl-tests' -G: the calls captured once in a CUDA graph, replayed `launches` times,
+        the -z mode applied to the replays (on the stream the graph was captured on)."""
+        graph, replay = self.captured(calls)
         # Capture and instantiation take a different time on each rank: without this a
         # fast rank would time its wait for the slowest.
         barrier()
-        finish = torch.cuda.current_stream(self.device).synchronize
-        total = timing.seconds([graph.replay] * launches, mode, finish, barrier)
+        total = timing.seconds([replay] * launches, mode, self.stream.synchronize, barrier)
         del graph
         return total / (len(calls) * launches)
 
     def time_each(self, call, count, barrier):
         """Per-call seconds for count calls, each started together after a barrier."""
         perf = time.perf_counter
-        sync = self.torch.cuda.current_stream(self.device).synchronize if self.cuda else None
+        sync = self.stream.synchronize if self.cuda else None
         out = [0.0] * count
         for k in range(count):
             barrier()

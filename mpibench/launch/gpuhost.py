@@ -1,0 +1,82 @@
+"""Whether this host has NVIDIA GPUs, and what torch sees of them.
+
+A host can have GPUs that torch does not see (a CPU-only wheel, a driver that is down,
+an empty CUDA_VISIBLE_DEVICES); --backend auto then picks gloo there and the job would
+benchmark the CPUs. These facts let the ranks agree on one backend and say why not.
+The launch scripts make the same test of the host (launch/mpirun.sh, sbatch/common.sh).
+"""
+import glob
+import os
+import shutil
+import subprocess
+
+from . import faults
+
+
+def nvidia_devices():
+    """What says this host has NVIDIA GPUs ('/dev/nvidia0, /dev/nvidia1' or 'nvidia-smi
+    lists 2 GPUs'), or None. Device files first (no process); nvidia-smi -L where they are
+    not visible (a container without them still has the tool when GPUs are passed in)."""
+    found = sorted(glob.glob("/dev/nvidia[0-9]*"))
+    if found:
+        return ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    gpus = [line for line in done.stdout.splitlines() if line.startswith("GPU ")]
+    if done.returncode != 0 or not gpus:
+        return None
+    return f"nvidia-smi lists {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
+
+
+def torch_view():
+    """What torch on this rank sees, in a few words: its version and build, the GPUs."""
+    import torch
+    import torch.distributed as dist
+    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    text = f"torch {torch.__version__} ({build})"
+    if not torch.version.cuda:
+        return text
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    text += f" sees {count} GPU{'s' if count != 1 else ''}"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        text += f" with CUDA_VISIBLE_DEVICES='{visible}'"
+    if count and not dist.is_nccl_available():
+        text += ", no NCCL"
+    return text
+
+
+def forced_backend(rank):
+    """The backend the test switch MPIBENCH_FAULT=backend:RANK:NAME makes --backend auto
+    answer on that rank, as if its torch saw otherwise (None: no switch)."""
+    return faults.get("backend", rank) or None
+
+
+def no_cuda():
+    """(what says the host has GPUs, what torch sees, whether torch is a CPU-only build)
+    when this host has NVIDIA GPUs and torch here has no CUDA, else None. torch is
+    imported only when the host has GPUs."""
+    devices = nvidia_devices()
+    if devices is None:
+        return None
+    import torch
+    if torch.cuda.is_available():
+        return None
+    return devices, torch_view(), torch.version.cuda is None
+
+
+def no_cuda_line(per_host):
+    """The one warning line for {host: no_cuda()} of the hosts it named."""
+    hosts = list(per_host)
+    devices, view, cpu_only = per_host[hosts[0]]
+    where = f"host {hosts[0]}" if len(hosts) == 1 else f"{len(hosts)} hosts ({', '.join(hosts[:4])}" \
+        + (", ...)" if len(hosts) > 4 else ")")
+    return (f"mpibench: WARNING: {where} {'has' if len(hosts) == 1 else 'have'} NVIDIA GPUs "
+            f"({devices}) but torch has no CUDA there ({view}), so this job runs on the CPUs; "
+            + ("fix: install a CUDA build of torch in the Python that starts mpibench (set "
+               "MPIBENCH_PYTHON for launch/mpirun.sh and sbatch/)" if cpu_only else
+               "fix: check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES"))

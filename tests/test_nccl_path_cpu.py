@@ -1,0 +1,122 @@
+"""What of the NCCL path can be checked without a GPU: the torch API it calls exists with the
+arguments it passes (an upgrade that renames one fails here, in CI), the row deadline counts
+-G's replays, the memory line reports device memory, and the TORCH_NCCL_BLOCKING_WAIT note."""
+import inspect
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from mpibench.commands import run
+from mpibench.measure.dtypes import DTYPES
+from mpibench.measure.collectives import REGISTRY
+from mpibench.measure.engine import Plan, calls_per_row
+
+
+def _params(fn):
+    return inspect.signature(fn).parameters
+
+
+# (callable, the arguments mpibench passes by name)
+API = [
+    (torch.cuda.graph.__init__, ["stream", "capture_error_mode"]),
+    (torch.cuda.CUDAGraph.replay, []),
+    (torch.cuda.Event.__new__, ["enable_timing"]),
+    (torch.cuda.Event.record, ["stream"]),
+    (torch.cuda.Event.elapsed_time, ["end_event"]),
+    (torch.cuda.Event.synchronize, []),
+    (torch.cuda.Stream.__new__, ["device"]),
+    (torch.cuda.Stream.synchronize, []),
+    (torch.cuda.set_stream, ["stream"]),
+    (torch.cuda.synchronize, ["device"]),
+    (torch.cuda.set_device, ["device"]),
+    (torch.cuda.max_memory_allocated, ["device"]),
+    (torch.cuda.reset_peak_memory_stats, ["device"]),
+    (torch.cuda.get_device_properties, ["device"]),
+    (torch.cuda.device_count, []),
+    (torch.cuda.nccl.version, []),
+    (dist.init_process_group, ["backend", "store", "rank", "world_size", "timeout", "device_id"]),
+    (dist.is_nccl_available, []),
+    (dist.all_reduce, ["op", "group", "async_op"]),
+    (dist.all_gather_into_tensor, ["output_tensor", "input_tensor", "group", "async_op"]),
+    (dist.reduce_scatter_tensor, ["output", "input", "op", "group", "async_op"]),
+    (dist.batch_isend_irecv, ["p2p_op_list"]),
+    (dist.P2POp.__init__, ["op", "tensor", "peer", "group"]),
+    (dist.new_group, ["ranks"]),
+    (torch.autocast.__init__, ["device_type", "dtype"]),
+]
+
+
+@pytest.mark.parametrize("fn,names", API, ids=[f.__qualname__ for f, _ in API])
+def test_the_torch_api_of_the_nccl_path_exists(fn, names):
+    missing = [n for n in names if n not in _params(fn)]
+    assert not missing, f"{fn.__qualname__}{inspect.signature(fn)} has no {missing}"
+
+
+def test_the_capture_mode_mpibench_asks_for_is_one_torch_names():
+    assert "thread_local" in inspect.getdoc(torch.cuda.graph)
+
+
+def _plan(graph, size=4 << 30):
+    return Plan(collectives=[REGISTRY["all_reduce"]], sizes=[size], dtypes=[DTYPES["float32"]],
+                ops=["sum"], iters=20, warmup=5, check=1, graph=graph, probe_iters=20)
+
+
+def test_the_row_deadline_counts_every_replay():
+    """-G 100 -e 4G: 20 iterations replayed 100 times are 2000 calls, not 20; at 1 GB/s of
+    2 x 4 GiB per call they take about 4.8 hours, so the deadline must be longer than that."""
+    plain, graphed = _plan(0), _plan(100)
+    assert calls_per_row(plain) == 5 + 1 + 20 + 1
+    assert calls_per_row(graphed) == 5 + 1 + 20 * 100 + 1
+    traffic = 20 * 100 * 2 * (4 << 30) / 1e9
+    assert run.default_timeout(graphed) > traffic
+    assert run.default_timeout(plain) < traffic / 50
+
+
+class _Out:
+    def __init__(self):
+        self.lines, self.items = [], {}
+
+    def say(self, text):
+        self.lines.append(text)
+
+    def set(self, **items):
+        self.items.update(items)
+
+
+def test_the_memory_line_reports_device_memory_on_gpus():
+    session = SimpleNamespace(hosts=["a", "b"])
+    out = _Out()
+    run.memory_summary(session, out, [
+        {"peak_rss_bytes": 900 << 20, "buffer_bytes": 8 << 30, "device_peak_bytes": 9 << 30},
+        {"peak_rss_bytes": 1000 << 20, "buffer_bytes": 8 << 30, "device_peak_bytes": 10 << 30}])
+    assert out.lines == ["# peak device memory (torch.cuda.max_memory_allocated): 10.0 GiB on "
+                         "rank 1 (host b), of which buffers 8.0 GiB; peak host resident memory "
+                         "1000.0 MiB on rank 1 (host b)"], out.lines
+    assert out.items["memory"][0]["device_peak_bytes"] == 9 << 30
+    cpu = _Out()
+    run.memory_summary(session, cpu, [
+        {"peak_rss_bytes": 900 << 20, "buffer_bytes": 1 << 20, "device_peak_bytes": None},
+        {"peak_rss_bytes": 800 << 20, "buffer_bytes": 1 << 20, "device_peak_bytes": None}])
+    assert cpu.lines[0].startswith("# peak resident memory: 900.0 MiB on rank 0 (host a), "
+                                   "of which buffers 1.0 MiB"), cpu.lines
+
+
+@pytest.mark.parametrize("value,names,said", [
+    ("1", ["nccl"], True), ("true", ["gloo", "nccl"], True), ("0", ["nccl"], False),
+    (None, ["nccl"], False), ("1", ["gloo"], False)])
+def test_blocking_wait_is_named_in_the_header(value, names, said):
+    env = {} if value is None else {"TORCH_NCCL_BLOCKING_WAIT": value}
+    note = run.blocking_wait_note([SimpleNamespace(name=n) for n in names], env)
+    assert (note is not None) == said
+    if said:
+        assert "point-to-point waits block the host, so -z 0 sendrecv behaves as -z 2" in note
+
+
+def test_setup_cfg_states_the_lowest_torch_and_why():
+    from conftest import ROOT
+    text = open(f"{ROOT}/setup.cfg").read()
+    assert "torch>=2.7.1" in text and "non-blocking communicators" in text
+    version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:3])
+    assert version >= (2, 7, 1)
