@@ -62,7 +62,7 @@ done
 # has no CUDA on a GPU host, else python3 (launch/python.sh).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/python.sh"
-pick_python "$(cd "$here/.." && pwd)" || die "$PICK_ERROR"
+pick_python "$(cd "$here/.." && pwd)" || [[ -n $program ]] || die "$PICK_ERROR"
 python=$PICKED_PYTHON
 if [[ $python != */* ]]; then
   python=$(command -v "$python") || die "no $python on PATH; set MPIBENCH_PYTHON"

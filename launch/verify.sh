@@ -95,9 +95,9 @@ if [[ -z ${PEER_MPIRUN:-} ]]; then
 fi
 
 # The python for compare: as launch/mpirun.sh picks it.
-python=${MPIBENCH_PYTHON:-}
-if [[ -z $python && -x $here/../.venv/bin/python ]]; then python=$here/../.venv/bin/python; fi
-python=${python:-python3}
+source "$here/python.sh"
+pick_python "$(cd "$here/.." && pwd)" || die "$PICK_ERROR"
+python=$PICKED_PYTHON
 
 # The output folder: new, never an existing one.
 if [[ -z $out ]]; then out=verify-$(date +%Y%m%d-%H%M%S); fi
