@@ -156,8 +156,15 @@ def execute(session, args):
                 f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
     checks = []
     # 1. The timers.
+    progress = None
+    if out is not None:       # what is measured is on disk as it comes
+        def progress(got, size):
+            g = got[size]
+            out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
+                    f"{g['harness'][-1] * 1e6:.1f} us, bare loop {g['bare'][-1] * 1e6:.1f} us")
+            out.set(verify={"timers": _timers(got), "complete": False})
     got = selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
-                                   args.warmup, session.watch)
+                                   args.warmup, session.watch, progress)
     # 2. The per-call cost: GPUs the launch (measure/launchcost), CPUs the harness over the bare loop.
     gpu_launch = selfcheck.gpu_launch_seconds(session, backend, session.watch)
     small = [s for s in (sweep(8, judged // 4, 4) if backend.cuda else []) if s not in timed]
@@ -227,13 +234,16 @@ def execute(session, args):
     out.set(results=[medians[s] for s in timed] + (peer_rows or []))
     out.set(verify={"checks": checks, "rounds": args.rounds, "iters": args.iters,
                     "warmup": args.warmup, "timer_tolerance": tolerance, "judged_from": judged,
-                    "timers": {str(s): {"harness_s": got[s]["harness"], "bare_s": got[s]["bare"]}
-                               for s in timed},
+                    "timers": _timers(got),
                     "per_call_s": cost, "launch_bound_up_to": bound,
                     "line_rates_gbps": per_host, "iperf3": pairs_,
                     "against": args.against})
     out.finish()
     return _end(session, verdicts.failed(checks))
+
+
+def _timers(got):
+    return {str(s): {"harness_s": g["harness"], "bare_s": g["bare"]} for s, g in got.items()}
 
 
 def _end(session, failures):

@@ -109,13 +109,14 @@ class BareLoops:
         self.bufs = self.arrays = None
 
 
-def compare_timers(session, backend, sizes, rounds, iters, warmup, watch):
+def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progress=None):
     """Both timers at every size: per round and size the two loops back to back (which goes
     first alternates from round to round), so that both see the same state of a shared
     machine.
 
     Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
-    round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None."""
+    round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None.
+    progress(got, size), on rank 0, after every size of every round."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
     got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
@@ -134,6 +135,8 @@ def compare_timers(session, backend, sizes, rounds, iters, warmup, watch):
                     got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
                     got[s]["rows"].append(rows[0])
                     got[s]["bare"].append(sum(gathered) / len(gathered))
+                    if progress is not None:
+                        progress(got, s)
     finally:
         bare.close()
     return got if session.rank == 0 else None
