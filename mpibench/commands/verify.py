@@ -212,7 +212,9 @@ def execute(session, args):
     cost = gpu_launch if gpu_launch is not None else harness_cost
     times = {s: medians[s]["in_place"]["time_us"] * 1e-6 for s in timed}
     times.update({r["requested_size"]: r["in_place"]["time_us"] * 1e-6 for r in sweep_rows or []})
-    bound = verdicts.launch_bound_size(times, cost, launchcost.launch_bound) if cost and cost > 0 else None
+    # Launch-bound rows are a GPU matter (the host starting kernels; -G the remedy).
+    bound = verdicts.launch_bound_size(times, gpu_launch, launchcost.launch_bound) \
+        if gpu_launch else None
     checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
     for label, rows, wrong in checked:
         checks.append(verdicts.correctness(rows, wrong, label))

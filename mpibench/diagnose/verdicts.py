@@ -62,9 +62,14 @@ def per_call(harness_cost, gpu_launch, bound_size, smallest):
     else:
         cost, what = harness_cost, "mpibench's loop over the bare loop per call"
     fig = "n/a" if cost is None else _us(cost)
-    where = (f"launch-bound up to {format_size(bound_size)} (there -G is the fair "
-             f"comparison with nccl-tests)" if bound_size else
-             f"no row launch-bound from {format_size(smallest)}")
+    if gpu_launch is None:
+        where = ("CPUs: the difference of two loops, as noisy as they are; launch-bound rows "
+                 "are a GPU matter (-G)")
+    elif bound_size:
+        where = (f"launch-bound up to {format_size(bound_size)} (there -G is the fair "
+                 f"comparison with nccl-tests)")
+    else:
+        where = f"no row launch-bound from {format_size(smallest)}"
     return check("per-call cost", fig, what, None, "INFO", where)
 
 
