@@ -63,8 +63,9 @@ def per_call(harness_cost, gpu_launch, bound_size, smallest):
         cost, what = harness_cost, "mpibench's loop over the bare loop per call"
     fig = "n/a" if cost is None else _us(cost)
     if gpu_launch is None:
-        where = ("CPUs: the difference of two loops, as noisy as they are; launch-bound rows "
-                 "are a GPU matter (-G)")
+        where = ("CPUs: the difference of two loops, as noisy as they are"
+                 + (" (below 0 here: the noise exceeds the cost)" if cost is not None and cost < 0
+                    else "") + "; launch-bound rows are a GPU matter (-G)")
     elif bound_size:
         where = (f"launch-bound up to {format_size(bound_size)} (there -G is the fair "
                  f"comparison with nccl-tests)")
