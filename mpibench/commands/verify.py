@@ -150,8 +150,10 @@ def execute(session, args):
                           "warmup": args.warmup, "timer_tolerance": tolerance,
                           "floor": args.floor, "against": args.against})
         out.announce_files()
+        clock = ("CUDA events" if backend.cuda else "MPI_Wtime" if backend.name == "mpi"
+                 else "monotonic clock")
         out.say(f"# timers: {args.rounds} round{'s' if args.rounds != 1 else ''}, each "
-                f"mpibench's loop and the bare loop ({'CUDA events' if backend.cuda else 'MPI_Wtime' if backend.name == 'mpi' else 'monotonic clock'}) "
+                f"mpibench's loop and the bare loop ({clock}) "
                 f"in turn, {args.iters} iterations after {args.warmup} warm-up, "
                 f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
     checks = []

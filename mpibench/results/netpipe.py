@@ -18,7 +18,6 @@ from .nccltests import Unreadable, _document
 
 _LINE = re.compile(r"(?:^|[\s>:])\s*(\d+):\s+(\d+)\s+bytes\s+(\d+)\s+times\s+-->\s+"
                    r"([0-9.]+)\s+Mbps\s+in\s+([0-9.]+)\s+usec")
-_BOTH_WAYS = re.compile(r"[-\s]2\b.*both directions|Send data in both directions", re.I)
 
 
 def looks_like_text(text):
