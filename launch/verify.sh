@@ -18,6 +18,9 @@
 #   -b SIZE, -e SIZE  smallest and largest size, both tools (default 1K and 4M; 64M..1G
 #                     for nccl-tests); NetPIPE starts at -b/16, its warm-up
 #   -n N, -w N        timed and warm-up iterations, both tools (default 20 and 5)
+#   --same-mpi        run mpibench under the peer's MPI too (its mpirun, and mpi4py loading
+#                     its library through MPI4PY_LIBMPI): the ratio then compares the two
+#                     tools on one MPI library (default: mpibench under its own, as it runs)
 #   --out DIR         where the outputs go (default ./verify-DATE-TIME; never reused)
 #   -- ARGS           more arguments for mpibench verify (e.g. --sizes, --rounds)
 # Variables: PEER_MPIRUN, the mpirun for the peer (default: found from its MPI library);
@@ -29,7 +32,7 @@ set -euo pipefail
 die() { printf 'verify.sh: %s\n' "$*" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-launch=() peer="" nccl_dir="" minb="" maxb="" iters=20 warmup=5 out=""
+launch=() peer="" nccl_dir="" minb="" maxb="" iters=20 warmup=5 out="" same_mpi=0
 while (($#)); do
   case $1 in
     --host|--hosts|--hostfile|--ppn|--np|--iface|--bind|--mpi-arg)
@@ -45,6 +48,7 @@ while (($#)); do
     -n) (($# >= 2)) && [[ $2 =~ ^[1-9][0-9]*$ ]] || die "-n needs a whole number >= 1"; iters=$2; shift 2 ;;
     -w) (($# >= 2)) && [[ $2 =~ ^[0-9]+$ ]] || die "-w needs a whole number >= 0"; warmup=$2; shift 2 ;;
     --out) (($# >= 2)) || die "--out needs a folder"; out=$2; shift 2 ;;
+    --same-mpi) same_mpi=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) die "unknown option '$1' (mpibench verify's own options go after --)" ;;
@@ -82,9 +86,9 @@ lo=$(bytes "$minb") hi=$(bytes "$maxb")
 
 # The peer's launcher: the mpirun of the MPI library it links (launcher and library must
 # match: Debian's NetPIPE links Open MPI 4, mpibench's venv may hold Open MPI 5).
+lib=$(ldd "$bin" 2>/dev/null | awk '/libmpi\.so/ {print $3; exit}')
+[[ -n $lib ]] || die "$bin links no MPI library (nccl-tests: build it with make MPI=1)"
 if [[ -z ${PEER_MPIRUN:-} ]]; then
-  lib=$(ldd "$bin" 2>/dev/null | awk '/libmpi\.so/ {print $3; exit}')
-  [[ -n $lib ]] || die "$bin links no MPI library (nccl-tests: build it with make MPI=1)"
   dir=$(dirname "$(readlink -f "$lib")")
   for prefix in "$dir/.." "$dir/../.." "$dir/../../.."; do
     for name in mpirun.openmpi mpirun; do
@@ -129,9 +133,14 @@ else
 fi
 grep -E 'bytes .* times -->|^ +[0-9]+ +[0-9]+ +[a-z]' "$out/$file" | sed 's/^/# peer: /' || true
 
+mine=()
+if ((same_mpi)); then
+  mine=(env MPIRUN="$PEER_MPIRUN" MPI4PY_LIBMPI="$lib")
+  echo "# mpibench under the peer's MPI: $PEER_MPIRUN, $lib"
+fi
 set +e
-"$here/mpirun.sh" "${launch[@]}" verify --against "$out/$file" -n "$iters" -w "$warmup" \
-  --json "$out/verify.json" "$@"
+"${mine[@]}" "$here/mpirun.sh" "${launch[@]}" verify --against "$out/$file" -n "$iters" \
+  -w "$warmup" --json "$out/verify.json" "$@"
 rc=$?
 set -e
 [[ -f $out/verify.json ]] || exit "$rc"

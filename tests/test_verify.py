@@ -177,14 +177,15 @@ def _trees(tmp_path, mbps):
 @ROOT_ONLY
 @pytest.mark.skipif(bool(fakecluster.missing_tools()),
                     reason=f"missing tools: {fakecluster.missing_tools()}")
-@pytest.mark.parametrize("rate,gbit", [("200mbit", 0.2), ("1gbit", 1.0)])
-def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit, tmp_path):
+@pytest.mark.parametrize("rate,gbit,same", [("200mbit", 0.2, []), ("1gbit", 1.0, ["--same-mpi"])])
+def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit, same, tmp_path):
+    # 1 Gbit/s with --same-mpi: mpibench itself then runs on NetPIPE's Open MPI 4.
     root = _trees(tmp_path, 10000)     # a veth's own speed
     outdir = tmp_path / "out"
     with FakeCluster(hosts=2, rates=rate) as c:
         done = c.run_on("h1", [str(LAUNCH / "verify.sh"), "--host", "h1,h2", "--ppn", "1",
                                "--mca", "plm_rsh_agent", str(c.agent), "--out", str(outdir),
-                               "-b", "2M", "-e", "4M", "-n", "5", "-w", "1", "--",
+                               *same, "-b", "2M", "-e", "4M", "-n", "5", "-w", "1", "--",
                                "--sizes", "256K,4M", *QUICK, "--timer-tolerance", "0.15",
                                "--iperf-seconds", "2",
                                "--root", root],
@@ -206,6 +207,8 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
     # PASS, or HIGH (mpibench above NetPIPE: shown, not failed); never LOW.
     assert all(c["verdict"] in ("PASS", "HIGH") for c in netpipe), netpipe
     assert "# mpibench / netpipe per size" in done.stdout
+    versions = next(line for line in done.stdout.splitlines() if line.startswith("# versions:"))
+    assert ("Open MPI v4." if same else "Open MPI v5.") in versions, versions
     assert re.search(r"sendrecv +mpi +uint8 +none +4 MiB +out-of-place", done.stdout), done.stdout
     print(f"{rate}: gloo busbw / iperf3 = {pair['ratio']:.3f} ({pair['figure']}; "
           f"{pair['reference']}); mpi sendrecv / NetPIPE: "
