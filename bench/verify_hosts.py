@@ -3,7 +3,7 @@ gloo's all_reduce busbw over iperf3's TCP rate, mpibench's MPI sendrecv over Net
 and the two timers, through launch/verify.sh (root; iperf3 and netpipe-openmpi installed).
 
     python bench/verify_hosts.py [--rate 1gbit] [--rounds 5] [-n 20] [--sizes 1M,4M,16M]
-                                 [-b 4M] [-e 16M] [--repeat 1]
+                                 [-b 4M] [-e 16M] [--repeat 1] [--same-mpi]
 """
 import argparse
 import json
@@ -26,6 +26,7 @@ def main():
     ap.add_argument("-b", default="4M")
     ap.add_argument("-e", default="16M")
     ap.add_argument("--repeat", type=int, default=1, help="whole runs, each on fresh hosts")
+    ap.add_argument("--same-mpi", action="store_true", help="mpibench under NetPIPE's MPI too")
     a = ap.parse_args()
     py = os.path.join(HERE, "..", ".venv", "bin", "python")
     env = dict(os.environ, OMP_NUM_THREADS="1", MPIBENCH_PYTHON=os.path.abspath(py))
@@ -34,11 +35,13 @@ def main():
             out = os.path.join(tmp, "out")
             done = c.run_on("h1", [os.path.join(HERE, "..", "launch", "verify.sh"),
                                    "--host", "h1,h2", "--ppn", "1", "--mca", "plm_rsh_agent",
-                                   str(c.agent), "--out", out, "-b", a.b, "-e", a.e, "-n", a.n,
+                                   str(c.agent), "--out", out,
+                                   *(["--same-mpi"] if a.same_mpi else []), "-b", a.b, "-e", a.e, "-n", a.n,
                                    "-w", a.w, "--", "--sizes", a.sizes, "--rounds", a.rounds,
                                    "--iperf-seconds", "5"], env=env, timeout=1200)
             c._kill_strays()
-            print(f"# run {k + 1} of {a.repeat}: verify.sh exit {done.returncode}, link {a.rate}")
+            print(f"# run {k + 1} of {a.repeat}: verify.sh exit {done.returncode}, link {a.rate}"
+                  + (", mpibench under NetPIPE's MPI" if a.same_mpi else ""))
             path = os.path.join(out, "verify.json")
             if not os.path.exists(path):
                 print(done.stdout[-3000:], done.stderr[-3000:])
