@@ -9,7 +9,10 @@
 
 has_nvidia_gpus() {
   compgen -G '/dev/nvidia[0-9]*' >/dev/null && return 0
-  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '
+  command -v nvidia-smi >/dev/null 2>&1 || return 1
+  local listed   # read whole: a pipe into grep -q could end nvidia-smi by SIGPIPE
+  listed=$(nvidia-smi -L 2>/dev/null) || return 1
+  [[ $'\n'$listed == *$'\n'"GPU "* ]]
 }
 
 pick_python() {

@@ -34,6 +34,7 @@ def test_launch_cost_of_real_gloo_calls():
         assert slow >= 0.002, show(done)
         assert f["completed"] == "True", show(done)
         assert float(f["value"]) == 2.0, show(done)
+        assert 0 < float(f["backend"]) < 0.5, show(done)
 
 
 def test_finish_runs_after_the_clock_and_gets_every_result():

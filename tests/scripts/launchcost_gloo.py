@@ -1,16 +1,17 @@
 """launchcost.per_call_seconds on a real gloo group across mpirun ranks.
 
 Each rank prints one line: rank, the launch cost of an async all_reduce, the launch cost
-of the same call after a 2 ms host delay, whether every Work completed, and the tensor's
-value after the calls. MASTER_ADDR/MASTER_PORT must be set by the caller.
+of the same call after a 2 ms host delay, whether every Work completed, the tensor's
+value after the calls, and of_backend's figure for a gloo backend. MASTER_ADDR/MASTER_PORT must be set by the caller.
 """
 import os
 import time
+from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
 
-from mpibench.measure.launchcost import per_call_seconds, wait_all
+from mpibench.measure.launchcost import of_backend, per_call_seconds, wait_all
 
 rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
 size = int(os.environ["OMPI_COMM_WORLD_SIZE"])
@@ -34,6 +35,8 @@ def slow_call():
 fast = per_call_seconds(call, 100, wait_all)
 done = all(w.is_completed() for w in works)
 slow = per_call_seconds(slow_call, 20, wait_all)
-print(f"rank={rank} fast={fast:.9f} slow={slow:.9f} completed={done} value={x.item()}",
-      flush=True)
+cpu = SimpleNamespace(torch=torch, dist=dist, device=torch.device("cpu"), cuda=False)
+backend = of_backend(cpu, dist.barrier, 50)
+print(f"rank={rank} fast={fast:.9f} slow={slow:.9f} completed={done} value={x.item()} "
+      f"backend={backend:.9f}", flush=True)
 dist.destroy_process_group()
