@@ -16,6 +16,8 @@
 #   --oversubscribe   allow more ranks than cores (CPU trials)
 #   --mca NAME VALUE  passed to mpirun as --mca NAME VALUE (Open MPI); repeatable
 #   --mpi-arg ARG     one more argument for mpirun, verbatim; repeatable
+#   --program PROG    run PROG (an MPI program, e.g. a peer benchmark) instead of mpibench;
+#                     the arguments after the options go to it
 #   --dry-run         print the command instead of running it
 # Variables:
 #   MPIBENCH_PYTHON   python that has mpibench, the same path on every host (default: this
@@ -33,7 +35,7 @@ set -euo pipefail
 die() { printf 'mpirun.sh: %s\n' "$*" >&2; exit 2; }
 is_count() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 
-hosts="" hostfile="" ppn="" np="" iface="" bind="none" oversub=0 dry=0
+hosts="" hostfile="" ppn="" np="" iface="" bind="none" oversub=0 dry=0 program=""
 mpi_args=()
 while (($#)); do
   case $1 in
@@ -47,6 +49,7 @@ while (($#)); do
     --oversubscribe) oversub=1; shift ;;
     --mca) (($# >= 3)) || die "--mca needs NAME VALUE"; mpi_args+=(--mca "$2" "$3"); shift 3 ;;
     --mpi-arg) (($# >= 2)) || die "--mpi-arg needs a value"; mpi_args+=("$2"); shift 2 ;;
+    --program) (($# >= 2)) || die "--program needs a path"; program=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
@@ -59,7 +62,7 @@ done
 # has no CUDA on a GPU host, else python3 (launch/python.sh).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/python.sh"
-pick_python "$(cd "$here/.." && pwd)" || die "$PICK_ERROR"
+pick_python "$(cd "$here/.." && pwd)" || [[ -n $program ]] || die "$PICK_ERROR"
 python=$PICKED_PYTHON
 if [[ $python != */* ]]; then
   python=$(command -v "$python") || die "no $python on PATH; set MPIBENCH_PYTHON"
@@ -78,7 +81,7 @@ absolute() { local dir; dir=$(cd "${1%/*}" && pwd) || die "no folder ${1%/*}"; e
 python=$(absolute "$python")
 MPIRUN=$(absolute "$MPIRUN")
 [[ -x $python ]] || die "$python is not an executable"
-if ((!dry)) && ! "$python" -c 'import mpibench' 2>/dev/null; then
+if ((!dry)) && [[ -z $program ]] && ! "$python" -c 'import mpibench' 2>/dev/null; then
   die "$python cannot import mpibench: set MPIBENCH_PYTHON to the python that has it"
 fi
 
@@ -197,7 +200,11 @@ if [[ -n $iface ]]; then
     done
   fi
 fi
-cmd+=("${mpi_args[@]}" "$python" -m mpibench "$@")
+if [[ -n $program ]]; then
+  cmd+=("${mpi_args[@]}" "$program" "$@")
+else
+  cmd+=("${mpi_args[@]}" "$python" -m mpibench "$@")
+fi
 
 if ((dry)); then
   printf '%q ' "${cmd[@]}"; printf '\n'

@@ -11,7 +11,7 @@ below. Only cli.py (the entry point) sits above.
 import importlib
 
 NAMES = ("run", "info", "allreduce", "latency", "flagsync", "demo", "p2p", "doctor",
-         "report", "compare", "plot", "sweep", "predict", "train", "check")
+         "report", "compare", "plot", "sweep", "predict", "train", "check", "verify")
 
 DEFAULT = "run"
 

@@ -130,13 +130,25 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
     return {t: {"min_busbw_GBps": share * max(bws)} for t in tests}, None
 
 
-def line_rate(root="/"):
-    """This host's line rate in Gbit/s as `doctor` reads it: the fastest active RDMA port,
-    else the fastest interface that is up (None when the host says neither)."""
+def link_rates(root="/"):
+    """This host's link rates in Gbit/s as `doctor` reads them: every active RDMA port, else
+    every interface that is up and says its speed (empty when the host says neither)."""
     ports = [p["rate_gbps"] for p in hostfacts.rdma_ports(root) if p["state"] == "ACTIVE"
              and p["rate_gbps"]]
     if ports:
-        return max(ports)
-    nics = [i["speed_mbps"] / 1000 for i in hostfacts.interfaces(root)
+        return ports
+    return [i["speed_mbps"] / 1000 for i in hostfacts.interfaces(root)
             if i["state"] == "up" and i["speed_mbps"]]
-    return max(nics) if nics else None
+
+
+def line_rate(root="/"):
+    """This host's line rate in Gbit/s: the fastest of its link rates (None when unknown)."""
+    rates = link_rates(root)
+    return max(rates) if rates else None
+
+
+def total_line_rate(root="/"):
+    """All of this host's links together in Gbit/s: what no traffic of the host can exceed
+    (None when unknown)."""
+    rates = link_rates(root)
+    return sum(rates) if rates else None

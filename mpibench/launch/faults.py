@@ -5,6 +5,8 @@ buffer of 64K or more, or train's model state of that size, is refused as out of
 Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
 its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
 "crash:1:64K" (an exception).
+"early:1:100": the engine's timer on rank 1 stops early, at 1/100 of the loop's time
+(what `verify`'s plausibility check must catch).
 "backend:1:nccl": --backend auto answers nccl on that rank, as if its torch saw a GPU.
 "graphcorrupt:1": with -G, the check's CUDA graph on that rank also adds 1 to the first
 received element, which only a replay of the graph does (GPU tests).
@@ -44,6 +46,16 @@ def get(kind, rank):
 
 
 ROW_FAULTS = ("hang", "die", "crash")
+
+
+def early_factor(rank):
+    """The factor by which the test fault switch early:RANK:X shortens the timed loops'
+    time on this rank (1.0 when it is off)."""
+    arg = get("early", rank)
+    try:
+        return max(1.0, float(arg)) if arg else 1.0
+    except ValueError:
+        return 1.0
 
 
 def row_faults(rank):

@@ -162,6 +162,7 @@ class Engine:
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch = getattr(session, "watch", None) or NullWatch()
         self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
+        self.early = faults.early_factor(session.rank)
         self.launch_cost = None   # seconds per call launch (GPUs): rows near it are marked
 
     def run(self):
@@ -248,6 +249,7 @@ class Engine:
             seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, per_iter=True)
         else:
             seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph), None
+        seconds /= self.early
         self.watch.mark("check")
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "

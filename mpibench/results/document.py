@@ -50,10 +50,17 @@ def load(path, collective=None):
 
 
 def _read(data, collective=None):
-    """A results document from the bytes of a file: mpibench's JSON, or nccl-tests' (or
-    mpibench's) printed output or nccl-tests' -J JSON turned into one."""
-    from . import nccllogs, nccltests
+    """A results document from the bytes of a file: mpibench's JSON, nccl-tests' (or
+    mpibench's) printed output or nccl-tests' -J JSON, or NetPIPE's printed output, turned
+    into one."""
+    from . import nccllogs, nccltests, netpipe
     text = _text(data)
+    try:
+        if not text.lstrip()[:1] == "{" and netpipe.looks_like_text(text) \
+                and not nccllogs.looks_like_text(text):
+            return netpipe.parse_text(text)
+    except nccltests.Unreadable as exc:
+        raise _Bad(f"NetPIPE output: {exc}") from None
     try:
         if not text.lstrip()[:1] == "{" and nccllogs.looks_like_text(text):
             return nccllogs.parse_text(text, collective)

@@ -1,0 +1,259 @@
+"""mpibench verify: can the figures mpibench measures here be trusted? Its timer against an
+independent one, the per-call cost it cannot remove, every collective checked, busbw
+against the hosts' link rates, and independent tools on the same path."""
+import os
+from statistics import median
+
+from ..diagnose import health, iperf, jobinfo, verdicts
+from ..errors import CheckFailed, UsageError
+from ..measure import launchcost, selfcheck
+from ..measure.backends import make as make_backend
+from ..measure.collectives import REGISTRY
+from ..measure.dtypes import DTYPES
+from ..measure.engine import Plan
+from ..measure.sizes import format_size, parse_size, sweep
+from ..results import checktable, reader
+from ..results.output import open_output
+from .common import options
+
+HELP = "check mpibench's own figures here: timer, per-call cost, correctness, plausibility, peers"
+DESCRIPTION = (
+    "1. mpibench's timed loop against a bare loop that shares none of its code (CPUs: "
+    "torch.distributed or mpi4py timed alone; GPUs: CUDA events on the same stream), "
+    "alternated over --rounds, medians compared at each size (CPUs within 5%% from 1 MiB, "
+    "GPUs within 2%% from 64 MiB). 2. The per-call cost mpibench cannot remove and the "
+    "largest launch-bound size. 3. Every collective once, both modes, checked. 4. The "
+    "largest size's busbw against the link rates the hosts report (as doctor reads them): "
+    "above them, the timer stopped early or the byte count is wrong. 5. iperf3 between "
+    "every pair of hosts (started by the ranks, bound to the benchmark's interface), and "
+    "with --against a peer's output (NetPIPE, nccl-tests) measured again here, size by size. "
+    "Exit 0 when every check passed, 1 when one failed (or a share fell below --floor), "
+    "2 on bad input. launch/verify.sh runs a peer tool and verify one after the other.")
+SESSION = "args"
+
+CPU_SIZES = "1M,4M,16M"
+GPU_SIZES = "64M,256M,1G"
+CPU_CHECK_SIZE = 64 << 10
+GPU_CHECK_SIZE = 1 << 20
+MAX_PEER_SIZES = 32
+PEER_ROUNDS = 3             # NetPIPE 3.7's trials per size (TRIALS in netpipe.c)
+
+
+def _sizes(text):
+    import argparse
+    try:
+        sizes = sorted({parse_size(t.strip()) for t in text.split(",") if t.strip()})
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not sizes or sizes[0] < 4:
+        raise argparse.ArgumentTypeError(f"{text!r}: give sizes of at least 4 bytes")
+    return sizes
+
+
+def add_arguments(p):
+    p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
+                   help=f"sizes the two timers compare, comma-separated (default {CPU_SIZES} on "
+                        f"CPUs, {GPU_SIZES} on GPUs); 8 bytes is added for the per-call cost")
+    p.add_argument("--rounds", type=options.int_at_least(1), default=5, metavar="N",
+                   help="rounds alternating the two timers (default 5)")
+    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20,
+                   help="timed iterations per loop (default 20)")
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5,
+                   help="warm-up iterations per loop (default 5)")
+    p.add_argument("--timer-tolerance", type=options.positive_float, default=None, metavar="X",
+                   help=f"the timers agree within X (default {verdicts.CPU_TIMER_TOLERANCE:g} "
+                        f"on CPUs, {verdicts.GPU_TIMER_TOLERANCE:g} on GPUs)")
+    p.add_argument("--floor", type=options.positive_float, default=verdicts.FLOOR, metavar="R",
+                   help=f"a share of iperf3's or a peer's figure below R is a finding "
+                        f"(default {verdicts.FLOOR:g})")
+    p.add_argument("--check-size", type=options.size_arg, default=None, metavar="SIZE",
+                   help="bytes of the correctness check's calls (default 64K on CPUs, 1M on GPUs)")
+    p.add_argument("--iperf-seconds", type=options.number_arg, default=3.0, metavar="S",
+                   help="seconds of each iperf3 test between two hosts; 0 = off (default 3)")
+    p.add_argument("--iperf-port", type=options.int_at_least(1), default=iperf.PORT,
+                   metavar="PORT", help=f"iperf3's port (default {iperf.PORT})")
+    p.add_argument("--root", default="/", metavar="PATH",
+                   help="read the link rates from /sys under PATH, as doctor (default /); "
+                        "'{host}' in it becomes each host's name (for fabricated trees)")
+    p.add_argument("--against", metavar="FILE",
+                   help="a peer's output (NetPIPE's or nccl-tests' printed output, nccl-tests' "
+                        "-J JSON, an mpibench JSON): its collective measured here at its sizes, "
+                        "ratio mpibench / peer per size")
+    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
+                   help="the longest one step may take before the job is called hung "
+                        "(default: 60 s plus the largest size's traffic at 1 GB/s)")
+    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    options.add_backend(p)
+
+
+def check_args(args):
+    if args.iperf_seconds < 0:
+        raise UsageError(f"--iperf-seconds {args.iperf_seconds:g}: give 0 (off) or more")
+
+
+def read_peer(session, path):
+    """Rank 0 reads the peer's file; every rank gets (tool, rows) or the same UsageError."""
+    found, error = None, None
+    if session.rank == 0 and path:
+        try:
+            doc = reader.load(path)
+            rows = [r for r in doc["results"] if r["collective"] in REGISTRY
+                    and r.get("dtype", r["type"]) in DTYPES]
+            if not rows:
+                raise UsageError(f"--against {path}: no row of a collective and data type "
+                                 f"mpibench runs")
+            tool = doc.get("source") or doc.get("tool") or "peer"
+            found = (tool, rows)
+        except UsageError as exc:
+            error = str(exc)
+    session.agree(error)
+    return session.comm.bcast(found, root=0) if path else None
+
+
+def peer_plan(rows, backend, iters, warmup):
+    first = rows[0]
+    same = [r for r in rows if (r["collective"], r.get("dtype", r["type"]))
+            == (first["collective"], first.get("dtype", first["type"]))]
+    sizes = sorted({r["size"] for r in same})
+    powers = [s for s in sizes if s & (s - 1) == 0]
+    sizes = (powers or sizes)[-MAX_PEER_SIZES:]
+    modes = tuple(m for m, k in (("out", "out_of_place"), ("in", "in_place"))
+                  if any(r.get(k) for r in same))
+    coll = REGISTRY[first["collective"]]
+    op = first["redop"] if coll.reduces and first["redop"] in backend.ops else "sum"
+    return same, Plan(collectives=[coll], sizes=sizes, dtypes=[DTYPES[first.get("dtype", first["type"])]],
+                      ops=[op], root=max(first.get("root", 0), 0), iters=iters, warmup=warmup,
+                      check=1, blocking=backend.default_blocking(), modes=modes or ("out", "in"),
+                      probe_iters=0)
+
+
+def execute(session, args):
+    backend = make_backend(session, args.backend[0])
+    sizes = args.sizes or _sizes(GPU_SIZES if backend.cuda else CPU_SIZES)
+    timed = sorted({8, *sizes})
+    tolerance = args.timer_tolerance or (verdicts.GPU_TIMER_TOLERANCE if backend.cuda
+                                         else verdicts.CPU_TIMER_TOLERANCE)
+    judged = verdicts.GPU_JUDGED if backend.cuda else verdicts.CPU_JUDGED
+    check_size = args.check_size or (GPU_CHECK_SIZE if backend.cuda else CPU_CHECK_SIZE)
+    out = open_output(session, "verify", args)
+    peer = read_peer(session, args.against)
+    session.watch.timeout = args.timeout or float(round(
+        60 + (args.warmup + args.iters + 1) * 2 * max(sizes) / 1e9 + args.iperf_seconds))
+    if out is not None:
+        session.watch.on_fault = out.abandon
+    session.watch.arm("start-up (every rank's device and versions)")
+    records, versions = jobinfo.gather(session)
+    if session.rank == 0:
+        out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
+        jobinfo.describe(session, out, [backend.name], records, versions,
+                         {"sizes": sizes, "rounds": args.rounds, "iters": args.iters,
+                          "warmup": args.warmup, "timer_tolerance": tolerance,
+                          "floor": args.floor, "against": args.against})
+        out.announce_files()
+        clock = ("CUDA events" if backend.cuda else "MPI_Wtime" if backend.name == "mpi"
+                 else "monotonic clock")
+        out.say(f"# timers: {args.rounds} round{'s' if args.rounds != 1 else ''}, each "
+                f"mpibench's loop and the bare loop ({clock}) "
+                f"in turn, {args.iters} iterations after {args.warmup} warm-up, "
+                f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
+    checks = []
+    # 1. The timers.
+    progress = None
+    if out is not None:       # what is measured is on disk as it comes
+        def progress(got, size):
+            g = got[size]
+            out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
+                    f"{g['harness'][-1] * 1e6:.1f} us, bare loop {g['bare'][-1] * 1e6:.1f} us")
+            out.set(verify={"timers": _timers(got), "complete": False})
+    got = selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
+                                   args.warmup, session.watch, progress)
+    # 2. The per-call cost: GPUs the launch (measure/launchcost), CPUs the harness over the bare loop.
+    gpu_launch = selfcheck.gpu_launch_seconds(session, backend, session.watch)
+    small = [s for s in (sweep(8, judged // 4, 4) if backend.cuda else []) if s not in timed]
+    sweep_rows = None
+    if small:
+        sweep_rows, _ = selfcheck.engine_rows(
+            session, backend, selfcheck.all_reduce_plan(backend, small, args.iters, args.warmup))
+    # 3. Correctness, every collective, both modes (GPUs: also through a CUDA graph's replay).
+    passes = [("correctness", 0)] + ([("correctness -G 1", 1)] if backend.cuda else [])
+    checked = [(label, *selfcheck.correctness(session, backend, check_size, graph))
+               for label, graph in passes]
+    # 4. The hosts' link rates (all of each host's links together).
+    session.watch.arm("verify: the hosts' link rates")
+    rates = session.comm.gather((session.hostname, health.total_line_rate(
+        args.root.replace("{host}", session.hostname))), root=0)
+    # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
+    pairs_ = []
+    if args.iperf_seconds > 0 and len(set(session.hosts)) > 1:
+        session.watch.arm("verify: iperf3 between hosts")
+        pairs_ = iperf.run_pairs(session, os.environ, args.iperf_seconds, args.iperf_port)
+    peer_rows = None
+    if peer is not None:
+        tool, rows = peer
+        pbackend = make_backend(session, "mpi") if rows[0].get("backend") == "mpi" else backend
+        same, plan = peer_plan(rows, pbackend, args.iters, args.warmup)
+        # NetPIPE keeps the fastest of its trials: so does verify, of as many rounds.
+        netpipe = tool == "NetPIPE"
+        peer_rows, peer_wrong = selfcheck.repeated_rows(
+            session, pbackend, plan, PEER_ROUNDS if netpipe else 1, fastest=netpipe)
+    session.watch.disarm()
+    if session.rank != 0:
+        return _end(session, None)
+    # ---- rank 0: the verdicts ----
+    medians = {}
+    timer_failed_short = False
+    for s in timed:
+        g = got[s]
+        ratios = selfcheck.paired_ratios(g["harness"], g["bare"])
+        c = verdicts.timer(s, g["harness"], g["bare"], ratios, tolerance, judged)
+        timer_failed_short |= c["verdict"] == "FAIL" and c["ratio"] < 1
+        checks.append(c)
+        row = selfcheck.median_row(g["rows"], g["harness"])
+        medians[s] = row
+    harness_cost = median(h - b for h, b in zip(got[8]["harness"], got[8]["bare"]))
+    cost = gpu_launch if gpu_launch is not None else harness_cost
+    times = {s: medians[s]["in_place"]["time_us"] * 1e-6 for s in timed}
+    times.update({r["requested_size"]: r["in_place"]["time_us"] * 1e-6 for r in sweep_rows or []})
+    # Launch-bound rows are a GPU matter (the host starting kernels; -G the remedy).
+    bound = verdicts.launch_bound_size(times, gpu_launch, launchcost.launch_bound) \
+        if gpu_launch else None
+    checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
+    for label, rows, wrong in checked:
+        checks.append(verdicts.correctness(rows, wrong, label))
+    largest = medians[max(timed)]
+    busbw = largest["in_place"]["busbw_GBps"]
+    per_host = dict(rates)
+    checks.append(verdicts.plausibility(max(timed), busbw, per_host, timer_failed_short))
+    for pair in pairs_:
+        checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.floor))
+    if peer_rows is not None:
+        tool, _ = peer
+        checks += verdicts.peer_rows(peer_rows, same, tool, args.floor, judged)
+        if peer_wrong:
+            checks.append(verdicts.correctness(peer_rows, peer_wrong, f"{tool} rows checked"))
+    out.say("#")
+    for line in checktable.lines(checks):
+        out.say(line if line.startswith("#") else "#  " + line)
+    # The rows as `run` writes them (the median round's), for report and compare.
+    out.set(results=[medians[s] for s in timed] + (peer_rows or []))
+    out.set(verify={"checks": checks, "rounds": args.rounds, "iters": args.iters,
+                    "warmup": args.warmup, "timer_tolerance": tolerance, "judged_from": judged,
+                    "timers": _timers(got),
+                    "per_call_s": cost, "launch_bound_up_to": bound,
+                    "line_rates_gbps": per_host, "iperf3": pairs_,
+                    "against": args.against})
+    out.finish()
+    return _end(session, verdicts.failed(checks))
+
+
+def _timers(got):
+    return {str(s): {"harness_s": g["harness"], "bare_s": g["bare"]} for s, g in got.items()}
+
+
+def _end(session, failures):
+    failures = session.comm.bcast(failures, root=0)
+    if failures:
+        names = ", ".join(f"{c['check']} ({c['verdict']})" for c in failures)
+        raise CheckFailed(f"verify: {len(failures)} check{'s' if len(failures) != 1 else ''} "
+                          f"did not pass: {names}")
+    return 0

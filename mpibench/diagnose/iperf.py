@@ -1,0 +1,117 @@
+"""iperf3 between the hosts of a job, started by the ranks themselves: the TCP rate each
+link really gives, the anchor for every CPU/TCP figure mpibench prints.
+
+One rank per host; every pair of hosts in round-robin rounds (pairs.schedule), so that no
+host is in two tests at once. In a pair the lower rank serves (`iperf3 -s -1`, one test
+then exit), the higher connects; both bind to the address the benchmark's own traffic
+uses. Every rank takes part in every round's barrier and gather (the side channel's), so
+ranks outside a pair only wait. Results are iperf3's own JSON (-J): the receiver's rate.
+"""
+import json
+import shutil
+import socket
+import subprocess
+import time
+
+from ..launch.netaddr import reachable_address
+from . import pairs
+
+PORT = 5201
+CONNECT_TRIES = 25          # the server may not listen yet when the client starts
+CONNECT_PAUSE = 0.2
+
+
+def address(session, env):
+    """This host's address on the interface the benchmark uses (what gloo and NCCL reach
+    the other hosts by): the source address towards the rendezvous host, or towards the
+    other hosts by name when there is no rendezvous (MPI only)."""
+    master = env.get("MASTER_ADDR") or (session.rendezvous or "").rsplit(":", 1)[0]
+    peers = [master] if master else []
+    for host in dict.fromkeys(session.hosts):
+        if host != session.hostname:
+            try:
+                peers.append(socket.gethostbyname(host))
+            except OSError:
+                continue
+    return reachable_address(env, peers)
+
+
+def rate(report):
+    """(bits per second the receiver saw, retransmits) from iperf3 -J output."""
+    end = report.get("end") or {}
+    received = (end.get("sum_received") or {}).get("bits_per_second")
+    if not received:
+        raise ValueError(report.get("error") or "no sum_received in iperf3's JSON")
+    return float(received), (end.get("sum_sent") or {}).get("retransmits")
+
+
+def serve(bind, port, seconds):
+    """Start a one-test server bound to bind (a Popen; finish() collects it)."""
+    return subprocess.Popen(["iperf3", "-s", "-1", "-J", "-B", bind, "-p", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def connect(server, bind, port, seconds):
+    """Run the client; (bits per second, retransmits, None) or (None, None, why)."""
+    argv = ["iperf3", "-c", server, "-B", bind, "-p", str(port), "-t", f"{seconds:g}", "-J"]
+    why = "not run"
+    for _ in range(CONNECT_TRIES):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30)
+        except subprocess.TimeoutExpired:
+            return None, None, f"iperf3 -c {server} did not finish within {seconds + 30:g} s"
+        try:
+            bps, retr = rate(json.loads(done.stdout))
+            return bps, retr, None
+        except (ValueError, json.JSONDecodeError) as exc:
+            why = str(exc) or done.stderr.strip()
+        if "connect" not in why:
+            break
+        time.sleep(CONNECT_PAUSE)
+    return None, None, f"iperf3 -c {server} -B {bind}: {why}"
+
+
+def finish(server, seconds):
+    """Collect a server started by serve() (killed when it outlives the test)."""
+    try:
+        server.communicate(timeout=seconds + 30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.communicate()
+
+
+def run_pairs(session, env, seconds, port=PORT):
+    """Every pair of hosts once, on every rank. Rank 0 gets [{hosts, server, client, addresses,
+    bits_per_second, retransmits, error}], other ranks None; [] with fewer than two hosts.
+    Each rank says whether it has iperf3: a host without it makes its pairs errors."""
+    ranks = pairs.participants(session.hosts)
+    mine = (address(session, env), shutil.which("iperf3") is not None) \
+        if session.rank in ranks and len(ranks) > 1 else None
+    known = session.comm.allgather(mine)
+    results = []
+    for rnd in pairs.schedule(ranks, session.hosts):
+        role = next(((a, b) for a, b in rnd if session.rank in (a, b)), None)
+        record = None
+        server = None
+        if role is not None:
+            a, b = role
+            ready = known[a][1] and known[b][1]
+            if session.rank == a and ready:
+                server = serve(known[a][0], port, seconds)
+        session.comm.barrier()
+        if role is not None and session.rank == role[1]:
+            a, b = role
+            if known[a][1] and known[b][1]:
+                bps, retr, why = connect(known[a][0], known[b][0], port, seconds)
+            else:
+                missing = [session.hosts[r] for r in (a, b) if not known[r][1]]
+                bps, retr, why = None, None, f"iperf3 is not installed on {', '.join(missing)}"
+            record = {"hosts": [session.hosts[a], session.hosts[b]], "server": session.hosts[a],
+                      "client": session.hosts[b], "addresses": [known[a][0], known[b][0]],
+                      "bits_per_second": bps, "retransmits": retr, "error": why}
+        if server is not None:
+            finish(server, seconds)
+        gathered = session.comm.gather(record, root=0)
+        if session.rank == 0:
+            results += [g for g in gathered if g is not None]
+    return results if session.rank == 0 else None

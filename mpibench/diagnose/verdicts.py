@@ -1,0 +1,185 @@
+"""`verify`'s judgement, without processes: each check's figure, reference, ratio and
+verdict from what was measured. PASS, FAIL (mpibench's figure cannot be trusted), LOW (a
+finding: mpibench's figure is below what the path gives, with the knobs to try), HIGH
+(mpibench above a peer tool: shown, not failed; the plausibility check judges whether a
+figure is possible at all),
+INFO (a figure shown, nothing to judge) and n/a (nothing to compare with, and why).
+"""
+from statistics import median
+
+from ..measure.sizes import format_size
+
+CPU_TIMER_TOLERANCE = 0.05     # CPUs: within 5% at CPU_JUDGED and up (a shared machine is noisy)
+GPU_TIMER_TOLERANCE = 0.02     # GPUs: within 2% at GPU_JUDGED and up
+CPU_JUDGED = 1 << 20
+GPU_JUDGED = 64 << 20
+FLOOR = 0.8                    # a share of the peer's figure below this is a finding
+
+KNOBS_TCP = ("the interface the ranks use (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME, "
+             "launch/mpirun.sh --iface), larger sizes (-e), one rank per host first, "
+             "then the NIC's offloads and MTU")
+KNOBS_PEER = ("the same launcher, hosts, ranks and sizes for both; -z (blocking mode); "
+              "NCCL_ALGO / NCCL_PROTO for nccl-tests; for MPI the BTL or PML "
+              "(--mca btl_tcp_if_include, pml ucx)")
+
+
+def check(name, figure, reference, ratio, verdict, reason=""):
+    return {"check": name, "figure": figure, "reference": reference, "ratio": ratio,
+            "verdict": verdict, "reason": reason}
+
+
+def _us(seconds):
+    return f"{seconds * 1e6:.1f} us"
+
+
+def spread(values):
+    """(max - min) / median: how far the rounds of one timer scattered."""
+    m = median(values)
+    return (max(values) - min(values)) / m if m > 0 else None
+
+
+def timer(size, harness, bare, ratios, tolerance, judged_from):
+    """mpibench's loop against the bare loop at one size (seconds per call per round)."""
+    r = median(ratios)
+    fig = f"{_us(median(harness))} (spread {spread(harness):.0%})"
+    ref = f"{_us(median(bare))} (spread {spread(bare):.0%})"
+    name = f"timer {format_size(size)}"
+    if size < judged_from:
+        return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
+                     f"where one call's own cost differs, not judged")
+    if abs(r - 1) <= tolerance:
+        return check(name, fig, ref, r, "PASS")
+    side = "shorter" if r < 1 else "longer"
+    return check(name, fig, ref, r, "FAIL",
+                 f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop "
+                 f"(median of {len(ratios)} paired rounds; tolerance {tolerance:.0%})")
+
+
+def per_call(harness_cost, gpu_launch, bound_size, smallest):
+    """The per-call cost: GPUs the launch of one call, CPUs the harness over the bare loop."""
+    if gpu_launch is not None:
+        cost, what = gpu_launch, "host launch per call (N calls, no wait)"
+    else:
+        cost, what = harness_cost, "mpibench's loop over the bare loop per call"
+    fig = "n/a" if cost is None else _us(cost)
+    if gpu_launch is None:
+        where = ("CPUs: the difference of two loops, as noisy as they are"
+                 + (" (below 0 here: the noise exceeds the cost)" if cost is not None and cost < 0
+                    else "") + "; launch-bound rows are a GPU matter (-G)")
+    elif bound_size:
+        where = (f"launch-bound up to {format_size(bound_size)} (there -G is the fair "
+                 f"comparison with nccl-tests)")
+    else:
+        where = f"no row launch-bound from {format_size(smallest)}"
+    return check("per-call cost", fig, what, None, "INFO", where)
+
+
+def launch_bound_size(times, cost, bound):
+    """The largest size whose time per call is launch-bound (bound(time, cost)), or None."""
+    sizes = [s for s, t in times.items() if bound(t, cost)]
+    return max(sizes) if sizes else None
+
+
+def correctness(rows, wrong, label):
+    modes = sum(1 for r in rows for k in ("out_of_place", "in_place")
+                if r.get(k) and r[k]["nwrong"] is not None)
+    names = len({r["collective"] for r in rows})
+    fig = f"{names} collectives, {modes} checked calls, {wrong} wrong"
+    if wrong:
+        return check(label, fig, "0 wrong", None, "FAIL",
+                     f"{wrong} wrong elements: see the JSON rows' per_rank_nwrong")
+    if not modes:
+        return check(label, fig, "0 wrong", None, "n/a", "no call could be checked")
+    return check(label, fig, "0 wrong", None, "PASS")
+
+
+def plausibility(size, busbw_GBps, rates, timer_failed_short):
+    """The largest size's busbw against the slowest host's link rates (Gbit/s per host,
+    None where the host says none). One host: nothing the hosts report bounds it."""
+    name = f"plausibility {format_size(size)}"
+    gbit = busbw_GBps * 8 if busbw_GBps else None
+    fig = "n/a" if gbit is None else f"busbw {gbit:.3f} Gbit/s"
+    if len(rates) < 2:
+        return check(name, fig, "n/a", None, "n/a",
+                     "one host: its ranks share memory (or NVLink), no link rate bounds it")
+    known = {h: r for h, r in rates.items() if r}
+    if not known or gbit is None:
+        return check(name, fig, "n/a", None, "n/a",
+                     "the hosts report no link rate (doctor shows what they report)"
+                     if not known else "busbw is not defined")
+    host = min(known, key=known.get)
+    limit = known[host]
+    ref = f"{limit:g} Gbit/s ({host}: all its links)"
+    ratio = gbit / limit
+    if ratio <= 1:
+        return check(name, fig, ref, ratio, "PASS")
+    cause = ("mpibench's timer stopped early: its loop took less time than the bare loop's"
+             if timer_failed_short else
+             "the byte count (size or busbw factor) is wrong: both timers agree on the time")
+    return check(name, fig, ref, ratio, "FAIL",
+                 f"busbw is {ratio:.2f}x the physical rate: {cause} (with NCCL on 2 nodes, "
+                 f"NCCL_ALGO=Tree can overstate; retry with NCCL_ALGO=Ring)")
+
+
+def iperf_share(pair, size, busbw_GBps, backend, floor):
+    """The backend's busbw at size beside iperf3's TCP rate between two hosts."""
+    name = f"iperf3 {pair['client']}->{pair['server']}"
+    gbit = busbw_GBps * 8 if busbw_GBps else None
+    fig = "n/a" if gbit is None else f"{backend} busbw {gbit:.3f} Gbit/s at {format_size(size)}"
+    if pair["error"]:
+        return check(name, fig, "n/a", None, "n/a", pair["error"])
+    rate = pair["bits_per_second"] / 1e9
+    ref = f"iperf3 {rate:.3f} Gbit/s"
+    if gbit is None:
+        return check(name, fig, ref, None, "n/a", "busbw is not defined")
+    share = gbit / rate
+    if backend == "nccl":
+        return check(name, fig, ref, share, "INFO", "NCCL uses RDMA where it can: TCP's rate "
+                     "bounds only NCCL over sockets (NCCL_IB_DISABLE=1)")
+    if share < floor:
+        return check(name, fig, ref, share, "LOW",
+                     f"{backend} reaches {share:.2f} of the TCP rate (floor {floor:g}); try "
+                     f"{KNOBS_TCP}")
+    return check(name, fig, ref, share, "PASS")
+
+
+def peer_rows(mine, theirs, tool, floor, judged_from):
+    """mpibench's busbw over the peer's per size and mode (rows lined up by size); sizes
+    below judged_from are shown, not judged (latency: Python's per-call cost against C's)."""
+    out = []
+    by_size = {r["size"]: r for r in theirs}
+    for row in mine:
+        other = by_size.get(row["size"])
+        if other is None:
+            continue
+        for mode in ("out_of_place", "in_place"):
+            a, b = row.get(mode), other.get(mode)
+            if not a or not b:
+                continue
+            ours = a["busbw_GBps"] or a["algbw_GBps"]
+            peer = b["busbw_GBps"] or b["algbw_GBps"]
+            if not ours or not peer:
+                continue
+            ratio = ours / peer
+            name = f"{tool} {row['collective']} {format_size(row['size'])} {mode.replace('_', '-')}"
+            fig = f"mpibench {ours:.4g} GB/s"
+            ref = f"{tool} {peer:.4g} GB/s"
+            if row["size"] < judged_from:
+                out.append(check(name, fig, ref, ratio, "INFO"))
+            elif ratio < floor:
+                out.append(check(name, fig, ref, ratio, "LOW",
+                                 f"mpibench measures {ratio:.2f} of {tool}'s figure (floor "
+                                 f"{floor:g}); try {KNOBS_PEER}"))
+            elif ratio > 1 / floor:
+                out.append(check(name, fig, ref, ratio, "HIGH",
+                                 f"mpibench measures {ratio:.2f}x {tool}'s figure: the tools "
+                                 f"drive the library differently here, or one side's timer or "
+                                 f"byte count is wrong (the plausibility check says whether "
+                                 f"mpibench's figure is possible)"))
+            else:
+                out.append(check(name, fig, ref, ratio, "PASS"))
+    return out
+
+
+def failed(checks):
+    return [c for c in checks if c["verdict"] in ("FAIL", "LOW")]

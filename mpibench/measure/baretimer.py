@@ -1,0 +1,48 @@
+"""A second timer for `verify`, sharing no code with the engine's loops (backends/timing.py):
+a bare loop of in-place all_reduce calls on one buffer, timed alone.
+
+GPUs: two CUDA events recorded on the stream the calls run in, around the loop; the time
+is what the device saw between them, whatever the host clock says. CPUs: torch.distributed
+calls (gloo) timed by the monotonic clock in nanoseconds; mpi4py calls (the MPI library)
+timed by MPI_Wtime. Before each loop a barrier of the library being timed, not the side
+channel's, so that nothing of mpibench's own comes between the two timestamps.
+"""
+import time
+
+
+def torch_seconds(dist, tensor, iters, stream=None):
+    """Seconds per call of `iters` blocking all_reduce calls of tensor (in place).
+
+    stream: the CUDA stream the calls run in (GPU tensors; None: the current stream)."""
+    if tensor.is_cuda:
+        return _cuda_seconds(dist, tensor, iters, stream)
+    dist.barrier()
+    t0 = time.monotonic_ns()
+    for _ in range(iters):
+        dist.all_reduce(tensor)
+    return (time.monotonic_ns() - t0) * 1e-9 / iters
+
+
+def _cuda_seconds(dist, tensor, iters, stream):
+    import torch
+    stream = stream or torch.cuda.current_stream(tensor.device)
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    dist.barrier()
+    stream.synchronize()
+    with torch.cuda.stream(stream):
+        start.record(stream)
+        for _ in range(iters):
+            dist.all_reduce(tensor)
+        stop.record(stream)
+    stop.synchronize()
+    return start.elapsed_time(stop) * 1e-3 / iters
+
+
+def mpi_seconds(MPI, comm, array, iters):
+    """Seconds per call of `iters` MPI_Allreduce calls of array in place (mpi4py buffers)."""
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    for _ in range(iters):
+        comm.Allreduce(MPI.IN_PLACE, array)
+    return (MPI.Wtime() - t0) / iters

@@ -1,0 +1,176 @@
+"""What `verify` measures: mpibench's own loop (the engine, as `run` times a row) against
+the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
+of every collective. Figures only: the judgement is diagnose/verdicts.py's.
+"""
+from statistics import median
+
+from . import baretimer, launchcost
+from .collectives import REGISTRY
+from .collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from .dtypes import DTYPES
+from .engine import Engine, Plan
+
+FLOAT32 = DTYPES["float32"]
+
+
+class Rows:
+    """The engine's report on rank 0, kept instead of printed."""
+
+    def __init__(self):
+        self.rows = []
+
+    def set(self, **items):
+        pass
+
+    def table_header(self):
+        pass
+
+    def add_row(self, row):
+        self.rows.append(row)
+
+    def add_probe(self, *args):
+        pass
+
+
+class Quiet:
+    """The session as the engine sees it, without its progress lines (`verify` prints its
+    own table); everything else is the session's."""
+
+    def __init__(self, session):
+        self._s = session
+
+    def out(self, text=""):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._s, name)
+
+
+def engine_rows(session, backend, plan):
+    """Run plan through the engine; (rows on rank 0 (else None), wrong elements)."""
+    report = Rows() if session.rank == 0 else None
+    wrong = Engine(Quiet(session), backend, plan, report).run()
+    return (report.rows if report else None), wrong
+
+
+def repeated_rows(session, backend, plan, rounds, fastest):
+    """The plan through the engine `rounds` times; rank 0 gets, per row, the round with the
+    fastest time (fastest=True, as NetPIPE keeps the best of its trials) or the median
+    round; (rows on rank 0 (else None), wrong elements over all rounds)."""
+    runs, wrong = [], 0
+    for _ in range(rounds):
+        rows, w = engine_rows(session, backend, plan)
+        runs.append(rows)
+        wrong += w
+    if session.rank != 0:
+        return None, wrong
+    picked = []
+    for same in zip(*runs):
+        times = [next(r[k]["time_us"] for k in ("out_of_place", "in_place") if r.get(k))
+                 for r in same]
+        picked.append(min(zip(times, same), key=lambda x: x[0])[1] if fastest
+                      else median_row(list(same), times))
+    return picked, wrong
+
+
+def all_reduce_plan(backend, sizes, iters, warmup, modes=("in",)):
+    return Plan(collectives=[ALL_REDUCE], sizes=list(sizes), dtypes=[FLOAT32], ops=["sum"],
+                iters=iters, warmup=warmup, check=0, blocking=backend.default_blocking(),
+                modes=modes, probe_iters=0)
+
+
+class BareLoops:
+    """The independent timer's buffers (one per size, float32, in place) and its loop on
+    the backend's library: torch.distributed, or MPI through a communicator of its own."""
+
+    def __init__(self, session, backend, sizes):
+        self.backend = backend
+        self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
+        self.mpi = backend.name == "mpi"
+        if self.mpi:
+            self.MPI = session.comm.MPI
+            self.comm = session.comm.world.Dup()
+            self.arrays = {s: b.numpy() for s, b in self.bufs.items()}
+
+    def seconds(self, size, iters, warmup):
+        """Seconds per call at size, after `warmup` untimed calls (a loop of their own)."""
+        if self.mpi:
+            if warmup:
+                baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], warmup)
+            return baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], iters)
+        dist, stream = self.backend.dist, getattr(self.backend, "stream", None)
+        if warmup:
+            baretimer.torch_seconds(dist, self.bufs[size], warmup, stream)
+        return baretimer.torch_seconds(dist, self.bufs[size], iters, stream)
+
+    def close(self):
+        if self.mpi:
+            self.comm.Free()
+        self.bufs = self.arrays = None
+
+
+def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progress=None):
+    """Both timers at every size: per round and size the two loops back to back (which goes
+    first alternates from round to round), so that both see the same state of a shared
+    machine.
+
+    Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
+    round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None.
+    progress(got, size), on rank 0, after every size of every round."""
+    bare = BareLoops(session, backend, sizes)
+    plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
+    got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
+    try:
+        for k in range(rounds):
+            for s in sizes:
+                rows, mine = None, None
+                for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
+                    if which == "harness":
+                        rows, _ = engine_rows(session, backend, plans[s])
+                    else:
+                        watch.arm(f"verify: the bare loop at {s} bytes, round {k + 1}")
+                        mine = bare.seconds(s, iters, warmup)
+                gathered = session.comm.gather(mine, root=0)
+                if session.rank == 0:
+                    got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
+                    got[s]["rows"].append(rows[0])
+                    got[s]["bare"].append(sum(gathered) / len(gathered))
+                    if progress is not None:
+                        progress(got, s)
+    finally:
+        bare.close()
+    return got if session.rank == 0 else None
+
+
+def median_row(rows, times):
+    """The engine row of the median round (the lower median for an even count)."""
+    order = sorted(range(len(times)), key=times.__getitem__)
+    return rows[order[(len(order) - 1) // 2]]
+
+
+def paired_ratios(harness, bare):
+    """harness / bare of each round: a round's two loops ran back to back, so their ratio
+    cancels the drift of a shared machine that medians of each alone keep."""
+    return [h / b for h, b in zip(harness, bare) if b > 0]
+
+
+def gpu_launch_seconds(session, backend, watch):
+    """Host seconds per call launch on GPUs (launchcost's: calls issued without waiting),
+    the slowest rank's; None on CPUs, where verify takes mpibench's loop over the bare one."""
+    if not backend.cuda:
+        return None
+    watch.arm("verify: the launch cost")
+    return max(session.comm.allgather(launchcost.of_backend(backend, session.comm.barrier)))
+
+
+def correctness(session, backend, size, graph=0):
+    """Every collective the job can run once at size, both modes, checked (float32, sum):
+    (rows on rank 0, wrong elements)."""
+    plan = Plan(collectives=[REGISTRY[n] for n in REGISTRY], sizes=[size], dtypes=[FLOAT32],
+                ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
+                graph=graph, modes=("out", "in"), probe_iters=0)
+    return engine_rows(session, backend, plan)
+
+
+def median_of(values):
+    return median(values) if values else None
