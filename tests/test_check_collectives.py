@@ -2,7 +2,6 @@
 a group of each host's ranks, whose buffers must be laid out by the rank in that group."""
 import json
 import os
-import subprocess
 
 import pytest
 
