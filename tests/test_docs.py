@@ -12,8 +12,6 @@ import os
 import re
 import shlex
 
-import pytest
-
 from mpibench import cli, commands
 from mpibench.errors import UsageError
 
@@ -296,9 +294,8 @@ def test_link_check_can_fail(tmp_path):
     assert link_problem(str(page), "b.md").startswith("no file")
 
 
-@pytest.mark.parametrize("path", ["README.md"])
-def test_readme_is_a_landing_page(path):
-    lines = open(os.path.join(ROOT, path)).read().splitlines()
+def test_readme_is_a_landing_page():
+    lines = open(os.path.join(ROOT, "README.md")).read().splitlines()
     assert len(lines) <= 210, f"README.md has {len(lines)} lines; reference belongs in docs/"
     top = "\n".join(lines[:40]).lower()
     assert "gpu" in top and "not yet" in top, "README says near the top what has not run on a GPU"
