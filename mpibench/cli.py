@@ -203,7 +203,7 @@ def end(session, comm, place, name, code):
     if place.rank == 0:
         results = getattr(session, "results", None)
         if results is not None:
-            results.set(exit=verdict.record(code))
+            results.record_exit(verdict.record(code))
         verdict.say(code, name)
     if not code or comm is None or comm.kind != "mpi" or comm.size == 1:
         return code

@@ -33,6 +33,7 @@ class RunOutput:
                     "results": [], "hosts": [], "notes": []}
         self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
         self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows
+        self.abandoned = False   # abandon() took the lock for good
 
     def say(self, text):
         self.s.out(text)
@@ -103,9 +104,20 @@ class RunOutput:
             self.flush()
         except Exception as exc:
             return f"{kept}; could not rewrite the results file ({exc})"
+        finally:
+            self.abandoned = True
         paths = ", ".join(f.path for f in self.files)
         return f"{kept}, saved in {paths} (marked incomplete)" if paths else \
             f"{kept} (no --json/--csv file asked for)"
+
+    def record_exit(self, verdict):
+        """The job's verdict into the document, also after abandon() (which keeps the lock
+        for good, so nothing else writes then)."""
+        if self.abandoned:
+            self.doc["exit"] = verdict
+            self.flush()
+            return
+        self.set(exit=verdict)
 
     def flush(self):
         for f in self.files:
