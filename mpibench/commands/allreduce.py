@@ -8,6 +8,7 @@ from ..errors import UsageError
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw as bus
 from ..measure.sizes import format_size
+from ..results import rows, trials
 from .common import classic, options
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
@@ -56,16 +57,19 @@ def execute(session, args):
             f"rank{'s' if n != 1 else ''}, {args.warmup} warm-up, {args.trials} trials, "
             f"busbw = algbw x {factor:g} (2(n-1)/n)"
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
+    # One row of the document, in place: the median of the trials and their spread, as
+    # run --trials writes it (every trial kept under the row's "trials").
+    out.trials = trials.Collector()
+    out.set(trials=args.trials)
+    c = ALL_REDUCE.counts(count, dt.size, n)
     trial_bw = []
     for k in range(args.trials):
         # nccl-tests' -a 1: the mean time over ranks, and algbw = size / that time
-        t = mean(g[k] for g in gathered)
-        alg = algbw(nbytes, t)
+        row = rows.of_collective(ALL_REDUCE, backend.name, dt, c, n, "sum", -1, "in_place",
+                                 [g[k] for g in gathered])
+        t = row["in_place"]["time_us"] / 1e6
+        alg = row["in_place"]["algbw_GBps"]
         trial_bw.append(alg)
-        row = {"collective": ALL_REDUCE.name, "backend": backend.name, "size": nbytes,
-               "count": count, "type": dt.label, "dtype": dt.name, "redop": "sum", "trial": k + 1,
-               "time_us": t * 1e6, "algbw_GBps": alg,
-               "busbw_GBps": busbw(alg), "per_rank_time_us": [g[k] * 1e6 for g in gathered]}
         out.add_row(row, f"trial {k + 1}: time {classic.ms(t)} ms  "
                          f"algbw {classic.bw_cells(alg)}  busbw {classic.bw_cells(busbw(alg))}")
     good = [bw for bw in trial_bw if bw is not None]

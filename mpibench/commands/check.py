@@ -20,7 +20,7 @@ from ..measure.engine import iteration_views, warm_up
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
-from ..results import reader
+from ..results import reader, rows
 from ..results.output import open_output
 from .common import classic, options
 
@@ -336,11 +336,10 @@ class Report:
                    else "busbw n/a (not defined for one rank)")
                 + f", {fig['time_us']:.1f} us per call"
                 + (f": FAIL, {self.job_failed}" if self.job_failed else ""))
-        row = {"collective": self.coll.name, "backend": self.s.backend, "size": mean["size"],
-               "count": mean["count"], "type": DTYPE.label, "dtype": DTYPE.name, "redop": "sum",
-               "root": -1, "bw_bytes": mean["bw_bytes"], "busbw_factor": mean["factor"],
-               "out_of_place": None, "in_place": None, mean["mode"]: dict(fig, nwrong=None)}
-        self.out.add_row(row, line)
+        self.out.add_row(rows.one_mode(
+            self.coll.name, self.s.backend, DTYPE, mean["size"], mean["count"], "sum", -1,
+            mean["bw_bytes"], mean["factor"], mean["mode"], [r["seconds"] for r in gathered]),
+            line)
 
     def _pair_rate(self, a, b):
         """The slower known line rate of two hosts (None when neither reports one)."""

@@ -12,6 +12,7 @@ from ..measure.engine import AVERAGES, Engine, Plan
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_bytes, format_size, sweep
 from ..results import tables, trials
+from ..results.summary import closing, comparison as backends_side_by_side
 from ..results.output import open_output
 from .common import options
 
@@ -224,63 +225,18 @@ def plan_step(plan):
 
 
 def summary(session, out, wrong, names):
-    rows = out.doc["results"]
-    out.say("#")
-    out.say(f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}")
-    averages = {}
-    for name in names:
-        mine = [row for row in rows if row["backend"] == name]
-        bws = [row[k]["busbw_GBps"] for row in mine for k in MODE_KEYS.values()
-               if row[k] and row[k]["busbw_GBps"] is not None]
-        label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
-        if bws:
-            averages[name] = sum(bws) / len(bws)
-            out.say(f"# {label:<20s} : {averages[name]:g}")
-        elif any(row[k] for row in mine for k in MODE_KEYS.values()) and session.size == 1:
-            out.say(f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
-                    f"its factor is 0 for these collectives)")
-        else:
-            out.say(f"# {label:<20s} : n/a (no rows)")
-    bws = [row[k]["busbw_GBps"] for row in rows for k in MODE_KEYS.values()
-           if row[k] and row[k]["busbw_GBps"] is not None]
-    extra = {"average_bus_bandwidth_by_backend": averages} if len(names) > 1 else {}
-    out.set(average_bus_bandwidth=sum(bws) / len(bws) if bws else None,
-            out_of_bounds={"count": wrong, "okay": wrong == 0}, **extra)
+    fields, lines = closing(out.doc["results"], names, session.size, wrong)
+    for line in lines:
+        out.say(line)
+    out.set(**fields)
 
 
 def comparison(out, names):
     """Rows of both backends side by side, with the second's bandwidth over the first's."""
-    a, b = names
-    key = lambda row, mode: (row["collective"], row["size"], row["type"], row["redop"], mode)
-    theirs = {key(row, m): (row, row[m]) for row in out.doc["results"] if row["backend"] == b
-              for m in MODE_KEYS.values() if row[m]}
-    rows, lines = [], []
-    for row in out.doc["results"]:
-        for m in MODE_KEYS.values():
-            other = theirs.get(key(row, m)) if row["backend"] == a and row[m] else None
-            if other is None:
-                continue
-            x, y = row[m], other[1]
-            # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
-            ratio = y["algbw_GBps"] / x["algbw_GBps"] if x["algbw_GBps"] and y["algbw_GBps"] else None
-            rows.append({"collective": row["collective"], "size": row["size"], "type": row["type"],
-                         "redop": row["redop"], "mode": m, f"{a}_time_us": x["time_us"],
-                         f"{a}_busbw_GBps": x["busbw_GBps"], f"{b}_time_us": y["time_us"],
-                         f"{b}_busbw_GBps": y["busbw_GBps"], "busbw_ratio": ratio})
-            lines.append([row["collective"], row["size"], row["type"], row["redop"],
-                          m.replace("_", "-"), f"{x['time_us']:.1f}", _bw(x["busbw_GBps"]),
-                          f"{y['time_us']:.1f}", _bw(y["busbw_GBps"]),
-                          "n/a" if ratio is None else f"{ratio:.2f}"])
-    out.say(f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)")
-    table = tabulate(lines, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
-                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"], disable_numparse=True)
-    for line in table.splitlines():
-        out.say("#  " + line)
-    out.set(comparison={"backends": [a, b], "rows": rows})
-
-
-def _bw(value):
-    return "n/a" if value is None else f"{value:.3f}"
+    rows, lines = backends_side_by_side(out.doc["results"], *names)
+    for line in lines:
+        out.say(line)
+    out.set(comparison={"backends": list(names), "rows": rows})
 
 
 def memory_summary(session, out, memory):

@@ -14,9 +14,8 @@ import datetime
 import os
 import re
 
-from .. import __version__
 from ..measure.dtypes import DTYPES
-from .document import finite
+from .document import finite, new
 
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
 NCCL_TESTS_VERSION = "2.19.6"
@@ -52,10 +51,8 @@ def _collective(program):
 def _document(rows, hosts, ranks, command, start_time, note):
     world = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
              "backend": "nccl (nccl-tests)"} if ranks else None
-    doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,
-           "command": command, "start_time": start_time or "", "end_time": None,
-           "complete": True, "results": rows, "hosts": [], "notes": [note],
-           "source": "nccl-tests"}
+    doc = new(command, [], start_time=start_time or "", complete=True, results=rows,
+              notes=[note], source="nccl-tests")
     if world:
         doc["world"] = world
     return doc

@@ -1,0 +1,93 @@
+"""The lines that close a run's output, from its results document alone, so that `run`
+prints them as it ends and `report` prints the same from the saved file: nccl-tests'
+"Out of bounds values" and "Avg bus bandwidth" lines, the backends side by side (run
+--backend gloo,mpi), and each row's share of the hosts' line rate."""
+from tabulate import tabulate
+
+from . import reader
+from .document import MODES
+
+
+def _busbws(rows):
+    return [row[k]["busbw_GBps"] for row in rows for k in MODES
+            if row.get(k) and row[k].get("busbw_GBps") is not None]
+
+
+def backends(doc):
+    return list(dict.fromkeys(row.get("backend", "?") for row in doc["results"]))
+
+
+def closing(rows, names, ranks, wrong):
+    """(document fields, lines): nccl-tests' closing lines over rows of the backends names."""
+    lines = ["#", f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}"]
+    averages = {}
+    for name in names:
+        mine = [row for row in rows if row.get("backend", "?") == name]
+        bws = _busbws(mine)
+        label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
+        if bws:
+            averages[name] = sum(bws) / len(bws)
+            lines.append(f"# {label:<20s} : {averages[name]:g}")
+        elif any(row.get(k) for row in mine for k in MODES) and ranks == 1:
+            lines.append(f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
+                         f"its factor is 0 for these collectives)")
+        else:
+            lines.append(f"# {label:<20s} : n/a (no rows)")
+    bws = _busbws(rows)
+    fields = {"average_bus_bandwidth": sum(bws) / len(bws) if bws else None,
+              "out_of_bounds": {"count": wrong, "okay": wrong == 0}}
+    if len(names) > 1:
+        fields["average_bus_bandwidth_by_backend"] = averages
+    return fields, lines
+
+
+def closing_lines(doc):
+    """closing()'s lines for a saved document (#wrong summed over its rows when the file
+    does not say)."""
+    bounds = doc.get("out_of_bounds")
+    wrong = bounds.get("count", 0) if isinstance(bounds, dict) else \
+        int(sum(row[k].get("nwrong") or 0 for row in doc["results"] for k in MODES if row.get(k)))
+    return closing(doc["results"], backends(doc), reader.ranks(doc), wrong)[1]
+
+
+def comparison(rows, a, b):
+    """(compared rows, lines): rows of backends a and b side by side, with b's bandwidth
+    over a's."""
+    theirs = {reader.key(row, m, backend=False): row[m] for row in rows
+              if row.get("backend") == b for m in MODES if row.get(m)}
+    compared, cells = [], []
+    for row in rows:
+        for m in MODES:
+            y = theirs.get(reader.key(row, m, backend=False)) \
+                if row.get("backend") == a and row.get(m) else None
+            if y is None:
+                continue
+            x = row[m]
+            # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
+            ratio = y["algbw_GBps"] / x["algbw_GBps"] if x["algbw_GBps"] and y["algbw_GBps"] else None
+            compared.append({"collective": row["collective"], "size": row["size"],
+                             "type": row["type"], "redop": row["redop"], "mode": m,
+                             f"{a}_time_us": x["time_us"], f"{a}_busbw_GBps": x["busbw_GBps"],
+                             f"{b}_time_us": y["time_us"], f"{b}_busbw_GBps": y["busbw_GBps"],
+                             "busbw_ratio": ratio})
+            cells.append([row["collective"], row["size"], row["type"], row["redop"],
+                          m.replace("_", "-"), f"{x['time_us']:.1f}", _bw(x["busbw_GBps"]),
+                          f"{y['time_us']:.1f}", _bw(y["busbw_GBps"]),
+                          "n/a" if ratio is None else f"{ratio:.2f}"])
+    table = tabulate(cells, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
+                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"],
+                     disable_numparse=True)
+    lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
+    return compared, lines + ["#  " + line for line in table.splitlines()]
+
+
+def comparison_lines(doc):
+    """comparison()'s lines for a saved document that compared two backends (else none)."""
+    names = (doc.get("comparison") or {}).get("backends")
+    if not (isinstance(names, list) and len(names) == 2):
+        return []
+    return comparison(doc["results"], *names)[1]
+
+
+def _bw(value):
+    return "n/a" if value is None else f"{value:.3f}"
