@@ -7,7 +7,7 @@ import pytest
 
 from conftest import MPIRUN, PYTHON, lone, mpirun, show
 
-from mpibench.results import document
+from mpibench.results import document, tables
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -121,3 +121,56 @@ def test_sweep_json_reads_back(tmp_path):
     assert lone(["report", str(path)]).returncode == 0
     compare = lone(["compare", str(path), str(path)])
     assert compare.returncode == 0 and "within noise" in compare.stdout, show(compare)
+
+
+# ---- printed output reads back: nccl-tests' reader takes what run printed ----
+
+def test_printed_output_of_every_collective_reads_back(tmp_path):
+    """What run prints (the sbatch scripts' output.txt) is nccl-tests 2.19.6's text: its
+    reader finds every collective's rows with the JSON's figures, to the printed digits."""
+    path = tmp_path / "run.json"
+    done = mpirun(2, ["run", "--collectives", "all", "-b", "256K", "-e", "512K", "-n", "2",
+                      "-w", "0", "--probe-iters", "0", "--json", str(path)], timeout=240)
+    assert done.returncode == 0, show(done)
+    text = tmp_path / "output.txt"
+    text.write_text(done.stdout)
+    printed, saved = document.load(str(text)), json.loads(path.read_text())
+    assert {r["collective"] for r in saved["results"]} == {
+        "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all",
+        "sendrecv", "gather", "scatter"}
+    assert len(printed["results"]) == len(saved["results"]), show(done)
+    for p, s in zip(printed["results"], saved["results"]):
+        assert [p[k] for k in ("collective", "size", "count", "type", "redop", "root")] == \
+            [s[k] for k in ("collective", "size", "count", "type", "redop", "root")]
+        for mode in ("out_of_place", "in_place"):
+            assert (p.get(mode) is None) == (s[mode] is None), (p, s)
+            if s[mode] is None:
+                continue
+            for field, width in (("time_us", 7), ("algbw_GBps", 6), ("busbw_GBps", 6)):
+                # nccl-tests' reader takes a printed 0 busbw for "not defined"
+                assert (p[mode][field] or 0.0) == float(tables.fnum(s[mode][field], width)), \
+                    (field, p, s)
+            assert p[mode]["nwrong"] == s[mode]["nwrong"] == 0
+    assert printed["world"]["size"] == 2 and printed["world"]["hosts"] == saved["world"]["hosts"]
+    assert printed["average_bus_bandwidth"] == pytest.approx(saved["average_bus_bandwidth"],
+                                                             rel=1e-5)
+    # the header lines nccl-tests' tools look for
+    lines = done.stdout.splitlines()
+    assert re.match(r"# mpibench version \S+ torch \S+ nccl-library=none$", lines[0]), lines[0]
+    assert sum(line.startswith("# Collective test starting: ") for line in lines) == 9
+    assert len([line for line in lines if re.match(r"#  Rank +\d+ Group +0 Pid +\d+ on ", line)]) == 2
+    report = lone(["report", str(text)])
+    assert report.returncode == 0, show(report)
+
+
+def test_one_host_prints_no_host_table_and_only_flagged_ranks(tmp_path):
+    path = tmp_path / "run.json"
+    done = mpirun(2, ["run", "--collectives", "all_reduce,broadcast", "-b", "1K", "-e", "1K",
+                      "-n", "2", "-w", "0", "--probe-iters", "3", "--json", str(path)])
+    assert done.returncode == 0, show(done)
+    doc = json.loads(path.read_text())
+    assert len(doc["hosts"]) == 2          # the probe ran, and its figures are in the file
+    assert " per host at " not in done.stdout and "slowest rank" not in done.stdout, show(done)
+    flagged = sum(len(h["slow_ranks"]) for h in doc["hosts"] if h["symmetric"])
+    assert done.stdout.count("# SLOW RANK ") == flagged, show(done)
+    assert "line rate" not in done.stdout         # one host: no link between hosts

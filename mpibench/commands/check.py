@@ -22,6 +22,7 @@ from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
 from ..results import reader, rows
 from ..results.output import open_output
+from ..results.summary import share_text
 from .common import classic, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
@@ -200,10 +201,6 @@ def _pair_rounds(session, backend, size, args, leaders, report):
         report.pair_verdict(rounds.verdict(), leaders)
 
 
-def _share(gbps_figure, rate):
-    return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""
-
-
 class Report:
     """Rank 0: the figures as they come, the thresholds, the verdicts, the files."""
 
@@ -298,7 +295,7 @@ class Report:
                                                 "passed": why is None, "why": why})
             self.figures["pair"].append(f["busbw_GBps"])
             result[(index[a], index[b])] = why is None
-            lines.append(f"{ha}-{hb} {f['busbw_GBps']:.3f}{_share(f['busbw_GBps'], rate)}"
+            lines.append(f"{ha}-{hb} {f['busbw_GBps']:.3f}{share_text(f['busbw_GBps'], rate)}"
                          + ("" if why is None else " FAIL"))
         self.doc["rounds"].append([[self.s.hosts[a], self.s.hosts[b]] for a, b in todo])
         self.doc.setdefault("round_seconds", []).append(seconds)
@@ -356,7 +353,7 @@ class Report:
             intra = "-" if e["intra"] is None else _bw(e["intra"]["busbw_GBps"])
             partners = ", ".join(
                 f"{p['partner']} {_bw(p['busbw_GBps'])}"
-                f"{_share(p['busbw_GBps'], self._pair_rate(h, p['partner']))}"
+                f"{share_text(p['busbw_GBps'], self._pair_rate(h, p['partner']))}"
                 for p in e["pairs"]) or "-"
             rows.append([h, len(e["ranks"]), intra, partners, e["verdict"],
                          "; ".join(e["reasons"]) or "-"])

@@ -53,14 +53,15 @@ def text(docs):
             lines.append("# env: " + " ".join(f"{k}={v}" for k, v in doc["env"].items()))
         for (setting, coll), rows in groups(doc).items():
             per_iter = tables.has_per_iter(rows)
-            lines += [f"#\n# Collective: {_title(setting, coll)}", tables.row_header(per_iter)]
+            lines += [f"#\n# Collective test starting: {coll}_perf" + (f" ({setting})" if setting else ""),
+                      tables.row_header(per_iter)]
             lines += [tables.row_line(r, per_iter) for r in rows]
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             lines.append("#\n# median of the trials per row, and their spread")
             lines += ["#  " + x for x in tables.trials_table(trial_rows).splitlines()]
         lines += _hosts(doc, "simple")
-        lines += summary.comparison_lines(doc)
+        lines += summary.comparison_lines(doc) + summary.line_rate_lines(doc)
         if "train" in doc:
             lines += traindoc.text(doc) + [""]
         else:

@@ -2,6 +2,7 @@
 from tabulate import tabulate
 
 from ..diagnose import jobinfo, links, sysinfo
+from ..diagnose.health import line_rate
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
 from ..measure.backends import make as make_backend
@@ -11,8 +12,8 @@ from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_bytes, format_size, sweep
-from ..results import tables, trials
-from ..results.summary import closing, comparison as backends_side_by_side
+from ..results import nccltests, tables, trials
+from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
 from .common import options
 
@@ -167,7 +168,9 @@ def header(session, out, plans, backends, records, versions):
     blocking = {b.name: p.blocking for b, p in zip(backends, plans)}
     blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
                      else ", ".join(f"{k} {v}" for k, v in blocking.items()))
+    out.say(nccltests.version_line(versions))
     out.say(f"# mpibench run: {', '.join(c.name for c in plan.collectives)}")
+    out.say(nccltests.settings_line(plan.sizes, plan.warmup, plan.iters, plan.check, plan.graph))
     out.say(f"# sizes {format_size(plan.sizes[0])} .. {format_size(plan.sizes[-1])} ({step}, "
             f"{len(plan.sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
@@ -295,8 +298,10 @@ def execute(session, args):
         session.watch.on_fault = out.abandon
     session.watch.arm("start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
+    rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
         header(session, out, plans, backends, records, versions)
+        out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)
             out.set(trials=args.trials)
@@ -323,6 +328,8 @@ def execute(session, args):
         memory_summary(session, out, memory)
         if len(backends) > 1:
             comparison(out, names)
+        for line in line_rate_lines(out.doc):
+            out.say(line)
         summary(session, out, wrong, names)
         out.finish()
     if wrong:

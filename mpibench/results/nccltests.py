@@ -14,6 +14,7 @@ import datetime
 import os
 import re
 
+from .. import __version__
 from ..measure.dtypes import DTYPES
 from .document import finite, new
 
@@ -35,7 +36,8 @@ class Unreadable(ValueError):
 def looks_like_text(text):
     """Whether text is nccl-tests' printed output (its header or table header)."""
     head = text[:20000]
-    return "# nccl-tests version" in head or _START.search(head) is not None
+    return ("# nccl-tests version" in head or "# mpibench version" in head
+            or _START.search(head) is not None)
 
 
 def looks_like_json(doc):
@@ -85,6 +87,8 @@ def _mode(values):
 def parse_text(text):
     """nccl-tests' printed output -> results document (Unreadable when it has no rows)."""
     collective, rows, hosts, per_iter, average = None, [], {}, False, None
+    spread = False          # mpibench's header: two "rank spread" columns after nccl-tests'
+
     for n, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         m = _START.match(stripped)
@@ -97,6 +101,7 @@ def parse_text(text):
             continue
         if stripped.startswith("#"):
             per_iter |= "i_min" in stripped
+            spread |= "rank spread" in stripped
             m = _AVERAGE.match(stripped)
             if m:
                 average = float(m.group(1))
@@ -110,9 +115,16 @@ def parse_text(text):
             cells = f[5:]
             if len(cells) >= 2 and _STAMP.match(" ".join(cells[-2:])):     # -T 1
                 cells = cells[:-2]
-            numbers = [_value(x) for x in cells]
+            if spread:
+                cells = cells[:-2]
             width = 8 if per_iter else 4         # -I 1 adds i_min i_max i_p99 i_cv% per mode
-            if len(numbers) == 2 * width:
+            # mpibench prints a lone n/a for a mode torch cannot run
+            lone = len(cells) == width + 1 and "n/a" in (cells[0], cells[width])
+            numbers = [_value(x) for x in cells]
+            if lone:
+                modes = ({"in_place": _mode(numbers[1:5])} if cells[0] == "n/a"
+                         else {"out_of_place": _mode(numbers[:4])})
+            elif len(numbers) == 2 * width:
                 modes = {"out_of_place": _mode(numbers[:4]),
                          "in_place": _mode(numbers[width:width + 4])}
             elif len(numbers) == width:          # in place only (trace replay)
@@ -224,6 +236,26 @@ def _nccl_code(versions):
             a, b, c = map(int, m.groups())
             return a * 10000 + b * 100 + c
     return 0
+
+
+def version_line(versions):
+    """mpibench's line in the place of nccl-tests' "# nccl-tests version 2.19.6
+    nccl-headers=N nccl-library=N" (NCCL's version code, none on gloo)."""
+    v0 = next(iter(versions.values())) if isinstance(versions, dict) else (versions or [{}])[0]
+    code = _nccl_code(versions)
+    return (f"# mpibench version {__version__} torch {v0.get('torch', '?')} "
+            f"nccl-library={code or 'none'}")
+
+
+def settings_line(sizes, warmup, iters, check, graph):
+    """nccl-tests' "# nThread 1 nGpus 1 minBytes ..." line (one thread, one GPU per process)."""
+    if len(sizes) > 1 and sizes[0] and sizes[1] % sizes[0] == 0:
+        step = f"{sizes[1] // sizes[0]}(factor)"
+    else:
+        step = f"{sizes[1] - sizes[0] if len(sizes) > 1 else 0}(bytes)"
+    return (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: {step} "
+            f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(bool(check))} "
+            f"graph: {graph} unalign: 0")
 
 
 def _flag(value):

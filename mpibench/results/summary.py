@@ -5,7 +5,7 @@ prints them as it ends and `report` prints the same from the saved file: nccl-te
 from tabulate import tabulate
 
 from . import reader
-from .document import MODES
+from .document import MODES, finite
 
 
 def _busbws(rows):
@@ -91,3 +91,36 @@ def comparison_lines(doc):
 
 def _bw(value):
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def share_text(gbps_figure, rate):
+    """' (NN%)': a figure in GB/s as a share of a line rate in Gbit/s ('' when either is
+    unknown)."""
+    return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""
+
+
+def line_rate_lines(doc):
+    """With several hosts: every row's busbw as a share of the slowest line rate the hosts
+    report (document key line_rate_gbps: {host: Gbit/s or null}), so that the output says
+    whether a figure is good for this network."""
+    rates = doc.get("line_rate_gbps")
+    if len(reader.hosts(doc)) < 2 or not isinstance(rates, dict):
+        return []
+    known = {h: r for h, r in rates.items() if finite(r) and r > 0}
+    if not known:
+        return ["#", "# line rate: no host reports one (no active RDMA port, no interface "
+                     "speed): busbw is not shown against it"]
+    rate = min(known.values())
+    slow = [h for h, r in known.items() if r == rate]
+    cells = [[row["collective"], row.get("backend", ""), row["size"], row["type"],
+              m.replace("_", "-"), f"{row[m]['busbw_GBps']:.3f}",
+              f"{row[m]['busbw_GBps'] * 8:.2f}", share_text(row[m]["busbw_GBps"], rate).strip(" ()")]
+             for row in doc["results"] for m in MODES
+             if row.get(m) and row[m].get("busbw_GBps") is not None]
+    lines = ["#", f"# busbw against the line rate: {rate:g} Gbit/s, the slowest the hosts report "
+                  f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest "
+                  f"interface up)"]
+    table = tabulate(cells, headers=["collective", "backend", "size", "type", "mode",
+                                     "busbw GB/s", "busbw Gbit/s", "of line rate"],
+                     disable_numparse=True)
+    return lines + ["#  " + line for line in table.splitlines()]
