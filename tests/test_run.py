@@ -455,27 +455,50 @@ def test_stragglers_two_hosts():
     assert out["slow_hosts"] == [] and out["slow_ranks"] == []
 
 
-def get_float_str(value, width):
-    """nccl-tests 2.19.6's getFloatStr (src/util.cu), line by line: snprintf into width + 1
-    bytes, keeping the first format whose whole text fits."""
-    for fmt in ("%*.2f", "%*.1f", "%*.0f"):
-        if len(fmt % (width, value)) <= width:
-            return fmt % (width, value)
-    return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+REALWORLD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..",
+                         "shared", "realworld", "nccl-tests")
+_TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
 
 
-@pytest.mark.parametrize("width", [6, 7])
-def test_fnum_matches_get_float_str(width):
-    values = [0.0, 0.001, 0.004999, 0.005, 0.5, 1, 9.99, 9.995, 9.9951, 10, 99.99, 99.995,
-              999.99, 999.995, 1000, 1234.5, 9999.4, 9999.96, 12345.6, 99999.5, 123456,
-              999999, 1234567, 12345678, 1.5e9]
-    values += [x * 10 ** e for x in (1.0, 2.5, 9.999, 9.99996) for e in range(-3, 10)]
-    values += [999.996, 99.996, 9999.996, 99999.96]       # round up across a digit
-    for v in values:
-        assert tables.fnum(v, width) == get_float_str(v, width), v
-        assert len(tables.fnum(v, width)) == width, v
+def printed_figures(text):
+    """(token, width) of every time (7 wide) and bandwidth (6 wide) in the table rows of
+    nccl-tests' printed output (2.13 on: size count type redop root, then per mode time
+    algbw busbw #wrong); launcher tags removed, even in mid-row."""
+    out = []
+    for line in _TAG.sub("", text).splitlines():
+        f = line.split()
+        if len(f) != 13 or not (f[0].isdigit() and f[1].isdigit()):
+            continue
+        out += [(f[i], 7 if i in (5, 9) else 6) for i in (5, 6, 7, 9, 10, 11) if f[i] != "N/A"]
+    return out
+
+
+def real_outputs():
+    paths = [os.path.join(DATA, "nccl-tests-all_reduce_perf.txt")]
+    if os.path.isdir(REALWORLD):
+        paths += sorted(os.path.join(REALWORLD, n) for n in os.listdir(REALWORLD) if n.endswith(".txt"))
+    # getFloatStr prints from 2.17 on, the first release to print its version line
+    return [p for p in paths if "# nccl-tests version" in open(p, errors="replace").read()]
+
+
+def test_fnum_prints_as_nccl_tests_printed():
+    """tables.fnum against the figures real nccl-tests runs printed (getFloatStr): each
+    printed figure, read as a number, prints again as the same text in the same width."""
+    figures = [fig for path in real_outputs() for fig in printed_figures(open(path, errors="replace").read())]
+    assert len(figures) >= 20, figures
+    for token, width in figures:
+        assert tables.fnum(float(token), width) == token.rjust(width), (token, width)
+    if not os.path.isdir(REALWORLD):
+        pytest.skip(f"only tests/data checked: {REALWORLD} (the real-world logs) is absent")
+
+
+def test_fnum_width_and_rounding():
+    for width in (6, 7):
+        assert tables.fnum(None, width) == " " * (width - 3) + "n/a"
+    # a value that rounds up takes fewer decimals and never overflows its column
     assert tables.fnum(999.996, 6) == "1000.0" and tables.fnum(9999.996, 7) == "10000.0"
-    assert tables.fnum(None, width) == " " * (width - 3) + "n/a"
+    assert len(tables.fnum(1.5e9, 6)) == 6 and len(tables.fnum(1.5e9, 7)) == 7
 
 
 # nccl-tests 2.19.6's computeIterStats (src/util.cu), written out: sorted times, p50 at
