@@ -1,6 +1,9 @@
 """mpibench's MPI backend against OSU's C osu_allreduce and a bare mpi4py loop.
 
-    .venv/bin/python bench/osu_compare.py PATH/TO/osu_allreduce [--rounds 3] [--iters 1000]
+    .venv/bin/python bench/osu_compare.py [PATH/TO/osu_allreduce] [--rounds 3] [--iters 1000] [--quick]
+
+Without the OSU binary its columns say n/a (mpibench against the bare loop only).
+--quick (seconds, for CI): one round, 50 iterations after 5 warm-ups, 8 B to 1 KiB.
 
 Two ranks on this machine, float32 sums from 8 B to 1 MiB (--max), with the same Open
 MPI (the venv's mpirun, which the osu_allreduce binary must have been built against with
@@ -126,12 +129,17 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--bare-worker":
         return bare_worker(*map(int, sys.argv[2:5]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("osu_allreduce", help="path of the built osu_allreduce binary")
+    ap.add_argument("osu_allreduce", nargs="?", help="path of the built osu_allreduce binary "
+                                                     "(without it: OSU columns n/a)")
+    ap.add_argument("--quick", action="store_true",
+                    help="seconds, not minutes: 1 round, 50 iterations, up to 1 KiB")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--max", type=int, default=1 << 20, help="largest size in bytes (default 1 MiB)")
     a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.iters, a.warmup, a.max = 1, 50, 5, 1024
     best = {"osu": {}, "out": {}, "in": {}, "bare": {}, "harness": {}}
 
     def keep(name, figures):
@@ -139,7 +147,8 @@ def main():
             best[name][size] = min(us, best[name].get(size, float("inf")))
 
     for k in range(a.rounds):
-        keep("osu", osu(a.osu_allreduce, a.max, a.iters, a.warmup))
+        if a.osu_allreduce:
+            keep("osu", osu(a.osu_allreduce, a.max, a.iters, a.warmup))
         out_t, in_t = mpibench(a.max, a.iters, a.warmup)
         keep("out", out_t)
         keep("in", in_t)

@@ -1,7 +1,9 @@
 """What mpibench adds over a bare torch.distributed loop: time per call, and memory.
 
-    mpirun -np 2 python bench/overhead.py [--rounds 7] [--seconds 0.2]
-    python bench/overhead.py --memory [--np 2] [--size 1G]
+    mpirun -np 2 python bench/overhead.py [--rounds 7] [--seconds 0.2] [--quick]
+    python bench/overhead.py --memory [--np 2] [--size 1G] [--quick]
+
+--quick (seconds, for CI): two sizes, two rounds, 0.02 s per measurement; --memory at 1M.
 
 Time: in one job, for each size, mpibench's own timed path (Engine._measure: the
 collective module's bound calls timed by TorchBackend.time_loop, after the same warm-up
@@ -90,7 +92,7 @@ class Case:
 
     def mpibench(self, iters, warmup):
         self.plan.iters, self.plan.warmup = iters, warmup
-        seconds, _, _ = self.engine._measure(self.coll, self.send_t, self.recv_t, self.c,
+        seconds, _, _, _ = self.engine._measure(self.coll, self.send_t, self.recv_t, self.c,
                                              self.mode, self.ctx, 0)
         return seconds
 
@@ -249,7 +251,11 @@ def main():
     p.add_argument("--np", type=int, default=2, help="memory mode: ranks (default 2)")
     p.add_argument("--size", default="1G", help="memory mode: the size (default 1G)")
     p.add_argument("--bare-peak", choices=COLLECTIVES, help=argparse.SUPPRESS)
+    p.add_argument("--quick", action="store_true",
+                   help="seconds, not minutes: sizes 8,64K, 2 rounds, 0.02 s; --memory at 1M")
     args = p.parse_args()
+    if args.quick:
+        args.sizes, args.rounds, args.seconds, args.size = "8,64K", 2, 0.02, "1M"
     if args.bare_peak:
         bare_peak(args)
     elif args.memory:

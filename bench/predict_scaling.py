@@ -4,7 +4,9 @@ throttled to the same rate; measure at 2 and 3 hosts, predict 4, measure 4, prin
 error. Needs root (launch/fakecluster.py).
 
     .venv/bin/python bench/predict_scaling.py [--rate 500mbit] [--hosts 2,3] [--target 4]
-        [--dir DIR] [-- RUN OPTIONS]   (default run options: all_reduce,all_gather 64K..16M)
+        [--dir DIR] [--quick] [-- RUN OPTIONS]   (default run options: all_reduce,all_gather 64K..16M)
+
+--quick (seconds, for CI): 2 hosts measured, 3 predicted, all_reduce 64K..256K at 1gbit.
 """
 import argparse
 import os
@@ -18,6 +20,10 @@ from fakecluster import FakeCluster  # noqa: E402
 
 RUN = ["--collectives", "all_reduce,all_gather", "-b", "64K", "-e", "16M", "-f", "4",
        "-n", "5", "-w", "1", "--probe-iters", "0"]
+
+
+QUICK = ["--collectives", "all_reduce", "-b", "64K", "-e", "256K", "-f", "4", "-n", "3",
+         "-w", "1", "--probe-iters", "0", "--link-iters", "0"]
 
 
 def measure(hosts, rate, path, run_args=RUN, timeout=300):
@@ -40,9 +46,13 @@ def main():
     p.add_argument("--hosts", default="2,3")
     p.add_argument("--target", type=int, default=4)
     p.add_argument("--dir", default=None)
+    p.add_argument("--quick", action="store_true",
+                   help="seconds, not minutes: 2 hosts measured, 3 predicted, small sizes")
     p.add_argument("run", nargs=argparse.REMAINDER)
     args = p.parse_args()
-    run_args = [a for a in args.run if a != "--"] or RUN
+    run_args = [a for a in args.run if a != "--"] or (QUICK if args.quick else RUN)
+    if args.quick:
+        args.rate, args.hosts, args.target = "1gbit", "2", 3
     folder = args.dir or tempfile.mkdtemp(prefix="mpibench-predict.")
     paths = {}
     for n in [int(x) for x in args.hosts.split(",")] + [args.target]:

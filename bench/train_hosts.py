@@ -1,7 +1,9 @@
 """What a second host costs a DDP step: 1 host x 2 ranks against 2 hosts x 1 rank, with
 the hosts' links at each given rate (namespace hosts, launch/fakecluster.py; root only).
 
-    python bench/train_hosts.py [--rates 1gbit,100mbit] [-- TRAIN OPTIONS...]
+    python bench/train_hosts.py [--rates 1gbit,100mbit] [--quick] [-- TRAIN OPTIONS...]
+
+--quick (seconds, for CI): one rate (1gbit), 2 steps after 1 warm-up.
 
 Every run is `mpibench train` with the same options and --baseline a run of one rank
 alone, so the efficiency column is (throughput / one rank's) / ranks. Prints a markdown
@@ -37,9 +39,14 @@ def train(c, ppn, options, path, baseline=None):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rates", default="1gbit,100mbit")
+    p.add_argument("--quick", action="store_true", help="seconds, not minutes: one rate, 2 steps")
     p.add_argument("options", nargs=argparse.REMAINDER)
     args = p.parse_args()
-    options = [o for o in args.options if o != "--"] or ["--steps", "8", "--warmup", "2"]
+    quick = ["--steps", "2", "--warmup", "1", "--alone-iters", "1"]
+    options = [o for o in args.options if o != "--"] or (
+        quick if args.quick else ["--steps", "8", "--warmup", "2"])
+    if args.quick:
+        args.rates = "1gbit"
     folder = tempfile.mkdtemp(prefix="train-hosts-")
     one = os.path.join(folder, "one-rank.json")
     rows = []

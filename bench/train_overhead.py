@@ -1,6 +1,8 @@
 """What mpibench adds to a training step: its timed DDP step against a bare DDP loop.
 
-    mpirun -np 2 python bench/train_overhead.py [--rounds 7] [--steps 5] [--model tiny]
+    mpirun -np 2 python bench/train_overhead.py [--rounds 7] [--steps 5] [--model tiny] [--quick]
+
+--quick (seconds, for CI): 2 rounds of 2 steps.
 
 In one job, on the same ranks and process group: mpibench's path (training.Trainer: the
 model, AdamW, DDP, and Trainer.timed around the synced step, each step after a barrier,
@@ -40,7 +42,10 @@ def main():
     p.add_argument("--steps", type=int, default=5, help="steps per side per round")
     p.add_argument("--model", default="tiny")
     p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--quick", action="store_true", help="seconds, not minutes: 2 rounds of 2 steps")
     args = p.parse_args()
+    if args.quick:
+        args.rounds, args.steps = 2, 2
 
     from mpibench.launch import bootstrap, launcher
     from mpibench.measure import model

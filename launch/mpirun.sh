@@ -195,4 +195,12 @@ if ((dry)); then
   printf '%q ' "${cmd[@]}"; printf '\n'
   exit 0
 fi
+# mpirun (Open MPI 4 and 5) aborts the whole job, exit 1, when its stdout or stderr is a
+# pipe whose reader has gone ("SIGPIPE detected - aborting": `mpirun.sh run | head`). A
+# pipe gets a relay that passes everything on and, once its reader has gone, keeps
+# reading: the job runs to its end and mpirun's exit code stays the job's. The relay
+# ignores Ctrl-C, so that mpirun can still write the lines that end an interrupted job.
+relay() { trap '' INT TERM; cat 2>/dev/null || true; exec cat >/dev/null; }
+if [[ -p /dev/stdout ]]; then exec > >(relay); fi
+if [[ -p /dev/stderr ]]; then exec 2> >(relay >&2); fi
 exec "${cmd[@]}"

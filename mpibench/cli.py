@@ -15,7 +15,8 @@ import traceback
 from . import __version__, commands
 from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
-from .launch import bootstrap, launcher
+from .commands.common import guard
+from .launch import bootstrap, launcher, verdict
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
 
@@ -86,6 +87,7 @@ def main(argv=None):
         place = launcher.detect(os.environ)
     except UsageError as exc:
         say(error_line(exc))
+        verdict.say(2, _command_word(argv))
         sys.exit(2)
     _RANK0 = place.rank == 0
     try:
@@ -93,10 +95,17 @@ def main(argv=None):
     except UsageError as exc:
         if _RANK0:
             say(error_line(exc))
+            verdict.say(exc.code, _command_word(argv))
         elif place.size != 1:
             time.sleep(FOLLOWER_GRACE)
         sys.exit(exc.code)
     sys.exit(execute(place, name, args, argv))
+
+
+def _command_word(argv):
+    """The command a command line names, before it is parsed (for the verdict line)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in commands.NAMES else commands.DEFAULT
 
 
 def execute(place, name, args, argv=None):
@@ -109,7 +118,7 @@ def execute(place, name, args, argv=None):
                 say(error_line(exc))
             return exc.code
         except BrokenPipeError:     # report ... | head: the reader has had enough
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            bootstrap.quiet_stdout()
             return 0
         except KeyboardInterrupt:
             say("mpibench: interrupted")
@@ -118,24 +127,28 @@ def execute(place, name, args, argv=None):
     comm = None
     try:
         backend = torch_backend(getattr(args, "backend", ("auto",))) if mod.SESSION == "args" else None
+        timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
         session = bootstrap.start(place, backend=backend, init_pg=backend is not None,
-                                  timeout=getattr(args, "timeout", None) or 300.0, argv=argv)
+                                  timeout=timeout, argv=argv)
         comm = session.comm
-        return mod.execute(session, args) or 0
+        session.command = name
+        guard.arm(session, timeout, f"{name}: start")
+        code = mod.execute(session, args) or 0
+        return end(session, comm, place, name, code)
     except Exit as exc:
         # Raised on every rank together: say it once and leave cleanly. The barrier keeps
-        # the others from exiting before rank 0 has printed (mpirun ends the job at the
-        # first non-zero exit).
+        # the others from exiting before rank 0 has printed.
         if str(exc) and place.rank == 0:
             say(error_line(exc))
         comm = comm or getattr(bootstrap, "last_comm", None)
         if exc.code and comm is not None:
             comm.barrier()
-        return exc.code
+        return end(session, comm, place, name, exc.code)
     except KeyboardInterrupt:
         # Ctrl-C before the watchdog took over the signals (during start-up).
         if place.rank == 0:
             say("mpibench: interrupted")
+            verdict.say(130, name)
         comm = comm or getattr(bootstrap, "last_comm", None)
         if comm is not None and comm.size > 1:
             comm.abort(130)
@@ -151,7 +164,8 @@ def execute(place, name, args, argv=None):
         if os.environ.get("MPIBENCH_DEBUG"):
             traceback.print_exc()
         if session is not None and session.watch is not None and session.rank == 0:
-            session.watch.abandon(f"{where} failed: {detail}")
+            session.watch.abandon(f"{where} failed: {detail}", 1, "error")
+        verdict.say(1, name, "error")
         comm = comm or getattr(bootstrap, "last_comm", None)
         if comm is not None and comm.size > 1:
             comm.abort(1)
@@ -159,6 +173,33 @@ def execute(place, name, args, argv=None):
     finally:
         if session is not None:
             session.close()
+
+
+# How long a rank other than 0 waits, after the job's end was agreed, for rank 0's abort to
+# reach it before it leaves with the code itself.
+ABORT_WAIT = 30.0
+
+
+def end(session, comm, place, name, code):
+    """End a command that every rank finished together, with `code` as the launcher's.
+
+    Rank 0 records the verdict in the results file and prints the verdict line. A zero
+    code ends normally. A non-zero code in an MPI job ends through MPI_Abort from rank 0
+    once every rank has arrived (the caller's barrier): Open MPI 5's prterun (5.0.x) can
+    crash (SIGSEGV, SIGABRT) or hang while tearing down a multi-host job whose ranks
+    called MPI_Finalize and exited non-zero, so that its own exit code is not the ranks'.
+    Its abort path returns the code every time (docs/exit-codes.md)."""
+    if place.rank == 0:
+        results = getattr(session, "results", None)
+        if results is not None:
+            results.set(exit=verdict.record(code))
+        verdict.say(code, name)
+    if not code or comm is None or comm.kind != "mpi" or comm.size == 1:
+        return code
+    if comm.rank == 0:
+        comm.abort(code)
+    time.sleep(ABORT_WAIT)
+    return code
 
 
 def _host():

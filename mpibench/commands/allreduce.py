@@ -43,9 +43,13 @@ def execute(session, args):
     nbytes = count * dt.size
     buf = classic.tensor(session, backend, dt, count)
     call = backend.bind(ALL_REDUCE, buf, buf, classic.ctx(session, backend, dt, count), False)
+    session.watch.arm("allreduce: warm-up")
     backend.time_each(call, args.warmup, session.comm.barrier)
+    session.watch.arm("allreduce: timed trials")
     times = backend.time_each(call, args.trials, session.comm.barrier)
+    session.watch.arm("allreduce: gathering the times")
     gathered = session.comm.gather(times, root=0)
+    session.watch.disarm()
     if session.rank != 0:
         return 0
     n = session.size

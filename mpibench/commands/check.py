@@ -20,10 +20,10 @@ from ..measure.engine import iteration_views, warm_up
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
-from ..results import reader, rows
+from ..results import inputs, reader, rows
 from ..results.output import open_output
 from ..results.summary import share_text
-from .common import classic, options
+from .common import classic, guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
 DESCRIPTION = (
@@ -64,22 +64,27 @@ def add_arguments(p):
                    dest="min_share", help="with --baseline: fail below F times it (default 0.8)")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
-    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
-                   help="the longest one test may take before the job is called hung "
-                        "(default 60 s plus the test's bytes at 1 GB/s)")
+    guard.add_timeout(p, "one test, or one round of host pairs", None,
+                      "60 s plus the test's bytes at 1 GB/s; 300 s for the rendezvous")
     options.add_backend(p, options.TORCH_BACKENDS)
 
 
 def check_args(args):
-    """--expect and --baseline are read by every rank alike, before torch loads."""
     if args.expect and args.baseline:
         raise UsageError("give --expect or --baseline, not both (--expect would win)")
-    args.limits = health.read_expect(args.expect) if args.expect else None
-    args.baseline_doc = reader.load(args.baseline) if args.baseline else None
+
+
+def read_inputs(session, args):
+    """--expect and --baseline, read on rank 0 only (a path the other hosts may not see)."""
+    args.limits = inputs.on_rank0(session, args.expect, health.read_expect, "--expect") \
+        if args.expect else None
+    args.baseline_doc = inputs.on_rank0(session, args.baseline, reader.load, "--baseline") \
+        if args.baseline else None
 
 
 def execute(session, args):
     from ..measure.backends.torchdist import TorchBackend
+    read_inputs(session, args)
     backend = TorchBackend(session)
     coll = REGISTRY[args.collective]
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
@@ -98,9 +103,8 @@ def execute(session, args):
     out = open_output(session, "check", args)
     rates = session.comm.gather(line_rate(), root=0)
     records, versions = jobinfo.gather(session)
-    session.watch.timeout = args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9))
-    if out is not None:
-        session.watch.on_fault = out.abandon     # a hang or a signal: what was measured stays
+    guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
+              "check: start-up")
     report = Report(session, out, args, coll, size, ppn, names, members, limits, rates) \
         if session.rank == 0 else None
     if report:

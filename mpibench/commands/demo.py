@@ -65,6 +65,7 @@ def execute(session, args):
     ]
     mine = []
     for coll, before, call, after, expected in cases:
+        session.watch.arm(f"demo: {coll.name}")
         held = before.tolist()
         start = time.perf_counter()
         call()
@@ -73,7 +74,9 @@ def execute(session, args):
         if coll is ALL_REDUCE and faults.get("corrupt", r) is not None:
             after += 1       # test-only switch: this rank's result goes wrong
         mine.append((held, after.tolist(), seconds))
+    session.watch.arm("demo: gathering the results")
     gathered = session.comm.gather(mine, root=0)
+    session.watch.disarm()
     verdict = report(session, out, backend, records, cases, gathered) if session.rank == 0 else None
     verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
     if verdict:

@@ -7,8 +7,9 @@ import sys
 import tempfile
 
 from ..diagnose import findings, hostfacts, nccllog
+from ..errors import CheckFailed
 from ..results.output import open_output
-from .common import options
+from .common import guard, options
 
 HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; name what differs"
 DESCRIPTION = (
@@ -29,18 +30,22 @@ def add_arguments(p):
     p.add_argument("--nccl-timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
                    help="time allowed for the NCCL transport check (default 120)")
     p.add_argument("--json", metavar="PATH", help="write every fact and finding as JSON (never overwrites)")
-    p.add_argument("--timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
-                   help="start-up timeout (default 120)")
+    guard.add_timeout(p, "start-up, or gathering every host's facts; the NCCL check gets "
+                         "--nccl-timeout more", 120.0)
 
 
 def execute(session, args):
     out = open_output(session, "doctor", args)
     root = args.root.replace("{host}", session.hostname)
+    session.watch.arm("doctor: every host's facts")
     facts = hostfacts.collect(session, root)
     gathered = session.comm.gather(facts, root=0)
+    session.watch.timeout = args.timeout + args.nccl_timeout + 30    # the probe's own limit, and more
+    session.watch.arm("doctor: the NCCL transport check")
     transports = nccl_check(session, args)
+    session.watch.disarm()
     if session.rank != 0:
-        return 0
+        return verdict(session, None)
     per_host, ranks = {}, {}
     for f in gathered:
         per_host.setdefault(f["host"], f)
@@ -58,7 +63,7 @@ def execute(session, args):
                                      if len(per_host) > 1 else "one host, nothing to compare")))
     for label, values in diffs:
         out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
-    found = findings.findings(per_host)
+    found = findings.version_findings(diffs) + findings.findings(per_host)
     pairs = None
     out.say("#\n# NCCL transports (a short all_reduce with NCCL_DEBUG=INFO):")
     if transports["skipped"]:
@@ -76,15 +81,32 @@ def execute(session, args):
             found.append((None, error))
         found += findings.transport_findings(pairs, per_host)
     out.say("#\n# findings:" if found else "#\n# findings: none")
-    for host, text in found:
-        out.say(f"#   {host + ': ' if host else ''}{text}")
+    for f in found:
+        host, text = f
+        mark = "ERROR " if findings.severity(f) == findings.ERROR else ""
+        out.say(f"#   {host + ': ' if host else ''}{mark}{text}")
+    errors = sum(findings.severity(f) == findings.ERROR for f in found)
+    if found:
+        out.say(f"#\n# {errors} problem{'s' if errors != 1 else ''} that break{'s' if errors == 1 else ''} "
+                f"runs (ERROR), {len(found) - errors} warning{'s' if len(found) - errors != 1 else ''}"
+                + ("; exit 1" if errors else ""))
     out.set(doctor={"hosts": {h: dict(f, ranks=ranks[h]) for h, f in per_host.items()},
                     "differences": [{"fact": label, "values": values} for label, values in diffs],
-                    "findings": [{"host": h, "text": t} for h, t in found],
+                    "findings": [{"host": f[0], "text": f[1], "severity": findings.severity(f)}
+                                 for f in found],
                     "nccl_transports": None if pairs is None else
                     [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
                     "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
     out.finish()
+    return verdict(session, f"doctor found {errors} problem{'s' if errors != 1 else ''} that "
+                            f"break{'s' if errors == 1 else ''} runs (ERROR above)" if errors else None)
+
+
+def verdict(session, failure):
+    """Every rank ends as rank 0 judged: exit 1 on a problem that breaks runs, else 0."""
+    failure = session.comm.bcast(failure, root=0)
+    if failure:
+        raise CheckFailed(failure)
     return 0
 
 

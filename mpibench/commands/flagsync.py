@@ -50,10 +50,12 @@ def execute(session, args):
     times, sums = [], []
     names = [m[0] for m in methods]
     for name, call, _ in methods:
+        session.watch.arm(f"flagsync: {name}")
         if args.warmup:
             backend.time_loop([call] * args.warmup)
         session.comm.barrier()
         times.append(backend.time_loop([call] * args.calls))   # seconds per call
+    session.watch.arm("flagsync: checking the sums")
     for name, call, total in methods:
         # The timed loops summed in place over and over: set the flags again, then check.
         one.fill_(flag)
@@ -62,6 +64,7 @@ def execute(session, args):
         backend.sync()
         sums.append(total(result))
     gathered = session.comm.gather((times, sums), root=0)
+    session.watch.disarm()
     verdict = report(session, out, backend, records, args, names, gathered) if session.rank == 0 else None
     verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
     if verdict:

@@ -2,7 +2,7 @@
 from tabulate import tabulate
 
 from ..diagnose import sysinfo
-from .common import options
+from .common import guard, options
 
 HELP = "show every rank's host, device, backend and launcher, and versions per host"
 SESSION = "args"
@@ -10,15 +10,16 @@ SESSION = "args"
 
 def add_arguments(p):
     options.add_backend(p, options.TORCH_BACKENDS)
-    p.add_argument("--timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
-                   help="rendezvous and process-group timeout (default 120)")
+    guard.add_timeout(p, "start-up, or gathering every rank's record", 120.0)
 
 
 def execute(session, args):
     record = sysinfo.rank_record(session)
     record["backend"] = session.backend
     record["launcher"] = session.launcher
+    session.watch.arm("info: gathering every rank's record")
     gathered = session.comm.gather((record, sysinfo.versions()), root=0)
+    session.watch.disarm()
     if session.rank != 0:
         return 0
     rows = [[r["rank"], r["hostname"], r["pid"], r["local_rank"],

@@ -50,14 +50,19 @@ def execute(session, args):
     little = backend.bind(ALL_REDUCE, part, part, classic.ctx(session, backend, dt, small), False)
     blocking = backend.default_blocking()
     calls = [little] * args.count
+    session.watch.arm("latency: warm-up")
     if args.warmup:
         backend.time_loop([big] * args.warmup)
         backend.time_loop([little] * args.warmup, blocking)
+    session.watch.arm("latency: the big call")
     session.comm.barrier()
     one = backend.time_loop([big])
+    session.watch.arm("latency: the small calls")
     session.comm.barrier()
     many = backend.time_loop(calls, blocking) * args.count
+    session.watch.arm("latency: gathering the times")
     gathered = session.comm.gather((one, many), root=0)
+    session.watch.disarm()
     if session.rank != 0:
         return 0
     n, k = session.size, args.count

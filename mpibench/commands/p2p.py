@@ -6,7 +6,7 @@ from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
 from ..results import rows
 from ..results.output import open_output
-from .common import options
+from .common import guard, options
 
 HELP = "bandwidth and latency between every pair of hosts; names slow links and hosts"
 DESCRIPTION = (
@@ -48,8 +48,7 @@ def add_arguments(p):
     p.add_argument("--png", metavar="PATH", help="also draw the bandwidth matrix as a heatmap "
                                                  "(needs matplotlib; never overwrites)")
     p.add_argument("--json", metavar="PATH", help="write every link's figures as JSON (never overwrites)")
-    p.add_argument("--timeout", type=options.positive_float, default=300.0, metavar="SECONDS",
-                   help="process-group timeout (default 300)")
+    guard.add_timeout(p, "start-up, or one round of pairs with its warm-up and latency")
     options.add_backend(p, options.TORCH_BACKENDS)
 
 
@@ -75,6 +74,7 @@ def execute(session, args):
     if session.rank == 0:
         _header(session, out, args, backend, ranks, rounds, size, png)
     collected, latency = links.measure(session, bench, rounds, labels, out, with_latency=True)
+    session.watch.disarm()
     if session.rank != 0:
         return 0
     links.report(out, bench, session.hosts, labels, ranks, collected, latency, args.threshold)

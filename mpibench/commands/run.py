@@ -15,7 +15,7 @@ from ..measure.sizes import format_bytes, format_size, sweep
 from ..results import nccltests, tables, trials
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
-from .common import options
+from .common import guard, options
 
 HELP = "sweep collectives over sizes (the default command)"
 DESCRIPTION = (
@@ -81,11 +81,9 @@ def add_arguments(p):
                    help="after the sweep, with two or more hosts: time N transfers each way "
                         "between every pair of hosts (one rank per host, the largest size up to "
                         "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
-    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
-                   help="the longest one row (a collective, size and mode, with warm-up and "
-                        "check) may take before the job is called hung and aborted, naming the "
-                        "ranks that never arrived (default: 60 s plus the row's bytes at 1 GB/s "
-                        "of bus bandwidth; 300 s for the rendezvous)")
+    guard.add_timeout(p, "a row: one collective, size and mode, with warm-up and check", None,
+                      "60 s plus the row's bytes at 1 GB/s of bus bandwidth; 300 s for the "
+                      "rendezvous")
     p.add_argument("--trials", type=options.int_at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=options.positive_float, default=trials.UNSTABLE, metavar="X",
@@ -293,10 +291,8 @@ def execute(session, args):
     backends = [make_backend(session, name) for name in args.backend]
     plans = [build_plan(args, session, backend) for backend in backends]
     out = open_output(session, "run", args)
-    session.watch.timeout = args.timeout or max(default_timeout(p) for p in plans)
-    if out is not None:
-        session.watch.on_fault = out.abandon
-    session.watch.arm("start-up (every rank's device and versions)")
+    guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
+              "start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:

@@ -12,9 +12,9 @@ from ..measure.dtypes import parse_dtypes
 from ..measure.engine import Engine, Plan
 from ..measure.modes import MODE_KEYS
 from ..measure.training import PARALLEL, Trainer, fsdp_unsupported
-from ..results import reader, traindoc
+from ..results import inputs, reader, traindoc
 from ..results.output import open_output
-from .common import options
+from .common import guard, options
 
 HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
 DESCRIPTION = (
@@ -53,9 +53,7 @@ def add_arguments(p):
                         "the speedup and scaling efficiency against it")
     p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
-    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
-                   help=f"the longest one step (or one phase) may take before the job is "
-                        f"called hung and aborted (default {DEFAULT_TIMEOUT:g})")
+    guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH",
                    help="write the collectives timed alone, one line per size (never overwrites)")
@@ -102,24 +100,15 @@ def execute(session, args):
     backend = make_backend(session, args.backend[0])
     preset = args.model or ("gpt2" if backend.cuda else "tiny")
     shape = _shape(args, preset)
-    base, error = None, None
-    if args.baseline and session.rank == 0:     # only rank 0 needs it, or may see the file
-        try:
-            base = load_baseline(args.baseline, shape, session.size)
-        except UsageError as exc:
-            error = str(exc)
-    error = session.comm.bcast(error, root=0)
-    if error:
-        raise UsageError(error)
+    base = inputs.on_rank0(session, args.baseline,
+                           lambda path: load_baseline(path, shape, session.size), "--baseline") \
+        if args.baseline else None
     if args.parallel == "fsdp":
         reason = fsdp_unsupported(session.backend, backend.torch)
         if reason:
             raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
-    session.watch.timeout = args.timeout or DEFAULT_TIMEOUT
-    if out is not None:
-        session.watch.on_fault = out.abandon
-    session.watch.arm("start-up (every rank's device and versions)")
+    guard.arm(session, args.timeout or DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
     trainer = Trainer(session, preset, shape, args.batch, args.parallel, args.bucket_mb,
                       session.device)

@@ -1,8 +1,42 @@
 """From every host's facts to what matters: differences between hosts, and findings
-with advice. Pure functions over hostfacts.collect() dicts (one per host)."""
+with advice. Pure functions over hostfacts.collect() dicts (one per host).
+
+A finding is a (host or None, text) pair with a severity: ERROR when it breaks runs or
+their figures (a variable naming no interface or device, NCCL on sockets where RDMA
+exists, RDMA that user space cannot open, different versions on different hosts),
+WARNING for everything worth knowing. doctor's exit code comes from the worst."""
 from ..launch.netaddr import match_ifname
 
 VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
+WARNING, ERROR = "warning", "error"
+
+
+class Finding(tuple):
+    """(host, text), unpacked as a pair, with .severity."""
+
+    def __new__(cls, host, text, severity=WARNING):
+        self = super().__new__(cls, (host, text))
+        self.severity = severity
+        return self
+
+
+def severity(finding):
+    """A finding's severity (a plain (host, text) pair is a warning)."""
+    return getattr(finding, "severity", WARNING)
+
+
+def worst(found):
+    """ERROR if any finding is one, else WARNING if there are findings, else None."""
+    levels = {severity(f) for f in found}
+    return ERROR if ERROR in levels else (WARNING if levels else None)
+
+
+def version_findings(diffs):
+    """ERROR for every version that differs between hosts (a rank may fail or disagree)."""
+    return [Finding(None, f"{label.split(' ', 1)[1]} differs between hosts (" +
+                    ", ".join(f"{h} {v or '-'}" for h, v in values.items()) +
+                    "): every host needs the same install", ERROR)
+            for label, values in diffs if label.startswith("version ")]
 
 
 def comparable(facts):
@@ -56,18 +90,21 @@ def findings(per_host, multi_host=None):
     out = []
     for h, f in per_host.items():
         env = f["env"]
+        active = _active_ports(f)
         for p in f["rdma"]:
             if p["state"] != "ACTIVE":
-                out.append((h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
+                out.append(Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
                                f"ACTIVE: NCCL cannot use it; check the cable and the subnet manager "
-                               f"(ibstat, ibv_devinfo)"))
+                               f"(ibstat, ibv_devinfo)"
+                                 + ("" if active else "; no port of this host is ACTIVE, so NCCL "
+                                    "falls back to TCP sockets"), WARNING if active else ERROR))
         if not f["rdma"] and multi_host:
             out.append((h, "no RDMA device (/sys/class/infiniband is empty): NCCL will use TCP "
                            "sockets (NET/Socket) between hosts; install the RDMA driver or expect "
                            "a fraction of the bandwidth"))
         if f["rdma"] and f["rdma_modules"] is not None and not {"ib_uverbs", "rdma_ucm"} & set(f["rdma_modules"]):
-            out.append((h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user space "
-                           "(NCCL) cannot open them; modprobe ib_uverbs rdma_ucm"))
+            out.append(Finding(h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user "
+                                  "space (NCCL) cannot open them; modprobe ib_uverbs rdma_ucm", ERROR))
         layers = {p["link_layer"] for p in _active_ports(f)}
         if "Ethernet" in layers:
             out.append((h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
@@ -83,15 +120,15 @@ def findings(per_host, multi_host=None):
             spec = env.get(var)
             names = [i["name"] for i in f["interfaces"]] + ["lo"]
             if spec and not match_ifname(spec, names):
-                out.append((h, f"{var}={spec} names no interface of this host (it has "
-                               f"{', '.join(names[:-1]) or 'none'}): initialization will fail; "
-                               f"fix the name on this host"))
+                out.append(Finding(h, f"{var}={spec} names no interface of this host (it has "
+                                      f"{', '.join(names[:-1]) or 'none'}): initialization will "
+                                      f"fail; fix the name on this host", ERROR))
         hca = env.get("NCCL_IB_HCA")
         devices = sorted({p["device"] for p in f["rdma"]})
         if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):
-            out.append((h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "
-                           f"{', '.join(devices) or 'none'}): NCCL falls back to sockets or fails; "
-                           f"fix the name on this host"))
+            out.append(Finding(h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "
+                                  f"{', '.join(devices) or 'none'}): NCCL falls back to sockets "
+                                  f"or fails; fix the name on this host", ERROR if devices else WARNING))
         for var, what in (("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: "
                                                "traffic inside the host goes through host memory"),
                           ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets "
@@ -131,9 +168,9 @@ def transport_findings(pairs, per_host):
     for (a, b), used in pairs.items():
         if a != b and "NET/Socket" in used and (per_host.get(a, {}).get("rdma") or
                                                 per_host.get(b, {}).get("rdma")):
-            out.append((None, f"NCCL used TCP sockets (NET/Socket) between {a} and {b} although "
-                              f"RDMA devices exist: check NCCL_IB_HCA, NCCL_IB_DISABLE and the "
-                              f"ib_uverbs module"))
+            out.append(Finding(None, f"NCCL used TCP sockets (NET/Socket) between {a} and {b} "
+                                     f"although RDMA devices exist: check NCCL_IB_HCA, "
+                                     f"NCCL_IB_DISABLE and the ib_uverbs module", ERROR))
         if a == b and "SHM" in used and not any(t.startswith("P2P") for t in used):
             out.append((a, "NCCL moved data between this host's GPUs through host memory (SHM), "
                            "not P2P: check NCCL_P2P_DISABLE, ACS/IOMMU settings and nvidia-smi topo -m"))

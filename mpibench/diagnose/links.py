@@ -22,6 +22,7 @@ def measure(session, bench, rounds, labels, out, with_latency):
     """Every round on every rank; rank 0 collects each round as it ends (and saves it)."""
     collected, latency = {}, {}
     for k, rnd in enumerate(rounds):
+        session.watch.arm(f"pairs of hosts: round {k + 1} of {len(rounds)}")
         gathered = session.comm.gather(bench.run_round(rnd, with_latency), root=0)
         if session.rank == 0:
             _collect(gathered, k, collected, latency)

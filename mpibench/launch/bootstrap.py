@@ -39,6 +39,8 @@ class Session:
         self.pg = False
         self.rendezvous = None       # "addr:port" (or how it was found)
         self.watch = None            # the hang watchdog and signal handler (watchdog.py)
+        self.command = None          # the command's name (for the verdict line)
+        self.results = None          # rank 0: the command's results document, once opened
 
     @property
     def launcher(self):
@@ -49,10 +51,14 @@ class Session:
         return f"rank {self.rank} (host {self.hostname})"
 
     def out(self, text=""):
-        """Print on rank 0 only: results have one voice."""
+        """Print on rank 0 only: results have one voice. A reader that left (`| head`)
+        stops the printing, not the job: the results file still gets every row."""
         if self.rank == 0:
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+            except BrokenPipeError:
+                quiet_stdout()
 
     def agree(self, error, code=2):
         """Every rank passes its own error (or None); if any rank has one, all raise.
@@ -84,6 +90,16 @@ class Session:
             except Exception:
                 pass
             self.pg = False
+
+
+def quiet_stdout():
+    """Send whatever stdout still has to print to /dev/null (its reader has gone)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
 
 
 def _make_comm(place, env):

@@ -27,6 +27,8 @@ import threading
 import time
 from collections import Counter
 
+from . import faults, verdict
+
 TIMEOUT_CODE = 124
 TAG_QUERY, TAG_REPLY, TAG_NOTICE = 7101, 7102, 7103
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -90,6 +92,7 @@ class Watchdog(NullWatch):
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
         self._saved = None
+        self._stop_at = faults.get("stop", session.rank)   # test only: see arm()
         if threading.current_thread() is threading.main_thread():
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
             self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
@@ -102,6 +105,8 @@ class Watchdog(NullWatch):
         self.where, self.phase = where, phase
         self.deadline = time.monotonic() + self.timeout
         self._settle()
+        if self._stop_at is not None and self._stop_at in where:
+            os.kill(os.getpid(), signal.SIGSTOP)    # test-only switch "stop:RANK:WHERE"
 
     def mark(self, phase):
         self.step += 1
@@ -149,9 +154,9 @@ class Watchdog(NullWatch):
         snaps = self._probe("probe")
         return [r for r in range(self.s.size) if r not in snaps]
 
-    def abandon(self, reason):
+    def abandon(self, reason, code=1, status=None):
         """Rank 0: mark the results incomplete (a failure the caller reports itself)."""
-        return self._results(reason)
+        return self._results(reason, code=code, status=status)
 
     # ---- the thread ----
     def _run(self):
@@ -250,11 +255,11 @@ class Watchdog(NullWatch):
         lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, grace_for(self.timeout))
         if self.s.rank == min(snaps):
             reason = f"timed out: {lines[0]}"
-            self._end(lines + [self._results(reason, 0 in snaps)], TIMEOUT_CODE)
+            self._end(lines + [self._results(reason, 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
         else:
             # A lower rank answered and reports; end the job ourselves if it cannot.
             self._deferred = (time.monotonic() + grace_for(self.timeout) + 5,
-                              lines + [self._results("", 0 in snaps)], TIMEOUT_CODE)
+                              lines + [self._results("", 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
@@ -268,7 +273,7 @@ class Watchdog(NullWatch):
         self._signalled = signum
         if self.s.rank == 0 or self.comm is None:
             reason = f"stopped by {name} on rank {origin} (host {self.s.hosts[origin]})"
-            self.s.out(f"# {reason}: {self._results(reason)}")
+            self.s.out(f"# {reason}: {self._results(reason, code=code)}")
             self._end([], code)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
@@ -276,9 +281,9 @@ class Watchdog(NullWatch):
                               [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
                                f"job, so this rank does"], code)
 
-    def _results(self, reason, rank0_alive=True):
+    def _results(self, reason, rank0_alive=True, code=1, status=None):
         if self.s.rank == 0 and self.on_fault is not None:
-            return self.on_fault(reason)
+            return self.on_fault(reason, verdict.record(code, status))
         if self.s.rank == 0:
             return "no results file (none asked for)"
         if not rank0_alive:
@@ -289,6 +294,7 @@ class Watchdog(NullWatch):
     def _end(self, lines, code):
         for line in lines:
             _say(line if line.startswith("mpibench") else f"mpibench: {line}")
+        verdict.say(code, getattr(self.s, "command", None))
         self.s.comm.abort(code)
 
 

@@ -85,8 +85,9 @@ class RunOutput:
             self.doc["complete"] = complete
             self.flush()
 
-    def abandon(self, reason):
+    def abandon(self, reason, exit=None):
         """Write the document marked incomplete, for a job about to end; say what was kept.
+        exit: the job's verdict ({"code", "status"}).
 
         The lock stays taken: nothing may rewrite the file after this."""
         if not self._lock.acquire(timeout=5):
@@ -94,7 +95,8 @@ class RunOutput:
         rows = len(self.doc["results"])
         kept = f"{rows} row{'s' if rows != 1 else ''} measured"
         try:
-            self.doc.update(complete=False, incomplete=reason, end_time=now())
+            self.doc.update(complete=False, incomplete=reason, end_time=now(),
+                            **({"exit": exit} if exit else {}))
             self.flush()
         except Exception as exc:
             return f"{kept}; could not rewrite the results file ({exc})"
@@ -116,5 +118,9 @@ def open_output(session, command, args):
         except UsageError as exc:
             error = str(exc)
     session.agree(error)
+    if out is not None:
+        session.results = out
+        if getattr(session, "watch", None) is not None:
+            session.watch.on_fault = out.abandon   # a hang or a signal: what was measured stays
     return out
 

@@ -9,7 +9,7 @@ from ...measure.backends import make
 from ...measure.collectives.base import Ctx
 from ...measure.dtypes import parse_dtypes
 from ...results.output import open_output
-from . import options
+from . import guard, options
 
 
 def add_common(p, dtype=True):
@@ -18,8 +18,7 @@ def add_common(p, dtype=True):
                        help="data type (default float32): float32, float16, bfloat16, float64, "
                             "int32, int64, int8, uint8")
     options.add_backend(p)
-    p.add_argument("--timeout", type=options.positive_float, default=300.0, metavar="SECONDS",
-                   help="process-group timeout (default 300)")
+    guard.add_timeout(p, "start-up, the warm-up, the timed calls of one kind, or gathering")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
 
 
@@ -32,6 +31,7 @@ def one_dtype(text):
 
 def begin(session, args, command, title, config):
     """The backend, the output (rank 0) and every rank's record; prints the preamble."""
+    session.watch.arm(f"{command}: start-up (every rank's device and versions)")
     backend = make(session, args.backend[0])
     out = open_output(session, command, args)
     records, versions = jobinfo.gather(session)

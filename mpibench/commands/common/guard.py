@@ -1,0 +1,28 @@
+"""The deadline every multi-rank command runs under, and --timeout, which sets it.
+
+bootstrap.start() installs each rank's watchdog and its SIGINT/SIGTERM handlers; arm()
+gives the command its first deadline as soon as the job is up, so that no command waits
+for the backend's own (much longer) timeout. A command marks each later step with
+session.watch.arm(where): every step gets the same --timeout. open_output() hands the
+results file to the watchdog, so a hang or a signal keeps what was measured.
+"""
+from . import options
+
+DEFAULT_TIMEOUT = 300.0
+
+TIMEOUT_HELP = ("the longest one step ({step}) may take before the job is called hung: the "
+                "ranks that never arrived are named and every rank exits 124 (default {default}; "
+                "the rendezvous gets the same)")
+
+
+def add_timeout(parser, step, default=DEFAULT_TIMEOUT, default_text=None):
+    """--timeout SECONDS, with the one meaning every command gives it."""
+    parser.add_argument("--timeout", type=options.positive_float, default=default,
+                        metavar="SECONDS", help=TIMEOUT_HELP.format(
+                            step=step, default=default_text or f"{default:g} s"))
+
+
+def arm(session, timeout, where):
+    """Start the command's first step under the watchdog (every rank)."""
+    session.watch.timeout = timeout
+    session.watch.arm(where)

@@ -1,0 +1,50 @@
+"""Input files of multi-rank commands, read on rank 0 only, the outcome agreed by all.
+
+A path may exist only where the job was started (a login node's home, a local /tmp):
+a rank that read it itself would fail alone and leave the others waiting. Rank 0 reads
+and checks the file; every rank gets the same value, or raises the same UsageError
+(rank 0 prints it once; exit 2 everywhere).
+
+    limits = inputs.on_rank0(session, args.expect, health.read_expect)
+    text = inputs.on_rank0(session, path, inputs.read_text, "--topology")
+"""
+from ..errors import UsageError
+from ..launch import faults
+
+MAX_BYTES = 1 << 20
+
+
+def on_rank0(session, path, load, option=None):
+    """load(path) on rank 0 (it raises UsageError for a bad file); its result on every rank.
+
+    The result must be picklable (it is broadcast). Test-only switch
+    MPIBENCH_FAULT=unreadable:RANK makes RANK unable to read any input file."""
+    value, error = None, None
+    if session.rank == 0:
+        try:
+            if faults.get("unreadable", session.rank) is not None:
+                raise UsageError(f"cannot read {option + ' ' if option else ''}{path}: "
+                                 f"Permission denied (test fault switch unreadable)")
+            value = load(path)
+        except UsageError as exc:
+            error = str(exc)
+    value, error = session.comm.bcast((value, error), root=0)
+    if error:
+        raise UsageError(error)
+    return value
+
+
+def read_text(path, option=None):
+    """A text file's contents (UTF-8, at most MAX_BYTES), or a UsageError naming it."""
+    name = f"{option} {path}" if option else str(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise UsageError(f"{name}: not UTF-8 text") from None

@@ -1,0 +1,45 @@
+"""Every script in bench/ runs in its --quick mode (seconds) and prints its table, so that
+none of them rots unseen; the full runs stay manual. Scripts on namespace hosts need root."""
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import MPIRUN, PYTHON, run, show
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "launch"))
+import fakecluster  # noqa: E402
+
+ROOTFLAGS = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+UNDER_MPIRUN = [MPIRUN, *ROOTFLAGS, "--oversubscribe", "-np", "2", PYTHON]
+needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools()),
+                                 reason="namespace hosts need root and ip/tc/nsenter/unshare")
+
+# script -> (how it is started, a line of its table)
+SCRIPTS = {
+    "overhead.py": (UNDER_MPIRUN, r"^collective\s+size\s+iters\s+bare us/call\s+mpibench us/call"),
+    "train_overhead.py": (UNDER_MPIRUN, r"^# median ratio over 2 rounds: \d+\.\d{3}"),
+    "osu_compare.py": ([PYTHON], r"^\s+1024\s+n/a\s+\d+\.\d\d\s"),
+    "predict_scaling.py": ([PYTHON], r"^\s*all_reduce\s.*\d"),
+    "train_hosts.py": ([PYTHON], r"^\| 2 hosts x 1 rank \| 1gbit \| \d+ \|"),
+}
+ON_HOSTS = {"predict_scaling.py", "train_hosts.py"}
+
+
+def test_every_bench_script_is_covered():
+    assert sorted(p.name for p in (ROOT / "bench").glob("*.py")) == sorted(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=needs_hosts) if s in ON_HOSTS else s
+                                    for s in SCRIPTS])
+def test_bench_script_quick_mode_prints_its_table(script):
+    start, table = SCRIPTS[script]
+    done = run([*start, str(ROOT / "bench" / script), "--quick"],
+               env={"PYTHONPATH": str(ROOT)}, timeout=240)
+    assert done.returncode == 0, show(done)
+    assert re.search(table, done.stdout, re.M), show(done)
+    assert "Traceback" not in done.stderr, show(done)
+    print(f"{script} --quick: {done.elapsed:.1f} s")
