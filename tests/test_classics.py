@@ -32,8 +32,8 @@ def table_rows(text, first):
 @pytest.mark.parametrize("np", RANKS)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_allreduce(tmp_path, np, backend):
-    done, doc = run_json(tmp_path, np, ["allreduce", "--backend", backend, "--payload", "256K",
-                                        "--trials", "3", "--warmup", "1"])
+    done, doc = run_json(tmp_path, np, ["allreduce", "--backend", backend, "-b", "256K",
+                                        "-n", "3", "-w", "1"])
     out = done.stdout
     trials = re.findall(r"^trial (\d+): time ([\d.]+) ms  algbw ([\d.]+) GBps \(([\d.]+) Gbps\)  "
                         r"busbw ([\d.]+) GBps \(([\d.]+) Gbps\)", out, re.M)
@@ -65,7 +65,7 @@ def test_allreduce(tmp_path, np, backend):
 @pytest.mark.parametrize("np", RANKS)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_latency(tmp_path, np, backend):
-    done, doc = run_json(tmp_path, np, ["latency", "--backend", backend, "-s", "256K",
+    done, doc = run_json(tmp_path, np, ["latency", "--backend", backend, "-b", "256K",
                                         "-k", "16", "--warmup", "1"])
     rows = table_rows(done.stdout, "host:local_rank")
     assert len(rows) == np, show(done)
@@ -132,12 +132,12 @@ def test_demo_fails_on_a_corrupted_rank(tmp_path, backend):
 
 
 BAD = [
-    (["allreduce", "--payload", "1.5M"], "is not a size"),
-    (["allreduce", "--payload", "2", "-d", "float32"], "less than one float32 element"),
-    (["allreduce", "--trials", "0"], "must be at least 1"),
+    (["allreduce", "-b", "1.5M"], "is not a size"),
+    (["allreduce", "-b", "2", "-d", "float32"], "less than one float32 element"),
+    (["allreduce", "-n", "0"], "must be at least 1"),
     (["allreduce", "--backend", "gloo,mpi"], "give one backend"),
     (["allreduce", "--backend", "mpi", "-d", "bfloat16"], "MPI has no standard bfloat16"),
-    (["latency", "-s", "64", "-k", "100"], "-k 100 is larger than S in elements"),
+    (["latency", "-b", "64", "-k", "100"], "-k 100 is larger than S in elements"),
     (["latency", "-k", "0"], "must be at least 1"),
     (["flagsync", "-n", "0"], "must be at least 1"),
     (["flagsync", "-n", "-5"], "must be at least 1"),

@@ -23,12 +23,14 @@ CPU_PAYLOAD = 64 << 20
 
 
 def add_arguments(p):
-    p.add_argument("--payload", type=options.size_arg, default=None, metavar="SIZE",
-                   help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
-    p.add_argument("--trials", type=options.int_at_least(1), default=5, metavar="N",
-                   help="timed trials (default 5)")
-    p.add_argument("--warmup", type=options.int_at_least(0), default=2, metavar="N",
+    p.add_argument("-b", "--size", dest="payload", type=options.size_arg, default=None,
+                   metavar="SIZE", help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
+    p.add_argument("-n", "--iters", dest="trials", type=options.int_at_least(1), default=5,
+                   metavar="N", help="timed calls, each after a barrier (default 5)")
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2, metavar="N",
                    help="untimed calls first (default 2)")
+    options.old_spelling(p, "--payload", "payload", "-b", type=options.size_arg, metavar="SIZE")
+    options.old_spelling(p, "--trials", "trials", "-n", type=options.int_at_least(1), metavar="N")
     classic.add_common(p)
 
 

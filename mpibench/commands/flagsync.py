@@ -26,7 +26,7 @@ COLLECTIVES = {ALL_GATHER.name: (ALL_GATHER, "out_of_place"), ALL_REDUCE.name: (
 def add_arguments(p):
     p.add_argument("-n", "--calls", type=options.int_at_least(1), default=1000, metavar="N",
                    help="timed calls of each method (default 1000)")
-    p.add_argument("--warmup", type=options.int_at_least(0), default=10, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=10, metavar="N",
                    help="untimed calls of each method first (default 10)")
     classic.add_common(p, dtype=False)
 

@@ -29,7 +29,8 @@ def _fraction(text):
 
 
 def add_arguments(p):
-    p.add_argument("-s", "--size", type=options.size_arg, default=None, metavar="SIZE",
+    options.old_spelling(p, "-s", "size", "-b", type=options.size_arg, metavar="SIZE")
+    p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per transfer for bandwidth (default 4M on CPUs, 256M on GPUs)")
     p.add_argument("--latency-size", type=options.size_arg, default=8, metavar="SIZE",
                    help="bytes of the ping-pong for latency (default 8)")

@@ -1,4 +1,7 @@
 """mpibench run: the collective sweep, with nccl-tests' numbers and per-host truth."""
+import argparse
+import os
+
 from tabulate import tabulate
 
 from ..diagnose import jobinfo, links, sysinfo
@@ -41,8 +44,8 @@ def add_arguments(p):
     p.add_argument("-i", "--stepbytes", type=options.size_arg, default=None, metavar="SIZE",
                    help="add SIZE each step instead of multiplying")
     p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20, help="timed iterations per size (default 20)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
-    p.add_argument("-d", "--dtype", default="float32", metavar="LIST",
+    p.add_argument("-w", "--warmup", "--warmup_iters", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
+    p.add_argument("-d", "--dtype", "--datatype", default="float32", metavar="LIST",
                    help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; comma-separated or all")
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
@@ -84,7 +87,7 @@ def add_arguments(p):
     guard.add_timeout(p, "a row: one collective, size and mode, with warm-up and check", None,
                       "60 s plus the row's bytes at 1 GB/s of bus bandwidth; 300 s for the "
                       "rendezvous")
-    p.add_argument("--trials", type=options.int_at_least(1), default=1, metavar="K",
+    p.add_argument("--trials", "-N", "--run_cycles", type=options.int_at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=options.positive_float, default=trials.UNSTABLE, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
@@ -95,11 +98,34 @@ def add_arguments(p):
                         "-J schema (2.19.6), for tools written for it (with -I 1 its "
                         "per-iteration fields too)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
+    # nccl-tests' command lines paste in: its flags mean here what they mean there
+    p.add_argument("-J", "--output_file", dest="nccl_json", metavar="FILE",
+                   help="nccl-tests' -J: its JSON (the same as --json FILE --json-format nccl-tests)")
+    p.add_argument("-T", dest="timeout", type=options.positive_float, default=argparse.SUPPRESS,
+                   metavar="SECONDS", help="nccl-tests' -T: the same as --timeout")
+    p.add_argument("-g", "--ngpus", type=int, default=1, metavar="1",
+                   help="nccl-tests' GPUs per thread: 1, what mpibench does (one GPU per process)")
+    p.add_argument("-t", "--nthreads", type=int, default=1, metavar="1",
+                   help="nccl-tests' threads per process: 1, what mpibench does")
+    p.add_argument("--min-busbw", type=options.positive_float, default=None, metavar="GBPS",
+                   help="exit 1 when the average bus bandwidth is below GBPS GB/s (also from "
+                        "NCCL_TESTS_MIN_BW, as nccl-tests: below 0.9 of it)")
     options.add_backend(p, several=True)
 
 
 def check_args(args):
     """Input errors that need no rank or backend, found by every rank alike at parse time."""
+    for flag, value, what in (("-g", args.ngpus, "GPUs per process"),
+                              ("-t", args.nthreads, "threads per process")):
+        if value != 1:
+            raise UsageError(f"{flag} {value}: mpibench runs one GPU and one thread per process; "
+                             f"start one process per GPU (mpirun -np, srun --ntasks-per-node) "
+                             f"instead of {value} {what}")
+    if args.nccl_json:
+        if args.json:
+            raise UsageError("give -J FILE or --json FILE, not both")
+        args.json, args.json_format = args.nccl_json, "nccl-tests"
+    args.min_bw = min_bw(args.min_busbw)
     parse_list(args.collectives, COLLECTIVES, "collective")
     parse_dtypes(args.dtype)
     parse_ops(args.op)
@@ -218,6 +244,23 @@ def default_timeout(plan):
     return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
+def min_bw(explicit, env=None):
+    """(threshold GB/s, where it comes from) or None: --min-busbw X fails below X;
+    NCCL_TESTS_MIN_BW=X, as nccl-tests 2.19.6, below 0.9 X."""
+    if explicit is not None:
+        return explicit, f"--min-busbw {explicit:g}"
+    text = (os.environ if env is None else env).get("NCCL_TESTS_MIN_BW")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"NCCL_TESTS_MIN_BW={text!r}: not a number (GB/s)") from None
+    if not value > 0:
+        raise UsageError(f"NCCL_TESTS_MIN_BW={text!r}: must be above 0 (GB/s)")
+    return 0.9 * value, f"0.9 x NCCL_TESTS_MIN_BW={text}"
+
+
 def plan_step(plan):
     sizes = plan.sizes
     if len(sizes) < 2:
@@ -225,8 +268,8 @@ def plan_step(plan):
     return f"{sizes[1] / sizes[0]:g}"
 
 
-def summary(session, out, wrong, names):
-    fields, lines = closing(out.doc["results"], names, session.size, wrong)
+def summary(session, out, wrong, names, threshold=None):
+    fields, lines = closing(out.doc["results"], names, session.size, wrong, threshold)
     for line in lines:
         out.say(line)
     out.set(**fields)
@@ -326,8 +369,12 @@ def execute(session, args):
             comparison(out, names)
         for line in line_rate_lines(out.doc):
             out.say(line)
-        summary(session, out, wrong, names)
+        summary(session, out, wrong, names, args.min_bw)
         out.finish()
+    slow = session.comm.bcast(out.doc.get("min_busbw") if out is not None else None, root=0)
+    if slow and not slow["okay"] and not wrong:
+        raise CheckFailed(f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s "
+                          f"({slow['source']})")
     if wrong:
         raise CheckFailed(f"FAILED: {wrong} wrong element{'s' if wrong != 1 else ''} "
                           f"(see the #wrong columns)")

@@ -42,9 +42,9 @@ def add_arguments(p):
                         "none (each rank alone: compute only) (default ddp)")
     p.add_argument("--bucket-mb", type=options.positive_float, default=25.0, metavar="MB",
                    help="DDP's bucket_cap_mb (default 25, torch's)")
-    p.add_argument("--steps", type=options.int_at_least(1), default=10, metavar="N",
+    p.add_argument("-n", "--steps", type=options.int_at_least(1), default=10, metavar="N",
                    help="timed steps of each kind (default 10)")
-    p.add_argument("--warmup", type=options.int_at_least(0), default=3, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=3, metavar="N",
                    help="warm-up steps of each kind before timing (default 3)")
     p.add_argument("--alone-iters", type=options.int_at_least(0), default=10, metavar="N",
                    help="iterations of the step's collectives timed alone; 0 = off (default 10)")

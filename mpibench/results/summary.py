@@ -17,27 +17,38 @@ def backends(doc):
     return list(dict.fromkeys(row.get("backend", "?") for row in doc["results"]))
 
 
-def closing(rows, names, ranks, wrong):
-    """(document fields, lines): nccl-tests' closing lines over rows of the backends names."""
+def closing(rows, names, ranks, wrong, threshold=None):
+    """(document fields, lines): nccl-tests' closing lines over rows of the backends names.
+    threshold: (GB/s, where it comes from), as NCCL_TESTS_MIN_BW: each average is marked OK or
+    FAILED against it (no bus bandwidth at all fails)."""
     lines = ["#", f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}"]
-    averages = {}
+    averages, failed = {}, []
     for name in names:
         mine = [row for row in rows if row.get("backend", "?") == name]
         bws = _busbws(mine)
         label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
         if bws:
             averages[name] = sum(bws) / len(bws)
-            lines.append(f"# {label:<20s} : {averages[name]:g}")
+            text = f"# {label:<20s} : {averages[name]:g}"
         elif any(row.get(k) for row in mine for k in MODES) and ranks == 1:
-            lines.append(f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
-                         f"its factor is 0 for these collectives)")
+            text = (f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
+                    f"its factor is 0 for these collectives)")
         else:
-            lines.append(f"# {label:<20s} : n/a (no rows)")
+            text = f"# {label:<20s} : n/a (no rows)"
+        if threshold is not None:
+            ok = averages.get(name, 0.0) >= threshold[0]
+            failed += [] if ok else [name]
+            text += " OK" if ok else " FAILED"
+        lines.append(text)
     bws = _busbws(rows)
     fields = {"average_bus_bandwidth": sum(bws) / len(bws) if bws else None,
               "out_of_bounds": {"count": wrong, "okay": wrong == 0}}
     if len(names) > 1:
         fields["average_bus_bandwidth_by_backend"] = averages
+    if threshold is not None:
+        lines.append(f"# minimum bus bandwidth {threshold[0]:g} GB/s ({threshold[1]}): "
+                     + (f"FAILED ({', '.join(failed)})" if failed else "OK"))
+        fields["min_busbw"] = {"GBps": threshold[0], "source": threshold[1], "okay": not failed}
     return fields, lines
 
 
@@ -47,7 +58,10 @@ def closing_lines(doc):
     bounds = doc.get("out_of_bounds")
     wrong = bounds.get("count", 0) if isinstance(bounds, dict) else \
         int(sum(row[k].get("nwrong") or 0 for row in doc["results"] for k in MODES if row.get(k)))
-    return closing(doc["results"], backends(doc), reader.ranks(doc), wrong)[1]
+    limit = doc.get("min_busbw")
+    threshold = (limit["GBps"], limit["source"]) if isinstance(limit, dict) and finite(
+        limit.get("GBps")) and isinstance(limit.get("source"), str) else None
+    return closing(doc["results"], backends(doc), reader.ranks(doc), wrong, threshold)[1]
 
 
 def comparison(rows, a, b):
