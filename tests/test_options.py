@@ -94,3 +94,18 @@ def test_min_busbw_from_nccl_tests_variable_and_option(tmp_path):
     done = mpirun(2, ["run"] + TINY, env={"NCCL_TESTS_MIN_BW": "fast"})
     assert done.returncode == 2 and "NCCL_TESTS_MIN_BW='fast': not a number" in done.stderr, \
         show(done)
+
+
+def test_train_names_its_model_and_scaling_run_apart_from_predict_and_check(tmp_path):
+    """--model is predict's cost model and --baseline check's reference: train's are
+    --preset and --scale-from (the old spellings still work, with a note)."""
+    missing = tmp_path / "missing.json"
+    done = mpirun(2, ["train", "--model", "tiny", "--baseline", str(missing)], timeout=120)
+    assert done.returncode == 2, show(done)
+    lines = mpibench_lines(done.stderr)
+    assert lines[:2] == [
+        "mpibench: note: --model is an old spelling: write --preset (the old one goes in the "
+        "next release)",
+        "mpibench: note: --baseline is an old spelling: write --scale-from (the old one goes in "
+        "the next release)"], show(done)
+    assert len(lines) == 3 and f"cannot read results file {missing}" in lines[2], show(done)

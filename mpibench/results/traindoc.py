@@ -12,7 +12,7 @@ when read back, and its text as train prints it and report renders it.
                     "hosts": stragglers.analyze() of the step times | null,
                     "memory": [{"rank", "host", "peak_bytes"}], "memory_kind",
                     "replicas": {"loss": [per rank], "agree": bool} | null,
-                    "scaling": {...} | null}   # against --baseline
+                    "scaling": {...} | null}   # against --scale-from
 Times are seconds; a job's step time is its slowest rank's, per step, then the median.
 """
 from statistics import median
