@@ -6,7 +6,8 @@ error. Needs root (launch/fakecluster.py).
     .venv/bin/python bench/predict_scaling.py [--rate 500mbit] [--hosts 2,3] [--target 4]
         [--dir DIR] [--quick] [-- RUN OPTIONS]   (default run options: all_reduce,all_gather 64K..16M)
 
---quick (seconds, for CI): 2 hosts measured, 3 predicted, all_reduce 64K..256K at 1gbit.
+--quick (seconds, for CI): 2 and 3 hosts measured, 4 predicted and measured, all_reduce
+64K..256K at 1gbit.
 """
 import argparse
 import os
@@ -47,12 +48,12 @@ def main():
     p.add_argument("--target", type=int, default=4)
     p.add_argument("--dir", default=None)
     p.add_argument("--quick", action="store_true",
-                   help="seconds, not minutes: 2 hosts measured, 3 predicted, small sizes")
+                   help="seconds, not minutes: 2, 3 and 4 hosts, small sizes")
     p.add_argument("run", nargs=argparse.REMAINDER)
     args = p.parse_args()
     run_args = [a for a in args.run if a != "--"] or (QUICK if args.quick else RUN)
     if args.quick:
-        args.rate, args.hosts, args.target = "1gbit", "2", 3
+        args.rate, args.hosts, args.target = "1gbit", "2,3", 4
     folder = args.dir or tempfile.mkdtemp(prefix="mpibench-predict.")
     paths = {}
     for n in [int(x) for x in args.hosts.split(",")] + [args.target]:

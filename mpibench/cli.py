@@ -224,6 +224,17 @@ def end(session, comm, place, name, code):
     crash (SIGSEGV, SIGABRT) or hang while tearing down a multi-host job whose ranks
     called MPI_Finalize and exited non-zero, so that its own exit code is not the ranks'.
     Its abort path returns the code every time (docs/exit-codes.md)."""
+    watch = getattr(session, "watch", None)
+    if watch is not None:
+        # A signal that reached a rank near the end, before rank 0 could hear of it,
+        # still ends the job as a signal: every rank says what it received.
+        got = comm.allgather(watch.signalled) if comm is not None else [watch.signalled]
+        sent = [(signum, r) for r, signum in enumerate(got) if signum]
+        if sent:
+            if place.rank == 0:
+                watch.stop_for(*sent[0])      # the closing line, the results kept, the abort
+            time.sleep(ABORT_WAIT)
+            return 128 + sent[0][0]
     if place.rank == 0:
         results = getattr(session, "results", None)
         if results is not None:

@@ -23,7 +23,7 @@ SCRIPTS = {
     "overhead.py": (UNDER_MPIRUN, r"^collective\s+size\s+iters\s+bare us/call\s+mpibench us/call"),
     "train_overhead.py": (UNDER_MPIRUN, r"^# median ratio over 2 rounds: \d+\.\d{3}"),
     "osu_compare.py": ([PYTHON], r"^\s+1024\s+n/a\s+\d+\.\d\d\s"),
-    "predict_scaling.py": ([PYTHON], r"^\s*all_reduce\s.*\d"),
+    "predict_scaling.py": ([PYTHON], r"^#\s+256 KiB\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
     "train_hosts.py": ([PYTHON], r"^\| 2 hosts x 1 rank \| 1gbit \| \d+ \|"),
 }
 ON_HOSTS = {"predict_scaling.py", "train_hosts.py"}

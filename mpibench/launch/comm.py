@@ -103,8 +103,9 @@ class MPIComm(Comm):
             except Exception:
                 pass
         # Abort kills every process at once; give the launcher a moment to forward the
-        # lines just written, or the message naming the failed rank can be lost.
-        time.sleep(0.5)
+        # lines just written, or the message naming the failed rank (or the verdict line)
+        # can be lost: 0.5 s lost it now and then on a loaded machine.
+        time.sleep(1.0)
         self.world.Abort(code)
 
 

@@ -5,6 +5,9 @@ buffer of 64K or more, or train's model state of that size, is refused as out of
 Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
 its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
 "crash:1:64K" (an exception).
+Signals, when the rank starts a step (watchdog.arm) whose name holds ARG:
+"stop:1:round 1" (SIGSTOP), "sigterm:2:all_gather", "sigint:1:demo". Input files:
+"unreadable:0" (the rank cannot read any input file; only rank 0 reads them).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """

@@ -85,6 +85,7 @@ class Watchdog(NullWatch):
         self._joined = False       # a timeout is being handled
         self._asked = False        # another rank timed out and asked us
         self._signalled = None     # first signal seen
+        self._ending = threading.Lock()   # one end of the job per rank
         self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
@@ -92,7 +93,11 @@ class Watchdog(NullWatch):
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
         self._saved = None
-        self._stop_at = faults.get("stop", session.rank)   # test only: see arm()
+        # test only: "stop:RANK:WHERE", "sigterm:RANK:WHERE", "sigint:RANK:WHERE" send this
+        # rank that signal when it starts a step whose name holds WHERE (see arm())
+        self._raise_at = [(sig, faults.get(kind, session.rank)) for kind, sig in
+                          (("stop", signal.SIGSTOP), ("sigterm", signal.SIGTERM),
+                           ("sigint", signal.SIGINT)) if faults.get(kind, session.rank) is not None]
         if threading.current_thread() is threading.main_thread():
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
             self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
@@ -105,8 +110,9 @@ class Watchdog(NullWatch):
         self.where, self.phase = where, phase
         self.deadline = time.monotonic() + self.timeout
         self._settle()
-        if self._stop_at is not None and self._stop_at in where:
-            os.kill(os.getpid(), signal.SIGSTOP)    # test-only switch "stop:RANK:WHERE"
+        for sig, at in self._raise_at:
+            if at in where:
+                os.kill(os.getpid(), sig)
 
     def mark(self, phase):
         self.step += 1
@@ -272,14 +278,26 @@ class Watchdog(NullWatch):
             return
         self._signalled = signum
         if self.s.rank == 0 or self.comm is None:
-            reason = f"stopped by {name} on rank {origin} (host {self.s.hosts[origin]})"
-            self.s.out(f"# {reason}: {self._results(reason, code=code)}")
-            self._end([], code)
+            self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
             self._deferred = (time.monotonic() + grace_for(self.timeout) + 3,
                               [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
                                f"job, so this rank does"], code)
+
+    @property
+    def signalled(self):
+        """The first SIGINT/SIGTERM this rank received (None if none)."""
+        return self._signalled
+
+    def stop_for(self, signum, origin):
+        """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
+        with the closing line and the results kept."""
+        code = 128 + signum
+        reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
+                  f"(host {self.s.hosts[origin]})")
+        self.s.out(f"# {reason}: {self._results(reason, code=code)}")
+        self._end([], code)
 
     def _results(self, reason, rank0_alive=True, code=1, status=None):
         if self.s.rank == 0 and self.on_fault is not None:
@@ -292,6 +310,9 @@ class Watchdog(NullWatch):
         return "rank 0 keeps the results file"
 
     def _end(self, lines, code):
+        if not self._ending.acquire(blocking=False):
+            while True:                 # another thread of this rank is ending the job
+                time.sleep(3600)
         for line in lines:
             _say(line if line.startswith("mpibench") else f"mpibench: {line}")
         verdict.say(code, getattr(self.s, "command", None))

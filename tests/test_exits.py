@@ -1,0 +1,205 @@
+"""How every job ends: the launcher returns mpibench's code across hosts (1, 2, 124, 130,
+143), every multi-rank command runs under the watchdog, input files are read on rank 0,
+a closed stdout is no failure, doctor's code follows its worst finding, and the verdict
+line is last. Real mpirun, real namespace hosts (root), real signals (test-only switches
+in launch/faults.py make a rank stop or signal itself at a named step)."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, ROOT, base_env, lone, mpibench_lines, mpirun, show
+
+sys.path.insert(0, str(Path(ROOT) / "launch"))
+import fakecluster  # noqa: E402
+
+needs_hosts = pytest.mark.skipif(
+    os.geteuid() != 0 or bool(fakecluster.missing_tools())
+    or not (Path(sys.prefix) / "bin" / "mpirun").exists(),
+    reason="namespace hosts need root, ip/tc/nsenter/unshare and the venv's mpirun")
+
+VERDICT = re.compile(r"^mpibench-verdict: exit=(\d+) status=(\w+) command=([\w-]+)$")
+# Runs of each case in a row in the suite; more by hand with MPIBENCH_EXIT_REPS=N.
+REPS = int(os.environ.get("MPIBENCH_EXIT_REPS", "2"))
+
+
+def verdict(stdout):
+    """(code, status, command) from the last line of stdout, which must be the verdict."""
+    lines = stdout.rstrip("\n").splitlines()
+    m = VERDICT.match(lines[-1]) if lines else None
+    assert m, f"last line is not the verdict: {lines[-1:]}"
+    return int(m.group(1)), m.group(2), m.group(3)
+
+
+# ---- 1. the launcher returns mpibench's code across hosts, every time ----
+EXPECT_FAIL = '{"pair": {"min_busbw_GBps": 50}}'
+# name -> (mpibench arguments, MPIBENCH_FAULT, code, status, words on stderr)
+CASES = {
+    "ok": (["demo"], "", 0, "ok", None),
+    "wrong elements": (["demo"], "corrupt:2", 1, "failed", "demo FAILED: all_reduce"),
+    "failing hosts": (["check", "-b", "256K", "-n", "2", "-w", "1", "--expect", "{expect}"], "",
+                      1, "failed", "check FAILED: 3 hosts failed: h[1-3]"),
+    "bad input after start": (["run", "--root", "5", "-e", "8"], "", 2, "usage",
+                              "--root 5 is not a rank"),
+    "bad input at parse time": (["demo", "--no-such-option"], "", 2, "usage",
+                                "unrecognized arguments"),
+    "hang": (["demo", "--timeout", "4"], "stop:2:demo: reduce_scatter", 124, "hang",
+             "rank 2 (host h3): no answer within"),
+    "SIGINT": (["demo"], "sigint:1:demo: all_gather", 130, "interrupted", None),
+    "SIGTERM": (["demo"], "sigterm:2:demo: broadcast", 143, "terminated", None),
+}
+
+
+@needs_hosts
+def test_launcher_returns_mpibench_code_across_three_hosts(tmp_path):
+    """Each case REPS times in a row on 3 hosts: mpirun's own exit code, the verdict line,
+    and the one error line. Open MPI 5's prterun crashed (139, 134) or hung tearing such
+    jobs down when ranks exited non-zero on their own; an abort from rank 0 ends them."""
+    expect = tmp_path / "expect.json"
+    expect.write_text(EXPECT_FAIL)
+    seen = {}
+    with fakecluster.FakeCluster(hosts=3, rates="1gbit") as c:
+        for name, (args, fault, code, status, words) in CASES.items():
+            if os.environ.get("MPIBENCH_EXIT_CASES", name) not in name:
+                continue
+            argv = [PYTHON, "-m", "mpibench", *[a.format(expect=expect) for a in args]]
+            for k in range(REPS):
+                done = c.mpirun(argv, ppn=1, env=base_env({"MPIBENCH_FAULT": fault}), timeout=150)
+                seen.setdefault(name, []).append(done.returncode)
+                assert done.returncode == code, f"{name}, run {k + 1}: " + show(done)
+                if name == "bad input at parse time":      # before any MPI: rank 0 alone says it
+                    assert verdict(done.stdout) == (2, "usage", "demo"), show(done)
+                else:
+                    assert verdict(done.stdout) == (code, status, args[0]), show(done)
+                if words:
+                    assert any(words in line for line in mpibench_lines(done.stderr)), show(done)
+                assert "Traceback" not in done.stderr, show(done)
+    print("exit codes seen:", seen)
+
+
+# ---- 2. every multi-rank command under the watchdog ----
+# command -> (arguments, the step at which rank 1 stops itself)
+STOPPED = {
+    "p2p": (["p2p", "--ranks", "-s", "64K", "-n", "2", "--latency-iters", "5"],
+            "pairs of hosts: round 1"),
+    "allreduce": (["allreduce", "--payload", "64K", "--trials", "2"], "allreduce: timed trials"),
+    "latency": (["latency", "-s", "64K", "-k", "10"], "latency: the small calls"),
+    "flagsync": (["flagsync", "-n", "10"], "flagsync: all_reduce"),
+    "demo": (["demo"], "demo: all_gather"),
+    "info": (["info"], "info: gathering"),
+    "doctor": (["doctor", "--no-nccl"], "doctor: every host's facts"),
+}
+
+
+@pytest.mark.parametrize("command", list(STOPPED))
+def test_command_with_a_stopped_rank_ends_naming_it(command, tmp_path):
+    args, step = STOPPED[command]
+    done = mpirun(2, [*args, "--timeout", "4"], env={"MPIBENCH_FAULT": f"stop:1:{step}"},
+                  timeout=120)
+    assert done.returncode == 124, show(done)
+    assert re.search(r"rank 1 \(host \S+\): no answer within \d+ s \(stopped, dead, or stuck\) in "
+                     + re.escape(step), done.stderr), show(done)
+    assert done.stderr.count("never arrived") == 1, show(done)
+    assert verdict(done.stdout) == (124, "hang", command), show(done)
+
+
+def test_timeout_means_the_same_in_every_multi_rank_command():
+    helps = {}
+    for command in ("run", "check", "train", *STOPPED):
+        text = lone([command, "--help"]).stdout
+        option = text.rsplit("--timeout SECONDS", 1)[1].split("\n  -", 1)[0]
+        helps[command] = " ".join(option.split())
+    for command, text in helps.items():
+        assert "may take before the job is called hung" in text, (command, text)
+        assert "exits 124" in text, (command, text)
+        assert "process-group timeout" not in text, (command, text)
+
+
+# ---- 3. input files are read on rank 0 only ----
+@needs_hosts
+def test_expect_file_seen_only_where_the_job_started(tmp_path):
+    """The --expect file's folder is hidden (an empty tmpfs over it) on h2 and h3, as a
+    login node's local path would be: rank 0 on h1 reads it, the others never try."""
+    folder = tmp_path / "only-on-h1"
+    folder.mkdir()
+    expect = folder / "expect.json"
+    expect.write_text(EXPECT_FAIL)
+    script = (f'[ "$(hostname)" = h1 ] || mount -t tmpfs none "{folder}"; '
+              f'test -e "{expect}" && where=sees || where=cannot; echo "$(hostname) $where" >&2; '
+              f'exec {PYTHON} -m mpibench check -b 256K -n 2 -w 1 --expect "{expect}"')
+    with fakecluster.FakeCluster(hosts=3, rates="1gbit") as c:
+        done = c.mpirun(["/bin/sh", "-c", script], ppn=1, env=base_env(), timeout=150)
+    assert {"h1 sees", "h2 cannot", "h3 cannot"} <= set(done.stderr.splitlines()), show(done)
+    assert done.returncode == 1, show(done)
+    assert f"threshold pair: min_busbw_GBps 50 (--expect {expect})" in done.stdout, show(done)
+    assert mpibench_lines(done.stderr) == ["mpibench: check FAILED: 3 hosts failed: h[1-3]"]
+
+
+@pytest.mark.parametrize("args", [["check", "-b", "64K", "-n", "1", "-w", "0", "--expect", "{f}"],
+                                  ["check", "-b", "64K", "-n", "1", "-w", "0", "--baseline", "{f}"],
+                                  ["train", "--steps", "1", "--warmup", "0", "--baseline", "{f}"]],
+                         ids=["check --expect", "check --baseline", "train --baseline"])
+def test_input_file_rank_0_cannot_read_is_one_line_and_exit_2(args, tmp_path):
+    f = tmp_path / "input.json"
+    f.write_text(EXPECT_FAIL)
+    option = args[-2]
+    done = mpirun(2, [a.format(f=f) for a in args], env={"MPIBENCH_FAULT": "unreadable:0"})
+    lines = mpibench_lines(done.stderr)
+    assert done.returncode == 2, show(done)
+    assert lines == [f"mpibench: cannot read {option} {f}: Permission denied "
+                     f"(test fault switch unreadable)"], show(done)
+    assert verdict(done.stdout)[:2] == (2, "usage"), show(done)
+
+
+def test_input_file_another_rank_cannot_read_is_not_read_there(tmp_path):
+    f = tmp_path / "expect.json"
+    f.write_text('{"intra": {"min_busbw_GBps": 0.000001}}')
+    done = mpirun(2, ["check", "-b", "64K", "-n", "1", "-w", "0", "--expect", str(f)],
+                  env={"MPIBENCH_FAULT": "unreadable:1"})
+    assert done.returncode == 0, show(done)
+    assert f"threshold intra: min_busbw_GBps 1e-06 (--expect {f})" in done.stdout, show(done)
+
+
+# ---- 4. a reader that leaves early ----
+TINY = ["run", "--collectives", "all_reduce", "-b", "8", "-e", "64K", "-n", "3", "-w", "1"]
+
+
+@pytest.mark.parametrize("launch", ["mpirun.sh", "lone"])
+def test_run_into_head_ends_quietly_with_exit_0_and_every_row_saved(launch, tmp_path):
+    out = tmp_path / "r.json"
+    start = ([str(Path(ROOT) / "launch" / "mpirun.sh"), "--np", "2", "--oversubscribe"]
+             if launch == "mpirun.sh" else [PYTHON, "-m", "mpibench"])
+    line = " ".join(f"'{a}'" for a in [*start, *TINY, "--json", str(out)])
+    done = subprocess.run(["bash", "-c", f"set -o pipefail; {line} | head -n 1"],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT,
+                          env=base_env({"MPIBENCH_PYTHON": PYTHON}))
+    assert done.returncode == 0, show(done)
+    assert done.stdout == "# mpibench run: all_reduce\n", show(done)
+    assert "Traceback" not in done.stderr and "SIGPIPE" not in done.stderr, show(done)
+    doc = json.loads(out.read_text())
+    assert doc["complete"] and len(doc["results"]) == 14 and doc["exit"] == {"code": 0, "status": "ok"}
+
+
+# ---- 6. doctor's exit code ----
+@pytest.mark.parametrize("variable,code,words", [
+    ("NCCL_SOCKET_IFNAME=nosuch0", 1, "ERROR NCCL_SOCKET_IFNAME=nosuch0 names no interface"),
+    ("NCCL_P2P_DISABLE=1", 0, "NCCL_P2P_DISABLE=1 is set"),
+])
+def test_doctor_exits_1_on_a_problem_that_breaks_runs_and_0_on_warnings(variable, code, words,
+                                                                         tmp_path):
+    name, value = variable.split("=")
+    js = tmp_path / "d.json"
+    done = mpirun(2, ["doctor", "--no-nccl", "--json", str(js)], env={name: value})
+    assert done.returncode == code, show(done)
+    assert words in done.stdout, show(done)
+    assert verdict(done.stdout) == (code, "failed" if code else "ok", "doctor"), show(done)
+    found = json.loads(js.read_text())["doctor"]["findings"]
+    mine = [f for f in found if name in f["text"]]
+    assert mine and {f["severity"] for f in mine} == {"error" if code else "warning"}, found
+    if code:
+        assert mpibench_lines(done.stderr) == [
+            "mpibench: doctor found 1 problem that breaks runs (ERROR above)"], show(done)
