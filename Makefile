@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   creates .venv and runs the benchmark under a real mpirun (gloo, 2 ranks)
-#   make test   creates the same .venv and runs the test suite
+#   make test   creates the same .venv and runs the test suite (the slowest 25 tests listed;
+#               PYTEST_ARGS='-m "not cluster and not slow"' for a quick part, see setup.cfg)
 # torch is pinned to a CPU build: a plain `torch` pulls GBs of CUDA packages.
 
 PYTHON ?= python3
@@ -25,7 +26,7 @@ demo: venv
 	$(MPIRUN) $(ROOTFLAGS) --oversubscribe -np $(NP) $(PY) -m mpibench $(ARGS)
 
 test: venv
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV)

@@ -5,7 +5,7 @@ the hosts' links at each given rate (namespace hosts, launch/fakecluster.py; roo
 
 --quick (seconds, for CI): one rate (1gbit), 2 steps after 1 warm-up.
 
-Every run is `mpibench train` with the same options and --baseline a run of one rank
+Every run is `mpibench train` with the same options and --scale-from a run of one rank
 alone, so the efficiency column is (throughput / one rank's) / ranks. Prints a markdown
 table: placement, link, step time, exposed share, hidden share, scaling efficiency.
 """
@@ -27,7 +27,7 @@ MPIRUN = os.path.join(os.path.dirname(PYTHON), "mpirun")
 def train(c, ppn, options, path, baseline=None):
     argv = [PYTHON, "-m", "mpibench", "train", *options, "--json", path]
     if baseline:
-        argv += ["--baseline", baseline]
+        argv += ["--scale-from", baseline]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     done = c.mpirun(argv, ppn=ppn, mpirun=MPIRUN, env=env, timeout=900)
     if done.returncode != 0:

@@ -54,15 +54,47 @@ class Parser(argparse.ArgumentParser):
             super()._print_message(message, file)
 
 
+EPILOG = """launch (one process per GPU; MPI only starts the processes):
+  mpirun -np 16 --host n1:8,n2:8 python -m mpibench run -b 8 -e 4G --json run.json
+  srun --mpi=pmix -N 2 --ntasks-per-node 8 python -m mpibench check
+  torchrun --nproc_per_node 8 -m mpibench run        (or a lone python: one rank)
+
+exit codes:
+  0    done, every check passed
+  1    a check failed (wrong results, below a threshold, failed hosts) or a rank failed
+  2    bad input (one line says what), on every rank
+  124  a hang: the watchdog named the ranks that never arrived and ended the job
+  128+N  ended by signal N (130: Ctrl-C); results measured so far are kept in the files"""
+
+
+def command_groups():
+    """The top-level help's command list, by group (a command in no group: 'other')."""
+    lines = []
+    listed = set()
+    for title, names in commands.GROUPS:
+        names = [n for n in names if n in commands.NAMES]
+        listed.update(names)
+        lines.append(f"{title}:")
+        lines += [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
+    rest = [n for n in commands.NAMES if n not in listed]
+    if rest:
+        lines.append("other:")
+        lines += [f"  {n:<10s}{commands.load(n).HELP}" for n in rest]
+    return "\n".join(lines)
+
+
 def build_parser():
-    top = Parser(prog="mpibench", description=(
+    top = Parser(prog="mpibench", formatter_class=argparse.RawDescriptionHelpFormatter,
+                 description=(
         "Collective and network benchmarks for torch.distributed (NCCL on GPUs, gloo on CPUs), "
-        "started by mpirun, srun, torchrun or a lone python. With no command, runs 'run'."))
+        "started by mpirun, srun, torchrun or a lone python. With no command, runs 'run'.\n\n"
+        + command_groups()), epilog=EPILOG)
     top.add_argument("--version", action="version", version=f"mpibench {__version__}")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser,
+                             help="one of the commands above; COMMAND -h for its options")
     for name in commands.NAMES:
         mod = commands.load(name)
-        p = sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        p = sub.add_parser(name, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
     return top
 
@@ -99,6 +131,9 @@ def main(argv=None):
         elif place.size != 1:
             time.sleep(FOLLOWER_GRACE)
         sys.exit(exc.code)
+    if _RANK0:
+        for note in getattr(args, "deprecations", None) or []:
+            say(f"mpibench: note: {note}")
     sys.exit(execute(place, name, args, argv))
 
 

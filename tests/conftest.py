@@ -5,6 +5,7 @@ torch, mpi4py and Open MPI's mpirun. Every helper returns a CompletedProcess (te
 stdout and stderr captured) with `.elapsed` seconds added, and kills the whole process
 group if the command outlives its timeout, so that no test can hang.
 """
+import inspect
 import os
 import re
 import signal
@@ -143,3 +144,30 @@ def show(done):
     """Text to attach to an assertion: the command, its code and what it printed."""
     return (f"$ {' '.join(done.args)}\nrc={done.returncode} ({getattr(done, 'elapsed', 0):.1f} s)"
             f"\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
+
+
+# ---- markers (registered in setup.cfg): by file, and by what a test itself starts ----
+_FILE_MARKERS = {
+    "test_slurm.py": ("slurm", "cluster", "root", "slow"),
+    "test_slurmcluster.py": ("slurm", "cluster", "root", "slow"),
+    "test_fakecluster.py": ("cluster", "root", "slow"),
+    "test_multihost.py": ("cluster", "root", "slow"),
+    "test_gpu.py": ("gpu",),
+    "test_reliability.py": ("slow",),
+    "test_train.py": ("slow",),
+    "test_blocking_modes.py": ("slow",),
+}
+_CLUSTER_WORDS = ("FakeCluster", "fakecluster.", "slurmcluster.")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(_FILE_MARKERS.get(os.path.basename(str(item.fspath)), ()))
+        try:
+            source = inspect.getsource(item.function)
+        except (AttributeError, OSError, TypeError):
+            source = ""
+        if any(word in source for word in _CLUSTER_WORDS):
+            names |= {"cluster", "root", "slow"}
+        for name in sorted(names):
+            item.add_marker(getattr(pytest.mark, name))

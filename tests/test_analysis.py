@@ -102,7 +102,7 @@ def test_report_text_prints_the_runs_rows(runs):
     for path in (runs["plain"], runs["trials"]):
         for row in load(path)["results"]:
             assert tables.row_line(row) in done.stdout, show(done)
-    assert done.stdout.count("per host at 16 KiB") == 4, show(done)
+    assert "per host at 16 KiB" not in done.stdout, show(done)     # one host: no host table
     assert "UNSTABLE" in done.stdout or "stable" in done.stdout
     assert "# Avg bus bandwidth" in done.stdout
 

@@ -118,7 +118,7 @@ def _sysfs(root, files):
 
 
 def test_line_rate_is_the_fastest_active_rdma_port_else_the_fastest_interface_up(tmp_path):
-    from mpibench.commands.check import _share
+    from mpibench.results.summary import share_text as _share
     from mpibench.diagnose.health import line_rate
     _sysfs(tmp_path, {"sys/class/net/eth0/speed": "25000", "sys/class/net/eth0/operstate": "up",
                       "sys/class/net/eth1/speed": "100000", "sys/class/net/eth1/operstate": "down"})
@@ -299,7 +299,7 @@ def test_run_json_format_nccl_tests_per_iteration_fields(tmp_path):
     first = doc["results"][0]
     line = next(x for x in rep.stdout.splitlines() if x.split()[:1] == [str(first["size"])])
     p = first["in_place_per_iter"]
-    assert line.split()[-4:] == [nccltests_fmt(p[k]) for k in ("min_us", "max_us", "p99_us", "cv_pct")]
+    assert line.split()[-6:-2] == [nccltests_fmt(p[k]) for k in ("min_us", "max_us", "p99_us", "cv_pct")]
 
 
 def nccltests_fmt(value):

@@ -32,8 +32,8 @@ def table_rows(text, first):
 @pytest.mark.parametrize("np", RANKS)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_allreduce(tmp_path, np, backend):
-    done, doc = run_json(tmp_path, np, ["allreduce", "--backend", backend, "--payload", "256K",
-                                        "--trials", "3", "--warmup", "1"])
+    done, doc = run_json(tmp_path, np, ["allreduce", "--backend", backend, "-b", "256K",
+                                        "-n", "3", "-w", "1"])
     out = done.stdout
     trials = re.findall(r"^trial (\d+): time ([\d.]+) ms  algbw ([\d.]+) GBps \(([\d.]+) Gbps\)  "
                         r"busbw ([\d.]+) GBps \(([\d.]+) Gbps\)", out, re.M)
@@ -44,12 +44,14 @@ def test_allreduce(tmp_path, np, backend):
         assert alg > 0 and bus > 0
         assert bus == pytest.approx(alg * factor, rel=0.01, abs=0.002)
         assert float(alg_b) == pytest.approx(alg * 8, rel=0.01, abs=0.01)
-    rows = doc["results"]
-    assert len(rows) == 3 and all(r["backend"] == backend and r["size"] == 256 << 10 for r in rows)
-    assert all(len(r["per_rank_time_us"]) == np and min(r["per_rank_time_us"]) > 0 for r in rows)
-    for r in rows:    # nccl-tests' -a 1: the mean time over ranks, and algbw = size / time
-        assert r["time_us"] == pytest.approx(sum(r["per_rank_time_us"]) / np, rel=1e-9)
-        assert r["algbw_GBps"] == pytest.approx(r["size"] / (r["time_us"] * 1e-6) / 1e9, rel=1e-9)
+    (row,) = doc["results"]      # one row: the trials' median, every trial kept
+    assert row["backend"] == backend and row["size"] == 256 << 10 and len(row["trials"]) == 3
+    for t in row["trials"]:   # nccl-tests' -a 1: the mean time over ranks, algbw = size / time
+        per_rank = t["per_rank_time_us"]["in_place"]
+        assert len(per_rank) == np and min(per_rank) > 0
+        m = t["in_place"]
+        assert m["time_us"] == pytest.approx(sum(per_rank) / np, rel=1e-9)
+        assert m["algbw_GBps"] == pytest.approx(row["size"] / (m["time_us"] * 1e-6) / 1e9, rel=1e-9)
     # The slowest rank is the one with the largest mean time, and it is named with its host.
     means = doc["summary"]["per_rank_mean_time_us"]
     slow = doc["summary"]["slowest_rank"]
@@ -63,7 +65,7 @@ def test_allreduce(tmp_path, np, backend):
 @pytest.mark.parametrize("np", RANKS)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_latency(tmp_path, np, backend):
-    done, doc = run_json(tmp_path, np, ["latency", "--backend", backend, "-s", "256K",
+    done, doc = run_json(tmp_path, np, ["latency", "--backend", backend, "-b", "256K",
                                         "-k", "16", "--warmup", "1"])
     rows = table_rows(done.stdout, "host:local_rank")
     assert len(rows) == np, show(done)
@@ -74,9 +76,13 @@ def test_latency(tmp_path, np, backend):
         assert min(d1, dk, float(alg1), float(bus1), float(algk), float(busk)) > 0
         # The ratio is the two durations shown, to the precision shown.
         assert ratio == pytest.approx(dk / d1, rel=0.002, abs=0.006), show(done)
-    for row in doc["results"]:
+    for row in doc["per_rank"]:
         assert row["ratio"] == pytest.approx(row["many"]["time_us"] / row["one"]["time_us"])
         assert row["one"]["bytes"] == 256 << 10 and row["many"]["bytes"] == 16 * (16 << 10)
+    one, many = doc["results"]      # per call: S once, S/K K times
+    assert (one["size"], one["calls"], many["size"], many["calls"]) == (256 << 10, 1, 16 << 10, 16)
+    assert many["in_place"]["time_us"] == pytest.approx(
+        sum(r["many"]["time_us"] for r in doc["per_rank"]) / np / 16)
 
 
 @pytest.mark.parametrize("np", RANKS)
@@ -126,12 +132,12 @@ def test_demo_fails_on_a_corrupted_rank(tmp_path, backend):
 
 
 BAD = [
-    (["allreduce", "--payload", "1.5M"], "is not a size"),
-    (["allreduce", "--payload", "2", "-d", "float32"], "less than one float32 element"),
-    (["allreduce", "--trials", "0"], "must be at least 1"),
+    (["allreduce", "-b", "1.5M"], "is not a size"),
+    (["allreduce", "-b", "2", "-d", "float32"], "less than one float32 element"),
+    (["allreduce", "-n", "0"], "must be at least 1"),
     (["allreduce", "--backend", "gloo,mpi"], "give one backend"),
     (["allreduce", "--backend", "mpi", "-d", "bfloat16"], "MPI has no standard bfloat16"),
-    (["latency", "-s", "64", "-k", "100"], "-k 100 is larger than S in elements"),
+    (["latency", "-b", "64", "-k", "100"], "-k 100 is larger than S in elements"),
     (["latency", "-k", "0"], "must be at least 1"),
     (["flagsync", "-n", "0"], "must be at least 1"),
     (["flagsync", "-n", "-5"], "must be at least 1"),

@@ -264,7 +264,7 @@ def test_doctor_reads_a_fabricated_tree_and_writes_json(tmp_path):
 def test_p2p_ranks_on_one_host_json_and_png(tmp_path):
     pytest.importorskip("matplotlib")
     js, png = tmp_path / "p2p.json", tmp_path / "p2p.png"
-    done = mpirun(3, ["p2p", "--ranks", "-s", "256K", "-n", "3", "--latency-iters", "5",
+    done = mpirun(3, ["p2p", "--ranks", "-b", "256K", "-n", "3", "--latency-iters", "5",
                       "--json", str(js), "--png", str(png)], timeout=120)
     assert done.returncode == 0, show(done)
     assert "schedule: 3 pairs in 3 rounds" in done.stdout
@@ -277,7 +277,7 @@ def test_p2p_ranks_on_one_host_json_and_png(tmp_path):
 
 
 def test_p2p_bidirectional():
-    done = mpirun(2, ["p2p", "--ranks", "--bidirectional", "-s", "64K", "-n", "2",
+    done = mpirun(2, ["p2p", "--ranks", "--bidirectional", "-b", "64K", "-n", "2",
                       "--latency-iters", "3"], timeout=90)
     assert done.returncode == 0, show(done)
     assert "both ranks sending at once" in done.stdout
@@ -286,7 +286,7 @@ def test_p2p_bidirectional():
 @pytest.mark.parametrize("args, text", [
     (["p2p"], "p2p needs two hosts"),
     (["p2p", "--threshold", "1.5"], "must be between 0 and 1"),
-    (["p2p", "-s", "0"], "must be at least 1 byte"),
+    (["p2p", "-b", "0"], "must be at least 1 byte"),
     (["p2p", "--ranks", "--backend", "mpi"], "invalid choice: 'mpi'"),
 ])
 def test_p2p_bad_input_is_one_line_and_exit_2(args, text):
@@ -311,7 +311,7 @@ def slow_host_lines(text):
 def test_p2p_names_the_throttled_host_and_its_links(tmp_path):
     js = tmp_path / "p2p.json"
     done = on_hosts(4, {"*": FAST, "h4": SLOW},
-                    ["p2p", "-s", "2M", "-n", "5", "--latency-iters", "10", "--json", str(js)])
+                    ["p2p", "-b", "2M", "-n", "5", "--latency-iters", "10", "--json", str(js)])
     assert done.returncode == 0, show(done)
     assert [line.split()[3].rstrip(":") for line in slow_host_lines(done.stdout)] == ["h4"], done.stdout
     doc = json.loads(js.read_text())
@@ -326,7 +326,7 @@ def test_p2p_names_the_throttled_host_and_its_links(tmp_path):
 
 @needs_hosts
 def test_p2p_names_nobody_when_links_are_equal():
-    done = on_hosts(3, FAST, ["p2p", "-s", "2M", "-n", "5", "--latency-iters", "10"])
+    done = on_hosts(3, FAST, ["p2p", "-b", "2M", "-n", "5", "--latency-iters", "10"])
     assert done.returncode == 0, show(done)
     assert "no link or host is consistently below 80%" in done.stdout, done.stdout
     assert "SLOW" not in done.stdout

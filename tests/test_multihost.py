@@ -43,7 +43,7 @@ def test_run_across_hosts(hosts, ppn, tmp_path):
     assert host_table_hosts(r.stdout) == names, r.stdout
     for i, h in enumerate(names):
         for j in range(ppn):
-            assert f"Rank {i * ppn + j:3d} Pid" in r.stdout and f" on {h:>12s} " in r.stdout
+            assert f"Rank {i * ppn + j:2d} Group  0 Pid" in r.stdout and f" on {h:>10s} " in r.stdout
 
 
 def _ssh_like_agent(c, tmp_path):

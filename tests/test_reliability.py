@@ -24,7 +24,7 @@ ROOTFLAGS = ["--allow-run-as-root"] if os.geteuid() == 0 else []
 START = 180          # seconds a loaded machine may take to start a job (import torch x ranks)
 SLACK = 25           # seconds beyond the expected end that still pass
 ROW = re.compile(r"^\s+\d+\s+\d+\s+\w+")
-PID = re.compile(r"#\s+Rank\s+(\d+) Pid\s+(\d+)")
+PID = re.compile(r"#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+(\d+)")
 # Long enough after its first row (8 rows) that a signal sent then lands mid-run even when
 # mpirun is slow to forward it on a loaded machine.
 SLOW = ["--collectives", "all_reduce", "-b", "8", "-e", "1K", "-n", "300", "-w", "1",

@@ -183,9 +183,9 @@ def test_killed_job_keeps_steps_seen(tmp_path):
 
 
 BAD = [
-    (["--model", "gpt3"], "unknown model preset 'gpt3'"),
+    (["--preset", "gpt3"], "unknown model preset 'gpt3'"),
     (["--hidden", "100", "--heads", "3"], "--hidden 100 is not divisible by --heads 3"),
-    # without --model the preset is the device's: checked once the ranks know it
+    # without --preset the preset is the device's: checked once the ranks know it
     (["--heads", "12"], "--hidden 256 is not divisible by --heads 12"),
     (["--layers", "0"], "--layers: must be at least 1: 0"),
     (["--vocab", "-5"], "--vocab: must be at least 1: -5"),
@@ -205,8 +205,8 @@ def bad_runs(ddp, tmp_path_factory):
     del run["train"]
     (d / "run.json").write_text(json.dumps(run))
     baselines = [
-        (["--baseline", str(d / "run.json")], "a 'run' result, not a train result"),
-        (["--vocab", "4096", "--baseline", str(ddp[1] / "t.json")],
+        (["--scale-from", str(d / "run.json")], "a 'run' result, not a train result"),
+        (["--vocab", "4096", "--scale-from", str(ddp[1] / "t.json")],
          "another model (layers 2, hidden 256, heads 4, seq 128, vocab 8192) than this run's "
          "(layers 2, hidden 256, heads 4, seq 128, vocab 4096)"),
     ]
@@ -240,7 +240,7 @@ def test_slow_link_exposes_communication(tmp_path):
         a = c.mpirun(args + ["--json", str(one)], ppn={"h1": 2}, mpirun=MPIRUN,
                      env=base_env(), timeout=150)
         assert a.returncode == 0, show(a)
-        b = c.mpirun(args + ["--json", str(two), "--baseline", str(one)], ppn=1,
+        b = c.mpirun(args + ["--json", str(two), "--scale-from", str(one)], ppn=1,
                      mpirun=MPIRUN, env=base_env(), timeout=200)
     assert b.returncode == 0, show(b)
     local, remote = load(one), load(two)

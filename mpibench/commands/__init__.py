@@ -15,6 +15,12 @@ NAMES = ("run", "info", "allreduce", "latency", "flagsync", "demo", "p2p", "doct
 
 DEFAULT = "run"
 
+# The top-level help lists the commands in these groups.
+GROUPS = (("measure", ("run", "p2p", "train", "sweep")),
+          ("diagnose", ("check", "doctor", "info")),
+          ("saved results", ("report", "compare", "plot", "predict")),
+          ("classic tests", ("allreduce", "latency", "flagsync", "demo")))
+
 
 def load(name):
     return importlib.import_module(f"{__name__}.{name}")

@@ -8,6 +8,7 @@ from ..errors import UsageError
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw as bus
 from ..measure.sizes import format_size
+from ..results import rows, trials
 from .common import classic, options
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
@@ -22,12 +23,14 @@ CPU_PAYLOAD = 64 << 20
 
 
 def add_arguments(p):
-    p.add_argument("--payload", type=options.size_arg, default=None, metavar="SIZE",
-                   help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
-    p.add_argument("--trials", type=options.int_at_least(1), default=5, metavar="N",
-                   help="timed trials (default 5)")
-    p.add_argument("--warmup", type=options.int_at_least(0), default=2, metavar="N",
+    p.add_argument("-b", "--size", dest="payload", type=options.size_arg, default=None,
+                   metavar="SIZE", help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
+    p.add_argument("-n", "--iters", dest="trials", type=options.int_at_least(1), default=5,
+                   metavar="N", help="timed calls, each after a barrier (default 5)")
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2, metavar="N",
                    help="untimed calls first (default 2)")
+    options.old_spelling(p, "--payload", "payload", "-b", type=options.size_arg, metavar="SIZE")
+    options.old_spelling(p, "--trials", "trials", "-n", type=options.int_at_least(1), metavar="N")
     classic.add_common(p)
 
 
@@ -60,16 +63,19 @@ def execute(session, args):
             f"rank{'s' if n != 1 else ''}, {args.warmup} warm-up, {args.trials} trials, "
             f"busbw = algbw x {factor:g} (2(n-1)/n)"
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
+    # One row of the document, in place: the median of the trials and their spread, as
+    # run --trials writes it (every trial kept under the row's "trials").
+    out.trials = trials.Collector()
+    out.set(trials=args.trials)
+    c = ALL_REDUCE.counts(count, dt.size, n)
     trial_bw = []
     for k in range(args.trials):
         # nccl-tests' -a 1: the mean time over ranks, and algbw = size / that time
-        t = mean(g[k] for g in gathered)
-        alg = algbw(nbytes, t)
+        row = rows.of_collective(ALL_REDUCE, backend.name, dt, c, n, "sum", -1, "in_place",
+                                 [g[k] for g in gathered])
+        t = row["in_place"]["time_us"] / 1e6
+        alg = row["in_place"]["algbw_GBps"]
         trial_bw.append(alg)
-        row = {"collective": ALL_REDUCE.name, "backend": backend.name, "size": nbytes,
-               "count": count, "type": dt.label, "dtype": dt.name, "redop": "sum", "trial": k + 1,
-               "time_us": t * 1e6, "algbw_GBps": alg,
-               "busbw_GBps": busbw(alg), "per_rank_time_us": [g[k] * 1e6 for g in gathered]}
         out.add_row(row, f"trial {k + 1}: time {classic.ms(t)} ms  "
                          f"algbw {classic.bw_cells(alg)}  busbw {classic.bw_cells(busbw(alg))}")
     good = [bw for bw in trial_bw if bw is not None]

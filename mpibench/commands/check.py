@@ -23,8 +23,9 @@ from ..measure.engine import iteration_views, warm_up
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
-from ..results import inputs, reader
+from ..results import inputs, reader, rows
 from ..results.output import open_output
+from ..results.summary import share_text
 from .common import classic, guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
@@ -272,10 +273,6 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
         report.pair_verdict(rounds.verdict(), fabric)
 
 
-def _share(gbps_figure, rate):
-    return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""
-
-
 class Report:
     """Rank 0: the figures as they come, the thresholds, the verdicts, the files."""
 
@@ -380,7 +377,7 @@ class Report:
             result[(a, b)] = oks
             bad = [i for i, ok in enumerate(oks) if not ok]
             lines.append(f"{ha}-{hb} " + "|".join(f"{f['busbw_GBps']:.3f}" for f in per)
-                         + _share(min(f["busbw_GBps"] for f in per), rate)
+                         + share_text(min(f["busbw_GBps"] for f in per), rate)
                          + ("" if not bad else " FAIL" if self.ppn == 1 else
                             f" FAIL rail {','.join(map(str, bad))}"))
         self.doc["rounds"].append([[self.names[a], self.names[b]] for a, b in todo])
@@ -485,11 +482,10 @@ class Report:
                    else "busbw n/a (not defined for one rank)")
                 + f", {fig['time_us']:.1f} us per call"
                 + (f": FAIL, {self.job_failed}" if self.job_failed else ""))
-        row = {"collective": self.coll.name, "backend": self.s.backend, "size": mean["size"],
-               "count": mean["count"], "type": DTYPE.label, "dtype": DTYPE.name, "redop": "sum",
-               "root": -1, "bw_bytes": mean["bw_bytes"], "busbw_factor": mean["factor"],
-               "out_of_place": None, "in_place": None, mean["mode"]: dict(fig, nwrong=None)}
-        self.out.add_row(row, line)
+        self.out.add_row(rows.one_mode(
+            self.coll.name, self.s.backend, DTYPE, mean["size"], mean["count"], "sum", -1,
+            mean["bw_bytes"], mean["factor"], mean["mode"], [r["seconds"] for r in gathered]),
+            line)
 
     def _pair_rate(self, a, b):
         """The slower known line rate of two hosts (None when neither reports one)."""
@@ -509,7 +505,7 @@ class Report:
                 by.setdefault((p["round"], p["partner"]), []).append(p)
             partners = ", ".join(
                 f"{other} " + "|".join(_bw(p["busbw_GBps"]) for p in ps)
-                + _share(min(p["busbw_GBps"] or 0 for p in ps), self._pair_rate(h, other))
+                + share_text(min(p["busbw_GBps"] or 0 for p in ps), self._pair_rate(h, other))
                 for (_, other), ps in by.items()) or "-"
             rows.append([h, len(e["ranks"]), intra, partners, e["verdict"],
                          "; ".join(e["reasons"]) or "-"])

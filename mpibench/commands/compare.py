@@ -102,6 +102,12 @@ def execute(session, args):
     common = [k for k in figs[0] if all(k in f for f in figs[1:])]
     trained = all((d.get("train") or {}).get("summary") for d in docs)
     if not common and not trained:
+        empty = [p for p, d in zip(paths, docs) if not d["results"]]
+        if empty:       # e.g. doctor: facts, no collective measured
+            for p, d in zip(paths, docs):
+                print(reader.describe(p, d))
+            print(f"# no measured rows in {', '.join(empty)}: nothing to compare")
+            return 0
         raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
                          f"collective, backend, dtype, op, root, setting, size and mode)")
     for p, d in zip(paths, docs):

@@ -1,4 +1,6 @@
 """mpibench demo: the collective-semantics check, rank r holding r, on the real backend."""
+import time
+
 from tabulate import tabulate
 
 from ..errors import CheckFailed
@@ -7,7 +9,9 @@ from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.broadcast import COLLECTIVE as BROADCAST
 from ..measure.collectives.reduce_scatter import COLLECTIVE as REDUCE_SCATTER
+from ..measure.collectives.base import Counts
 from ..measure.dtypes import DTYPES
+from ..results.rows import of_collective
 from .common import classic
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
@@ -20,6 +24,11 @@ DESCRIPTION = (
 SESSION = "args"
 
 INT64 = DTYPES["int64"]
+# collective -> n -> (counts of its one-element call, mode, op, root) for its row
+SHAPES = {ALL_REDUCE.name: lambda n: (Counts(1, 1, 1, 0, 0), "in_place", "sum", -1),
+          REDUCE_SCATTER.name: lambda n: (Counts(n, 1, 1, 0, 1), "out_of_place", "sum", -1),
+          ALL_GATHER.name: lambda n: (Counts(1, n, 1, 1, 0), "out_of_place", "none", -1),
+          BROADCAST.name: lambda n: (Counts(1, 1, 1, 0, 0), "in_place", "none", 0)}
 
 
 def add_arguments(p):
@@ -58,11 +67,13 @@ def execute(session, args):
     for coll, before, call, after, expected in cases:
         session.watch.arm(f"demo: {coll.name}")
         held = before.tolist()
+        start = time.perf_counter()
         call()
         backend.sync()
+        seconds = time.perf_counter() - start
         if coll is ALL_REDUCE and faults.get("corrupt", r) is not None:
             after += 1       # test-only switch: this rank's result goes wrong
-        mine.append((held, after.tolist()))
+        mine.append((held, after.tolist(), seconds))
     session.watch.arm("demo: gathering the results")
     gathered = session.comm.gather(mine, root=0)
     session.watch.disarm()
@@ -82,7 +93,7 @@ def report(session, out, backend, records, cases, gathered):
     for i, (coll, _, _, _, expected) in enumerate(cases):
         rows, ranks = [], []
         for rank, g in enumerate(gathered):
-            before, after = g[i]
+            before, after, _ = g[i]
             ok = after == expected
             if not ok:
                 failed.append((coll.name, rank))
@@ -93,8 +104,13 @@ def report(session, out, backend, records, cases, gathered):
         out.say(f"\n{coll.name}: expected {_show(expected)} on every rank: {verdict}")
         out.say(tabulate(rows, headers=["rank", "host:local_rank", "before", "after", ""],
                          disable_numparse=True))
-        out.doc["results"].append({"collective": coll.name, "backend": backend.name,
-                                   "expected": expected, "pass": verdict == "PASS", "ranks": ranks})
+        # The row's time is that of this one first call (connection set-up included): the
+        # demo checks results, it is no benchmark.
+        counts, mode, op, root = SHAPES[coll.name](n)
+        out.record_row(of_collective(
+            coll, backend.name, INT64, counts, n, op, root, mode, [g[i][2] for g in gathered],
+            [_wrong(g[i][1], expected) for g in gathered], expected=expected,
+            ranks=ranks, **{"pass": verdict == "PASS"}))
     out.set(passed=not failed)
     out.finish()
     if failed:
@@ -104,6 +120,11 @@ def report(session, out, backend, records, cases, gathered):
                 f"{records[rank]['hostname']})")
     out.say(f"\ndemo: all {len(cases)} collectives PASS on {n} rank{'s' if n != 1 else ''}")
     return None
+
+
+def _wrong(got, expected):
+    """Elements of got that differ from expected (a missing or extra element counts)."""
+    return sum(a != b for a, b in zip(got, expected)) + abs(len(got) - len(expected))
 
 
 def _show(values):

@@ -4,7 +4,9 @@ from tabulate import tabulate
 from ..errors import CheckFailed
 from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..measure.collectives.base import Counts
 from ..measure.dtypes import DTYPES
+from ..results import rows
 from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
@@ -17,12 +19,14 @@ DESCRIPTION = (
 SESSION = "args"
 
 INT64 = DTYPES["int64"]
+# method -> (the collective it is, the mode of its row); all_gather_object is none
+COLLECTIVES = {ALL_GATHER.name: (ALL_GATHER, "out_of_place"), ALL_REDUCE.name: (ALL_REDUCE, "in_place")}
 
 
 def add_arguments(p):
     p.add_argument("-n", "--calls", type=options.int_at_least(1), default=1000, metavar="N",
                    help="timed calls of each method (default 1000)")
-    p.add_argument("--warmup", type=options.int_at_least(0), default=10, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=10, metavar="N",
                    help="untimed calls of each method first (default 10)")
     classic.add_common(p, dtype=False)
 
@@ -84,13 +88,21 @@ def report(session, out, backend, records, args, names, gathered):
     for i, name in enumerate(names):
         speedup = per_call[0] / per_call[i] if per_call[i] > 0 else None
         sums_i = sorted({g[1][i] for g in gathered})
-        row = {"method": name, "backend": backend.name, "calls": args.calls,
-               "time_per_call_us": per_call[i] * 1e6, "total_s": per_call[i] * args.calls,
-               "slowest_rank_time_per_call_us": slowest[i] * 1e6,
-               "per_rank_time_per_call_us": [g[0][i] * 1e6 for g in gathered],
-               "speedup_vs_all_gather_object": speedup, "sums": [g[1][i] for g in gathered],
-               "agrees": sums_i == [expected]}
-        out.doc["results"].append(row)
+        # all_gather_object moves a pickled int of no fixed size: its time stands alone
+        coll, mode = COLLECTIVES.get(name, (None, "out_of_place"))
+        c = Counts(1, n, 1, 1, 0) if coll is ALL_GATHER else Counts(1, 1, 1, 0, 0)
+        row = rows.one_mode(name, backend.name, INT64, max(c.send, c.recv) * INT64.size, 1,
+                            "sum" if coll is ALL_REDUCE else "none", -1,
+                            coll.bw_bytes(c, INT64.size, n) if coll else None,
+                            coll.busbw_factor(n) if coll else 0.0, mode,
+                            [g[0][i] for g in gathered],
+                            [0 if g[1][i] == expected else 1 for g in gathered],
+                            method=name, calls=args.calls, time_per_call_us=per_call[i] * 1e6,
+                            total_s=per_call[i] * args.calls,
+                            slowest_rank_time_per_call_us=slowest[i] * 1e6,
+                            speedup_vs_all_gather_object=speedup,
+                            sums=[g[1][i] for g in gathered], agrees=sums_i == [expected])
+        out.record_row(row)
         lines.append([name, f"{row['total_s']:.4f}", f"{row['time_per_call_us']:.1f}",
                       f"{row['slowest_rank_time_per_call_us']:.1f}",
                       "n/a" if speedup is None else f"{speedup:.2f}x",

@@ -7,6 +7,7 @@ from ..errors import UsageError
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw
 from ..measure.sizes import format_size
+from ..results import rows
 from .common import classic, options
 
 HELP = "1 x S against K x S/K all_reduces of the same total bytes, per rank"
@@ -22,12 +23,13 @@ CPU_SIZE = 64 << 20
 
 
 def add_arguments(p):
-    p.add_argument("-s", "--size", type=options.size_arg, default=None, metavar="S",
+    p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="S",
                    help="total bytes (default 4G on GPUs, 64M on CPUs)")
     p.add_argument("-k", "--count", type=options.int_at_least(1), default=1000, metavar="K",
                    help="number of small all_reduces, each of S/K bytes (default 1000)")
-    p.add_argument("--warmup", type=options.int_at_least(0), default=2, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2, metavar="N",
                    help="untimed calls of each size first (default 2)")
+    options.old_spelling(p, "-s", "size", "-b", type=options.size_arg, metavar="S")
     classic.add_common(p)
 
 
@@ -75,10 +77,19 @@ def execute(session, args):
             f"{n} rank{'s' if n != 1 else ''}, busbw = algbw x {factor:g}"
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
     labels = classic.labels(records)
-    lines = []
+    # Two rows of the document, each per call as nccl-tests counts it: one call of S bytes,
+    # and one of the K calls of S/K bytes (the K calls' time over K).
+    c_big, c_small = (ALL_REDUCE.counts(x, dt.size, n) for x in (count, small))
+    out.table_header()
+    out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_big, n, "sum", -1, "in_place",
+                                   [g[0] for g in gathered], calls=1))
+    out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_small, n, "sum", -1, "in_place",
+                                   [g[1] / k for g in gathered], calls=k))
+    out.say("")
+    lines, per_rank = [], []
     for r, (d1, dk) in enumerate(gathered):
         row = _row(backend, r, labels[r], d1, dk, big_bytes, total_small, factor)
-        out.doc["results"].append(row)
+        per_rank.append(row)
         lines.append([labels[r], r, classic.ms(d1), classic.num(row["one"]["algbw_GBps"]),
                       classic.num(row["one"]["busbw_GBps"]), classic.ms(dk), classic.num(row["many"]["algbw_GBps"]),
                       classic.num(row["many"]["busbw_GBps"]), _ratio(row["ratio"])])
@@ -92,6 +103,7 @@ def execute(session, args):
             f"{classic.bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
             f"{classic.ms(dk)} ms, busbw {classic.bw_cells(avg['many']['busbw_GBps'])}; "
             f"the small calls took {_ratio(avg['ratio'])}x as long")
+    out.set(per_rank=per_rank)
     out.set(summary=avg)
     out.finish()
     return 0

@@ -1,8 +1,10 @@
 """mpibench p2p: bandwidth and latency between every pair of hosts, and who is slow."""
 from ..diagnose import jobinfo, links, pairs, sysinfo
 from ..errors import UsageError
+from ..measure.dtypes import DTYPES
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
+from ..results import rows
 from ..results.output import open_output
 from .common import guard, options
 
@@ -15,6 +17,7 @@ DESCRIPTION = (
     "Latency: half the round trip of a ping-pong of 8 bytes. Then the links and hosts "
     "below --threshold of the others are named.")
 SESSION = "args"
+BYTES = DTYPES["uint8"]
 
 
 def _fraction(text):
@@ -26,7 +29,8 @@ def _fraction(text):
 
 
 def add_arguments(p):
-    p.add_argument("-s", "--size", type=options.size_arg, default=None, metavar="SIZE",
+    options.old_spelling(p, "-s", "size", "-b", type=options.size_arg, metavar="SIZE")
+    p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per transfer for bandwidth (default 4M on CPUs, 256M on GPUs)")
     p.add_argument("--latency-size", type=options.size_arg, default=8, metavar="SIZE",
                    help="bytes of the ping-pong for latency (default 8)")
@@ -75,6 +79,12 @@ def execute(session, args):
     if session.rank != 0:
         return 0
     links.report(out, bench, session.hosts, labels, ranks, collected, latency, args.threshold)
+    for link in out.doc["links"]:
+        # One row per link (sendrecv: busbw = algbw), the slower end's median iteration
+        out.record_row(rows.one_mode(
+            "sendrecv", backend.name, BYTES, link["size"], link["size"], "none", -1,
+            link["bytes_moved"], 1.0, "out_of_place", [link["time_us"] / 1e6],
+            link=f"{link['from']}->{link['to']}"))
     if png:
         from ..analysis import heatmap
         heatmap.draw(png, [labels[r] for r in ranks],

@@ -5,7 +5,7 @@ import sys
 
 from tabulate import tabulate
 
-from ..results import reader, tables, traindoc
+from ..results import reader, summary, tables, traindoc
 from ..results.document import MODES
 from ..results.files import CSV_FIELDS, csv_rows
 from .common import options
@@ -66,13 +66,6 @@ def _hosts(doc, fmt):
     return lines
 
 
-def _summary(doc):
-    avg = doc.get("average_bus_bandwidth")
-    several = len(reader.tests(doc)) > 1
-    text = ("n/a (one per test, above)" if several else "n/a") if avg is None else format(avg, "g")
-    return f"# {'Avg bus bandwidth':<20s} : {text}"
-
-
 def text(docs):
     lines = []
     for path, doc in docs:
@@ -89,7 +82,12 @@ def text(docs):
             lines.append("#\n# median of the trials per row, and their spread")
             lines += ["#  " + x for x in tables.trials_table(trial_rows).splitlines()]
         lines += _hosts(doc, "simple")
-        lines += traindoc.text(doc) + [""] if "train" in doc else ["#", _summary(doc), ""]
+        lines += summary.comparison_lines(doc) + summary.line_rate_lines(doc)
+        if "train" in doc:
+            lines += traindoc.text(doc) + [""]
+        else:
+            lines += (summary.closing_lines(doc) if doc["results"] else
+                      ["# no measured rows (this command measures no collective)"]) + [""]
     return "\n".join(lines)
 
 
@@ -114,7 +112,7 @@ def markdown(docs):
         if "train" in doc:
             parts.append("### Training steps\n\n```\n" + "\n".join(traindoc.text(doc)) + "\n```")
         else:
-            parts.append(_md(_summary(doc)))
+            parts.append(_md("\n".join(summary.closing_lines(doc))))
     return "\n\n".join(p for p in parts if p) + "\n"
 
 

@@ -1,9 +1,11 @@
 """mpibench run: the collective sweep, with nccl-tests' numbers and per-host truth."""
+import argparse
 import os
 
 from tabulate import tabulate
 
 from ..diagnose import jobinfo, links, sysinfo
+from ..diagnose.health import line_rate
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
 from ..measure.backends import make as make_backend
@@ -14,7 +16,8 @@ from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_bytes, format_size, sweep
-from ..results import tables, trials
+from ..results import nccltests, tables, trials
+from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
 from .common import guard, options
 
@@ -42,8 +45,8 @@ def add_arguments(p):
     p.add_argument("-i", "--stepbytes", type=options.size_arg, default=None, metavar="SIZE",
                    help="add SIZE each step instead of multiplying")
     p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20, help="timed iterations per size (default 20)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
-    p.add_argument("-d", "--dtype", default="float32", metavar="LIST",
+    p.add_argument("-w", "--warmup", "--warmup_iters", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
+    p.add_argument("-d", "--dtype", "--datatype", default="float32", metavar="LIST",
                    help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; comma-separated or all")
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
@@ -85,7 +88,7 @@ def add_arguments(p):
     guard.add_timeout(p, "a row: one collective, size and mode, with warm-up and check", None,
                       "60 s plus the row's bytes at 1 GB/s of bus bandwidth; 300 s for the "
                       "rendezvous")
-    p.add_argument("--trials", type=options.int_at_least(1), default=1, metavar="K",
+    p.add_argument("--trials", "-N", "--run_cycles", type=options.int_at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=options.positive_float, default=trials.UNSTABLE, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
@@ -96,11 +99,34 @@ def add_arguments(p):
                         "-J schema (2.19.6), for tools written for it (with -I 1 its "
                         "per-iteration fields too)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
+    # nccl-tests' command lines paste in: its flags mean here what they mean there
+    p.add_argument("-J", "--output_file", dest="nccl_json", metavar="FILE",
+                   help="nccl-tests' -J: its JSON (the same as --json FILE --json-format nccl-tests)")
+    p.add_argument("-T", dest="timeout", type=options.positive_float, default=argparse.SUPPRESS,
+                   metavar="SECONDS", help="nccl-tests' -T: the same as --timeout")
+    p.add_argument("-g", "--ngpus", type=int, default=1, metavar="1",
+                   help="nccl-tests' GPUs per thread: 1, what mpibench does (one GPU per process)")
+    p.add_argument("-t", "--nthreads", type=int, default=1, metavar="1",
+                   help="nccl-tests' threads per process: 1, what mpibench does")
+    p.add_argument("--min-busbw", type=options.positive_float, default=None, metavar="GBPS",
+                   help="exit 1 when the average bus bandwidth is below GBPS GB/s (also from "
+                        "NCCL_TESTS_MIN_BW, as nccl-tests: below 0.9 of it)")
     options.add_backend(p, several=True)
 
 
 def check_args(args):
     """Input errors that need no rank or backend, found by every rank alike at parse time."""
+    for flag, value, what in (("-g", args.ngpus, "GPUs per process"),
+                              ("-t", args.nthreads, "threads per process")):
+        if value != 1:
+            raise UsageError(f"{flag} {value}: mpibench runs one GPU and one thread per process; "
+                             f"start one process per GPU (mpirun -np, srun --ntasks-per-node) "
+                             f"instead of {value} {what}")
+    if args.nccl_json:
+        if args.json:
+            raise UsageError("give -J FILE or --json FILE, not both")
+        args.json, args.json_format = args.nccl_json, "nccl-tests"
+    args.min_bw = min_bw(args.min_busbw)
     parse_list(args.collectives, COLLECTIVES, "collective")
     parse_dtypes(args.dtype)
     parse_ops(args.op)
@@ -167,7 +193,9 @@ def header(session, out, plans, backends, records, versions):
     blocking = {b.name: p.blocking for b, p in zip(backends, plans)}
     blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
                      else ", ".join(f"{k} {v}" for k, v in blocking.items()))
+    out.say(nccltests.version_line(versions))
     out.say(f"# mpibench run: {', '.join(c.name for c in plan.collectives)}")
+    out.say(nccltests.settings_line(plan.sizes, plan.warmup, plan.iters, plan.check, plan.graph))
     out.say(f"# sizes {format_size(plan.sizes[0])} .. {format_size(plan.sizes[-1])} ({step}, "
             f"{len(plan.sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
@@ -254,6 +282,23 @@ def default_timeout(plan):
     return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
+def min_bw(explicit, env=None):
+    """(threshold GB/s, where it comes from) or None: --min-busbw X fails below X;
+    NCCL_TESTS_MIN_BW=X, as nccl-tests 2.19.6, below 0.9 X."""
+    if explicit is not None:
+        return explicit, f"--min-busbw {explicit:g}"
+    text = (os.environ if env is None else env).get("NCCL_TESTS_MIN_BW")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"NCCL_TESTS_MIN_BW={text!r}: not a number (GB/s)") from None
+    if not value > 0:
+        raise UsageError(f"NCCL_TESTS_MIN_BW={text!r}: must be above 0 (GB/s)")
+    return 0.9 * value, f"0.9 x NCCL_TESTS_MIN_BW={text}"
+
+
 def plan_step(plan):
     sizes = plan.sizes
     if len(sizes) < 2:
@@ -261,24 +306,11 @@ def plan_step(plan):
     return f"{sizes[1] / sizes[0]:g}"
 
 
-def summary(session, out, wrong, names):
+def summary(session, out, wrong, names, threshold=None):
+    fields, lines = closing(out.doc["results"], names, session.size, wrong, threshold)
+    for line in lines:
+        out.say(line)
     rows = out.doc["results"]
-    out.say("#")
-    out.say(f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}")
-    averages = {}
-    for name in names:
-        mine = [row for row in rows if row["backend"] == name]
-        bws = [row[k]["busbw_GBps"] for row in mine for k in MODE_KEYS.values()
-               if row[k] and row[k]["busbw_GBps"] is not None]
-        label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
-        if bws:
-            averages[name] = sum(bws) / len(bws)
-            out.say(f"# {label:<20s} : {averages[name]:g}")
-        elif any(row[k] for row in mine for k in MODE_KEYS.values()) and session.size == 1:
-            out.say(f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
-                    f"its factor is 0 for these collectives)")
-        else:
-            out.say(f"# {label:<20s} : n/a (no rows)")
     bound = [(row["collective"], row["size"]) for row in rows for k in MODE_KEYS.values()
              if row[k] and row[k].get("launch_bound")]
     if bound:
@@ -286,46 +318,15 @@ def summary(session, out, wrong, names):
         out.say(f"# {'Launch-bound rows':<20s} : {len(bound)} row-mode{'s' if len(bound) != 1 else ''}"
                 f" ({format_size(sizes[0])} .. {format_size(sizes[-1])}): "
                 + launchcost.LAUNCH_BOUND_NOTE)
-    bws = [row[k]["busbw_GBps"] for row in rows for k in MODE_KEYS.values()
-           if row[k] and row[k]["busbw_GBps"] is not None]
-    extra = {"average_bus_bandwidth_by_backend": averages} if len(names) > 1 else {}
-    out.set(average_bus_bandwidth=sum(bws) / len(bws) if bws else None,
-            out_of_bounds={"count": wrong, "okay": wrong == 0}, **extra)
+    out.set(**fields)
 
 
 def comparison(out, names):
     """Rows of both backends side by side, with the second's bandwidth over the first's."""
-    a, b = names
-    key = lambda row, mode: (row["collective"], row["size"], row["type"], row["redop"], mode)
-    theirs = {key(row, m): (row, row[m]) for row in out.doc["results"] if row["backend"] == b
-              for m in MODE_KEYS.values() if row[m]}
-    rows, lines = [], []
-    for row in out.doc["results"]:
-        for m in MODE_KEYS.values():
-            other = theirs.get(key(row, m)) if row["backend"] == a and row[m] else None
-            if other is None:
-                continue
-            x, y = row[m], other[1]
-            # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
-            ratio = y["algbw_GBps"] / x["algbw_GBps"] if x["algbw_GBps"] and y["algbw_GBps"] else None
-            rows.append({"collective": row["collective"], "size": row["size"], "type": row["type"],
-                         "redop": row["redop"], "mode": m, f"{a}_time_us": x["time_us"],
-                         f"{a}_busbw_GBps": x["busbw_GBps"], f"{b}_time_us": y["time_us"],
-                         f"{b}_busbw_GBps": y["busbw_GBps"], "busbw_ratio": ratio})
-            lines.append([row["collective"], row["size"], row["type"], row["redop"],
-                          m.replace("_", "-"), f"{x['time_us']:.1f}", _bw(x["busbw_GBps"]),
-                          f"{y['time_us']:.1f}", _bw(y["busbw_GBps"]),
-                          "n/a" if ratio is None else f"{ratio:.2f}"])
-    out.say(f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)")
-    table = tabulate(lines, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
-                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"], disable_numparse=True)
-    for line in table.splitlines():
-        out.say("#  " + line)
-    out.set(comparison={"backends": [a, b], "rows": rows})
-
-
-def _bw(value):
-    return "n/a" if value is None else f"{value:.3f}"
+    rows, lines = backends_side_by_side(out.doc["results"], *names)
+    for line in lines:
+        out.say(line)
+    out.set(comparison={"backends": list(names), "rows": rows})
 
 
 def memory_summary(session, out, memory):
@@ -397,9 +398,11 @@ def execute(session, args):
               "start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
     launch = launch_costs(session, backends)
+    rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
         header(session, out, plans, backends, records, versions)
         launch_header(session, out, launch)
+        out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)
             out.set(trials=args.trials)
@@ -430,8 +433,14 @@ def execute(session, args):
         memory_summary(session, out, memory)
         if len(backends) > 1:
             comparison(out, names)
-        summary(session, out, wrong, names)
+        for line in line_rate_lines(out.doc):
+            out.say(line)
+        summary(session, out, wrong, names, args.min_bw)
         out.finish()
+    slow = session.comm.bcast(out.doc.get("min_busbw") if out is not None else None, root=0)
+    if slow and not slow["okay"] and not wrong:
+        raise CheckFailed(f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s "
+                          f"({slow['source']})")
     if wrong:
         raise CheckFailed(f"FAILED: {wrong} wrong element{'s' if wrong != 1 else ''} "
                           f"(see the #wrong columns)")

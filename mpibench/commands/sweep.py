@@ -18,10 +18,9 @@ import time
 
 from tabulate import tabulate
 
-from .. import __version__
 from ..errors import Exit, UsageError
 from ..measure.sizes import format_size
-from ..results import output, reader, traindoc
+from ..results import document, reader, traindoc
 from ..results.files import render_json, ResultFile
 from .common import options
 
@@ -189,10 +188,8 @@ def execute(session, args):
     merged = ResultFile(args.json, render_json)
     folder = parts_folder(merged.path)
     openmpi = is_openmpi(command[0])
-    doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,
-           "command": "sweep", "start_time": output.now(),
-           "end_time": None, "complete": False, "argv": sys.argv[1:], "launch": command,
-           "swept": {n: list(v) for n, v in sets}, "settings": [], "results": [], "hosts": []}
+    doc = document.new("sweep", sys.argv[1:], launch=command,
+                       swept={n: list(v) for n, v in sets}, settings=[])
     merged.write(doc)
     print(f"# mpibench sweep: {len(envs)} setting{'s' if len(envs) != 1 else ''} of "
           f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
@@ -233,7 +230,7 @@ def execute(session, args):
         if i == 1 and part is not None:
             backend = (part.get("world") or {}).get("backend")
             if backend and backend != "nccl" and all(n.startswith("NCCL_") for n in swept):
-                doc["end_time"] = output.now()
+                doc["end_time"] = document.now()
                 merged.write(doc)
                 raise UsageError(f"sweep: the runs use {backend}, where NCCL_ variables change "
                                  f"nothing: give --set with variables that {backend} reads "
@@ -242,7 +239,7 @@ def execute(session, args):
         print(line)
     for line in traindoc.sweep_lines(doc["settings"], labels):
         print(line)
-    doc["end_time"] = output.now()
+    doc["end_time"] = document.now()
     doc["complete"] = not failed
     merged.write(doc)
     if failed:

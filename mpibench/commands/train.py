@@ -25,14 +25,15 @@ DESCRIPTION = (
     "the exposed communication. The step's collectives (DDP's buckets; FSDP's all-gathers "
     "and reduce-scatters) are then timed alone through the engine on the same process group: "
     "the hidden share is 1 - exposed / alone. Prints throughput, per-host step times, the "
-    "slowest rank, peak memory, and with --baseline the scaling efficiency.")
+    "slowest rank, peak memory, and with --scale-from the scaling efficiency.")
 SESSION = "args"
 DEFAULT_TIMEOUT = 300.0
 
 
 def add_arguments(p):
-    p.add_argument("--model", default=None, metavar="PRESET",
-                   help=f"{', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
+    p.add_argument("--preset", dest="model", default=None, metavar="NAME",
+                   help=f"the model: {', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
+    options.old_spelling(p, "--model", "model", "--preset", metavar="NAME")
     for field in model.FIELDS:
         p.add_argument(f"--{field}", type=options.int_at_least(1), default=None, metavar="N",
                        help=f"override the preset's {field}")
@@ -43,15 +44,16 @@ def add_arguments(p):
                         "none (each rank alone: compute only) (default ddp)")
     p.add_argument("--bucket-mb", type=options.positive_float, default=25.0, metavar="MB",
                    help="DDP's bucket_cap_mb (default 25, torch's)")
-    p.add_argument("--steps", type=options.int_at_least(1), default=10, metavar="N",
+    p.add_argument("-n", "--steps", type=options.int_at_least(1), default=10, metavar="N",
                    help="timed steps of each kind (default 10)")
-    p.add_argument("--warmup", type=options.int_at_least(0), default=3, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=3, metavar="N",
                    help="warm-up steps of each kind before timing (default 3)")
     p.add_argument("--alone-iters", type=options.int_at_least(0), default=10, metavar="N",
                    help="iterations of the step's collectives timed alone; 0 = off (default 10)")
-    p.add_argument("--baseline", metavar="FILE",
+    p.add_argument("--scale-from", dest="baseline", metavar="FILE",
                    help="a train result of the same model with fewer ranks or hosts: prints "
                         "the speedup and scaling efficiency against it")
+    options.old_spelling(p, "--baseline", "baseline", "--scale-from", metavar="FILE")
     p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
                    help="a host is slow when over (1+X) times the median host (default 0.2)")
     guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
@@ -67,7 +69,7 @@ def _shape(args, preset):
 
 def check_args(args):
     """Input errors that need no rank: found alike everywhere, before torch loads. Without
-    --model the preset depends on the device (tiny or gpt2): execute checks the shape then."""
+    --preset the preset depends on the device (tiny or gpt2): execute checks the shape then."""
     if args.model or (args.hidden and args.heads):
         _shape(args, args.model or "tiny")
     if args.warmup > args.steps:
@@ -78,17 +80,17 @@ def load_baseline(path, shape, size):
     """The baseline document, or UsageError (the same on every rank)."""
     doc = reader.load(path)
     if doc.get("command") != "train":
-        raise UsageError(f"--baseline {path}: a '{doc.get('command', '?')}' result, not a "
+        raise UsageError(f"--scale-from {path}: a '{doc.get('command', '?')}' result, not a "
                          f"train result")
     train = doc["train"]
     if train.get("summary") is None or not doc.get("world"):
-        raise UsageError(f"--baseline {path}: its run ended before the timed steps were done")
+        raise UsageError(f"--scale-from {path}: its run ended before the timed steps were done")
     theirs = {k: train["model"][k] for k in model.FIELDS}
     if theirs != shape.as_dict():
-        raise UsageError(f"--baseline {path}: another model ({_fields(theirs)}) than this "
+        raise UsageError(f"--scale-from {path}: another model ({_fields(theirs)}) than this "
                          f"run's ({_fields(shape.as_dict())})")
     if doc["world"]["size"] > size:
-        raise UsageError(f"--baseline {path}: it ran on {doc['world']['size']} ranks, more than "
+        raise UsageError(f"--scale-from {path}: it ran on {doc['world']['size']} ranks, more than "
                          f"this run's {size}: give the smaller run as the baseline")
     return doc
 
@@ -102,7 +104,7 @@ def execute(session, args):
     preset = args.model or ("gpt2" if backend.cuda else "tiny")
     shape = _shape(args, preset)
     base = inputs.on_rank0(session, args.baseline,
-                           lambda path: load_baseline(path, shape, session.size), "--baseline") \
+                           lambda path: load_baseline(path, shape, session.size), "--scale-from") \
         if args.baseline else None
     if args.parallel == "fsdp":
         reason = fsdp_unsupported(session.backend, backend.torch)

@@ -17,12 +17,19 @@ def world(session, backends):
             "launcher": session.launcher, "backend": backends, "rendezvous": session.rendezvous}
 
 
+def rank_line(r):
+    """nccl-tests 2.19.6's line for one rank (one group: mpibench runs one); the device is
+    the CUDA ordinal, or cpu."""
+    device = r["device"].split(":")[-1] if r["device"].startswith("cuda") else r["device"]
+    return (f"#  Rank {r['rank']:2d} Group {0:2d} Pid {r['pid']:6d} on {r['hostname']:>10s} "
+            f"device {device:>2s} [{r['bus_id'] or '-'}] {r['device_name']}")
+
+
 def describe(session, out, backend_names, records, versions, config):
     """Rank 0: print the devices, backend, versions and env lines; record them in out."""
     out.say("#\n# Using devices")
     for r in records:
-        out.say(f"#  Rank {r['rank']:3d} Pid {r['pid']:7d} on {r['hostname']:>12s} device "
-                f"{r['device']:>6s} [{r['bus_id'] or '-'}] {r['device_name']}")
+        out.say(rank_line(r))
     hosts = list(dict.fromkeys(session.hosts))
     backends = ", ".join(backend_names)
     out.say(f"# backend{'s' if len(backend_names) > 1 else ''} {backends}, launcher "

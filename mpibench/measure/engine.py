@@ -182,7 +182,7 @@ class Engine:
     def run_collective(self, coll, bufs):
         plan, s = self.plan, self.s
         ops = plan.ops if coll.reduces else ["none"]
-        self.s.out(f"#\n# Collective: {coll.name}")
+        self.s.out(f"#\n# Collective test starting: {coll.name}_perf")     # nccl-tests' line
         if self.report is not None:
             self.report.table_header()
         wrong_total = 0

@@ -11,11 +11,13 @@ type or with an absurd value. Fields it does not know are kept as they are (newe
 versions may add some). A file from a run that did not finish ("complete": false) is
 valid: its rows were measured.
 """
+import datetime
 import json
 import math
 import os
 import re
 
+from .. import __version__
 from ..errors import UsageError
 from ..measure.modes import MODES
 
@@ -25,6 +27,34 @@ MAX_SIZE = 1 << 50          # 1 PiB: no collective buffer is larger
 MAX_RANKS = 1 << 20
 MAX_ROWS = 1 << 20
 FORMAT_VERSION = 1
+
+
+def now():
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def new(command, argv, args=None, **fields):
+    """A fresh results document: the one header every writer starts from (run and every
+    command with --json, sweep's merged file, nccl-tests' output read back)."""
+    doc = {"version": FORMAT_VERSION, "tool": "mpibench", "mpibench_version": __version__,
+           "command": command, "start_time": now(), "end_time": None, "complete": False,
+           "argv": list(argv), "results": [], "hosts": [], "notes": []}
+    if args is not None:
+        doc["args"] = _jsonable(vars(args))
+    doc.update(fields)
+    return doc
+
+
+def _jsonable(d):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            out[k] = v
+        elif isinstance(v, (list, tuple)):
+            out[k] = [x if isinstance(x, (str, int, float, bool)) else str(x) for x in v]
+        else:
+            out[k] = str(v)
+    return out
 
 
 class _Bad(Exception):

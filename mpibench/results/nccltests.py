@@ -15,7 +15,7 @@ import re
 
 from .. import __version__
 from ..measure.dtypes import DTYPES
-from .document import finite
+from .document import finite, new
 
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
 NCCL_TESTS_VERSION = "2.19.6"
@@ -46,10 +46,8 @@ def collective_name(program):
 def document(rows, hosts, ranks, command, start_time, note):
     world = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
              "backend": "nccl (nccl-tests)"} if ranks else None
-    doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,
-           "command": command, "start_time": start_time or "", "end_time": None,
-           "complete": True, "results": rows, "hosts": [], "notes": [note],
-           "source": "nccl-tests"}
+    doc = new(command, [], start_time=start_time or "", complete=True, results=rows,
+              notes=[note], source="nccl-tests")
     if world:
         doc["world"] = world
     return doc
@@ -167,6 +165,26 @@ def _nccl_code(versions):
             a, b, c = map(int, m.groups())
             return a * 10000 + b * 100 + c
     return 0
+
+
+def version_line(versions):
+    """mpibench's line in the place of nccl-tests' "# nccl-tests version 2.19.6
+    nccl-headers=N nccl-library=N" (NCCL's version code, none on gloo)."""
+    v0 = next(iter(versions.values())) if isinstance(versions, dict) else (versions or [{}])[0]
+    code = _nccl_code(versions)
+    return (f"# mpibench version {__version__} torch {v0.get('torch', '?')} "
+            f"nccl-library={code or 'none'}")
+
+
+def settings_line(sizes, warmup, iters, check, graph):
+    """nccl-tests' "# nThread 1 nGpus 1 minBytes ..." line (one thread, one GPU per process)."""
+    if len(sizes) > 1 and sizes[0] and sizes[1] % sizes[0] == 0:
+        step = f"{sizes[1] // sizes[0]}(factor)"
+    else:
+        step = f"{sizes[1] - sizes[0] if len(sizes) > 1 else 0}(bytes)"
+    return (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: {step} "
+            f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(bool(check))} "
+            f"graph: {graph} unalign: 0")
 
 
 def _flag(value):

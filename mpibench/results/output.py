@@ -3,18 +3,13 @@ tables, the summary, and the JSON/CSV files rewritten after every row.
 
 The watchdog thread may mark the document incomplete at any moment (a hang, a signal):
 a lock keeps it from writing while the main thread is changing the document."""
-import datetime
 import sys
 import threading
 
-from .. import __version__
 from ..errors import UsageError
-from . import nccltests, tables
+from . import document, nccltests, tables
+from .document import now
 from .files import render_csv, render_json, ResultFile
-
-
-def now():
-    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
 class RunOutput:
@@ -27,10 +22,7 @@ class RunOutput:
             self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
         if csv_path:
             self.files.append(ResultFile(csv_path, render_csv))
-        self.doc = {"version": 1, "tool": "mpibench", "mpibench_version": __version__,
-                    "command": command, "start_time": now(), "end_time": None,
-                    "complete": False, "argv": sys.argv[1:], "args": _jsonable(vars(args)),
-                    "results": [], "hosts": [], "notes": []}
+        self.doc = document.new(command, sys.argv[1:], args)
         self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
         self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows
         self.abandoned = False   # abandon() took the lock for good
@@ -64,13 +56,18 @@ class RunOutput:
     def add_row(self, row, line=None):
         """Record the row, then print it (nccl-tests' format unless a line is given).
         On disk before on screen: every row a user has seen survives a kill."""
+        self.record_row(row)
+        self.say(tables.row_line(row, self.per_iter) if line is None else line)
+
+    def record_row(self, row):
+        """Add a row to the document and rewrite the files; print nothing (the command
+        prints its own table)."""
         with self._lock:
             if self.trials:
                 self.trials.add(self.doc["results"], row)
             else:
                 self.doc["results"].append(row)
             self.flush()
-        self.say(tables.row_line(row, self.per_iter) if line is None else line)
 
     def add_hosts(self, coll, dt, op, size, c, mode, analysis):
         entry = {"collective": coll.name, "size": size, "type": dt.label, "dtype": dt.name,
@@ -139,14 +136,3 @@ def open_output(session, command, args):
             session.watch.on_fault = out.abandon   # a hang or a signal: what was measured stays
     return out
 
-
-def _jsonable(d):
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, (str, int, float, bool)) or v is None:
-            out[k] = v
-        elif isinstance(v, (list, tuple)):
-            out[k] = [x if isinstance(x, (str, int, float, bool)) else str(x) for x in v]
-        else:
-            out[k] = str(v)
-    return out

@@ -26,23 +26,46 @@ def has_max_error(rows):
 
 def row_header(per_iter=False, max_error=False):
     """nccl-tests' column header; per_iter: its -I 1 header, with i_min i_max i_p99 i_cv%
-    after each mode; max_error: the `error` column of logs before 2.13."""
+    after each mode; max_error: the `error` column of logs before 2.13. Then two columns
+    nccl-tests lacks, after all of its own (its columns keep their places): each mode's
+    spread over the ranks (SPREAD)."""
     if per_iter:
         mode = "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
         title = "#%s%s" % (" " * 65, "out-of-place (+ per-iteration)" + " " * 32 + "in-place (+ per-iteration)")
         names = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
         units = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+        pad = 32
     else:
         mode = "  %7s  %6s  %6s  %6s"
         title = "#%s%s" % (" " * 58, "out-of-place                       in-place          ")
         names = ("time", "algbw", "busbw", "error" if max_error else "#wrong")
         units = ("(us)", "(GB/s)", "(GB/s)", "")
-    line = "# %10s  %12s  %8s  %6s  %6s" + mode + mode
+        pad = 9
+    line = "# %10s  %12s  %8s  %6s  %6s" + mode + mode + "  %6s  %6s"
     return "\n".join([
-        title,
-        line % ("size", "count", "type", "redop", "root", *names, *names),
-        line % ("(B)", "(elements)", "", "", "", *units, *units),
+        title + " " * pad + SPREAD_TITLE,
+        line % ("size", "count", "type", "redop", "root", *names, *names, "out", "in"),
+        line % ("(B)", "(elements)", "", "", "", *units, *units, "(%)", "(%)"),
     ])
+
+
+# The spread of a row: (slowest rank - fastest rank) / mean rank, of the ranks' times for
+# the row (each rank's own loop), in percent; "-" where a mode was not measured.
+SPREAD_TITLE = "rank spread"
+
+
+def spread_pct(row, key):
+    """The rank spread of one mode of a row, in percent (None: not measured or unknown)."""
+    times = (row.get("per_rank_time_us") or {}).get(key)
+    if not row.get(key) or not times:
+        return None
+    avg = sum(times) / len(times)
+    return (max(times) - min(times)) / avg * 100 if avg > 0 else None
+
+
+def _spread_cells(row):
+    return "".join("  %6s" % ("-" if p is None else "%6.1f" % p)
+                   for p in (spread_pct(row, k) for k in MODES))
 
 
 def _mode_values(m):
@@ -75,7 +98,8 @@ def _mode_cells(m, per_iter):
 
 ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
                "out time (us)", "out algbw (GB/s)", "out busbw (GB/s)", "out #wrong",
-               "in time (us)", "in algbw (GB/s)", "in busbw (GB/s)", "in #wrong"]
+               "in time (us)", "in algbw (GB/s)", "in busbw (GB/s)", "in #wrong",
+               "out rank spread (%)", "in rank spread (%)"]
 
 
 def row_cells(row):
@@ -83,13 +107,14 @@ def row_cells(row):
     cells = [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
     for key in MODES:
         cells += [v.strip() for v in _mode_values(row[key])]
-    return cells
+    return cells + _spread_cells(row).split()
 
 
 def row_line(row, per_iter=False):
     return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
                                              row["root"])
-            + _mode_cells(row["out_of_place"], per_iter) + _mode_cells(row["in_place"], per_iter))
+            + _mode_cells(row["out_of_place"], per_iter) + _mode_cells(row["in_place"], per_iter)
+            + _spread_cells(row))
 
 
 def us(seconds):
@@ -110,30 +135,29 @@ def host_table(analysis, bw_bytes, factor, fmt="simple"):
 
 
 def host_section(entry, fmt="simple"):
-    """The per-host block for one probe entry of a results document, as run prints it."""
-    mode = "in" if entry["mode"] == "in" else "out-of"
-    lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
-             f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
-             f"iterations, each after a barrier):"]
-    table = host_table(entry, entry["bw_bytes"], entry["busbw_factor"], fmt)
-    lines += ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
+    """The per-host block for one probe entry of a results document, as run prints it: the
+    table with several hosts, and the hosts and ranks found slow (nothing else on one host)."""
+    lines = []
+    if len(entry["hosts"]) > 1:
+        mode = "in" if entry["mode"] == "in" else "out-of"
+        lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
+                 f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
+                 f"iterations, each after a barrier):"]
+        table = host_table(entry, entry["bw_bytes"], entry["busbw_factor"], fmt)
+        lines += ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
     return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
 
 
 def straggler_lines(analysis, size, symmetric=True):
-    s = analysis["slowest"]
-    lines = []
-    if len(analysis["ranks"]) > 1:
-        ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank ({us(analysis['median_rank_s'])} us)"
-        lines.append(f"# slowest rank at {format_size(size)}: rank {s['rank']} (host {s['host']}) "
-                     f"{us(s['median_s'])} us{ratio}")
+    """The hosts and ranks found consistently slow (the host verdict with several hosts)."""
+    several = len(analysis["hosts"]) > 1
     if not symmetric:
-        lines.append("# (ranks differ by their place in this collective, its root or the neighbour "
-                     "each receives from, so no rank is called slow)")
-        return lines
+        return ["# (ranks differ by their place in this collective, its root or the neighbour "
+                "each receives from, so no rank is called slow)"] if several else []
+    lines = []
     k = analysis["iterations"]
     pct = int(analysis["margin"] * 100)
-    if len(analysis["hosts"]) > 1:
+    if several:
         if analysis["slow_hosts"]:
             for name in analysis["slow_hosts"]:
                 h = next(x for x in analysis["hosts"] if x["host"] == name)
@@ -141,9 +165,13 @@ def straggler_lines(analysis, size, symmetric=True):
                              f"{h['slow_iterations']} of {k} iterations ({h['ratio']:.2f}x)")
         else:
             lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of {k} iterations)")
-    if analysis["slow_ranks"]:
-        names = ", ".join(f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"])
-        lines.append(f"# consistently slow ranks: {names}")
+    mid = analysis["median_rank_s"]
+    for r in analysis["slow_ranks"]:
+        x = analysis["ranks"][r]
+        ratio = f", {x['median_s'] / mid:.2f}x the median rank ({us(mid)} us)" if mid > 0 else ""
+        lines.append(f"# SLOW RANK {r} (host {x['host']}) at {format_size(size)}: "
+                     f"{us(x['median_s'])} us{ratio}, more than {pct}% over the median rank in "
+                     f"{x['slow_iterations']} of {k} iterations")
     return lines
 
 

@@ -13,7 +13,7 @@ when read back, and its text as train prints it and report renders it.
                     "memory": [{"rank", "host", "peak_bytes"}], "memory_kind",
                     "replicas": {"loss": [per rank], "agree": bool, "rtol": float,
                                  "spread": float | null} | null,
-                    "scaling": {...} | null}   # against --baseline
+                    "scaling": {...} | null}   # against --scale-from
 Times are seconds; a job's step time is its slowest rank's, per step, then the median.
 """
 from statistics import median

@@ -83,3 +83,17 @@ def add_log_options(parser, test=True):
         parser.add_argument("--test", type=int_at_least(1), default=None, metavar="N",
                             help="in a log that holds several tests, use only the N-th "
                                  "(counted from 1, in file order)")
+
+
+def old_spelling(parser, flag, dest, new, **kw):
+    """An old spelling of an option, kept for one release: it sets the same value as the new
+    one, and the command line prints one note saying what to write instead (cli.py)."""
+    class Deprecated(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            setattr(namespace, self.dest, values)
+            notes = list(getattr(namespace, "deprecations", None) or [])
+            notes.append(f"{option_string} is an old spelling: write {new} (the old one goes in "
+                         f"the next release)")
+            namespace.deprecations = notes
+    parser.add_argument(flag, dest=dest, action=Deprecated, default=argparse.SUPPRESS,
+                        help=f"old spelling of {new}", **kw)

@@ -1,0 +1,40 @@
+"""One row of a results document from every rank's time, for the commands that time one
+collective at a time outside the engine (allreduce, latency, flagsync, demo, p2p): the
+same shape as a row of `run` (nccl-tests' keys, one mode), so that report, compare and
+plot read every command's file alike."""
+from statistics import mean
+
+from ..measure.collectives.base import algbw, busbw
+from .document import MODES
+
+
+def one_mode(collective, backend, dtype, size, count, redop, root, bw_bytes, factor, mode,
+             seconds, wrong=None, **extra):
+    """A row measured in one mode (a results-document key, in_place or out_of_place).
+
+    seconds[r]: rank r's time per call; the row's time is their mean (nccl-tests' -a 1).
+    wrong[r]: rank r's wrong elements (None: not checked). bw_bytes None: no bandwidth is
+    defined for what was timed (the time stands alone)."""
+    assert mode in MODES, mode
+    t = mean(seconds)
+    alg = algbw(bw_bytes, t) if bw_bytes is not None else None
+    checked = wrong is not None and any(w is not None for w in wrong)
+    figures = {"time_us": t * 1e6, "algbw_GBps": alg,
+               "busbw_GBps": busbw(alg, factor) if alg is not None else None,
+               "nwrong": sum(w or 0 for w in wrong) if checked else None}
+    row = {"collective": collective, "backend": backend, "size": size, "count": count,
+           "type": dtype.label, "dtype": dtype.name, "redop": redop, "root": root,
+           "bw_bytes": bw_bytes, "busbw_factor": factor,
+           "out_of_place": None, "in_place": None, mode: figures,
+           "per_rank_time_us": {mode: [s * 1e6 for s in seconds]},
+           "per_rank_nwrong": {mode: list(wrong) if wrong is not None else [None] * len(seconds)}}
+    row.update(extra)
+    return row
+
+
+def of_collective(coll, backend, dtype, c, n, redop, root, mode, seconds, wrong=None, **extra):
+    """one_mode() for a collective module's counts c (size, count and bytes as the engine's
+    rows: nccl-tests' definitions)."""
+    return one_mode(coll.name, backend, dtype, max(c.send, c.recv) * dtype.size, c.param, redop,
+                    root, coll.bw_bytes(c, dtype.size, n), coll.busbw_factor(n), mode, seconds,
+                    wrong, **extra)

@@ -1,0 +1,148 @@
+"""The lines that close a run's output, from its results document alone, so that `run`
+prints them as it ends and `report` prints the same from the saved file: nccl-tests'
+"Out of bounds values" and "Avg bus bandwidth" lines, the backends side by side (run
+--backend gloo,mpi), and each row's share of the hosts' line rate."""
+from tabulate import tabulate
+
+from . import reader
+from .document import MODES, finite
+
+
+def _busbws(rows):
+    return [row[k]["busbw_GBps"] for row in rows for k in MODES
+            if row.get(k) and row[k].get("busbw_GBps") is not None]
+
+
+def backends(doc):
+    return list(dict.fromkeys(row.get("backend", "?") for row in doc["results"]))
+
+
+def closing(rows, names, ranks, wrong, threshold=None):
+    """(document fields, lines): nccl-tests' closing lines over rows of the backends names.
+    threshold: (GB/s, where it comes from), as NCCL_TESTS_MIN_BW: each average is marked OK or
+    FAILED against it (no bus bandwidth at all fails)."""
+    lines = ["#", f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}"]
+    averages, failed = {}, []
+    for name in names:
+        mine = [row for row in rows if row.get("backend", "?") == name]
+        bws = _busbws(mine)
+        label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
+        if bws:
+            averages[name] = sum(bws) / len(bws)
+            text = f"# {label:<20s} : {averages[name]:g}"
+        elif any(row.get(k) for row in mine for k in MODES) and ranks == 1:
+            text = (f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
+                    f"its factor is 0 for these collectives)")
+        else:
+            text = f"# {label:<20s} : n/a (no rows)"
+        if threshold is not None:
+            ok = averages.get(name, 0.0) >= threshold[0]
+            failed += [] if ok else [name]
+            text += " OK" if ok else " FAILED"
+        lines.append(text)
+    bws = _busbws(rows)
+    fields = {"average_bus_bandwidth": sum(bws) / len(bws) if bws else None,
+              "out_of_bounds": {"count": wrong, "okay": wrong == 0}}
+    if len(names) > 1:
+        fields["average_bus_bandwidth_by_backend"] = averages
+    if threshold is not None:
+        lines.append(f"# minimum bus bandwidth {threshold[0]:g} GB/s ({threshold[1]}): "
+                     + (f"FAILED ({', '.join(failed)})" if failed else "OK"))
+        fields["min_busbw"] = {"GBps": threshold[0], "source": threshold[1], "okay": not failed}
+    return fields, lines
+
+
+def closing_lines(doc):
+    """closing()'s lines for a saved document (#wrong summed over its rows when the file
+    does not say)."""
+    bounds = doc.get("out_of_bounds")
+    wrong = bounds.get("count", 0) if isinstance(bounds, dict) else \
+        int(sum(row[k].get("nwrong") or 0 for row in doc["results"] for k in MODES if row.get(k)))
+    limit = doc.get("min_busbw")
+    threshold = (limit["GBps"], limit["source"]) if isinstance(limit, dict) and finite(
+        limit.get("GBps")) and isinstance(limit.get("source"), str) else None
+    lines = closing(doc["results"], backends(doc), reader.ranks(doc), wrong, threshold)[1]
+    if doc.get("source") and doc["source"] != "mpibench":
+        # another tool's log: its own printed average (one per test when it holds several)
+        avg = doc.get("average_bus_bandwidth")
+        text = ("n/a (one per test, above)" if len(reader.tests(doc)) > 1 else
+                "n/a" if avg is None else format(avg, "g"))
+        lines = [x if not x.startswith("# Avg bus bandwidth") else
+                 f"# {'Avg bus bandwidth':<20s} : {text}" for x in lines]
+    return lines
+
+
+def comparison(rows, a, b):
+    """(compared rows, lines): rows of backends a and b side by side, with b's bandwidth
+    over a's."""
+    theirs = {reader.key(row, m, backend=False): row[m] for row in rows
+              if row.get("backend") == b for m in MODES if row.get(m)}
+    compared, cells = [], []
+    for row in rows:
+        for m in MODES:
+            y = theirs.get(reader.key(row, m, backend=False)) \
+                if row.get("backend") == a and row.get(m) else None
+            if y is None:
+                continue
+            x = row[m]
+            # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
+            ratio = y["algbw_GBps"] / x["algbw_GBps"] if x["algbw_GBps"] and y["algbw_GBps"] else None
+            compared.append({"collective": row["collective"], "size": row["size"],
+                             "type": row["type"], "redop": row["redop"], "mode": m,
+                             f"{a}_time_us": x["time_us"], f"{a}_busbw_GBps": x["busbw_GBps"],
+                             f"{b}_time_us": y["time_us"], f"{b}_busbw_GBps": y["busbw_GBps"],
+                             "busbw_ratio": ratio})
+            cells.append([row["collective"], row["size"], row["type"], row["redop"],
+                          m.replace("_", "-"), f"{x['time_us']:.1f}", _bw(x["busbw_GBps"]),
+                          f"{y['time_us']:.1f}", _bw(y["busbw_GBps"]),
+                          "n/a" if ratio is None else f"{ratio:.2f}"])
+    table = tabulate(cells, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
+                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"],
+                     disable_numparse=True)
+    lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
+    return compared, lines + ["#  " + line for line in table.splitlines()]
+
+
+def comparison_lines(doc):
+    """comparison()'s lines for a saved document that compared two backends (else none)."""
+    names = (doc.get("comparison") or {}).get("backends")
+    if not (isinstance(names, list) and len(names) == 2):
+        return []
+    return comparison(doc["results"], *names)[1]
+
+
+def _bw(value):
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def share_text(gbps_figure, rate):
+    """' (NN%)': a figure in GB/s as a share of a line rate in Gbit/s ('' when either is
+    unknown)."""
+    return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""
+
+
+def line_rate_lines(doc):
+    """With several hosts: every row's busbw as a share of the slowest line rate the hosts
+    report (document key line_rate_gbps: {host: Gbit/s or null}), so that the output says
+    whether a figure is good for this network."""
+    rates = doc.get("line_rate_gbps")
+    if len(reader.hosts(doc)) < 2 or not isinstance(rates, dict):
+        return []
+    known = {h: r for h, r in rates.items() if finite(r) and r > 0}
+    if not known:
+        return ["#", "# line rate: no host reports one (no active RDMA port, no interface "
+                     "speed): busbw is not shown against it"]
+    rate = min(known.values())
+    slow = [h for h, r in known.items() if r == rate]
+    cells = [[row["collective"], row.get("backend", ""), row["size"], row["type"],
+              m.replace("_", "-"), f"{row[m]['busbw_GBps']:.3f}",
+              f"{row[m]['busbw_GBps'] * 8:.2f}", share_text(row[m]["busbw_GBps"], rate).strip(" ()")]
+             for row in doc["results"] for m in MODES
+             if row.get(m) and row[m].get("busbw_GBps") is not None]
+    lines = ["#", f"# busbw against the line rate: {rate:g} Gbit/s, the slowest the hosts report "
+                  f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest "
+                  f"interface up)"]
+    table = tabulate(cells, headers=["collective", "backend", "size", "type", "mode",
+                                     "busbw GB/s", "busbw Gbit/s", "of line rate"],
+                     disable_numparse=True)
+    return lines + ["#  " + line for line in table.splitlines()]

@@ -1,0 +1,176 @@
+"""Every command that takes --json writes one results document: its file, from a real
+2-rank mpirun, reads back through report, compare and plot (rows in run's shape)."""
+import json
+import re
+
+import pytest
+
+from conftest import MPIRUN, PYTHON, lone, mpirun, show
+
+from mpibench.results import document, tables
+
+pytestmark = pytest.mark.timeout(300)
+
+SHORT = {
+    "run": ["run", "--collectives", "all_reduce,all_gather", "-b", "1K", "-e", "2K", "-n", "2",
+            "-w", "0", "--probe-iters", "0"],
+    "allreduce": ["allreduce", "-b", "64K", "-n", "2", "-w", "1"],
+    "latency": ["latency", "-b", "64K", "-k", "4", "--warmup", "1"],
+    "flagsync": ["flagsync", "-n", "10", "--warmup", "1"],
+    "demo": ["demo"],
+    "p2p": ["p2p", "--ranks", "-b", "64K", "-n", "2", "-w", "0", "--latency-iters", "2"],
+    "check": ["check", "-b", "64K", "-n", "2", "-w", "0"],
+    "train": ["train", "--steps", "2", "--warmup", "0", "--alone-iters", "2"],
+    "doctor": ["doctor"],
+}
+# rows each command writes: (collective, mode) in file order
+ROWS = {
+    "run": [("all_reduce", "in_place")] * 2 + [("all_gather", "both")] * 2,
+    "allreduce": [("all_reduce", "in_place")],
+    "latency": [("all_reduce", "in_place")] * 2,
+    "flagsync": [("all_gather_object", "out_of_place"), ("all_gather", "out_of_place"),
+                 ("all_reduce", "in_place")],
+    "demo": [("all_reduce", "in_place"), ("reduce_scatter", "out_of_place"),
+             ("all_gather", "out_of_place"), ("broadcast", "in_place")],
+    "p2p": [("sendrecv", "out_of_place")] * 2,
+    "check": [("all_reduce", "in_place")],
+    "doctor": [],
+}
+
+
+def written(command, tmp_path):
+    path = tmp_path / f"{command}.json"
+    done = mpirun(2, SHORT[command] + ["--backend", "gloo"] * (command not in ("doctor",))
+                  + ["--json", str(path)], timeout=240)
+    assert done.returncode == 0, show(done)
+    return str(path), done
+
+
+def measured(doc):
+    return [(r, m) for r in doc["results"] for m in ("out_of_place", "in_place") if r[m]]
+
+
+@pytest.mark.parametrize("command", list(SHORT))
+def test_every_commands_json_reads_back(command, tmp_path):
+    path, done = written(command, tmp_path)
+    doc = document.load(path)        # validated: the run row's shape
+    assert doc["command"] == command and doc["complete"], doc
+    if command in ROWS:
+        got = [(r["collective"], "both" if r["out_of_place"] and r["in_place"] else
+                "out_of_place" if r["out_of_place"] else "in_place") for r in doc["results"]]
+        assert got == ROWS[command], got
+    for row, mode in measured(doc):
+        m = row[mode]
+        assert m["time_us"] > 0 and row["per_rank_time_us"][mode]
+        if row.get("bw_bytes"):      # nccl-tests' algbw from the bytes and the time
+            assert m["algbw_GBps"] == pytest.approx(row["bw_bytes"] / m["time_us"] / 1e3)
+    report = lone(["report", path])
+    assert report.returncode == 0, show(report)
+    assert f"# {path}: {command}" in report.stdout, show(report)
+    printed = [line.split()[:2] for line in report.stdout.splitlines()
+               if re.match(r"\s+\d+\s+\d+\s", line)]
+    if command != "train":
+        assert printed == [[str(r["size"]), str(r["count"])] for r in doc["results"]], \
+            show(report)
+    compare = lone(["compare", path, path])
+    assert compare.returncode == 0, show(compare)
+    with_bw = [1 for r, m in measured(doc) if r[m]["algbw_GBps"]]
+    if with_bw:
+        assert f"0 faster, 0 slower, {len(with_bw)} within noise of {len(with_bw)} rows" \
+            in compare.stdout, show(compare)
+    else:
+        assert "nothing to compare" in compare.stdout, show(compare)
+    if with_bw:
+        png = tmp_path / "p.png"
+        plot = lone(["plot", path, "--png", str(png)])
+        assert plot.returncode == 0 and png.stat().st_size > 0, show(plot)
+
+
+def test_allreduce_trials_make_one_row_with_its_spread(tmp_path):
+    path, done = written("allreduce", tmp_path)
+    doc = json.loads(open(path).read())
+    (row,) = doc["results"]
+    assert len(row["trials"]) == 2 and doc["trials"] == 2
+    times = sorted(t["in_place"]["time_us"] for t in row["trials"])
+    sp = row["in_place"]["spread"]
+    assert (sp["time_us_min"], sp["time_us_max"]) == (times[0], times[-1])
+    report = lone(["report", path])
+    assert "median of the trials per row" in report.stdout, show(report)
+
+
+def test_run_comparison_of_two_backends_reads_back(tmp_path):
+    path = tmp_path / "both.json"
+    done = mpirun(2, SHORT["run"] + ["--backend", "gloo,mpi", "--json", str(path)], timeout=240)
+    assert done.returncode == 0, show(done)
+    report = lone(["report", str(path)])
+    assert report.returncode == 0, show(report)
+    # the comparison and the closing lines, as run printed them
+    for line in done.stdout.splitlines():
+        if line.startswith("#  all_") or "Avg bus bandwidth" in line or "Out of bounds" in line:
+            assert line in report.stdout.splitlines(), line + "\n" + show(report)
+    assert "# gloo vs mpi: busbw ratio mpi/gloo" in report.stdout
+
+
+def test_sweep_json_reads_back(tmp_path):
+    path = tmp_path / "sweep.json"
+    root = ["--allow-run-as-root"] if __import__("os").geteuid() == 0 else []
+    done = lone(["sweep", "--set", "MPIBENCH_UNUSED=1", "--json", str(path), "-q", "--", MPIRUN]
+                + root + ["--oversubscribe", "-np", "2", PYTHON, "-m", "mpibench"]
+                + SHORT["run"], timeout=240)
+    assert done.returncode == 0, show(done)
+    assert lone(["report", str(path)]).returncode == 0
+    compare = lone(["compare", str(path), str(path)])
+    assert compare.returncode == 0 and "within noise" in compare.stdout, show(compare)
+
+
+# ---- printed output reads back: nccl-tests' reader takes what run printed ----
+
+def test_printed_output_of_every_collective_reads_back(tmp_path):
+    """What run prints (the sbatch scripts' output.txt) is nccl-tests 2.19.6's text: its
+    reader finds every collective's rows with the JSON's figures, to the printed digits."""
+    path = tmp_path / "run.json"
+    done = mpirun(2, ["run", "--collectives", "all", "-b", "256K", "-e", "512K", "-n", "2",
+                      "-w", "0", "--probe-iters", "0", "--json", str(path)], timeout=240)
+    assert done.returncode == 0, show(done)
+    text = tmp_path / "output.txt"
+    text.write_text(done.stdout)
+    printed, saved = document.load(str(text)), json.loads(path.read_text())
+    assert {r["collective"] for r in saved["results"]} == {
+        "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all",
+        "sendrecv", "gather", "scatter"}
+    assert len(printed["results"]) == len(saved["results"]), show(done)
+    for p, s in zip(printed["results"], saved["results"]):
+        assert [p[k] for k in ("collective", "size", "count", "type", "redop", "root")] == \
+            [s[k] for k in ("collective", "size", "count", "type", "redop", "root")]
+        for mode in ("out_of_place", "in_place"):
+            assert (p.get(mode) is None) == (s[mode] is None), (p, s)
+            if s[mode] is None:
+                continue
+            for field, width in (("time_us", 7), ("algbw_GBps", 6), ("busbw_GBps", 6)):
+                # nccl-tests' reader takes a printed 0 busbw for "not defined"
+                assert (p[mode][field] or 0.0) == float(tables.fnum(s[mode][field], width)), \
+                    (field, p, s)
+            assert p[mode]["nwrong"] == s[mode]["nwrong"] == 0
+    assert printed["world"]["size"] == 2 and printed["world"]["hosts"] == saved["world"]["hosts"]
+    assert printed["average_bus_bandwidth"] == pytest.approx(saved["average_bus_bandwidth"],
+                                                             rel=1e-5)
+    # the header lines nccl-tests' tools look for
+    lines = done.stdout.splitlines()
+    assert re.match(r"# mpibench version \S+ torch \S+ nccl-library=none$", lines[0]), lines[0]
+    assert sum(line.startswith("# Collective test starting: ") for line in lines) == 9
+    assert len([line for line in lines if re.match(r"#  Rank +\d+ Group +0 Pid +\d+ on ", line)]) == 2
+    report = lone(["report", str(text)])
+    assert report.returncode == 0, show(report)
+
+
+def test_one_host_prints_no_host_table_and_only_flagged_ranks(tmp_path):
+    path = tmp_path / "run.json"
+    done = mpirun(2, ["run", "--collectives", "all_reduce,broadcast", "-b", "1K", "-e", "1K",
+                      "-n", "2", "-w", "0", "--probe-iters", "3", "--json", str(path)])
+    assert done.returncode == 0, show(done)
+    doc = json.loads(path.read_text())
+    assert len(doc["hosts"]) == 2          # the probe ran, and its figures are in the file
+    assert " per host at " not in done.stdout and "slowest rank" not in done.stdout, show(done)
+    flagged = sum(len(h["slow_ranks"]) for h in doc["hosts"] if h["symmetric"])
+    assert done.stdout.count("# SLOW RANK ") == flagged, show(done)
+    assert "line rate" not in done.stdout         # one host: no link between hosts
