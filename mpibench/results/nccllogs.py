@@ -44,6 +44,7 @@ _SIGNS = re.compile(r"#\s*(?:nccl-tests version|Collective test starting:|nThrea
 _ELSIZE = {**{d.label: d.size for d in DTYPES.values()},
            "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1}
 _LEAD = ("redop", "root")
+_SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
 _CHECKED = ("time", "algbw", "busbw")
 
 
@@ -85,13 +86,15 @@ def _layout(line, n):
     if any(x not in _LEAD for x in lead):
         raise Unreadable(f"line {n}: unknown column {next(x for x in lead if x not in _LEAD)!r}")
     rest = names[first:]
+    spread = len(rest) > 2 and rest[-2:] == _SPREAD
+    rest = rest[:-2] if spread else rest
     cut = rest.index("time", 1) if "time" in rest[1:] else len(rest)
     groups = [g for g in (rest[:cut], rest[cut:]) if g]
     for g in groups:
         if any(x not in g for x in _CHECKED) or len(g) < 4:
             raise Unreadable(f"line {n}: a mode's columns are {' '.join(g)}, expected time "
                              f"algbw busbw and #wrong or error")
-    return lead, groups
+    return lead, groups, 2 if spread else 0
 
 
 def _mode(values, names):
@@ -113,9 +116,13 @@ def _mode(values, names):
 
 
 def _row(tokens, layout, n):
-    lead, groups = layout
+    lead, groups, spread = layout
     if len(tokens) >= 2 and _STAMP.match(tokens[-2]):                       # -T 1
         tokens = tokens[:-2]
+    if spread:                  # mpibench's rank spread per mode: not nccl-tests' figures
+        if len(tokens) < 3 + spread:
+            raise Unreadable(f"line {n}: fewer cells than the column names have")
+        tokens = tokens[:-spread]
     size, count, label, rest = int(tokens[0]), int(tokens[1]), tokens[2], tokens[3:]
     if _NUMBER.match(label):
         raise Unreadable(f"line {n}: {label!r} where the type should be")
