@@ -37,6 +37,18 @@ def env(**extra):
     return e
 
 
+def check_on_hosts(cluster, spec, args, extra_env=None, timeout=150):
+    """mpibench check through launch/mpirun.sh on a FakeCluster's hosts (spec: h1:2,h2:2),
+    started on its first host; the launcher's own exit code is what the caller checks."""
+    argv = [LAUNCH / "mpirun.sh", "--host", spec, "--mca", "plm_rsh_agent", cluster.agent, "--",
+            "check", *args]
+    try:
+        return cluster.run_on(cluster.hosts[0], [str(a) for a in argv],
+                              env=env(**(extra_env or {})), timeout=timeout)
+    finally:
+        cluster._kill_strays()
+
+
 def run(argv, timeout=180, **kw):
     return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
                           timeout=timeout, **kw)

@@ -6,7 +6,6 @@ import json
 import os
 import random
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from mpibench.results import nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
 
-from launch_helpers import LAUNCH, VENV, env
+from launch_helpers import VENV, check_on_hosts
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
@@ -407,29 +406,7 @@ def _check(hosts, args, rates=None, ppn=1):
     with FakeCluster(hosts=hosts, rates=rates or "1gbit") as c:
         ppns = ppn if isinstance(ppn, list) else [ppn] * hosts
         spec = ",".join(f"{h}:{k}" for h, k in zip(c.hosts, ppns))
-        argv = [LAUNCH / "mpirun.sh", "--host", spec, "--mca", "plm_rsh_agent", c.agent, "--",
-                "check", "-b", "2M", "-n", "3", "-w", "1", *args]
-        try:
-            return c.run_on(c.hosts[0], [str(a) for a in argv], env=env(), timeout=120)
-        except subprocess.TimeoutExpired as exc:
-            # prterun here has also hung, under load, tearing down its remote daemons
-            # after every rank had exited non-zero: its banner with the ranks' exit code
-            # is then already out, and _exit_code reads it; anything else still fails.
-            if "to be terminated" not in (exc.stderr or ""):
-                raise
-            return subprocess.CompletedProcess(argv, -9, exc.output or "", exc.stderr)
-        finally:
-            c._kill_strays()
-
-
-def _exit_code(r):
-    """mpibench's exit code across hosts. Open MPI 5's prterun here sometimes dies of
-    SIGSEGV while tearing down remote daemons after the ranks exited non-zero; its banner
-    has already named the ranks' own exit code, which is what is checked then."""
-    if r.returncode < 0:
-        m = re.search(r"Exit code:\s+(\d+)", r.stderr)
-        return int(m.group(1)) if m else r.returncode
-    return r.returncode
+        return check_on_hosts(c, spec, ["-b", "2M", "-n", "3", "-w", "1", *args], timeout=120)
 
 
 def _verdicts(stdout):
@@ -442,7 +419,7 @@ def _verdicts(stdout):
 def test_check_names_the_host_throttled_to_a_quarter(tmp_path):
     out, table = tmp_path / "c.json", tmp_path / "c.csv"
     r = _check(6, ["--json", out, "--csv", table], rates={"*": "1gbit", "h3": "250mbit"})
-    assert _exit_code(r) == 1, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     assert _verdicts(r.stdout) == {"h1": "PASS", "h2": "PASS", "h3": "FAIL", "h4": "PASS",
                                    "h5": "PASS", "h6": "PASS"}, r.stdout
     assert "# FAILING HOSTS (1 of 6): h3" in r.stdout
@@ -475,7 +452,7 @@ def test_check_fails_every_host_below_an_expected_busbw(tmp_path):
     expect = tmp_path / "expect.json"
     expect.write_text('{"pair": {"min_busbw_GBps": 50}, "job": {"min_busbw_GBps": 50}}')
     r = _check(6, ["--expect", expect])
-    assert _exit_code(r) == 1, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     assert set(_verdicts(r.stdout).values()) == {"FAIL"} and len(_verdicts(r.stdout)) == 6
     assert re.search(rf"between hosts: below min_busbw_GBps 50 \(--expect {expect}\) with "
                      rf"h2 \([0-9.]+ GB/s\), h6 \([0-9.]+ GB/s\); none passed with another host",
@@ -505,6 +482,6 @@ def test_check_on_five_hosts_with_two_ranks_each(tmp_path):
 def test_check_refuses_hosts_with_different_rank_counts():
     r = _check(3, [], ppn=[2, 1, 2])
     lines = mpibench_lines(r.stderr)
-    assert _exit_code(r) == 2 and len(lines) == 1, r.stdout + r.stderr
+    assert r.returncode == 2 and len(lines) == 1, r.stdout + r.stderr
     assert "hosts have different rank counts: 2 on h[1,3], 1 on h2;" in lines[0]
     assert "Traceback" not in r.stdout + r.stderr

@@ -4,12 +4,11 @@ with one uplink or one host link slowed; bad topology and rail input."""
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
 from conftest import mpibench_lines
-from launch_helpers import LAUNCH, VENV, env
+from launch_helpers import VENV, check_on_hosts
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster, split_leaves  # noqa: E402
 
@@ -33,26 +32,7 @@ def _check(cluster, args, tmp_path, ppn=1, topology=None, extra_env=None):
         path.write_text(topology)
         args = ["--topology", path, *args]
     spec = ",".join(f"{h}:{ppn}" for h in cluster.hosts)
-    argv = [LAUNCH / "mpirun.sh", "--host", spec, "--mca", "plm_rsh_agent", cluster.agent, "--",
-            "check", *SMALL, *args]
-    try:
-        return cluster.run_on(cluster.hosts[0], [str(a) for a in argv], env=env(**(extra_env or {})),
-                              timeout=150)
-    except subprocess.TimeoutExpired as exc:
-        # prterun here sometimes hangs tearing down its daemons after every rank exited
-        # non-zero (see test_check.py): its banner with the exit code is out by then
-        if "to be terminated" not in (exc.stderr or ""):
-            raise
-        return subprocess.CompletedProcess(argv, -9, exc.output or "", exc.stderr)
-    finally:
-        cluster._kill_strays()
-
-
-def _code(r):
-    if r.returncode < 0:
-        m = re.search(r"Exit code:\s+(\d+)", r.stderr)
-        return int(m.group(1)) if m else r.returncode
-    return r.returncode
+    return check_on_hosts(cluster, spec, [*SMALL, *args], extra_env)
 
 
 def _verdicts(stdout):
@@ -74,7 +54,7 @@ def test_two_rails_name_the_slow_rail_of_one_host_alone(tmp_path):
     out = tmp_path / "c.json"
     with FakeCluster(hosts=4, rails=2, rates={"*": "1gbit", "h3:eth1": "250mbit"}) as c:
         r = _check(c, ["--rails", "eth0,eth1", "--json", out], tmp_path, ppn=2)
-    assert _code(r) == 1, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads(out.read_text())["check"]
     figs = _figures(doc)
     slow = [v for (h, p, rail), v in figs.items() if rail == 1 and "h3" in (h, p)]
@@ -110,7 +90,7 @@ def test_a_rail_slow_on_every_host_is_its_switch(tmp_path):
     slow = {f"h{i}:eth1": "250mbit" for i in range(1, 5)}
     with FakeCluster(hosts=4, rails=2, rates={"*": "1gbit", **slow}) as c:
         r = _check(c, ["--rails", "eth0,eth1", "--json", out], tmp_path, ppn=2)
-    assert _code(r) == 1, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads(out.read_text())["check"]
     print(f"rail pairs GB/s: {sorted(_figures(doc).items())}; round seconds {doc['round_seconds']}")
     assert doc["suspects"] == ["rail 1 switch (slow on every host's rail 1)"], doc["suspects"]
@@ -125,7 +105,7 @@ def test_a_slow_uplink_drains_no_host(tmp_path):
     out = tmp_path / "c.json"
     with FakeCluster(hosts=8, rates="1gbit", leaves=LEAVES, uplink_rates={"leaf2": "250mbit"}) as c:
         r = _check(c, ["--json", out], tmp_path, topology=c.topology_conf())
-    assert _code(r) == 1, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads(out.read_text())["check"]
     figs = _figures(doc)
     across = [v for (h, p, _), v in figs.items() if (h in LEAVES["leaf1"]) != (p in LEAVES["leaf1"])]
@@ -147,7 +127,7 @@ def test_three_leaves_name_the_slow_uplink_alone(tmp_path):
     leaves = split_leaves([f"h{i}" for i in range(1, 9)], 3)
     with FakeCluster(hosts=8, rates="1gbit", leaves=leaves, uplink_rates={"leaf2": "250mbit"}) as c:
         r = _check(c, [], tmp_path, topology=c.topology_conf())
-    assert _code(r) == 1, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     assert set(_verdicts(r.stdout).values()) == {"PASS"} and "scontrol" not in r.stdout, r.stdout
     assert ("# SUSPECT LINKS AND SWITCHES (1, for the fabric team): uplink leaf2-spine1"
             in r.stdout.splitlines()), r.stdout
@@ -158,7 +138,7 @@ def test_one_slow_host_link_under_leaves_names_that_host_alone(tmp_path):
     with FakeCluster(hosts=8, rates={"*": "1gbit", "h6": "250mbit"}, leaves=LEAVES) as c:
         r = _check(c, [], tmp_path, topology=c.topology_conf(),
                    extra_env={"MPIBENCH_FAULT": "counter:5,counter:1:rx_crc_errors"})
-    assert _code(r) == 1, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
     assert _verdicts(r.stdout) == {f"h{i}": "FAIL" if i == 6 else "PASS" for i in range(1, 9)}
     assert "# FAILING HOSTS (1 of 8): h6" in r.stdout and "SUSPECT" not in r.stdout
     assert mpibench_lines(r.stderr) == ["mpibench: check FAILED: 1 host failed: h6"]
@@ -178,7 +158,7 @@ def test_bad_topology_is_one_line_and_exit_2(tmp_path, topology, words):
     with FakeCluster(hosts=2) as c:
         r = _check(c, [], tmp_path, topology=topology)
     lines = mpibench_lines(r.stderr)
-    assert _code(r) == 2 and len(lines) == 1 and words in lines[0], r.stdout + r.stderr
+    assert r.returncode == 2 and len(lines) == 1 and words in lines[0], r.stdout + r.stderr
     assert "Traceback" not in r.stdout + r.stderr
 
 
@@ -186,6 +166,6 @@ def test_more_rails_than_interfaces_is_one_line_and_exit_2(tmp_path):
     with FakeCluster(hosts=2, rails=2) as c:
         r = _check(c, ["--rails", "eth0,eth1,eth2"], tmp_path, ppn=3)
     lines = mpibench_lines(r.stderr)
-    assert _code(r) == 2 and len(lines) == 1, r.stdout + r.stderr
+    assert r.returncode == 2 and len(lines) == 1, r.stdout + r.stderr
     assert "rail 2 is eth2, which host h" in lines[0] and "more rails than interfaces" in lines[0]
     assert "Traceback" not in r.stdout + r.stderr

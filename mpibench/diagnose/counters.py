@@ -9,6 +9,8 @@ Only error counters are kept (byte and packet counts move on every healthy link)
 """
 import os
 
+from .hostfacts import _listdir as _ls, _read
+
 IB_ERRORS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
              "port_xmit_discards", "port_rcv_remote_physical_errors",
              "port_rcv_switch_relay_errors", "local_link_integrity_errors",
@@ -19,26 +21,11 @@ NET_ERRORS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_erro
               "rx_over_errors", "tx_carrier_errors", "tx_aborted_errors")
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _int(text):
     try:
         return int(text)
     except (TypeError, ValueError):
         return None
-
-
-def _ls(path):
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
 
 
 def snapshot(root="/"):
