@@ -534,7 +534,8 @@ class Report:
             self.say(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')
         else:
             self.say(f"# every host passed ({len(self.names)})" if not suspects else
-                     f"# no host to drain ({len(self.names)})")
+                     f"# no host to drain: all {len(self.names)} passed; the suspects below are links "
+                     f"and switches")
         if suspects:
             self.say(f"# SUSPECT LINKS AND SWITCHES ({len(suspects)}, for the fabric team): "
                      + "; ".join(suspects))

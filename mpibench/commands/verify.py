@@ -20,8 +20,8 @@ HELP = "check mpibench's own figures here: timer, per-call cost, correctness, pl
 DESCRIPTION = (
     "1. mpibench's timed loop against a bare loop that shares none of its code (CPUs: "
     "torch.distributed or mpi4py timed alone; GPUs: CUDA events on the same stream), "
-    "alternated over --rounds, medians compared at each size (CPUs within 5%% from 1 MiB, "
-    "GPUs within 2%% from 64 MiB). 2. The per-call cost mpibench cannot remove and the "
+    "alternated over --rounds, medians compared at each size (CPUs within 5% from 1 MiB, "
+    "GPUs within 2% from 64 MiB). 2. The per-call cost mpibench cannot remove and the "
     "largest launch-bound size. 3. Every collective once, both modes, checked. 4. The "
     "largest size's busbw against the link rates the hosts report (as doctor reads them): "
     "above them, the timer stopped early or the byte count is wrong. 5. iperf3 between "
