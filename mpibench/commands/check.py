@@ -534,8 +534,8 @@ class Report:
             self.say(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')
         else:
             self.say(f"# every host passed ({len(self.names)})" if not suspects else
-                     f"# no host to drain: all {len(self.names)} passed; the suspects below are links "
-                     f"and switches")
+                     f"# no host to drain ({len(self.names)} hosts): only the links and switches "
+                     f"below are suspect")
         if suspects:
             self.say(f"# SUSPECT LINKS AND SWITCHES ({len(suspects)}, for the fabric team): "
                      + "; ".join(suspects))
