@@ -66,9 +66,10 @@ def add_arguments(p):
                         '"job": {...}}; time per call in us')
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
-                        "of the same collective, size and rank layout: fail below --min of it")
-    p.add_argument("--min", type=options.positive_float, default=health.RELATIVE, metavar="F",
-                   dest="min_share", help="with --baseline: fail below F times it (default 0.8)")
+                        "of the same collective, size and rank layout: fail below --min-share of it")
+    options.add_min_share(p, "with --baseline: fail", "it", health.RELATIVE)
+    options.old_spelling(p, "--min", "min_share", "--min-share", type=options.share_arg,
+                         metavar="F")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,

@@ -15,7 +15,7 @@ DESCRIPTION = (
     "the baseline (the first file), and says faster, slower or within noise. Noise: when "
     "both rows have trials (run --trials), a difference counts only when their min-max "
     "busbw ranges do not overlap; otherwise when the ratio is outside 1 +- --noise. "
-    "With --fail-below R, exits 1 when any row is below R times the baseline (for CI).")
+    "With --min-share F, exits 1 when any row is below F times the baseline (for CI).")
 SESSION = "offline"
 NOISE = 0.05
 
@@ -25,8 +25,9 @@ def add_arguments(p):
     p.add_argument("others", nargs="+", metavar="FILE.json", help="results to compare with it")
     p.add_argument("--noise", type=options.positive_float, default=NOISE, metavar="X",
                    help=f"without trials: a ratio within 1 +- X is noise (default {NOISE:g})")
-    p.add_argument("--fail-below", type=options.positive_float, default=None, metavar="R",
-                   help="exit 1 when any row's busbw is below R times the baseline's")
+    options.add_min_share(p, "exit 1 when any row's busbw is", "the baseline's", None)
+    options.old_spelling(p, "--fail-below", "min_share", "--min-share",
+                         type=options.positive_float, metavar="R")
     p.add_argument("--min-size", type=options.size_arg, default=0, metavar="SIZE",
                    help="compare only rows of at least SIZE bytes (small sizes are latency noise)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
@@ -124,9 +125,9 @@ def execute(session, args):
         print("\n".join(lines))
         failures += [f"{p}: train throughput at {r:.3f}x the baseline"
                      for p, r in zip(paths[1:], speed)
-                     if args.fail_below is not None and r < args.fail_below]
+                     if args.min_share is not None and r < args.min_share]
         if not common:
-            return _verdict(failures, args.fail_below, paths[0])
+            return _verdict(failures, args.min_share, paths[0])
     both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
                          if both_trials else
@@ -156,7 +157,7 @@ def execute(session, args):
             counts[i][word] += 1
             ratios[i].append(ratio)
             line += [f"{f[k][0]:.4g}", f"{ratio:.3f}", word]
-            if args.fail_below is not None and ratio < args.fail_below:
+            if args.min_share is not None and ratio < args.min_share:
                 failures.append(f"{paths[i + 1]}: {coll} {dtype} {format_size(size)} "
                                 f"{mode.replace('_', '-')} at {ratio:.3f}x the baseline")
         rows.append(line)
@@ -174,13 +175,13 @@ def execute(session, args):
         if missing:
             print(f"# {missing} row-mode{'s' if missing != 1 else ''} of {p} not in every file: "
                   f"not compared")
-    return _verdict(failures, args.fail_below, paths[0])
+    return _verdict(failures, args.min_share, paths[0])
 
 
-def _verdict(failures, fail_below, base):
+def _verdict(failures, min_share, base):
     if failures:
         for line in failures:
-            print(f"# BELOW {fail_below:g}x: {line}")
+            print(f"# BELOW {min_share:g}x: {line}")
         raise CheckFailed(f"{len(failures)} row{'s' if len(failures) != 1 else ''} below "
-                          f"{fail_below:g} x the baseline ({base})")
+                          f"{min_share:g} x the baseline ({base})")
     return 0

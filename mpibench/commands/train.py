@@ -54,8 +54,10 @@ def add_arguments(p):
                    help="a train result of the same model with fewer ranks or hosts: prints "
                         "the speedup and scaling efficiency against it")
     options.old_spelling(p, "--baseline", "baseline", "--scale-from", metavar="FILE")
-    p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
-                   help="a host is slow when over (1+X) times the median host (default 0.2)")
+    options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
+                          "the median's")
+    options.old_spelling(p, "--slow-margin", "min_share", "--min-share",
+                         type=options.margin_as_share, metavar="X")
     guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH",
@@ -180,7 +182,7 @@ def execute(session, args):
         return _replicas_verdict(session, None)
     analysis_of = "synced_s" if trainer.synced else "unsynced_s"
     times = [[s[analysis_of][r] for s in train["steps"]] for r in range(session.size)]
-    analysis = stragglers.analyze(session.hosts, times, margin=args.slow_margin)
+    analysis = stragglers.analyze(session.hosts, times, margin=options.share_margin(args.min_share))
     losses = [g[1] for g in gathered]
     summary = traindoc.figures(dict(train, collectives=calls), session.size, alone)
     train = dict(train, collectives=calls, summary=summary, hosts=analysis,
