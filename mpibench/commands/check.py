@@ -133,8 +133,7 @@ def execute(session, args):
         if session.rank == 0 else None
     if report:
         report.header(records, versions)
-        if out.files and args.csv:
-            next(f for f in out.files if f.requested == args.csv).render = report.csv
+        out.csv_from(report.csv)
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
     session.watch.arm("check: a process group per host")
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []
