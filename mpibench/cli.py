@@ -17,6 +17,7 @@ from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
 from .commands.common import guard
 from .launch import bootstrap, launcher, verdict
+from .launch.session import quiet_stdout
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
 
@@ -153,7 +154,7 @@ def execute(place, name, args, argv=None):
                 say(error_line(exc))
             return exc.code
         except BrokenPipeError:     # report ... | head: the reader has had enough
-            bootstrap.quiet_stdout()
+            quiet_stdout()
             return 0
         except KeyboardInterrupt:
             say("mpibench: interrupted")
@@ -163,9 +164,10 @@ def execute(place, name, args, argv=None):
     try:
         backend = torch_backend(getattr(args, "backend", ("auto",))) if mod.SESSION == "args" else None
         timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
+        link = bootstrap.connect(place)
+        comm = link.comm       # held here: a failure before start() returns still aborts the job
         session = bootstrap.start(place, backend=backend, init_pg=backend is not None,
-                                  timeout=timeout, argv=argv)
-        comm = session.comm
+                                  timeout=timeout, argv=argv, link=link)
         session.command = name
         guard.arm(session, timeout, f"{name}: start")
         code = mod.execute(session, args) or 0
@@ -175,7 +177,6 @@ def execute(place, name, args, argv=None):
         # the others from exiting before rank 0 has printed.
         if str(exc) and place.rank == 0:
             say(error_line(exc))
-        comm = comm or getattr(bootstrap, "last_comm", None)
         if exc.code and comm is not None:
             comm.barrier()
         return end(session, comm, place, name, exc.code)
@@ -184,7 +185,6 @@ def execute(place, name, args, argv=None):
         if place.rank == 0:
             say("mpibench: interrupted")
             verdict.say(130, name)
-        comm = comm or getattr(bootstrap, "last_comm", None)
         if comm is not None and comm.size > 1:
             comm.abort(130)
         return 130
@@ -201,7 +201,6 @@ def execute(place, name, args, argv=None):
         if session is not None and session.watch is not None and session.rank == 0:
             session.watch.abandon(f"{where} failed: {detail}", 1, "error")
         verdict.say(1, name, "error")
-        comm = comm or getattr(bootstrap, "last_comm", None)
         if comm is not None and comm.size > 1:
             comm.abort(1)
         return 1

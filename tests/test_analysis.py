@@ -131,7 +131,7 @@ def test_compare_same_file_is_within_noise(runs):
     assert f"0 faster, 0 slower, {n} within noise of {n} rows" in done.stdout, show(done)
 
 
-def test_compare_two_runs_and_fail_below(runs, tmp_path):
+def test_compare_two_runs_and_min_share(runs, tmp_path):
     done = lone(["compare", runs["plain"], runs["trials"]])
     assert done.returncode == 0, show(done)
     assert "a ratio within 1 +- 0.05 is within noise" in done.stdout
@@ -140,14 +140,14 @@ def test_compare_two_runs_and_fail_below(runs, tmp_path):
     assert done.returncode == 0, show(done)
     n = sum(1 for r in load(half)["results"] for m in MODES if r[m])
     assert f"0 faster, {n} slower" in done.stdout and "0.500" in done.stdout, show(done)
-    done = lone(["compare", runs["plain"], half, "--fail-below", "0.8"])
+    done = lone(["compare", runs["plain"], half, "--min-share", "0.8"])
     assert done.returncode == 1, show(done)
     assert mpibench_lines(done.stderr) == [f"mpibench: {n} rows below 0.8 x the baseline "
                                            f"({runs['plain']})"], show(done)
     assert done.stdout.count("# BELOW 0.8x") == n
-    done = lone(["compare", runs["plain"], half, "--fail-below", "0.4"])
+    done = lone(["compare", runs["plain"], half, "--min-share", "0.4"])
     assert done.returncode == 0, show(done)
-    done = lone(["compare", half, runs["plain"], "--fail-below", "0.9"])   # faster passes
+    done = lone(["compare", half, runs["plain"], "--min-share", "0.9"])   # faster passes
     assert done.returncode == 0 and f"{n} faster" in done.stdout, show(done)
 
 

@@ -321,7 +321,7 @@ def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
                            f"the whole job: busbw "), show(r)
     assert doc["complete"] and doc["check"]["config"]["thresholds"]["job"]["min_busbw_GBps"] == \
         pytest.approx(0.8 * 51.63)
-    r = mpirun(2, ["check", *SMALL, "--baseline", str(NCCL_TEXT), "--min", "1e-6"])
+    r = mpirun(2, ["check", *SMALL, "--baseline", str(NCCL_TEXT), "--min-share", "1e-6"])
     assert r.returncode == 0, show(r)
     assert "# every host passed (1)" in r.stdout
 
@@ -353,7 +353,7 @@ def test_check_with_an_earlier_check_as_baseline(tmp_path):
     first = tmp_path / "first.json"
     r = mpirun(2, ["check", *SMALL, "--json", str(first)])
     assert r.returncode == 0, show(r)
-    r = mpirun(2, ["check", *SMALL, "--baseline", str(first), "--min", "0.01"])
+    r = mpirun(2, ["check", *SMALL, "--baseline", str(first), "--min-share", "0.01"])
     assert r.returncode == 0, show(r)
     for test in ("intra", "job"):
         assert re.search(rf"# threshold {test}: min_busbw_GBps [0-9.e-]+ \(0\.01 x --baseline ",

@@ -285,7 +285,7 @@ def test_p2p_bidirectional():
 
 @pytest.mark.parametrize("args, text", [
     (["p2p"], "p2p needs two hosts"),
-    (["p2p", "--threshold", "1.5"], "must be between 0 and 1"),
+    (["p2p", "--min-share", "1.5"], "must be above 0 and at most 1"),
     (["p2p", "-b", "0"], "must be at least 1 byte"),
     (["p2p", "--ranks", "--backend", "mpi"], "invalid choice: 'mpi'"),
 ])

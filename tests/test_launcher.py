@@ -1,4 +1,6 @@
 """launcher.detect from synthetic environments; SLURM host lists; interface name matching."""
+import os
+
 import pytest
 
 from mpibench.errors import UsageError
@@ -217,3 +219,18 @@ NAMES = ["docker0", "eth0", "eth1", "eth10", "ib0", "lo"]
 ])
 def test_match_ifname(spec, chosen):
     assert match_ifname(spec, NAMES) == chosen
+
+
+def test_slurm_rendezvous_address_is_returned_not_exported(monkeypatch):
+    """Plain srun: the step's first node and a port from the job id, MASTER_ADDR/PORT where
+    the user set them; the process environment is left as it was."""
+    from mpibench.launch import bootstrap
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    monkeypatch.delenv("MASTER_PORT", raising=False)
+    env = {"SLURM_STEP_NODELIST": "n[07-08]", "SLURM_JOB_ID": "12", "SLURM_STEP_ID": "1"}
+    assert bootstrap._slurm_master(env) == ("n07", str(20000 + 12 * 16 + 1))
+    assert bootstrap._slurm_master({**env, "MASTER_ADDR": "h", "MASTER_PORT": "5"}) == ("h", "5")
+    assert "MASTER_ADDR" not in os.environ and "MASTER_PORT" not in os.environ
+    assert "MASTER_ADDR" not in env
+    with pytest.raises(UsageError, match="SLURM_STEP_NODELIST is empty"):
+        bootstrap._slurm_master({"SLURM_JOB_ID": "1"})

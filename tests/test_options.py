@@ -109,3 +109,61 @@ def test_train_names_its_model_and_scaling_run_apart_from_predict_and_check(tmp_
         "mpibench: note: --baseline is an old spelling: write --scale-from (the old one goes in "
         "the next release)"], show(done)
     assert len(lines) == 3 and f"cannot read results file {missing}" in lines[2], show(done)
+
+
+# every command with a relative threshold: (its command line, the old spelling, the old value,
+# the share that old value means)
+SHARES = [
+    (["p2p"], "--threshold", "0.7", 0.7),
+    (["check"], "--min", "0.7", 0.7),
+    (["compare", "a.json", "b.json"], "--fail-below", "0.7", 0.7),
+    (["run"], "--slow-margin", "0.25", 0.8),        # over 1.25 x the median time
+    (["train"], "--slow-margin", "0.25", 0.8),
+]
+
+
+@pytest.mark.parametrize("line, old, value, share", SHARES, ids=[s[0][0] for s in SHARES])
+def test_min_share_means_the_same_in_every_command(line, old, value, share):
+    """Pure parsing: --min-share F is a share of a reference in every command, and each old
+    spelling sets the same value with one note."""
+    from mpibench import cli
+    from mpibench.errors import UsageError
+    _, new = cli.parse(line + ["--min-share", str(share)])
+    assert new.min_share == pytest.approx(share) and not getattr(new, "deprecations", None)
+    _, was = cli.parse(line + [old, value])
+    assert was.min_share == pytest.approx(share)
+    assert was.deprecations == [f"{old} is an old spelling: write --min-share (the old one goes "
+                                f"in the next release)"]
+    with pytest.raises(UsageError, match="--min-share: must be above 0 and at most 1: 1.5"):
+        cli.parse(line + ["--min-share", "1.5"])
+
+
+def test_old_threshold_spellings_run_with_one_note(tmp_path):
+    """run --slow-margin X and --min-share 1/(1+X) give the same per-host analysis; compare
+    --fail-below fails as --min-share does; each old spelling prints its note once."""
+    margins = []
+    for i, extra in enumerate((["--slow-margin", "0.25"], ["--min-share", "0.8"])):
+        path = tmp_path / f"r{i}.json"
+        done = mpirun(2, ["run", *TINY[:-1], "1", "--json", str(path), *extra])
+        assert done.returncode == 0, show(done)
+        notes = [line for line in mpibench_lines(done.stderr) if "old spelling" in line]
+        assert notes == ([] if i else ["mpibench: note: --slow-margin is an old spelling: write "
+                                       "--min-share (the old one goes in the next release)"]), \
+            show(done)
+        hosts = json.loads(path.read_text())["hosts"]
+        assert hosts, show(done)
+        margins.append({round(h["margin"], 9) for h in hosts})
+    assert margins[0] == margins[1] == {0.25}
+    base = json.loads((tmp_path / "r0.json").read_text())
+    for row in base["results"]:
+        for mode in ("out_of_place", "in_place"):
+            if row.get(mode):
+                row[mode] = {k: (v / 2 if k in ("algbw_GBps", "busbw_GBps") else v)
+                             for k, v in row[mode].items()}
+    half = tmp_path / "half.json"
+    half.write_text(json.dumps(base))
+    for flag in ("--fail-below", "--min-share"):
+        done = lone(["compare", str(tmp_path / "r0.json"), str(half), flag, "0.8"])
+        assert done.returncode == 1 and "below 0.8 x the baseline" in done.stderr, show(done)
+        notes = [line for line in mpibench_lines(done.stderr) if "old spelling" in line]
+        assert len(notes) == (flag == "--fail-below"), show(done)

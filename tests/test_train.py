@@ -120,7 +120,7 @@ def test_saved_train_result_reads_back(ddp, tmp_path):
     slow = copy.deepcopy(json.loads((d / "t.json").read_text()))
     slow["train"]["summary"]["tokens_per_s"] /= 2
     (tmp_path / "slow.json").write_text(json.dumps(slow))
-    r = lone(["compare", path, str(tmp_path / "slow.json"), "--fail-below", "0.9"])
+    r = lone(["compare", path, str(tmp_path / "slow.json"), "--min-share", "0.9"])
     assert r.returncode == 1, show(r)
     assert f"# BELOW 0.9x: {tmp_path / 'slow.json'}: train throughput at 0.500x" in r.stdout
     r = lone(["plot", path, "--png", str(tmp_path / "p.png")])

@@ -66,9 +66,10 @@ def add_arguments(p):
                         '"job": {...}}; time per call in us')
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
-                        "of the same collective, size and rank layout: fail below --min of it")
-    p.add_argument("--min", type=options.positive_float, default=health.RELATIVE, metavar="F",
-                   dest="min_share", help="with --baseline: fail below F times it (default 0.8)")
+                        "of the same collective, size and rank layout: fail below --min-share of it")
+    options.add_min_share(p, "with --baseline: fail", "it", health.RELATIVE)
+    options.old_spelling(p, "--min", "min_share", "--min-share", type=options.share_arg,
+                         metavar="F")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,
@@ -132,8 +133,7 @@ def execute(session, args):
         if session.rank == 0 else None
     if report:
         report.header(records, versions)
-        if out.files and args.csv:
-            next(f for f in out.files if f.requested == args.csv).render = report.csv
+        out.csv_from(report.csv)
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
     session.watch.arm("check: a process group per host")
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []

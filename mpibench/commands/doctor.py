@@ -41,8 +41,8 @@ def execute(session, args):
     session.watch.arm("doctor: every host's facts")
     facts = hostfacts.collect(session, root)
     gathered = session.comm.gather(facts, root=0)
-    session.watch.timeout = args.timeout + args.nccl_timeout + 30    # the probe's own limit, and more
-    session.watch.arm("doctor: the NCCL transport check")
+    guard.arm(session, args.timeout + args.nccl_timeout + 30,        # the probe's own limit, and more
+              "doctor: the NCCL transport check")
     transports = nccl_check(session, args)
     session.watch.disarm()
     if session.rank != 0:
@@ -169,7 +169,7 @@ def nccl_check(session, args):
     from ..launch import netaddr
     store = None
     if session.rank == 0:
-        others = [a for a, h in zip(session._addrs, session.hosts) if h != session.hostname]
+        others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
         addr = netaddr.reachable_address(os.environ, [a for a in others if a])
         import datetime
         store = dist.TCPStore(addr, 0, session.size, True, wait_for_workers=False,

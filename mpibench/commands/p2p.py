@@ -15,17 +15,9 @@ DESCRIPTION = (
     "wait at an MPI barrier. Bandwidth: send/recv of one size (default 4 MiB on CPUs, "
     "256 MiB on GPUs), every iteration after a barrier, the median iteration shown. "
     "Latency: half the round trip of a ping-pong of 8 bytes. Then the links and hosts "
-    "below --threshold of the others are named.")
+    "below --min-share of the others are named.")
 SESSION = "args"
 BYTES = DTYPES["uint8"]
-
-
-def _fraction(text):
-    value = options.positive_float(text)
-    if value >= 1:
-        import argparse
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text}")
-    return value
 
 
 def add_arguments(p):
@@ -44,8 +36,9 @@ def add_arguments(p):
                    help="both ranks of a pair send at once (bandwidth = bytes both ways / time)")
     p.add_argument("--ranks", action="store_true",
                    help="every pair of ranks instead of one rank per host")
-    p.add_argument("--threshold", type=_fraction, default=0.8, metavar="F",
-                   help="name links and hosts below F times the others (default 0.8)")
+    options.add_min_share(p, "name links and hosts", "the others")
+    options.old_spelling(p, "--threshold", "min_share", "--min-share", type=options.share_arg,
+                         metavar="F")
     p.add_argument("--png", metavar="PATH", help="also draw the bandwidth matrix as a heatmap "
                                                  "(needs matplotlib; never overwrites)")
     p.add_argument("--json", metavar="PATH", help="write every link's figures as JSON (never overwrites)")
@@ -78,7 +71,7 @@ def execute(session, args):
     session.watch.disarm()
     if session.rank != 0:
         return 0
-    links.report(out, bench, session.hosts, labels, ranks, collected, latency, args.threshold)
+    links.report(out, bench, session.hosts, labels, ranks, collected, latency, args.min_share)
     for link in out.doc["links"]:
         # One row per link (sendrecv: busbw = algbw), the slower end's median iteration
         out.record_row(rows.one_mode(
@@ -131,7 +124,7 @@ def _header(session, out, args, backend, ranks, rounds, size, png):
             config={"participants": ranks, "size": size, "latency_size": args.latency_size,
                     "iters": args.iters, "warmup": args.warmup,
                     "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,
-                    "threshold": args.threshold, "rounds": [[list(p) for p in r] for r in rounds]},
+                    "threshold": args.min_share, "rounds": [[list(p) for p in r] for r in rounds]},
             env=env)
     out.announce_files()
     if png:

@@ -125,21 +125,8 @@ def draw_matrix(ax, fig, name, entry, title, unit, matrix, size, cmap):
 def execute(session, args):
     docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
             for path in args.files]
-    for path, doc in docs:
-        held = reader.tests(doc)
-        if len(held) > 1:       # each test its own line: repeats never merge into one series
-            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N "
-                  f"draws one)")
-        elif args.test is not None and held:
-            print(f"# {path}: test {args.test} ({held[0]['collective']}, line {held[0]['line']})")
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker  # noqa: F401  (NullLocator below)
-    except ImportError:
-        raise UsageError("plot needs matplotlib: pip install 'mpibench[plot]' "
-                         "(or pip install matplotlib)") from None
+    _tests_note(docs, args.test)
+    plt, matplotlib = _matplotlib()
     names = [os.path.basename(p) for p, _ in docs]
     if len(set(names)) < len(names):
         names = [p for p, _ in docs]
@@ -162,27 +149,7 @@ def execute(session, args):
     fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
     flat = [ax for r in axes for ax in r]
     for ax, (coll, per) in zip(flat, lines.items()):
-        names_of = labels(list(per), len(docs) > 1)
-        for parts, points in per.items():
-            points.sort()
-            xs = [p[0] for p in points]
-            line, = ax.plot(xs, [p[1] for p in points], marker="o", ms=3, label=names_of[parts])
-            if any(p[2] != p[3] for p in points):
-                ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points],
-                                color=line.get_color(), alpha=0.2, linewidth=0)
-        ax.set_xscale("log", base=2)
-        if args.logy:
-            ax.set_yscale("log")
-        ticks = sorted({p[0] for points in per.values() for p in points})
-        step = max(1, len(ticks) // 8)
-        ax.set_xticks(ticks[::step], labels=[format_size(t).replace(" ", "")
-                                             for t in ticks[::step]], rotation=30)
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        ax.set_xlabel("size")
-        ax.set_ylabel(METRICS[args.metric][1])
-        ax.set_title(coll)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        _draw_lines(ax, coll, per, len(docs) > 1, args, matplotlib)
     for ax, heat in zip(flat[len(lines):], good):
         draw_matrix(ax, fig, *heat)
     for ax in flat[panels:]:
@@ -190,7 +157,62 @@ def execute(session, args):
     if args.title:
         fig.suptitle(args.title)
     fig.tight_layout()
-    out = ResultFile(args.png, None)      # a fresh name: never overwrites
+    _save(fig, args.png)
+    return 0
+
+
+def _tests_note(docs, test):
+    """One line per file that holds several tests, or whose --test N is drawn."""
+    for path, doc in docs:
+        held = reader.tests(doc)
+        if len(held) > 1:       # each test its own line: repeats never merge into one series
+            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N "
+                  f"draws one)")
+        elif test is not None and held:
+            print(f"# {path}: test {test} ({held[0]['collective']}, line {held[0]['line']})")
+
+
+def _matplotlib():
+    """(pyplot, matplotlib) on the Agg backend, or UsageError naming how to install it."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker  # noqa: F401  (NullLocator in _draw_lines)
+    except ImportError:
+        raise UsageError("plot needs matplotlib: pip install 'mpibench[plot]' "
+                         "(or pip install matplotlib)") from None
+    return plt, matplotlib
+
+
+def _draw_lines(ax, coll, per, with_file, args, matplotlib):
+    """One collective's panel: a line per series over size, its spread shaded."""
+    names_of = labels(list(per), with_file)
+    for parts, points in per.items():
+        points.sort()
+        xs = [p[0] for p in points]
+        line, = ax.plot(xs, [p[1] for p in points], marker="o", ms=3, label=names_of[parts])
+        if any(p[2] != p[3] for p in points):
+            ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points],
+                            color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xscale("log", base=2)
+    if args.logy:
+        ax.set_yscale("log")
+    ticks = sorted({p[0] for points in per.values() for p in points})
+    step = max(1, len(ticks) // 8)
+    ax.set_xticks(ticks[::step], labels=[format_size(t).replace(" ", "")
+                                         for t in ticks[::step]], rotation=30)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel("size")
+    ax.set_ylabel(METRICS[args.metric][1])
+    ax.set_title(coll)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _save(fig, png):
+    """The figure to a fresh name (never overwrites; nothing left behind on failure)."""
+    out = ResultFile(png, None)
     try:
         heatmap.save(fig, out.path)
     except BaseException:
@@ -200,4 +222,3 @@ def execute(session, args):
         print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")
     else:
         print(f"# wrote {out.path}")
-    return 0

@@ -65,19 +65,7 @@ def points(named_docs, wanted, only):
 
 def execute(session, args):
     docs = [(p, reader.load(p)) for p in args.files]
-    for p, d in docs:
-        if not reader.ranks(d):
-            raise UsageError(f"predict: {p} does not say how many ranks it ran on (world.size)")
-    counts = sorted({reader.ranks(d) for _, d in docs})
-    if len(counts) < 2:
-        raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
-    if args.ranks:
-        target = int(args.ranks)
-    else:
-        ppn = {ranks_per_host(p, d) for p, d in docs}
-        if len(ppn) > 1:
-            raise UsageError(f"predict: the inputs differ in ranks per host ({sorted(ppn)}); give --ranks")
-        target = int(args.hosts) * ppn.pop()
+    target = _target(docs, args)
     check = reader.load(args.check) if args.check else None
     if check is not None and reader.ranks(check) != target:
         raise UsageError(f"predict: --check {args.check} ran on {reader.ranks(check)} ranks, "
@@ -94,45 +82,7 @@ def execute(session, args):
           f"(t = alpha*f(n) + beta*g(n)*S; see mpibench predict --help)")
     all_check_errors = []
     for group, per_size in measured.items():
-        coll, backend, dtype, redop, mode = group
-        pts = [(n, s, t) for size in per_size for n, (s, t) in per_size[size].items()]
-        if len({n for n, _, _ in pts}) < 2:
-            print(f"#\n# {coll} {dtype}: measured at one rank count only, not fitted")
-            continue
-        fit = scaling.fit(args.model, coll, pts)
-        bw = 1 / fit["beta"] / 1e9 if fit["beta"] > 0 else None
-        errs = [abs(e) for e in fit["errors"]]
-        print(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop} "
-              f"{mode.replace('_', '-')} ({backend}): {scaling.formula(args.model, coll)}")
-        print(f"#   alpha = {fit['alpha'] * 1e6:.1f} us per step, 1/beta = "
-              f"{'inf' if bw is None else format(bw, '.4g')} GB/s per link; fit error on "
-              f"{len(pts)} measured points: rms {scaling.rms(fit['errors']):.1%}, "
-              f"max {max(errs):.1%}")
-        factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
-        ns = sorted({n for n, _, _ in pts})
-        headers = ["size"] + [f"t us n={n}" for n in ns] + [f"predicted t us n={target}",
-                                                            f"busbw GB/s n={target}"]
-        have_check = group in checked
-        if have_check:
-            headers += [f"measured t us n={target}", "error"]
-        rows = []
-        for size in sorted(per_size):
-            s = per_size[size][max(per_size[size])][0]
-            t = scaling.predict(fit, target, s)
-            row = [format_size(size)] + [
-                f"{per_size[size][n][1] * 1e6:.1f}" if n in per_size[size] else "-" for n in ns]
-            row += [f"{t * 1e6:.1f}", f"{s / t / 1e9 * factor:.4g}" if factor else "n/a"]
-            if have_check:
-                got = checked[group].get(size, {}).get(target)
-                if got:
-                    err = t / got[1] - 1
-                    all_check_errors.append((coll, size, err))
-                    row += [f"{got[1] * 1e6:.1f}", f"{err:+.1%}"]
-                else:
-                    row += ["-", "-"]
-            rows.append(row)
-        print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
-                                                     disable_numparse=True).splitlines()))
+        all_check_errors += _group(group, per_size, checked.get(group), target, args.model)
     if all_check_errors:
         errs = sorted(abs(e) for _, _, e in all_check_errors)
         worst = max(all_check_errors, key=lambda x: abs(x[2]))
@@ -140,3 +90,63 @@ def execute(session, args):
               f"{errs[len(errs) // 2]:.1%}, max {abs(worst[2]):.1%} ({worst[0]} "
               f"{format_size(worst[1])}), {len(errs)} rows")
     return 0
+
+
+def _target(docs, args):
+    """The rank count to predict: --ranks, or --hosts times the inputs' ranks per host."""
+    for p, d in docs:
+        if not reader.ranks(d):
+            raise UsageError(f"predict: {p} does not say how many ranks it ran on (world.size)")
+    counts = sorted({reader.ranks(d) for _, d in docs})
+    if len(counts) < 2:
+        raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
+    if args.ranks:
+        return int(args.ranks)
+    ppn = {ranks_per_host(p, d) for p, d in docs}
+    if len(ppn) > 1:
+        raise UsageError(f"predict: the inputs differ in ranks per host ({sorted(ppn)}); give --ranks")
+    return int(args.hosts) * ppn.pop()
+
+
+def _group(group, per_size, checked, target, model):
+    """Fit one collective's points, print the fit and its table; the (collective, size,
+    error) of each row --check measured."""
+    coll, backend, dtype, redop, mode = group
+    pts = [(n, s, t) for size in per_size for n, (s, t) in per_size[size].items()]
+    if len({n for n, _, _ in pts}) < 2:
+        print(f"#\n# {coll} {dtype}: measured at one rank count only, not fitted")
+        return []
+    fit = scaling.fit(model, coll, pts)
+    bw = 1 / fit["beta"] / 1e9 if fit["beta"] > 0 else None
+    errs = [abs(e) for e in fit["errors"]]
+    print(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop} "
+          f"{mode.replace('_', '-')} ({backend}): {scaling.formula(model, coll)}")
+    print(f"#   alpha = {fit['alpha'] * 1e6:.1f} us per step, 1/beta = "
+          f"{'inf' if bw is None else format(bw, '.4g')} GB/s per link; fit error on "
+          f"{len(pts)} measured points: rms {scaling.rms(fit['errors']):.1%}, "
+          f"max {max(errs):.1%}")
+    factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
+    ns = sorted({n for n, _, _ in pts})
+    headers = ["size"] + [f"t us n={n}" for n in ns] + [f"predicted t us n={target}",
+                                                        f"busbw GB/s n={target}"]
+    if checked is not None:
+        headers += [f"measured t us n={target}", "error"]
+    rows, check_errors = [], []
+    for size in sorted(per_size):
+        s = per_size[size][max(per_size[size])][0]
+        t = scaling.predict(fit, target, s)
+        row = [format_size(size)] + [
+            f"{per_size[size][n][1] * 1e6:.1f}" if n in per_size[size] else "-" for n in ns]
+        row += [f"{t * 1e6:.1f}", f"{s / t / 1e9 * factor:.4g}" if factor else "n/a"]
+        if checked is not None:
+            got = checked.get(size, {}).get(target)
+            if got:
+                err = t / got[1] - 1
+                check_errors.append((coll, size, err))
+                row += [f"{got[1] * 1e6:.1f}", f"{err:+.1%}"]
+            else:
+                row += ["-", "-"]
+        rows.append(row)
+    print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
+                                                 disable_numparse=True).splitlines()))
+    return check_errors

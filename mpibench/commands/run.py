@@ -80,8 +80,10 @@ def add_arguments(p):
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
     p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
-    p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
-                   help="a host is slow when over (1+X) times the median host (default 0.2)")
+    options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
+                          "the median's")
+    options.old_spelling(p, "--slow-margin", "min_share", "--min-share",
+                         type=options.margin_as_share, metavar="X")
     p.add_argument("--link-iters", type=options.int_at_least(0), default=5, metavar="N",
                    help="after the sweep, with two or more hosts: time N transfers each way "
                         "between every pair of hosts (one rank per host, the largest size up to "
@@ -184,7 +186,7 @@ def build_plan(args, session, backend):
                 blocking=blocking, graph=args.cuda_graph, modes=modes,
                 per_iter=args.per_iter_timing, per_iter_skip=args.per_iter_skip,
                 probe_iters=args.iters if args.probe_iters is None else args.probe_iters,
-                margin=args.slow_margin)
+                margin=options.share_margin(args.min_share))
 
 
 def header(session, out, plans, backends, records, versions):

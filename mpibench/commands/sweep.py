@@ -173,13 +173,7 @@ def summary(doc, names, labels, wanted):
 
 
 def execute(session, args):
-    command = args.launch[1:] if args.launch[:1] == ["--"] else args.launch
-    if not command:
-        raise UsageError("sweep: give the command that runs one benchmark after --, e.g. "
-                         "mpibench sweep --set NCCL_ALGO=Ring,Tree -- mpirun --host n1:8,n2:8 "
-                         "python -m mpibench run -b 1M -e 1G")
-    if "--json" in command or any(a.startswith("--json=") for a in command):
-        raise UsageError("sweep: leave --json out of COMMAND: sweep names each setting's file")
+    command = _command(args.launch)
     sets = args.sets or list(DEFAULT_SETS)
     envs = settings(sets)
     swept = [n for n, _ in sets]
@@ -201,40 +195,11 @@ def execute(session, args):
     for i, (name, env) in enumerate(zip(names, envs), 1):
         path = os.path.join(folder, f"setting{i}.json")
         print(f"#\n# setting {i} of {len(envs)}: {name}", flush=True)
-        start = time.monotonic()
-        rc, why = run_one(launch_argv(command, env, path, openmpi), env, args.timeout, args.quiet)
-        record = {"setting": name, "env": env, "file": path, "rc": rc,
-                  "elapsed_s": round(time.monotonic() - start, 3)}
-        try:
-            part = reader.load(path)
-        except UsageError as exc:
-            part, record["error"] = None, str(exc)
-        if part is not None:
-            record.update(world=part.get("world"), complete=part.get("complete"),
-                          versions=part.get("versions"), run_env=part.get("env"))
-            if part.get("train"):
-                record["train"] = part["train"].get("summary")
-            for row in part["results"]:
-                doc["results"].append(dict(row, setting=name))
-            for entry in part.get("hosts") or []:
-                doc["hosts"].append(dict(entry, setting=name)) if isinstance(entry, dict) else None
-            doc.setdefault("world", part.get("world"))
-        ok = rc == 0 and part is not None and part.get("complete")
+        part, ok = _one_setting(doc, name, env, path, args, command, openmpi, f"{i} of {len(envs)}")
         failed += not ok
-        print(f"# setting {i} of {len(envs)}: " + (
-            f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok else
-            f"FAILED (exit code {rc}{', ' + why if why else ''}"
-            f"{', ' + record['error'] if 'error' in record else ''})"), flush=True)
-        doc["settings"].append(record)
         merged.write(doc)
         if i == 1 and part is not None:
-            backend = (part.get("world") or {}).get("backend")
-            if backend and backend != "nccl" and all(n.startswith("NCCL_") for n in swept):
-                doc["end_time"] = document.now()
-                merged.write(doc)
-                raise UsageError(f"sweep: the runs use {backend}, where NCCL_ variables change "
-                                 f"nothing: give --set with variables that {backend} reads "
-                                 f"(e.g. GLOO_SOCKET_IFNAME, OMPI_MCA_*)")
+            _refuse_unread_variables(doc, merged, part, swept)
     for line in summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode)):
         print(line)
     for line in traindoc.sweep_lines(doc["settings"], labels):
@@ -245,3 +210,57 @@ def execute(session, args):
     if failed:
         raise Exit(f"sweep: {failed} of {len(envs)} settings failed (see above)", 1)
     return 0
+
+
+def _command(launch):
+    """The command that runs one benchmark (after --), or UsageError."""
+    command = launch[1:] if launch[:1] == ["--"] else launch
+    if not command:
+        raise UsageError("sweep: give the command that runs one benchmark after --, e.g. "
+                         "mpibench sweep --set NCCL_ALGO=Ring,Tree -- mpirun --host n1:8,n2:8 "
+                         "python -m mpibench run -b 1M -e 1G")
+    if "--json" in command or any(a.startswith("--json=") for a in command):
+        raise UsageError("sweep: leave --json out of COMMAND: sweep names each setting's file")
+    return command
+
+
+def _one_setting(doc, name, env, path, args, command, openmpi, which):
+    """Run one setting and fold its results into doc (rows and hosts tagged with the
+    setting, its record in doc["settings"]); (its document or None, whether it passed)."""
+    start = time.monotonic()
+    rc, why = run_one(launch_argv(command, env, path, openmpi), env, args.timeout, args.quiet)
+    record = {"setting": name, "env": env, "file": path, "rc": rc,
+              "elapsed_s": round(time.monotonic() - start, 3)}
+    try:
+        part = reader.load(path)
+    except UsageError as exc:
+        part, record["error"] = None, str(exc)
+    if part is not None:
+        record.update(world=part.get("world"), complete=part.get("complete"),
+                      versions=part.get("versions"), run_env=part.get("env"))
+        if part.get("train"):
+            record["train"] = part["train"].get("summary")
+        for row in part["results"]:
+            doc["results"].append(dict(row, setting=name))
+        for entry in part.get("hosts") or []:
+            doc["hosts"].append(dict(entry, setting=name)) if isinstance(entry, dict) else None
+        doc.setdefault("world", part.get("world"))
+    ok = rc == 0 and part is not None and part.get("complete")
+    print(f"# setting {which}: " + (
+        f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok else
+        f"FAILED (exit code {rc}{', ' + why if why else ''}"
+        f"{', ' + record['error'] if 'error' in record else ''})"), flush=True)
+    doc["settings"].append(record)
+    return part, ok
+
+
+def _refuse_unread_variables(doc, merged, part, swept):
+    """After the first setting: UsageError when only NCCL_ variables are swept and the runs
+    do not use NCCL (the document closed first)."""
+    backend = (part.get("world") or {}).get("backend")
+    if backend and backend != "nccl" and all(n.startswith("NCCL_") for n in swept):
+        doc["end_time"] = document.now()
+        merged.write(doc)
+        raise UsageError(f"sweep: the runs use {backend}, where NCCL_ variables change "
+                         f"nothing: give --set with variables that {backend} reads "
+                         f"(e.g. GLOO_SOCKET_IFNAME, OMPI_MCA_*)")

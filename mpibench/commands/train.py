@@ -54,8 +54,10 @@ def add_arguments(p):
                    help="a train result of the same model with fewer ranks or hosts: prints "
                         "the speedup and scaling efficiency against it")
     options.old_spelling(p, "--baseline", "baseline", "--scale-from", metavar="FILE")
-    p.add_argument("--slow-margin", type=options.positive_float, default=0.2, metavar="X",
-                   help="a host is slow when over (1+X) times the median host (default 0.2)")
+    options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
+                          "the median's")
+    options.old_spelling(p, "--slow-margin", "min_share", "--min-share",
+                         type=options.margin_as_share, metavar="X")
     guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH",
@@ -122,14 +124,35 @@ def execute(session, args):
              "summary": None, "hosts": None, "memory": [], "memory_kind": trainer.memory.kind,
              "replicas": None, "scaling": None}
     if session.rank == 0:
-        out.say(traindoc.header_line(train))
-        out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called "
-                f"hung (--timeout)")
-        jobinfo.describe(session, out, [backend.name], records, versions,
-                         {"timeout": session.watch.timeout})
-        out.announce_files()
-        out.set(train=train)
+        _header(session, out, backend, train, records, versions)
+    _fit_and_wrap(session, out, trainer, args.parallel)
+    train = _timed_steps(session, out, trainer, train, args)
+    session.watch.arm("peak memory and the replicas' check")
+    gathered = session.comm.gather((trainer.memory.peak(), _replica_loss(session, trainer)), root=0)
+    calls = _calls(trainer)
+    alone = _time_alone(session, backend, out, calls, args.alone_iters)
+    session.watch.disarm()
+    if session.rank != 0:
+        return _replicas_verdict(session, None)
+    train = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
+                     base, args)
+    return _replicas_verdict(session, train["replicas"])
 
+
+def _header(session, out, backend, train, records, versions):
+    """Rank 0: the model, the watchdog's limit, the job and the files."""
+    out.say(traindoc.header_line(train))
+    out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called "
+            f"hung (--timeout)")
+    jobinfo.describe(session, out, [backend.name], records, versions,
+                     {"timeout": session.watch.timeout})
+    out.announce_files()
+    out.set(train=train)
+
+
+def _fit_and_wrap(session, out, trainer, parallel):
+    """Every rank: the model and one local step fit (else exit 1, the file saying why), then
+    the model wrapped for its parallelism."""
     session.watch.arm("building the model and one local step")
     try:
         session.agree(trainer.fit_error(), code=1)
@@ -137,8 +160,13 @@ def execute(session, args):
         if out is not None:
             out.abandon(str(exc))       # the file says why it holds no steps
         raise
-    session.watch.arm(f"wrapping the model ({args.parallel})")
+    session.watch.arm(f"wrapping the model ({parallel})")
     trainer.wrap()
+
+
+def _timed_steps(session, out, trainer, train, args):
+    """The warm-up steps, then the timed ones (synced and unsynced, A/B then B/A), each
+    gathered to rank 0, printed and written as it comes; train with its steps."""
     barrier = session.comm.polite_barrier
     kinds = [k for k in (("synced_s", trainer.synced), ("unsynced_s", trainer.unsynced)) if k[1]]
     for k in range(args.warmup):
@@ -165,25 +193,27 @@ def execute(session, args):
             train = dict(train, steps=train["steps"] + [rec])
             out.set(train=train)
             out.say(traindoc.step_line(rec))
+    return train
 
-    session.watch.arm("peak memory and the replicas' check")
-    peak = trainer.memory.peak()
+
+def _replica_loss(session, trainer):
+    """This replica's loss on the shared batch (None where not finite)."""
     shared = _finite(trainer.shared_loss())
     shift = faults.get("replica", session.rank)
     if shift and shared is not None:      # test switch: this replica's loss off by that share
         shared *= 1 + float(shift)
-    gathered = session.comm.gather((peak, shared), root=0)
-    calls = _calls(trainer)
-    alone = _time_alone(session, backend, out, calls, args.alone_iters)
-    session.watch.disarm()
-    if session.rank != 0:
-        return _replicas_verdict(session, None)
+    return shared
+
+
+def _closing(session, out, trainer, train, gathered, alone, base, args):
+    """Rank 0: the slow hosts, the figures, memory, replicas and scaling, printed and
+    written; train complete."""
     analysis_of = "synced_s" if trainer.synced else "unsynced_s"
     times = [[s[analysis_of][r] for s in train["steps"]] for r in range(session.size)]
-    analysis = stragglers.analyze(session.hosts, times, margin=args.slow_margin)
+    analysis = stragglers.analyze(session.hosts, times, margin=options.share_margin(args.min_share))
     losses = [g[1] for g in gathered]
-    summary = traindoc.figures(dict(train, collectives=calls), session.size, alone)
-    train = dict(train, collectives=calls, summary=summary, hosts=analysis,
+    summary = traindoc.figures(train, session.size, alone)
+    train = dict(train, summary=summary, hosts=analysis,
                  memory=[{"rank": r, "host": session.hosts[r], "peak_bytes": g[0]}
                          for r, g in enumerate(gathered)],
                  replicas=None if args.parallel == "none" else
@@ -198,7 +228,7 @@ def execute(session, args):
     for line in traindoc.summary_lines(train, session.size):
         out.say(line)
     out.finish()
-    return _replicas_verdict(session, train["replicas"])
+    return train
 
 
 def _finite(x):

@@ -14,7 +14,7 @@ from ..measure.engine import Plan
 from ..measure.sizes import format_size, parse_size, sweep
 from ..results import checktable, reader
 from ..results.output import open_output
-from .common import options
+from .common import guard, options
 
 HELP = "check mpibench's own figures here: timer, per-call cost, correctness, plausibility, peers"
 DESCRIPTION = (
@@ -137,11 +137,9 @@ def execute(session, args):
     check_size = args.check_size or (GPU_CHECK_SIZE if backend.cuda else CPU_CHECK_SIZE)
     out = open_output(session, "verify", args)
     peer = read_peer(session, args.against)
-    session.watch.timeout = args.timeout or float(round(
-        60 + (args.warmup + args.iters + 1) * 2 * max(sizes) / 1e9 + args.iperf_seconds))
-    if out is not None:
-        session.watch.on_fault = out.abandon
-    session.watch.arm("start-up (every rank's device and versions)")
+    guard.arm(session, args.timeout or float(round(
+        60 + (args.warmup + args.iters + 1) * 2 * max(sizes) / 1e9 + args.iperf_seconds)),
+        "start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
     if session.rank == 0:
         out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")

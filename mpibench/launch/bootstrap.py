@@ -17,93 +17,23 @@ from .. import __version__
 from ..errors import Exit, UsageError
 from . import faults, gpuhost, netaddr, rails
 from .comm import Comm, MPIComm, StoreComm
+from .session import Session
 from .watchdog import Watchdog
 
 TORCH_BACKENDS = ("nccl", "gloo")
-last_comm = None
 
 
-class Session:
-    def __init__(self, place, comm):
-        self.place = place
-        self.comm = comm
-        self.rank = comm.rank
-        self.size = comm.size
-        self.hostname = socket.gethostname()
-        self.pid = os.getpid()
-        self.local_rank = place.local_rank
-        self.local_size = place.local_size
-        self.hosts = None            # hostname of every rank, in rank order
-        self.backend = None          # torch backend in use, or None
-        self.device = None           # torch.device for the torch backend
-        self.pg = False
-        self.rendezvous = None       # "addr:port" (or how it was found)
-        self.watch = None            # the hang watchdog and signal handler (watchdog.py)
-        self.command = None          # the command's name (for the verdict line)
-        self.results = None          # rank 0: the command's results document, once opened
-        self.rail = None             # (index, interface) under MPIBENCH_RAILS (rails.py)
-
-    @property
-    def launcher(self):
-        return self.place.launcher
-
-    @property
-    def where(self):
-        return f"rank {self.rank} (host {self.hostname})"
-
-    def out(self, text=""):
-        """Print on rank 0 only: results have one voice. A reader that left (`| head`)
-        stops the printing, not the job: the results file still gets every row."""
-        if self.rank == 0:
-            try:
-                sys.stdout.write(text + "\n")
-                sys.stdout.flush()
-            except BrokenPipeError:
-                quiet_stdout()
-
-    def agree(self, error, code=2):
-        """Every rank passes its own error (or None); if any rank has one, all raise.
-
-        Rank 0 prints the first error, naming where it happened unless it concerns all.
-        """
-        errors = self.comm.allgather(None if error is None else (self.rank, self.hostname, str(error)))
-        bad = [e for e in errors if e is not None]
-        if not bad:
-            return
-        texts = {text for _, _, text in bad}
-        if len(bad) == len(errors) and len(texts) == 1:
-            message = bad[0][2]
-        else:
-            rank, host, text = bad[0]
-            where = f"rank {rank} (host {host})"
-            others = len(bad) - 1
-            message = f"{where}: {text}" + (f" (and {others} more rank{'s' if others > 1 else ''})" if others else "")
-        raise Exit(message, code)
-
-    def close(self):
-        if self.watch is not None:
-            self.watch.close()
-            self.watch = None
-        if self.pg:
-            import torch.distributed as dist
-            try:
-                dist.destroy_process_group()
-            except Exception:
-                pass
-            self.pg = False
+class Link:
+    """The side channel between the ranks, made before the Session: the communicator; without
+    MPI also the rendezvous store and its "addr:port"."""
+    def __init__(self, comm, store=None, address=None):
+        self.comm, self.store, self.address = comm, store, address
 
 
-def quiet_stdout():
-    """Send whatever stdout still has to print to /dev/null (its reader has gone)."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError):
-        pass
-
-
-def _make_comm(place, env):
+def connect(place, env=None):
+    """The ranks' side channel (a Link). The caller holds it from here on, so that a failure
+    before start() returns can still abort the job through it."""
+    env = os.environ if env is None else env
     if place.uses_mpi:
         comm = MPIComm()
         if place.size is not None and comm.size != place.size:
@@ -111,41 +41,45 @@ def _make_comm(place, env):
                 f"the launcher ({place.launcher}) says {place.size} ranks but MPI sees {comm.size}: "
                 f"mpi4py is using a different MPI library than the launcher "
                 f"({comm.library_version()}); use the mpirun of the MPI that mpi4py loads")
-        return comm, None
+        return Link(comm)
     if place.launcher in ("torchrun", "env", "slurm"):
         import torch.distributed as dist
-        if place.launcher == "slurm":
-            _slurm_master(env)
-        _require_master(env)
-        store, _, _ = next(dist.rendezvous("env://", place.rank, place.size,
+        addr, port = (_slurm_master(env) if place.launcher == "slurm"
+                      else (env.get("MASTER_ADDR"), env.get("MASTER_PORT")))
+        _require_master(addr, port)
+        store, _, _ = next(dist.rendezvous(f"tcp://{addr}:{port}", place.rank, place.size,
                                            timeout=datetime.timedelta(seconds=_env_timeout(env))))
-        return StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, place.size), store
-    return Comm(), None
+        return Link(StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, place.size),
+                    store, f"{addr}:{port}")
+    return Link(Comm())
 
 
 def _env_timeout(env):
     return float(env.get("MPIBENCH_INIT_TIMEOUT", "300"))
 
 
-def _require_master(env):
-    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not env.get(v)]
+def _require_master(addr, port):
+    missing = [v for v, value in (("MASTER_ADDR", addr), ("MASTER_PORT", port)) if not value]
     if missing:
         raise UsageError(f"{' and '.join(missing)} not set: without an MPI launcher the ranks need "
                          f"a rendezvous address (torchrun sets it)")
 
 
 def _slurm_master(env):
-    """Plain srun gives no MPI: rendezvous at the step's first node, port from the job id."""
+    """(addr, port) of the rendezvous under plain srun, which gives no MPI: MASTER_ADDR and
+    MASTER_PORT where set, else the step's first node and a port from the job id."""
     from .slurm import expand_nodelist
-    if not env.get("MASTER_ADDR"):
+    addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
+    if not addr:
         nodes = expand_nodelist(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "")
         if not nodes:
             raise UsageError("srun started this job but SLURM_STEP_NODELIST is empty: set MASTER_ADDR")
-        os.environ["MASTER_ADDR"] = env["MASTER_ADDR"] = nodes[0]
-    if not env.get("MASTER_PORT"):
+        addr = nodes[0]
+    if not port:
         job = int(env.get("SLURM_JOB_ID", "0") or 0)
         step = int(env.get("SLURM_STEP_ID", "0") or 0)
-        os.environ["MASTER_PORT"] = env["MASTER_PORT"] = str(20000 + (job * 16 + step) % 20000)
+        port = str(20000 + (job * 16 + step) % 20000)
+    return addr, port
 
 
 def _local_ranks(session):
@@ -282,14 +216,14 @@ def _eager(dist, session, backend):
     return {"device_id": session.device}
 
 
-def _init_pg(session, backend, env, store, timeout):
+def _init_pg(session, backend, env, link, timeout):
     import torch.distributed as dist
     td = datetime.timedelta(seconds=pg_timeout(timeout))
     eager = _eager(dist, session, backend)
-    if store is not None:                          # torchrun / srun: the store already exists
-        dist.init_process_group(backend, store=dist.PrefixStore("mpibench-pg", store),
+    if link.store is not None:                     # torchrun / srun: the store already exists
+        dist.init_process_group(backend, store=dist.PrefixStore("mpibench-pg", link.store),
                                 rank=session.rank, world_size=session.size, timeout=td, **eager)
-        session.rendezvous = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']} ({session.launcher})"
+        session.rendezvous = f"{link.address} ({session.launcher})"
     elif env.get("MASTER_ADDR") and env.get("MASTER_PORT"):   # the user's values win
         dist.init_process_group(backend, init_method="env://", rank=session.rank,
                                 world_size=session.size, timeout=td, **eager)
@@ -298,7 +232,7 @@ def _init_pg(session, backend, env, store, timeout):
         tcp = None
         if session.rank == 0:
             try:
-                others = [a for a, h in zip(session._addrs, session.hosts) if h != session.hostname]
+                others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
                 addr = netaddr.reachable_address(env, [a for a in others if a])
                 tcp = dist.TCPStore(addr, 0, session.size, True, timeout=td, wait_for_workers=False)
                 found = (addr, tcp.port, None)
@@ -329,19 +263,19 @@ def _primary_address():
     return addr
 
 
-def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None):
+def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None, link=None):
     """Build the Session. backend: auto|nccl|gloo, or None for no torch process group.
 
     timeout bounds each step (the rendezvous here, rows later) through the watchdog;
-    argv (the command line) must be the same on every rank."""
-    global last_comm
+    argv (the command line) must be the same on every rank; link: connect()'s, made here
+    when not given."""
     env = os.environ if env is None else env
-    comm, store = _make_comm(place, env)
-    last_comm = comm   # so that a failure before start() returns can still abort the job
+    link = connect(place, env) if link is None else link
+    comm = link.comm
     session = Session(place, comm)
     facts = comm.allgather((session.hostname, _primary_address(), fingerprint(argv or [])))
     session.hosts = [f[0] for f in facts]
-    session._addrs = [f[1] for f in facts]
+    session.addresses = [f[1] for f in facts]
     _same_start(session, [f[2] for f in facts], argv)
     session.watch = Watchdog(session, timeout)
     if session.local_rank is None or session.local_size is None:
@@ -363,6 +297,6 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     session.backend, session.device = backend, device
     if init_pg:
         session.watch.arm(f"rendezvous ({backend} process group)")
-        _init_pg(session, backend, env, store, timeout)
+        _init_pg(session, backend, env, link, timeout)
         session.watch.disarm()
     return session

@@ -59,6 +59,9 @@ class NullWatch:
     """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
     timeout = None
 
+    def keep_results(self, abandon):
+        pass
+
     def arm(self, where, phase=""):
         pass
 
@@ -103,6 +106,11 @@ class Watchdog(NullWatch):
             self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
         self._thread = threading.Thread(target=self._run, name="mpibench-watchdog", daemon=True)
         self._thread.start()
+
+    def keep_results(self, abandon):
+        """Rank 0: abandon(reason, record) closes the results document when a hang or a signal
+        ends the job, so that what was measured stays."""
+        self.on_fault = abandon
 
     # ---- main thread: where this rank is (attribute stores only) ----
     def arm(self, where, phase="setting up"):

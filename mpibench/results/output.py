@@ -20,12 +20,19 @@ class RunOutput:
         if json_path:
             nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
             self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
-        if csv_path:
-            self.files.append(ResultFile(csv_path, render_csv))
+        self.csv = ResultFile(csv_path, render_csv) if csv_path else None
+        if self.csv:
+            self.files.append(self.csv)
         self.doc = document.new(command, sys.argv[1:], args)
         self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
         self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows
         self.abandoned = False   # abandon() took the lock for good
+
+    def csv_from(self, render):
+        """The CSV file's text from render(doc) instead of one line per row (a command whose
+        CSV holds something else, e.g. check's line per host)."""
+        if self.csv is not None:
+            self.csv.render = render
 
     def say(self, text):
         self.s.out(text)
@@ -133,6 +140,6 @@ def open_output(session, command, args):
     if out is not None:
         session.results = out
         if getattr(session, "watch", None) is not None:
-            session.watch.on_fault = out.abandon   # a hang or a signal: what was measured stays
+            session.watch.keep_results(out.abandon)   # a hang or a signal: what was measured stays
     return out
 

@@ -156,7 +156,7 @@ def straggler_lines(analysis, size, symmetric=True):
                 "each receives from, so no rank is called slow)"] if several else []
     lines = []
     k = analysis["iterations"]
-    pct = int(analysis["margin"] * 100)
+    pct = int(round(analysis["margin"] * 100))
     if several:
         if analysis["slow_hosts"]:
             for name in analysis["slow_hosts"]:

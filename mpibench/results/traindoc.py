@@ -199,7 +199,7 @@ def host_lines(analysis, kind):
         ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank"
         lines.append(f"# slowest rank: rank {s['rank']} (host {s['host']}) {_ms(s['median_s'])} "
                      f"ms{ratio}")
-    pct = int(analysis["margin"] * 100)
+    pct = int(round(analysis["margin"] * 100))
     for name in analysis["slow_hosts"]:
         h = next(x for x in analysis["hosts"] if x["host"] == name)
         lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "

@@ -97,3 +97,33 @@ def old_spelling(parser, flag, dest, new, **kw):
             namespace.deprecations = notes
     parser.add_argument(flag, dest=dest, action=Deprecated, default=argparse.SUPPRESS,
                         help=f"old spelling of {new}", **kw)
+
+
+MIN_SHARE = 0.8
+
+
+def share_arg(text):
+    """An argparse type: a share of a reference, above 0 and at most 1."""
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1: {text}")
+    return value
+
+
+def margin_as_share(text):
+    """An old --slow-margin X (slow over 1 + X times the median time) as the share it means:
+    speed below 1 / (1 + X) times the median's."""
+    return 1 / (1 + positive_float(text))
+
+
+def add_min_share(parser, what, reference, default=MIN_SHARE):
+    """--min-share F, one meaning in every command: `what` falls below F times `reference`,
+    counted in speed (bandwidth, or 1 / time: F 0.8 is a time over 1.25 times the reference's)."""
+    shown = "none" if default is None else f"{default:g}"
+    parser.add_argument("--min-share", type=share_arg, default=default, metavar="F",
+                        help=f"{what} below F times {reference} (0 < F <= 1; default {shown})")
+
+
+def share_margin(share):
+    """A time margin from a --min-share: slower than 1 / share times the reference's time."""
+    return 1 / share - 1

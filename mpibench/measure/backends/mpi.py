@@ -29,13 +29,10 @@ class MPIBackend(TorchBackend):
     def __init__(self, session):
         require_mpi(session)
         import torch
+        super().__init__(session, self.name, torch.device("cpu"))
         MPI = session.comm.MPI
-        self.torch = torch
-        self.session = session
         self.MPI = MPI
         self.comm = session.comm.world.Dup()
-        self.device = torch.device("cpu")
-        self.cuda = False
         self.ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
 
     def unsupported(self, coll, dtype, op):

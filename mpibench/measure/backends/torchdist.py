@@ -31,14 +31,15 @@ def is_oom(torch, exc):
 
 
 class TorchBackend:
-    def __init__(self, session):
+    def __init__(self, session, name=None, device=None):
+        """name and device: the session's unless given (the MPI backend: mpi, the CPU)."""
         import torch
         import torch.distributed as dist
         self.torch = torch
         self.dist = dist
         self.session = session
-        self.name = session.backend
-        self.device = session.device
+        self.name = name or session.backend
+        self.device = device or session.device
         self.cuda = self.device is not None and self.device.type == "cuda"
         if self.cuda:
             # Current from here on (this thread): buffers, fills, warm-up, timed loops,

@@ -1,0 +1,89 @@
+"""The Session every command runs in: this rank's place in the job, every rank's host and
+address, the backend and device, the watchdog, and the two things every rank does alike
+(rank 0 prints; errors are agreed)."""
+import os
+import socket
+import sys
+
+from ..errors import Exit
+
+
+class Session:
+    def __init__(self, place, comm):
+        self.place = place
+        self.comm = comm
+        self.rank = comm.rank
+        self.size = comm.size
+        self.hostname = socket.gethostname()
+        self.pid = os.getpid()
+        self.local_rank = place.local_rank
+        self.local_size = place.local_size
+        self.hosts = None            # hostname of every rank, in rank order
+        self.addresses = None        # every rank's primary address (None where it has none)
+        self.backend = None          # torch backend in use, or None
+        self.device = None           # torch.device for the torch backend
+        self.pg = False
+        self.rendezvous = None       # "addr:port" (or how it was found)
+        self.watch = None            # the hang watchdog and signal handler (watchdog.py)
+        self.command = None          # the command's name (for the verdict line)
+        self.results = None          # rank 0: the command's results document, once opened
+        self.rail = None             # (index, interface) under MPIBENCH_RAILS (rails.py)
+
+    @property
+    def launcher(self):
+        return self.place.launcher
+
+    @property
+    def where(self):
+        return f"rank {self.rank} (host {self.hostname})"
+
+    def out(self, text=""):
+        """Print on rank 0 only: results have one voice. A reader that left (`| head`)
+        stops the printing, not the job: the results file still gets every row."""
+        if self.rank == 0:
+            try:
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+            except BrokenPipeError:
+                quiet_stdout()
+
+    def agree(self, error, code=2):
+        """Every rank passes its own error (or None); if any rank has one, all raise.
+
+        Rank 0 prints the first error, naming where it happened unless it concerns all.
+        """
+        errors = self.comm.allgather(None if error is None else (self.rank, self.hostname, str(error)))
+        bad = [e for e in errors if e is not None]
+        if not bad:
+            return
+        texts = {text for _, _, text in bad}
+        if len(bad) == len(errors) and len(texts) == 1:
+            message = bad[0][2]
+        else:
+            rank, host, text = bad[0]
+            where = f"rank {rank} (host {host})"
+            others = len(bad) - 1
+            message = f"{where}: {text}" + (f" (and {others} more rank{'s' if others > 1 else ''})" if others else "")
+        raise Exit(message, code)
+
+    def close(self):
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
+        if self.pg:
+            import torch.distributed as dist
+            try:
+                dist.destroy_process_group()
+            except Exception:
+                pass
+            self.pg = False
+
+
+def quiet_stdout():
+    """Send whatever stdout still has to print to /dev/null (its reader has gone)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
