@@ -20,7 +20,10 @@ def test_markers_select_by_file_and_by_what_a_test_starts():
     cluster = collected("cluster")
     assert "tests/test_run.py::test_per_host_table_names_the_hosts" in cluster
     assert any(t.startswith("tests/test_fakecluster.py::") for t in cluster)
-    assert not any(t.startswith(("tests/test_layout.py", "tests/gpu/")) for t in cluster)
+    assert not any(t.startswith("tests/test_layout.py") for t in cluster)
+    # a GPU test is a cluster test only when it starts hosts
+    assert {t for t in cluster if t.startswith("tests/gpu/")} == \
+        {"tests/gpu/test_gpu.py::test_two_namespace_hosts_of_two_gpus"}
     assert "tests/test_run.py::test_fnum_prints_as_nccl_tests_printed" not in cluster
     gpu = collected("gpu")
     assert gpu and all(t.startswith("tests/gpu/") for t in gpu)

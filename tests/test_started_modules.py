@@ -7,8 +7,10 @@ import subprocess
 
 from conftest import PYTHON, ROOT
 
-# `-m NAME` in shell, Makefile and docs, and "-m", "NAME" in Python argument lists.
-MODULE = re.compile(r"""(?:^|[\s"'\[(,])-m(?:\s+|["']\s*,\s*["'])([A-Za-z_][\w.]*)""")
+# `python -m NAME` in shell, Makefile and docs (pytest's `-m MARKER` is no module), and
+# "-m", "NAME" in Python argument lists.
+MODULE = re.compile(r"""(?:python[\w.]*\s+(?:-[A-Za-z]\S*\s+)*-m\s+|["']-m["']\s*,\s*["'])"""
+                    r"([A-Za-z_][\w.]*)")
 # Paths of the repository's own scripts, as written in commands and docs.
 SCRIPT = re.compile(r"(?<![\w.-])(?<!mpibench/)((?:launch|sbatch|bench|tests/scripts)/"
                     r"[\w.-]+\.(?:py|sh|sbatch))\b")
@@ -18,7 +20,7 @@ def _tracked():
     names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     for name in names:
-        if name.startswith("tests/data/") or name == "tests/test_started_modules.py" or not os.path.isfile(os.path.join(ROOT, name)):
+        if name.startswith("tests/data/") or name in ("tests/test_started_modules.py", "tests/test_docs.py") or not os.path.isfile(os.path.join(ROOT, name)):
             continue
         with open(os.path.join(ROOT, name), errors="replace") as fh:
             yield name, fh.read()
@@ -37,6 +39,7 @@ def test_the_scan_sees_the_starters():
     assert MODULE.findall('[sys.executable, "-m", "mpibench.diagnose.ncclprobe"]') == \
         ["mpibench.diagnose.ncclprobe"]
     assert MODULE.findall("mpirun -np 2 python -m mpibench run") == ["mpibench"]
+    assert MODULE.findall("$(PY) -m pytest -q -m cluster; python3 -u -m mpibench") == ["mpibench"]
     assert SCRIPT.findall("bash launch/mpirun.sh -np 2; see mpibench/launch/faults.py") == \
         ["launch/mpirun.sh"]
     modules = _started(MODULE)
