@@ -1,6 +1,6 @@
 """Rank 0's work in check's pair rounds: planning and verdicts, without processes.
 
-    .venv/bin/python bench/fabric_plan.py [--hosts 1024,2048,4096,8192] [--rails 8] [--seeds 5]
+    .venv/bin/python bench/fabric_plan.py [--hosts 1024,2048,4096,8192] [--rails 8] [--seeds 5] [--quick]
 
 A two-level fat tree (32 hosts per leaf, one spine) with the scale test's faults planted
 at random (tests/test_fabric.py: 5 bad hosts, 5 bad rails, 2 bad uplinks, 1 bad rail
@@ -50,7 +50,10 @@ def main():
     ap.add_argument("--hosts", default="1024,2048,4096,8192")
     ap.add_argument("--rails", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="256 and 512 hosts, one seed (CI)")
     a = ap.parse_args()
+    if a.quick:
+        a.hosts, a.seeds = "256,512", 1
     print(f"{'hosts':>6} {'rails':>5} {'rounds':>10} {'s/check':>8} {'us per host x rail':>19}")
     per = []
     for hosts in (int(x) for x in a.hosts.split(",")):

@@ -3,7 +3,7 @@ gloo's all_reduce busbw over iperf3's TCP rate, mpibench's MPI sendrecv over Net
 and the two timers, through launch/verify.sh (root; iperf3 and netpipe-openmpi installed).
 
     python bench/verify_hosts.py [--rate 1gbit] [--rounds 5] [-n 20] [--sizes 1M,4M,16M]
-                                 [-b 4M] [-e 16M] [--repeat 1] [--same-mpi]
+                                 [-b 4M] [-e 16M] [--repeat 1] [--same-mpi] [--quick]
 """
 import argparse
 import json
@@ -27,7 +27,10 @@ def main():
     ap.add_argument("-e", default="16M")
     ap.add_argument("--repeat", type=int, default=1, help="whole runs, each on fresh hosts")
     ap.add_argument("--same-mpi", action="store_true", help="mpibench under NetPIPE's MPI too")
+    ap.add_argument("--quick", action="store_true", help="one 1 MiB size, 2 short rounds (CI)")
     a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.n, a.w, a.sizes, a.b, a.e = "2", "3", "1", "1M", "1M", "1M"
     py = os.path.join(HERE, "..", ".venv", "bin", "python")
     env = dict(os.environ, OMP_NUM_THREADS="1", MPIBENCH_PYTHON=os.path.abspath(py))
     for k in range(a.repeat):

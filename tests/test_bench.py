@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MPIRUN, PYTHON, run, show
+from test_verify import peers  # noqa: F401  (the fixture that installs iperf3 and NetPIPE)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "launch"))
@@ -25,8 +26,11 @@ SCRIPTS = {
     "osu_compare.py": ([PYTHON], r"^\s+1024\s+n/a\s+\d+\.\d\d\s"),
     "predict_scaling.py": ([PYTHON], r"^#\s+256 KiB\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
     "train_hosts.py": ([PYTHON], r"^\| 2 hosts x 1 rank \| 1gbit \| \d+ \|"),
+    "fabric_plan.py": ([PYTHON], r"^\s+512\s+8\s+\d+\s+\d+\.\d{3}\s+\d+\.\d\d$"),
+    "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
 }
-ON_HOSTS = {"predict_scaling.py", "train_hosts.py"}
+ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py"}
+NEEDS_PEERS = {"verify_hosts.py"}      # iperf3 and NetPIPE, installed as tests/test_verify.py does
 
 
 def test_every_bench_script_is_covered():
@@ -35,7 +39,9 @@ def test_every_bench_script_is_covered():
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=needs_hosts) if s in ON_HOSTS else s
                                     for s in SCRIPTS])
-def test_bench_script_quick_mode_prints_its_table(script):
+def test_bench_script_quick_mode_prints_its_table(script, request):
+    if script in NEEDS_PEERS:
+        request.getfixturevalue("peers")
     start, table = SCRIPTS[script]
     done = run([*start, str(ROOT / "bench" / script), "--quick"],
                env={"PYTHONPATH": str(ROOT)}, timeout=240)
