@@ -248,7 +248,10 @@ def test_rails_parse_and_bind(monkeypatch):
     for bad, words in (("eth0,,eth1", "an empty interface name"), ("eth0,eth0", "eth0 named twice")):
         with pytest.raises(ValueError, match=words):
             rails.parse(bad)
-    monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
+    # bind() sets GLOO_SOCKET_IFNAME in this process: setenv first, so that the test's end
+    # restores it (a delenv of an unset variable records nothing to restore)
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "unset")
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME")
     assert rails.bind(0, 2, {}, "h1") == (None, None)
     _, error = rails.bind(0, 3, {"MPIBENCH_RAILS": "a,b"}, "h1")
     assert error == ("MPIBENCH_RAILS names 2 rails (a,b) for 3 ranks on host h1: give one "
