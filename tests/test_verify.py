@@ -92,31 +92,24 @@ def _netpipe_line(size, usec):
 @pytest.mark.skipif(bool(fakecluster.missing_tools()),
                     reason=f"missing tools: {fakecluster.missing_tools()}")
 def test_verify_against_a_peer_twice_as_fast_gives_a_low_ratio(tmp_path):
-    # verify's own figure for NetPIPE's row at 1 MiB (MPI sendrecv between two hosts on a
-    # 200 Mbit/s link, the fastest of 3 rounds as NetPIPE keeps its fastest trial), then a
-    # NetPIPE output claiming twice that bandwidth: the ratio must come out near 0.5, LOW,
-    # exit 1. (On one host a shared-memory transfer's time moved 13x between two runs.)
+    # Two hosts on a 200 Mbit/s link and a NetPIPE output claiming 1 MiB at twice that rate:
+    # no transfer over that link can come near it (tbf's burst allows +5%), so verify's ratio
+    # must come out at 0.53 or below, LOW, exit 1. The claim is derived from the link, not
+    # from an earlier run of verify: one loaded run's figure halved can fall below the next's.
     name = "NetPIPE sendrecv 1 MiB out-of-place"
-    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
-    first.write_text("Now starting the main loop\n" + _netpipe_line(1 << 20, 1000.0))
-
-    def verify(c, peer, out):
-        return c.mpirun([PYTHON, "-m", "mpibench", "verify", "--sizes", "64K", "--rounds", "1",
+    peer = tmp_path / "peer.txt"
+    link_usec = 8 * (1 << 20) / 200e6 * 1e6
+    peer.write_text("Now starting the main loop\n" + _netpipe_line(1 << 20, link_usec / 2))
+    out = tmp_path / "v.json"
+    with FakeCluster(hosts=2, rates="200mbit") as c:
+        done = c.mpirun([PYTHON, "-m", "mpibench", "verify", "--sizes", "64K", "--rounds", "1",
                          "-n", "5", "-w", "1", "--timer-tolerance", "0.9", "--iperf-seconds",
                          "0", "--against", str(peer), "--json", str(out)], ppn=1,
                         env=base_env(), timeout=180)
-    with FakeCluster(hosts=2, rates="200mbit") as c:
-        done = verify(c, first, tmp_path / "v1.json")
-        assert done.returncode in (0, 1), show(done)
-        doc = json.loads((tmp_path / "v1.json").read_text())
-        usec = next(r for r in doc["results"] if r["backend"] == "mpi")["out_of_place"]["time_us"]
-        second.write_text("Now starting the main loop\n" + _netpipe_line(1 << 20, usec / 2))
-        out = tmp_path / "v2.json"
-        done = verify(c, second, out)
     assert done.returncode == 1, show(done)
     check = _checks(out)[name]
     assert check["verdict"] == "LOW", check
-    assert 0.3 < check["ratio"] < 0.8, check
+    assert 0.1 < check["ratio"] < 0.53, check
     assert f"# LOW {name}: mpibench measures" in done.stdout
     assert f"did not pass: {name} (LOW)" in done.stderr, show(done)
 
