@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
 from mpibench import resultsfile
-from mpibench.diagnose import fabricplan, health, tomography, topology
+from mpibench.diagnose import fabricplan, limits, tomography, topology
 from mpibench.results import nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
@@ -118,7 +118,7 @@ def _sysfs(root, files):
 
 def test_line_rate_is_the_fastest_active_rdma_port_else_the_fastest_interface_up(tmp_path):
     from mpibench.results.summary import share_text as _share
-    from mpibench.diagnose.health import line_rate
+    from mpibench.diagnose.hostfacts import line_rate
     _sysfs(tmp_path, {"sys/class/net/eth0/speed": "25000", "sys/class/net/eth0/operstate": "up",
                       "sys/class/net/eth1/speed": "100000", "sys/class/net/eth1/operstate": "down"})
     assert line_rate(str(tmp_path)) == 25
@@ -149,13 +149,13 @@ def test_expect_refuses_hostile_input(tmp_path, text, words):
     path = tmp_path / "expect.json"
     path.write_text(text)
     with pytest.raises(UsageError, match=re.escape(words)):
-        health.read_expect(str(path))
+        limits.read_expect(str(path))
 
 
 def test_expect_reads_limits(tmp_path):
     path = tmp_path / "expect.json"
     path.write_text('{"intra": {"min_busbw_GBps": 400}, "job": {"max_latency_us": 50.5}}')
-    assert health.read_expect(str(path)) == {"intra": {"min_busbw_GBps": 400},
+    assert limits.read_expect(str(path)) == {"intra": {"min_busbw_GBps": 400},
                                               "job": {"max_latency_us": 50.5}}
 
 
@@ -376,11 +376,11 @@ def test_baseline_from_a_malformed_check_file_gives_no_limit_rather_than_a_trace
     doc = {"command": "check", "results": [],
            "check": {"config": {"collective": "all_reduce", "size": 1024, "ranks_per_host": 2,
                                 "world": 4}, "figures": {"intra": "fast", "pair": [None, -1, 3.0]}}}
-    limits, skipped = health.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
-    assert limits == {"pair": {"min_busbw_GBps": 1.5}} and skipped is None
+    found, skipped = limits.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+    assert found == {"pair": {"min_busbw_GBps": 1.5}} and skipped is None
     doc["check"]["config"] = ["not", "an", "object"]
     with pytest.raises(UsageError, match="a check result without its config"):
-        health.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+        limits.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
 
 
 def test_check_takes_an_expect_or_a_baseline_not_both(tmp_path):

@@ -9,8 +9,8 @@ from statistics import median
 
 from tabulate import tabulate
 
-from ..diagnose import counters, fabricplan, health, jobinfo, tomography, topology
-from ..diagnose.health import line_rate
+from ..diagnose import counters, fabricplan, jobinfo, limits as thresholds, tomography, topology
+from ..diagnose.hostfacts import line_rate
 from ..errors import CheckFailed, UsageError
 from ..launch import faults
 from ..launch import rails as railbind
@@ -67,7 +67,7 @@ def add_arguments(p):
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min-share of it")
-    options.add_min_share(p, "with --baseline: fail", "it", health.RELATIVE)
+    options.add_min_share(p, "with --baseline: fail", "it", thresholds.RELATIVE)
     options.old_spelling(p, "--min", "min_share", "--min-share", type=options.share_arg,
                          metavar="F")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
@@ -97,7 +97,7 @@ def check_args(args):
 
 def read_inputs(session, args):
     """--expect and --baseline, read on rank 0 only (a path the other hosts may not see)."""
-    args.limits = inputs.on_rank0(session, args.expect, health.read_expect, "--expect") \
+    args.limits = inputs.on_rank0(session, args.expect, thresholds.read_expect, "--expect") \
         if args.expect else None
     # --collective also names the collective of a printed baseline that does not name it
     args.baseline_doc = inputs.on_rank0(
@@ -173,7 +173,7 @@ def _limits(args, size, ppn, world):
     coll = REGISTRY[args.collective]
     aligned = {max(c.send, c.recv) * DTYPE.size for c in
                (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, world))}
-    found, skipped = health.baseline_limits(args.baseline_doc, args.baseline, args.collective,
+    found, skipped = thresholds.baseline_limits(args.baseline_doc, args.baseline, args.collective,
                                             size, ppn, world, args.min_share, aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     out = {t: dict(v, source=src) for t, v in found.items() if t != skipped}
@@ -289,7 +289,7 @@ class Report:
         self.doc = {"config": {"collective": coll.name, "size": size, "ranks_per_host": ppn,
                                "world": session.size, "hosts": names, "iters": args.iters,
                                "warmup": args.warmup,
-                               "thresholds": {t: limits.get(t) for t in health.TESTS}},
+                               "thresholds": {t: limits.get(t) for t in thresholds.TESTS}},
                     "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
                     "figures": self.figures}
         self.pair_limit = limits.get("pair")
@@ -308,9 +308,9 @@ class Report:
                  f"{self.args.iters} timed calls after {self.args.warmup} warm-up per test")
         jobinfo.describe(self.s, self.out, [self.s.backend], records, versions,
                          {"size": self.size, "iters": self.args.iters, "warmup": self.args.warmup})
-        for test in health.TESTS:
+        for test in thresholds.TESTS:
             lim = self.limits.get(test)
-            self.say(f"# threshold {test}: " + (_limit_text(lim) if lim else (f"relative: below {health.RELATIVE:g} of the median "
+            self.say(f"# threshold {test}: " + (_limit_text(lim) if lim else (f"relative: below {thresholds.RELATIVE:g} of the median "
                              + (("pair" if self.ppn == 1 else "rail of a pair") + " in round 1"
                                 if test == "pair" else "host")
                              if test != "job" else "none (give --expect or --baseline to judge it)")))
@@ -329,11 +329,11 @@ class Report:
             mean = dict(recs[0], seconds=sum(r["seconds"] for r in recs) / len(recs))
             self.hosts[h]["intra"] = self._figure(mean)
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
-        lim = self.limits.get("intra") or {"min_busbw_GBps": health.relative(self.figures["intra"]),
-                                           "source": f"{health.RELATIVE:g} x the median host"}
+        lim = self.limits.get("intra") or {"min_busbw_GBps": thresholds.relative(self.figures["intra"]),
+                                           "source": f"{thresholds.RELATIVE:g} x the median host"}
         self.doc["config"]["thresholds"]["intra"] = lim
         for h in self.names:
-            why = health.below(self.hosts[h]["intra"], lim)
+            why = thresholds.below(self.hosts[h]["intra"], lim)
             if why:
                 self._fail(h, f"inside the host: {why}")
         self.say(f"# 1. inside each host: {self.coll.name} among its {self.ppn} ranks, all hosts "
@@ -357,9 +357,9 @@ class Report:
                 figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": bw, "busbw_GBps": bw})
         k = len(self.doc["rounds"]) + 1
         if self.pair_limit is None:       # relative: the first round sets the reference
-            self.pair_limit = {"min_busbw_GBps": health.relative(
+            self.pair_limit = {"min_busbw_GBps": thresholds.relative(
                 [f["busbw_GBps"] for per in figs.values() for f in per]),
-                "source": f"{health.RELATIVE:g} x the median " + ("pair" if self.ppn == 1
+                "source": f"{thresholds.RELATIVE:g} x the median " + ("pair" if self.ppn == 1
                                                                   else "rail of a pair")}
             self.doc["config"]["thresholds"]["pair"] = self.pair_limit
         result, lines = {}, []
@@ -368,7 +368,7 @@ class Report:
             rate = self._pair_rate(ha, hb)
             oks = []
             for i, f in enumerate(per):
-                why = health.below(f, self.pair_limit)
+                why = thresholds.below(f, self.pair_limit)
                 oks.append(why is None)
                 for me, other in ((ha, hb), (hb, ha)):
                     self.hosts[me]["pairs"].append({"partner": other, "round": k, "rail": i, **f,
@@ -475,7 +475,7 @@ class Report:
         self.doc["job"] = fig
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
         lim = self.limits.get("job")
-        self.job_failed = health.below(fig, lim)
+        self.job_failed = thresholds.below(fig, lim)
         n = self.s.size
         line = (f"# 3. the whole job: {self.coll.name} over {n} rank{'s' if n != 1 else ''}, "
                 + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None

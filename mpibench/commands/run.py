@@ -5,7 +5,7 @@ import os
 from tabulate import tabulate
 
 from ..diagnose import jobinfo, links, sysinfo
-from ..diagnose.health import line_rate
+from ..diagnose.hostfacts import line_rate
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
 from ..measure.backends import make as make_backend

@@ -4,7 +4,7 @@ against the hosts' link rates, and independent tools on the same path."""
 import os
 from statistics import median
 
-from ..diagnose import health, iperf, jobinfo, verdicts
+from ..diagnose import hostfacts, iperf, jobinfo, verdicts
 from ..errors import CheckFailed, UsageError
 from ..measure import launchcost, selfcheck
 from ..measure.backends import make as make_backend
@@ -178,7 +178,7 @@ def execute(session, args):
                for label, graph in passes]
     # 4. The hosts' link rates (all of each host's links together).
     session.watch.arm("verify: the hosts' link rates")
-    rates = session.comm.gather((session.hostname, health.total_line_rate(
+    rates = session.comm.gather((session.hostname, hostfacts.total_line_rate(
         args.root.replace("{host}", session.hostname))), root=0)
     # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
     pairs_ = []

@@ -1,5 +1,6 @@
 """One host's facts for `doctor`: versions, GPUs, network variables, interfaces, RDMA
-devices and modules, GPU topology.
+devices and modules, GPU topology; its line rate (what `run`, `check` and `verify` hold
+their figures against).
 
 Files are read under a root folder (default /) so that tests can point it at a
 fabricated sysfs/proc tree. Commands run without a shell, with a timeout; a missing
@@ -68,6 +69,30 @@ def _gbps(rate):
         return float(rate.split()[0]) if rate else None
     except ValueError:
         return None
+
+
+def link_rates(root="/"):
+    """This host's link rates in Gbit/s as `doctor` reads them: every active RDMA port, else
+    every interface that is up and says its speed (empty when the host says neither)."""
+    ports = [p["rate_gbps"] for p in rdma_ports(root) if p["state"] == "ACTIVE"
+             and p["rate_gbps"]]
+    if ports:
+        return ports
+    return [i["speed_mbps"] / 1000 for i in interfaces(root)
+            if i["state"] == "up" and i["speed_mbps"]]
+
+
+def line_rate(root="/"):
+    """This host's line rate in Gbit/s: the fastest of its link rates (None when unknown)."""
+    rates = link_rates(root)
+    return max(rates) if rates else None
+
+
+def total_line_rate(root="/"):
+    """All of this host's links together in Gbit/s: what no traffic of the host can exceed
+    (None when unknown)."""
+    rates = link_rates(root)
+    return sum(rates) if rates else None
 
 
 def rdma_modules(root):

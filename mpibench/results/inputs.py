@@ -5,7 +5,7 @@ a rank that read it itself would fail alone and leave the others waiting. Rank 0
 and checks the file; every rank gets the same value, or raises the same UsageError
 (rank 0 prints it once; exit 2 everywhere).
 
-    limits = inputs.on_rank0(session, args.expect, health.read_expect)
+    limits = inputs.on_rank0(session, args.expect, limits.read_expect)
     text = inputs.on_rank0(session, path, inputs.read_text, "--topology")
 """
 from ..errors import UsageError

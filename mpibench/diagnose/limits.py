@@ -1,19 +1,16 @@
-"""`check`'s judgement, without processes: the thresholds results are held to, and a
-host's line rate as `doctor` reads it. (Which pairs to test and what their results
-condemn: fabricplan.py and tomography.py.)
+"""`check`'s thresholds: the limits each test is held to (--expect FILE, an earlier
+result with --baseline, or a share of the median), and why a figure misses them.
 """
 from statistics import median
 
 from ..errors import UsageError
 from ..results.document import finite, parse
-from . import hostfacts
 
 TESTS = ("intra", "pair", "job")
 LIMITS = ("min_busbw_GBps", "max_latency_us")
 RELATIVE = 0.8          # relative mode: fail below this share of the median host or pair
 
 
-# ---- thresholds ----
 def read_expect(path):
     """--expect FILE: {test: {limit: value}} for tests intra, pair, job and limits
     min_busbw_GBps, max_latency_us; anything else is one UsageError line."""
@@ -128,27 +125,3 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
     if not bws:
         raise UsageError(f"{where}: its {collective} row at {size} bytes has no busbw")
     return {t: {"min_busbw_GBps": share * max(bws)} for t in tests}, None
-
-
-def link_rates(root="/"):
-    """This host's link rates in Gbit/s as `doctor` reads them: every active RDMA port, else
-    every interface that is up and says its speed (empty when the host says neither)."""
-    ports = [p["rate_gbps"] for p in hostfacts.rdma_ports(root) if p["state"] == "ACTIVE"
-             and p["rate_gbps"]]
-    if ports:
-        return ports
-    return [i["speed_mbps"] / 1000 for i in hostfacts.interfaces(root)
-            if i["state"] == "up" and i["speed_mbps"]]
-
-
-def line_rate(root="/"):
-    """This host's line rate in Gbit/s: the fastest of its link rates (None when unknown)."""
-    rates = link_rates(root)
-    return max(rates) if rates else None
-
-
-def total_line_rate(root="/"):
-    """All of this host's links together in Gbit/s: what no traffic of the host can exceed
-    (None when unknown)."""
-    rates = link_rates(root)
-    return sum(rates) if rates else None
