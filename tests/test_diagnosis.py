@@ -49,6 +49,13 @@ def test_schedule_with_several_ranks_per_host_never_puts_a_host_in_two_pairs():
         assert len(busy) == len(set(busy)), r
 
 
+def test_slower_end_is_the_later_of_a_transfers_two_ends_in_each_iteration():
+    gathered = [[{"from": 0, "to": 1, "times": [1.0, 5.0]}],
+                [{"from": 0, "to": 1, "times": [2.0, 3.0]}, {"from": 1, "to": 0, "times": [4.0]}],
+                []]
+    assert pairs.slower_end(gathered) == {(0, 1): [2.0, 5.0], (1, 0): [4.0]}
+
+
 def test_participants_are_the_lowest_rank_of_each_host_or_every_rank():
     hosts = ["h1", "h1", "h2", "h3", "h2", "h3"]
     assert pairs.participants(hosts) == [0, 2, 3]

@@ -9,7 +9,7 @@ from statistics import median
 
 from tabulate import tabulate
 
-from ..diagnose import counters, fabricplan, jobinfo, limits as thresholds, tomography, topology
+from ..diagnose import counters, fabricplan, jobinfo, limits as thresholds, pairs, tomography, topology
 from ..diagnose.hostfacts import line_rate
 from ..errors import CheckFailed, UsageError
 from ..launch import faults
@@ -343,16 +343,13 @@ class Report:
     def pair_round(self, todo, records, seconds, moved):
         """One round's host pairs: a figure per rail, judged; returns {(a, b): [passed per
         rail]} over host indices. moved: {host: counter changes during the round}."""
-        ends = {}
-        for recs in records:
-            for rec in recs:
-                ends.setdefault(tuple(sorted((rec["from"], rec["to"]))), []).append(rec["times"])
+        times = pairs.slower_end(records)
         figs = {}
         for a, b in todo:
             figs[(a, b)] = []
             for i in range(self.ppn):
                 ra, rb = self.members[self.names[a]][i], self.members[self.names[b]][i]
-                t = median(max(ts) for ts in zip(*ends[tuple(sorted((ra, rb)))]))
+                t = median(times[(ra, rb)])        # both ends record (ra, rb): both ways at once
                 bw = algbw(self.size, t)
                 figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": bw, "busbw_GBps": bw})
         k = len(self.doc["rounds"]) + 1

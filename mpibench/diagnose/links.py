@@ -56,16 +56,12 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
 
 def _collect(gathered, round_index, collected, latency):
     """Per link: per-iteration seconds, the slower of its two ends in each iteration."""
-    ends = {}
     for records in gathered:
         for rec in records:
-            key = (rec["from"], rec["to"])
-            ends.setdefault(key, []).append(rec["times"])
             if rec["latency_s"] is not None:
-                latency[tuple(sorted(key))] = rec["latency_s"]
-    for key, series in ends.items():
-        collected[key] = {"round": round_index,
-                          "times": [max(ts) for ts in zip(*series)]}
+                latency[tuple(sorted((rec["from"], rec["to"])))] = rec["latency_s"]
+    for key, times in pairs.slower_end(gathered).items():
+        collected[key] = {"round": round_index, "times": times}
 
 
 def _moved(bench):

@@ -1,5 +1,6 @@
-"""Who talks to whom in `p2p`: the participants, the round-robin schedule, and which
-pairs and hosts are slow in the resulting matrix. Pure logic, no communication."""
+"""Who talks to whom in `p2p`: the participants, the round-robin schedule, each pair's
+time per iteration (the slower of its two ends), and which pairs and hosts are slow in
+the resulting matrix. Pure logic, no communication."""
 from statistics import median
 
 from . import stragglers
@@ -57,6 +58,16 @@ def schedule(ranks, hosts):
                 subs.append([set(busy), [(a, b)]])
         out.extend(pairs for _, pairs in subs)
     return out
+
+
+def slower_end(gathered):
+    """{(from, to): seconds per iteration} from every rank's PairBench.run_round records: in
+    each iteration the slower of the transfer's two ends (a transfer ends when both have)."""
+    ends = {}
+    for records in gathered:
+        for rec in records:
+            ends.setdefault((rec["from"], rec["to"]), []).append(rec["times"])
+    return {key: [max(ts) for ts in zip(*series)] for key, series in ends.items()}
 
 
 def analyze(labels, links, threshold=0.8, consistency=0.8):
