@@ -210,32 +210,35 @@ def _collective_time(session, backend, coll, size, n, args, group, where):
 
 
 def _fabric(session, args, names, ppn):
-    """Rank 0's tomography.Fabric (None elsewhere): the topology from --topology FILE (read
-    on rank 0), else SLURM's when the job runs under it, else one switch; a rail per
-    local rank, named by the interface each rank was bound to. Bad input: UsageError on
-    every rank."""
+    """Rank 0's tomography.Fabric (None elsewhere): the switches (_switches), a rail per
+    local rank, named by the interface each rank was bound to."""
     rails = session.comm.gather(session.rail, root=0)
-    fabric, error = None, None
-    if session.rank == 0:
-        try:
-            if args.topology:
-                text, source, strict = topology.read_file(args.topology), args.topology, True
-            elif os.environ.get("SLURM_JOB_ID"):
-                text, source, strict = topology.from_slurm(), "scontrol show topology", False
-            else:
-                text = None
-            topo = (topology.build(topology.parse(text, source), names, source, strict)
-                    if text else topology.single(names))
-            index = {h: i for i, h in enumerate(names)}
-            nics = {(index[session.hosts[r]], rail[0]): rail[1]
-                    for r, rail in enumerate(rails) if rail}
-            fabric = tomography.Fabric(names, ppn, topo, nics)
-        except UsageError as exc:
-            error = str(exc)
-    error = session.comm.bcast(error, root=0)
-    if error:
-        raise UsageError(error)
-    return fabric
+    topo = _switches(session, args, names)
+    if session.rank != 0:
+        return None
+    index = {h: i for i, h in enumerate(names)}
+    nics = {(index[session.hosts[r]], rail[0]): rail[1] for r, rail in enumerate(rails) if rail}
+    return tomography.Fabric(names, ppn, topo, nics)
+
+
+def _switches(session, args, names):
+    """The switch tree, read on rank 0 and the same on every rank (bad input: UsageError on
+    every rank): from --topology FILE, else SLURM's when the job runs under it, else one
+    switch."""
+    if args.topology:
+        return inputs.on_rank0(session, args.topology, lambda path: _tree(
+            topology.read_file(path), path, names, True), "--topology")
+    if os.environ.get("SLURM_JOB_ID"):
+        source = "scontrol show topology"
+        return inputs.on_rank0(session, source, lambda _: _tree(
+            topology.from_slurm(), source, names, False))
+    return topology.single(names)
+
+
+def _tree(text, source, names, strict):
+    """The job's hosts under the switches that text describes (no text: one switch)."""
+    return topology.build(topology.parse(text, source), names, source, strict) if text \
+        else topology.single(names)
 
 
 def _pair_rounds(session, backend, size, args, names, members, fabric, report):
