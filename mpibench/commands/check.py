@@ -1,15 +1,10 @@
 """mpibench check: a cluster acceptance test that names the hosts to drain."""
-import csv
-import io
-import math
 import os
 import time
 from functools import partial
-from statistics import median
 
-from tabulate import tabulate
-
-from ..diagnose import counters, fabricplan, jobinfo, limits as thresholds, pairs, tomography, topology
+from ..diagnose import checkverdict, counters, fabricplan, jobinfo, tomography, topology
+from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
 from ..errors import CheckFailed, UsageError
 from ..launch import faults
@@ -17,15 +12,13 @@ from ..launch import rails as railbind
 from ..launch.slurm import compress_hostlist
 from ..launch.watchdog import TIMED_LOOP
 from ..measure.collectives import REGISTRY
-from ..measure.collectives.base import Ctx, algbw, busbw
+from ..measure.collectives.base import Ctx
 from ..measure.dtypes import DTYPES
 from ..measure.engine import iteration_views, warm_up
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
-from ..measure.sizes import format_size
-from ..results import inputs, reader, rows
+from ..results import checktext, inputs, reader, rows
 from ..results.output import open_output
-from ..results.summary import share_text
 from .common import classic, guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
@@ -113,15 +106,7 @@ def execute(session, args):
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
     names = list(dict.fromkeys(session.hosts))
     members = {h: [r for r, x in enumerate(session.hosts) if x == h] for h in names}
-    counts = {h: len(m) for h, m in members.items()}
-    if len(set(counts.values())) > 1:
-        by_count = {}
-        for h, n in counts.items():
-            by_count.setdefault(n, []).append(h)
-        raise UsageError("hosts have different rank counts: " + ", ".join(
-            f"{n} on {compress_hostlist(hs)}" for n, hs in sorted(by_count.items(), reverse=True))
-            + "; check needs the same number on each")
-    ppn = counts[names[0]]
+    ppn = _ranks_per_host(members)
     limits = _limits(args, size, ppn, session.size)
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
@@ -133,7 +118,7 @@ def execute(session, args):
         if session.rank == 0 else None
     if report:
         report.header(records, versions)
-        out.csv_from(report.csv)
+        out.csv_from(checktext.csv)
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
     session.watch.arm("check: a process group per host")
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []
@@ -164,6 +149,19 @@ def execute(session, args):
     return 0
 
 
+def _ranks_per_host(members):
+    """The ranks every host has; UsageError when hosts have different counts."""
+    counts = {h: len(m) for h, m in members.items()}
+    if len(set(counts.values())) > 1:
+        by_count = {}
+        for h, n in counts.items():
+            by_count.setdefault(n, []).append(h)
+        raise UsageError("hosts have different rank counts: " + ", ".join(
+            f"{n} on {compress_hostlist(hs)}" for n, hs in sorted(by_count.items(), reverse=True))
+            + "; check needs the same number on each")
+    return next(iter(counts.values()))
+
+
 def _limits(args, size, ppn, world):
     """{test: {limit: value, 'source': text}} from --expect or --baseline; {} = relative."""
     if args.limits:
@@ -174,7 +172,7 @@ def _limits(args, size, ppn, world):
     aligned = {max(c.send, c.recv) * DTYPE.size for c in
                (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, world))}
     found, skipped = thresholds.baseline_limits(args.baseline_doc, args.baseline, args.collective,
-                                            size, ppn, world, args.min_share, aligned)
+                                                size, ppn, world, args.min_share, aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     out = {t: dict(v, source=src) for t, v in found.items() if t != skipped}
     return out
@@ -277,296 +275,75 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
 
 
 class Report:
-    """Rank 0: the figures as they come, the thresholds, the verdicts, the files."""
+    """Rank 0: the figures as they come, judged (diagnose/checkverdict.py), printed
+    (results/checktext.py) and written through the output."""
 
     def __init__(self, session, out, args, coll, size, ppn, names, members, limits, rates):
         self.s, self.out, self.args, self.coll = session, out, args, coll
-        self.size, self.ppn, self.names, self.members = size, ppn, names, members
-        self.limits = limits
-        self.rate = {session.hosts[r]: rate for r, rate in enumerate(rates)}
-        self.hosts = {h: {"host": h, "ranks": members[h], "line_rate_gbps": self.rate[h],
-                          "intra": None, "pairs": [], "verdict": "PASS", "reasons": [],
-                          "rails_failed": []}
-                      for h in names}
-        self.figures = {"intra": [], "pair": [], "job": []}
-        self.doc = {"config": {"collective": coll.name, "size": size, "ranks_per_host": ppn,
-                               "world": session.size, "hosts": names, "iters": args.iters,
-                               "warmup": args.warmup,
-                               "thresholds": {t: limits.get(t) for t in thresholds.TESTS}},
-                    "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
-                    "figures": self.figures}
-        self.pair_limit = limits.get("pair")
-        self.job_failed = None
+        self.size, self.ppn, self.names, self.limits = size, ppn, names, limits
+        config = {"collective": coll.name, "size": size, "ranks_per_host": ppn,
+                  "world": session.size, "hosts": names, "iters": args.iters,
+                  "warmup": args.warmup}
+        self.judge = checkverdict.Judge(config, members, limits,
+                                        {session.hosts[r]: rate for r, rate in enumerate(rates)})
 
     def say(self, text):
         self.out.say(text)
 
     def save(self):
-        self.out.set(check=self.doc)
+        self.out.set(check=self.judge.doc)
 
     def header(self, records, versions):
-        n = len(self.names)
-        self.say(f"# mpibench check: {self.coll.name} at {format_size(self.size)}, "
-                 f"{n} host{'s' if n != 1 else ''} x {self.ppn} rank{'s' if self.ppn != 1 else ''}, "
-                 f"{self.args.iters} timed calls after {self.args.warmup} warm-up per test")
+        self.say(checktext.header_line(self.coll.name, self.size, len(self.names), self.ppn,
+                                       self.args.iters, self.args.warmup))
         jobinfo.describe(self.s, self.out, [self.s.backend], records, versions,
                          {"size": self.size, "iters": self.args.iters, "warmup": self.args.warmup})
-        for test in thresholds.TESTS:
-            lim = self.limits.get(test)
-            self.say(f"# threshold {test}: " + (_limit_text(lim) if lim else (f"relative: below {thresholds.RELATIVE:g} of the median "
-                             + (("pair" if self.ppn == 1 else "rail of a pair") + " in round 1"
-                                if test == "pair" else "host")
-                             if test != "job" else "none (give --expect or --baseline to judge it)")))
+        for line in checktext.threshold_lines(thresholds.TESTS, self.limits, self.ppn,
+                                              thresholds.RELATIVE):
+            self.say(line)
         self.out.announce_files()
         self.save()
 
-    def _figure(self, rec):
-        alg = algbw(rec["bw_bytes"], rec["seconds"])
-        return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"])}
-
     def intra(self, gathered):
-        per_host = {}
-        for rec in gathered:
-            per_host.setdefault(rec["host"], []).append(rec)
-        for h, recs in per_host.items():
-            mean = dict(recs[0], seconds=sum(r["seconds"] for r in recs) / len(recs))
-            self.hosts[h]["intra"] = self._figure(mean)
-        self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
-        lim = self.limits.get("intra") or {"min_busbw_GBps": thresholds.relative(self.figures["intra"]),
-                                           "source": f"{thresholds.RELATIVE:g} x the median host"}
-        self.doc["config"]["thresholds"]["intra"] = lim
-        for h in self.names:
-            why = thresholds.below(self.hosts[h]["intra"], lim)
-            if why:
-                self._fail(h, f"inside the host: {why}")
-        self.say(f"# 1. inside each host: {self.coll.name} among its {self.ppn} ranks, all hosts "
-                 f"at once; median busbw {median(self.figures['intra']):.3f} GB/s")
+        busbws = self.judge.intra(gathered)
+        self.say(checktext.intra_line(self.coll.name, self.ppn, busbws))
         self.save()
 
     def pair_round(self, todo, records, seconds, moved):
-        """One round's host pairs: a figure per rail, judged; returns {(a, b): [passed per
-        rail]} over host indices. moved: {host: counter changes during the round}."""
-        times = pairs.slower_end(records)
-        figs = {}
-        for a, b in todo:
-            figs[(a, b)] = []
-            for i in range(self.ppn):
-                ra, rb = self.members[self.names[a]][i], self.members[self.names[b]][i]
-                t = median(times[(ra, rb)])        # both ends record (ra, rb): both ways at once
-                bw = algbw(self.size, t)
-                figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": bw, "busbw_GBps": bw})
-        k = len(self.doc["rounds"]) + 1
-        if self.pair_limit is None:       # relative: the first round sets the reference
-            self.pair_limit = {"min_busbw_GBps": thresholds.relative(
-                [f["busbw_GBps"] for per in figs.values() for f in per]),
-                "source": f"{thresholds.RELATIVE:g} x the median " + ("pair" if self.ppn == 1
-                                                                  else "rail of a pair")}
-            self.doc["config"]["thresholds"]["pair"] = self.pair_limit
-        result, lines = {}, []
+        """One round's host pairs, judged and printed; {(a, b): [passed per rail]} over host
+        indices. moved: {host: counter changes during the round}."""
+        result, figs = self.judge.pair_round(todo, records, seconds, moved)
+        rate = {h: e["line_rate_gbps"] for h, e in self.judge.hosts.items()}
+        pairs = []
         for (a, b), per in figs.items():
             ha, hb = self.names[a], self.names[b]
-            rate = self._pair_rate(ha, hb)
-            oks = []
-            for i, f in enumerate(per):
-                why = thresholds.below(f, self.pair_limit)
-                oks.append(why is None)
-                for me, other in ((ha, hb), (hb, ha)):
-                    self.hosts[me]["pairs"].append({"partner": other, "round": k, "rail": i, **f,
-                                                    "passed": why is None, "why": why})
-                self.figures["pair"].append(f["busbw_GBps"])
-            result[(a, b)] = oks
-            bad = [i for i, ok in enumerate(oks) if not ok]
-            lines.append(f"{ha}-{hb} " + "|".join(f"{f['busbw_GBps']:.3f}" for f in per)
-                         + share_text(min(f["busbw_GBps"] for f in per), rate)
-                         + ("" if not bad else " FAIL" if self.ppn == 1 else
-                            f" FAIL rail {','.join(map(str, bad))}"))
-        self.doc["rounds"].append([[self.names[a], self.names[b]] for a, b in todo])
-        self.doc.setdefault("round_seconds", []).append(seconds)
-        self.doc.setdefault("counters_moved", []).append({h: c for h, c in moved.items() if c})
-        self.say(f"# 2. between hosts, round {k}: {len(todo)} pair{'s' if len(todo) != 1 else ''}"
-                 + (f" x {self.ppn} rails" if self.ppn > 1 else "")
-                 + " at once, busbw GB/s: " + ", ".join(lines[:8])
-                 + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else "")
-                 + f" ({seconds:.2f} s)")
+            bad = [i for i, ok in enumerate(result[(a, b)]) if not ok]
+            pairs.append((ha, hb, per, bad, checktext.pair_rate(rate[ha], rate[hb])))
+        self.say(checktext.round_line(len(self.judge.doc["rounds"]), pairs, self.ppn, seconds))
         self.save()
         return result
 
-    def _moved(self, host, ports=None):
-        """Counter changes on a host over every round, on the given ports (all: None); a
-        counter's rises summed."""
-        out, sums = [], {}
-        for per_round in self.doc.get("counters_moved", []):
-            for c in counters.on_ports(per_round.get(host, []), ports):
-                if "moved" in c:
-                    key = (c["port"], c["what"])
-                    if key not in sums:
-                        sums[key] = dict(c, moved=0)
-                        out.append(sums[key])
-                    sums[key]["moved"] += c["moved"]
-                else:
-                    out.append(c)
-        return out
-
-    def _failed_with(self, host, rail=None):
-        """'h4 (0.015 GB/s), h2 (0.016 GB/s)': the partners a host (or one rail of it)
-        failed with."""
-        timed = "max_latency_us" in self.pair_limit
-        return ", ".join(f"{p['partner']} ({_bw(p['busbw_GBps'])} GB/s"
-                         + (f", {p['time_us']:.0f} us)" if timed else ")")
-                         for p in self.hosts[host]["pairs"]
-                         if not p["passed"] and (rail is None or p["rail"] == rail))
-
     def pair_verdict(self, verdict, fabric):
-        names = fabric.names
-        passed_somewhere = {h for h in names if any(p["passed"] for p in self.hosts[h]["pairs"])}
-        for i in verdict["failed_hosts"]:
-            h = names[i]
-            failed = {p["partner"] for p in self.hosts[h]["pairs"] if not p["passed"]}
-            proven = failed & passed_somewhere
-            moved = self._moved(h)
-            self._fail(h, f"between hosts: below {_limit_text(self.pair_limit)} with "
-                       + self._failed_with(h)
-                       + (f"; {len(proven)} of {len(failed)} passed with other hosts" if proven
-                          else "; none passed with another host to compare")
-                       + (f"; counters moved: {counters.describe(moved)}" if moved else ""))
-        drained = set(verdict["failed_hosts"])
-        suspects = []
-        for link in verdict["named"]:
-            if link[0] == "nic" and link[1] in drained:
-                continue
-            text = fabric.name(link)
-            if link[0] == "nic":
-                h, rail = names[link[1]], link[2]
-                nic = fabric.nics.get((link[1], rail))
-                moved = self._moved(h, {nic} if nic else None)
-                why = (f"rail {rail}" + (f" ({nic})" if nic else "") + f": below "
-                       f"{_limit_text(self.pair_limit)} with {self._failed_with(h, rail)}; its "
-                       f"other rails passed" + (f"; counters moved: {counters.describe(moved)}"
-                                                if moved else ""))
-                self.hosts[h]["rails_failed"].append(rail)
-                self.hosts[h]["reasons"].append(why)
-                if self.hosts[h]["verdict"] == "PASS":
-                    self.hosts[h]["verdict"] = "RAIL"
-            suspects.append(text)
-        for tie in verdict["ties"]:
-            pair = next((verdict["deciders"].get(x) for x in tie if verdict["deciders"].get(x)), None)
-            suspects.append(" or ".join(fabric.name(x) for x in tie) + (
-                f" (a tie: pairing {names[pair[0]]} with {names[pair[1]]} decides)" if pair else
-                " (a tie: every tested path crosses both, no pair of hosts can tell them apart)"))
-        for a, b, r in verdict["unexplained"]:
-            suspects.append(f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
-                            + " (each of its links passed on other paths)")
-        self.doc["transient"] = [f"path {names[a]}-{names[b]}"
-                                 + (f" rail {r}" if fabric.rails > 1 else "")
-                                 for a, b, r in verdict["transient"]]
-        self.doc["suspect_links"] = [[names[a], names[b]] for a, b, _ in verdict["unexplained"]]
-        self.doc["suspects"] = suspects
-        self.doc["pair_rounds"] = verdict["rounds"]
-        self.doc["fabric"] = {
-            "rails": fabric.rails, "topology": fabric.topo.source,
-            "leaves": {h: fabric.leaf[i] for i, h in enumerate(names)} if fabric.topo.source else None,
-            "nics": {f"{names[h]}:{r}": nic for (h, r), nic in sorted(fabric.nics.items())},
-            "named": [fabric.name(x) for x in verdict["named"]],
-            "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]}
+        self.judge.pair_verdict(verdict, fabric)
 
     def job(self, gathered):
-        mean = dict(gathered[0], seconds=sum(r["seconds"] for r in gathered) / len(gathered))
-        fig = self._figure(mean)
-        self.doc["job"] = fig
-        self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
-        lim = self.limits.get("job")
-        self.job_failed = thresholds.below(fig, lim)
-        n = self.s.size
-        line = (f"# 3. the whole job: {self.coll.name} over {n} rank{'s' if n != 1 else ''}, "
-                + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None
-                   else "busbw n/a (not defined for one rank)")
-                + f", {fig['time_us']:.1f} us per call"
-                + (f": FAIL, {self.job_failed}" if self.job_failed else ""))
+        fig, mean = self.judge.job(gathered)
+        line = checktext.job_line(self.coll.name, self.s.size, fig, self.judge.job_failed)
         self.out.add_row(rows.one_mode(
             self.coll.name, self.s.backend, DTYPE, mean["size"], mean["count"], "sum", -1,
             mean["bw_bytes"], mean["factor"], mean["mode"], [r["seconds"] for r in gathered]),
             line)
 
-    def _pair_rate(self, a, b):
-        """The slower known line rate of two hosts (None when neither reports one)."""
-        return min((x for x in (self.rate[a], self.rate[b]) if x), default=None)
-
-    def _fail(self, host, reason):
-        self.hosts[host]["verdict"] = "FAIL"
-        self.hosts[host]["reasons"].append(reason)
-
-    def table(self):
-        rows = []
-        for h in self.names:
-            e = self.hosts[h]
-            intra = "-" if e["intra"] is None else _bw(e["intra"]["busbw_GBps"])
-            by = {}
-            for p in e["pairs"]:            # one entry per partner, its rails joined by |
-                by.setdefault((p["round"], p["partner"]), []).append(p)
-            partners = ", ".join(
-                f"{other} " + "|".join(_bw(p["busbw_GBps"]) for p in ps)
-                + share_text(min(p["busbw_GBps"] or 0 for p in ps), self._pair_rate(h, other))
-                for (_, other), ps in by.items()) or "-"
-            rows.append([h, len(e["ranks"]), intra, partners, e["verdict"],
-                         "; ".join(e["reasons"]) or "-"])
-        self.say("#")
-        for line in tabulate(rows, headers=["host", "ranks", "intra busbw", "busbw with each partner "
-                                            "(% of line rate)", "verdict", "reason"],
-                             disable_numparse=True).splitlines():
-            self.say("#  " + line)
-
     def finish(self):
         """Print the verdicts; the failure message, or None when everything passed."""
-        self.table()
-        failing = [h for h in self.names if self.hosts[h]["verdict"] == "FAIL"]
-        suspects = self.doc.get("suspects", [])
-        hostlist = compress_hostlist(failing)
-        self.doc.update(failing_hosts=failing, hostlist=hostlist)
-        self.say("#")
-        for h in self.names:            # counters that moved where everything passed
-            moved = self._moved(h)
-            if moved and self.hosts[h]["verdict"] == "PASS":
-                self.say(f"# WARNING {h} passed, but its counters moved: {counters.describe(moved)}")
-        for path in self.doc.get("transient", []):
-            self.say(f"# WARNING {path} failed once and passed when tested again")
-        if failing:
-            self.say(f"# FAILING HOSTS ({len(failing)} of {len(self.names)}): {hostlist}")
-            self.say(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')
-        else:
-            self.say(f"# every host passed ({len(self.names)})" if not suspects else
-                     f"# no host to drain ({len(self.names)} hosts): only the links and switches "
-                     f"below are suspect")
-        if suspects:
-            self.say(f"# SUSPECT LINKS AND SWITCHES ({len(suspects)}, for the fabric team): "
-                     + "; ".join(suspects))
+        doc = self.judge.doc
+        for line in checktext.host_table(doc["hosts"]):
+            self.say(line)
+        failing, hostlist = self.judge.failing()
+        for line in checktext.verdict_lines(len(self.names), self.judge.counter_warnings(),
+                                            doc.get("transient", []), failing, hostlist,
+                                            doc.get("suspects", [])):
+            self.say(line)
         self.save()
         self.out.finish()
-        problems = ([f"{len(failing)} host{'s' if len(failing) != 1 else ''} failed: {hostlist}"]
-                    if failing else []) + \
-            ([f"{len(suspects)} suspect link{'s' if len(suspects) != 1 else ''} or switch"
-              f"{'es' if len(suspects) != 1 else ''}: " + "; ".join(suspects)] if suspects else []) + \
-            ([f"the whole job: {self.job_failed}"] if self.job_failed else [])
-        return "check FAILED: " + "; ".join(problems) if problems else None
-
-    def csv(self, doc):
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["host", "ranks", "intra_busbw_GBps", "partner", "round", "rail",
-                    "pair_busbw_GBps", "line_rate_gbps", "verdict", "reason"])
-        for e in (doc.get("check") or {}).get("hosts", []):
-            intra = "" if e["intra"] is None else e["intra"]["busbw_GBps"]
-            for p in e["pairs"] or [None]:
-                w.writerow([e["host"], len(e["ranks"]), intra, p["partner"] if p else "",
-                            p["round"] if p else "", p.get("rail", 0) if p else "",
-                            p["busbw_GBps"] if p else "",
-                            e["line_rate_gbps"] or "", e["verdict"], "; ".join(e["reasons"])])
-        return buf.getvalue()
-
-
-def _limit_text(lim):
-    """'min_busbw_GBps 40 (--expect FILE)': a test's limits and where they come from."""
-    return ", ".join(f"{k} {v:.4g}" for k, v in lim.items() if k != "source") + f" ({lim['source']})"
-
-
-def _bw(value):
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+        return self.judge.failure()

@@ -1,6 +1,7 @@
-"""Who talks to whom in `p2p`: the participants, the round-robin schedule, each pair's
-time per iteration (the slower of its two ends), and which pairs and hosts are slow in
-the resulting matrix. Pure logic, no communication."""
+"""Pairs of ranks: who meets whom in which round (p2p, run's link check, verify's iperf),
+each pair's time per iteration (the slower of its two ends; check reads its rounds so
+too), and which pairs and hosts are slow in the resulting matrix. Pure logic, no
+communication."""
 from statistics import median
 
 from . import stragglers

@@ -5,6 +5,7 @@ measurements); files reserves and atomically rewrites result files (JSON, CSV);
 output is rank 0's live output of a run; reader is what the analysis commands read of
 a saved document; tables formats rows as nccl-tests does; trials merges repeated sweeps;
 nccltests reads nccl-tests' printed output and -J JSON as documents and writes its -J schema.
+checktext prints check's lines, its table of hosts and its CSV.
 
 May import: errors, launch, measure.
 """

@@ -1,0 +1,140 @@
+"""`check`'s words: its lines as the tests end, the table of hosts, the closing verdict
+lines and the CSV (one line per host and partner rail), from the figures and verdicts
+that diagnose/checkverdict.py records in the document's "check"."""
+import csv as csvlib
+import io
+import math
+from statistics import median
+
+from tabulate import tabulate
+
+from ..measure.sizes import format_size
+from .summary import share_text
+
+
+def bw(value):
+    """A busbw in GB/s as check prints it ('n/a' where there is none)."""
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+
+
+def limit_text(lim):
+    """'min_busbw_GBps 40 (--expect FILE)': a test's limits and where they come from."""
+    return ", ".join(f"{k} {v:.4g}" for k, v in lim.items() if k != "source") + f" ({lim['source']})"
+
+
+def pair_rate(rate_a, rate_b):
+    """The slower known line rate of two hosts (None when neither reports one)."""
+    return min((x for x in (rate_a, rate_b) if x), default=None)
+
+
+def plural(n, word, many=None):
+    """word, or its plural (word + s unless many) when n is not 1."""
+    return word if n == 1 else (many or word + "s")
+
+
+def header_line(collective, size, hosts, ppn, iters, warmup):
+    return (f"# mpibench check: {collective} at {format_size(size)}, "
+            f"{hosts} {plural(hosts, 'host')} x {ppn} {plural(ppn, 'rank')}, "
+            f"{iters} timed calls after {warmup} warm-up per test")
+
+
+def threshold_lines(tests, limits, ppn, relative):
+    """One line per test: its limits, or the relative threshold it gets without them."""
+    out = []
+    for test in tests:
+        lim = limits.get(test)
+        if lim:
+            text = limit_text(lim)
+        elif test == "job":
+            text = "none (give --expect or --baseline to judge it)"
+        else:
+            text = f"relative: below {relative:g} of the median " + (
+                ("pair" if ppn == 1 else "rail of a pair") + " in round 1" if test == "pair"
+                else "host")
+        out.append(f"# threshold {test}: " + text)
+    return out
+
+
+def intra_line(collective, ppn, busbws):
+    return (f"# 1. inside each host: {collective} among its {ppn} ranks, all hosts "
+            f"at once; median busbw {median(busbws):.3f} GB/s")
+
+
+def round_line(k, pairs, ppn, seconds):
+    """One round of host pairs: pairs [(host a, host b, [figure per rail], [failed rails],
+    their line rate)]; the first 8 pairs named."""
+    lines = [f"{ha}-{hb} " + "|".join(f"{f['busbw_GBps']:.3f}" for f in per)
+             + share_text(min(f["busbw_GBps"] for f in per), rate)
+             + ("" if not bad else " FAIL" if ppn == 1 else f" FAIL rail {','.join(map(str, bad))}")
+             for ha, hb, per, bad, rate in pairs]
+    n = len(pairs)
+    return (f"# 2. between hosts, round {k}: {n} {plural(n, 'pair')}"
+            + (f" x {ppn} rails" if ppn > 1 else "")
+            + " at once, busbw GB/s: " + ", ".join(lines[:8])
+            + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else "")
+            + f" ({seconds:.2f} s)")
+
+
+def job_line(collective, n, fig, failed):
+    return (f"# 3. the whole job: {collective} over {n} {plural(n, 'rank')}, "
+            + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None
+               else "busbw n/a (not defined for one rank)")
+            + f", {fig['time_us']:.1f} us per call"
+            + (f": FAIL, {failed}" if failed else ""))
+
+
+def host_table(hosts):
+    """The table of hosts (the document's check.hosts): ranks, intra busbw, busbw with each
+    partner (its rails joined by |, % of line rate), verdict, reasons."""
+    rate = {e["host"]: e["line_rate_gbps"] for e in hosts}
+    rows = []
+    for e in hosts:
+        intra = "-" if e["intra"] is None else bw(e["intra"]["busbw_GBps"])
+        by = {}
+        for p in e["pairs"]:            # one entry per partner, its rails joined by |
+            by.setdefault((p["round"], p["partner"]), []).append(p)
+        partners = ", ".join(
+            f"{other} " + "|".join(bw(p["busbw_GBps"]) for p in ps)
+            + share_text(min(p["busbw_GBps"] or 0 for p in ps), pair_rate(rate[e["host"]], rate[other]))
+            for (_, other), ps in by.items()) or "-"
+        rows.append([e["host"], len(e["ranks"]), intra, partners, e["verdict"],
+                     "; ".join(e["reasons"]) or "-"])
+    table = tabulate(rows, headers=["host", "ranks", "intra busbw", "busbw with each partner "
+                                    "(% of line rate)", "verdict", "reason"],
+                     disable_numparse=True)
+    return ["#"] + ["#  " + line for line in table.splitlines()]
+
+
+def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
+    """The closing lines: counters that moved where all passed, paths that failed once, the
+    hosts to drain (and the scontrol line that drains them), the suspect links."""
+    out = ["#"]
+    out += [f"# WARNING {h} passed, but its counters moved: {moved}" for h, moved in warnings]
+    out += [f"# WARNING {path} failed once and passed when tested again" for path in transient]
+    if failing:
+        out.append(f"# FAILING HOSTS ({len(failing)} of {hosts}): {hostlist}")
+        out.append(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')
+    else:
+        out.append(f"# every host passed ({hosts})" if not suspects else
+                   f"# no host to drain ({hosts} hosts): only the links and switches "
+                   f"below are suspect")
+    if suspects:
+        out.append(f"# SUSPECT LINKS AND SWITCHES ({len(suspects)}, for the fabric team): "
+                   + "; ".join(suspects))
+    return out
+
+
+def csv(doc):
+    """The --csv file: one line per host and partner rail (one for a host without pairs)."""
+    buf = io.StringIO()
+    w = csvlib.writer(buf, lineterminator="\n")
+    w.writerow(["host", "ranks", "intra_busbw_GBps", "partner", "round", "rail",
+                "pair_busbw_GBps", "line_rate_gbps", "verdict", "reason"])
+    for e in (doc.get("check") or {}).get("hosts", []):
+        intra = "" if e["intra"] is None else e["intra"]["busbw_GBps"]
+        for p in e["pairs"] or [None]:
+            w.writerow([e["host"], len(e["ranks"]), intra, p["partner"] if p else "",
+                        p["round"] if p else "", p.get("rail", 0) if p else "",
+                        p["busbw_GBps"] if p else "",
+                        e["line_rate_gbps"] or "", e["verdict"], "; ".join(e["reasons"])])
+    return buf.getvalue()
