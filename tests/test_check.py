@@ -12,8 +12,8 @@ import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
 from mpibench import resultsfile
-from mpibench.diagnose import fabricplan, limits, tomography, topology
-from mpibench.results import nccltests
+from mpibench.diagnose import checkverdict, fabricplan, limits, tomography, topology
+from mpibench.results import checktext, nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
 
@@ -83,6 +83,53 @@ def test_pairing_when_every_pair_fails_names_every_host_and_ends():
 
 def test_pairing_of_one_host_has_no_round():
     assert _run(1, lambda pairs: pytest.fail("no pair to test"))["rounds"] == 0
+
+
+# ---- the verdict and its words, without processes ----
+def _round_records(members, names, todo, slow):
+    """Every rank's PairBench records for one round: both ends of rail i of a pair, slower
+    by the factor slow[(host, rail)]."""
+    recs = [[] for _ in range(sum(len(m) for m in members.values()))]
+    for a, b in todo:
+        for i, (ra, rb) in enumerate(zip(members[names[a]], members[names[b]])):
+            f = max(slow.get((names[a], i), 1), slow.get((names[b], i), 1))
+            for me in (ra, rb):
+                recs[me].append({"from": ra, "to": rb, "times": [0.01 * f] * 3})
+    return recs
+
+
+def test_judge_names_the_slow_rail_and_the_words_say_it():
+    names = ["h0", "h1", "h2", "h3"]
+    members = {h: [2 * i, 2 * i + 1] for i, h in enumerate(names)}
+    config = {"collective": "all_reduce", "size": 1 << 20, "ranks_per_host": 2, "world": 8,
+              "hosts": names, "iters": 3, "warmup": 1}
+    judge = checkverdict.Judge(config, members, {}, {h: 100 for h in names})
+    fabric = tomography.Fabric(names, 2, topology.single(names))
+    rounds = fabricplan.FabricRounds(fabric)
+    lines = []
+    while todo := rounds.next_round():
+        result, figs = judge.pair_round(todo, _round_records(members, names, todo, {("h2", 1): 4}),
+                                        1.0, {"h2": [{"port": "eth1", "what": "symbol_error",
+                                                      "moved": 1}]})
+        rounds.record(result)
+        lines.append(checktext.round_line(len(judge.doc["rounds"]), [
+            (names[a], names[b], per, [i for i, ok in enumerate(result[(a, b)]) if not ok], 100)
+            for (a, b), per in figs.items()], 2, 1.0))
+    judge.pair_verdict(rounds.verdict(), fabric)
+    assert judge.doc["suspects"] == ["h2 rail 1"]
+    h2 = judge.hosts["h2"]
+    assert h2["verdict"] == "RAIL" and h2["rails_failed"] == [1]
+    assert h2["reasons"][0].startswith("rail 1: below min_busbw_GBps") and \
+        h2["reasons"][0].endswith("its other rails passed; counters moved: eth1 symbol_error +2")
+    assert "h2-h3 0.105|0.026 (0%) FAIL rail 1" in lines[0], lines
+    failing, hostlist = judge.failing()
+    assert failing == [] and judge.failure() == "check FAILED: 1 suspect link or switch: h2 rail 1"
+    assert checktext.verdict_lines(4, [], [], failing, hostlist, judge.doc["suspects"])[1:] == [
+        "# no host to drain (4 hosts): only the links and switches below are suspect",
+        "# SUSPECT LINKS AND SWITCHES (1, for the fabric team): h2 rail 1"]
+    table = checktext.host_table(judge.doc["hosts"])
+    assert table[0] == "#" and "RAIL" in next(x for x in table if x.startswith("#  h2 "))
+    assert checktext.csv({"check": judge.doc}).count("\nh2,2,,") == 4
 
 
 # ---- hostlists ----
