@@ -8,6 +8,7 @@ from ..diagnose import jobinfo, links, sysinfo
 from ..diagnose.health import line_rate
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
+from ..launch.bootstrap import TORCH_BACKENDS
 from ..measure.backends import make as make_backend
 from ..measure import launchcost
 from ..measure.backends.timing import BLOCKING
@@ -418,7 +419,7 @@ def execute(session, args):
         wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     names = [b.name for b in backends]
-    link = next((b for b in backends if b.name in options.TORCH_BACKENDS), None)
+    link = next((b for b in backends if b.name in TORCH_BACKENDS), None)
     if link is not None:      # the link check sends through torch.distributed
         session.watch.arm("link check between hosts")
         links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))
