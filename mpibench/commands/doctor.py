@@ -1,5 +1,6 @@
 """mpibench doctor: every host's setup, the differences between hosts, findings with
 advice, and (on GPUs) the transports NCCL really used between every pair of hosts."""
+import datetime
 import os
 import shutil
 import subprocess
@@ -8,7 +9,7 @@ import tempfile
 
 from ..diagnose import findings, hostfacts, nccllog, ncclprobe
 from ..errors import CheckFailed
-from ..launch import faults
+from ..launch import bootstrap, faults
 from ..results.output import open_output
 from .common import guard, options
 
@@ -165,19 +166,9 @@ def nccl_check(session, args):
         r, why = bad[0]
         result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
         return result
-    import torch.distributed as dist
-    from ..launch import netaddr
-    store = None
-    if session.rank == 0:
-        others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
-        addr = netaddr.reachable_address(os.environ, [a for a in others if a])
-        import datetime
-        store = dist.TCPStore(addr, 0, session.size, True, wait_for_workers=False,
-                              timeout=datetime.timedelta(seconds=args.nccl_timeout))
-        where = (addr, store.port)
-    else:
-        where = None
-    addr, port = session.comm.bcast(where, root=0)
+    # rank 0 serves the probes' rendezvous; each rank's probe process joins it
+    store, addr, port = bootstrap.rank0_store(
+        session, os.environ, datetime.timedelta(seconds=args.nccl_timeout), join=False)
     folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
     log = os.path.join(folder, "nccl.log")
     env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
