@@ -123,5 +123,5 @@ def test_backend_option_parsing():
     assert cli.torch_backend(("mpi",)) is None
     assert cli.torch_backend(("mpi", "gloo")) == "gloo"
     one = argparse.ArgumentParser()
-    cli.add_backend(one, cli.TORCH_BACKENDS)
+    cli.add_backend(one, cli.AUTO_AND_TORCH_BACKENDS)
     assert "mpi" not in one.format_help()

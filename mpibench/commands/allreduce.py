@@ -42,7 +42,34 @@ def execute(session, args):
     count = payload // dt.size
     if count < 1:
         raise UsageError(f"--payload {payload} is less than one {dt.name} element")
+    gathered = _measure(session, backend, dt, count, args)
+    if session.rank != 0:
+        return 0
+    n = session.size
+    factor = ALL_REDUCE.busbw_factor(n)
+    busbw = partial(bus, factor=factor)
     nbytes = count * dt.size
+    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
+                    "trials": args.trials, "warmup": args.warmup, "busbw_factor": factor})
+    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on {n} "
+            f"rank{'s' if n != 1 else ''}, {args.warmup} warm-up, {args.trials} trials, "
+            f"busbw = algbw x {factor:g} (2(n-1)/n)"
+            + ("; with one rank busbw is not defined" if factor == 0 else ""))
+    stats = _trials(out, backend, dt, count, n, gathered, args.trials, busbw)
+    means = [mean(g) for g in gathered]
+    slow = _per_rank(out, records, means, nbytes, busbw)
+    out.set(summary={"algbw_GBps": stats, "busbw_GBps": {k: busbw(v) for k, v in stats.items()},
+                     "per_rank_mean_time_us": [t * 1e6 for t in means],
+                     "slowest_rank": {"rank": slow, "host": records[slow]["hostname"],
+                                      "local_rank": records[slow]["local_rank"],
+                                      "mean_time_us": means[slow] * 1e6}})
+    out.finish()
+    return 0
+
+
+def _measure(session, backend, dt, count, args):
+    """Every rank: warm-up, then the timed trials, each after a barrier; rank 0 gets every
+    rank's times."""
     buf = classic.tensor(session, backend, dt, count)
     call = backend.bind(ALL_REDUCE, buf, buf, classic.ctx(session, backend, dt, count), False)
     session.watch.arm("allreduce: warm-up")
@@ -52,24 +79,19 @@ def execute(session, args):
     session.watch.arm("allreduce: gathering the times")
     gathered = session.comm.gather(times, root=0)
     session.watch.disarm()
-    if session.rank != 0:
-        return 0
-    n = session.size
-    factor = ALL_REDUCE.busbw_factor(n)
-    busbw = partial(bus, factor=factor)
-    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
-                    "trials": args.trials, "warmup": args.warmup, "busbw_factor": factor})
-    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on {n} "
-            f"rank{'s' if n != 1 else ''}, {args.warmup} warm-up, {args.trials} trials, "
-            f"busbw = algbw x {factor:g} (2(n-1)/n)"
-            + ("; with one rank busbw is not defined" if factor == 0 else ""))
+    return gathered
+
+
+def _trials(out, backend, dt, count, n, gathered, ntrials, busbw):
+    """Rank 0: a line per trial and the document's one row of them; the algbw's mean, min
+    and max over the trials, printed and returned."""
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
     out.trials = trials.Collector()
-    out.set(trials=args.trials)
+    out.set(trials=ntrials)
     c = ALL_REDUCE.counts(count, dt.size, n)
     trial_bw = []
-    for k in range(args.trials):
+    for k in range(ntrials):
         # nccl-tests' -a 1: the mean time over ranks, and algbw = size / that time
         row = rows.of_collective(ALL_REDUCE, backend.name, dt, c, n, "sum", -1, "in_place",
                                  [g[k] for g in gathered])
@@ -85,22 +107,20 @@ def execute(session, args):
                       for name, v in stats.items()],
                      headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"],
                      disable_numparse=True))
-    means = [mean(g) for g in gathered]
+    return stats
+
+
+def _per_rank(out, records, means, nbytes, busbw):
+    """Rank 0: every rank's mean time and bandwidths, and the slowest rank (returned)."""
     labels = classic.labels(records)
     out.say("")
     out.say(tabulate([[r, labels[r], classic.ms(t), classic.num(algbw(nbytes, t)),
                        classic.num(busbw(algbw(nbytes, t)))] for r, t in enumerate(means)],
                      headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"],
                      disable_numparse=True))
-    slow = max(range(n), key=lambda r: means[r])
+    slow = max(range(len(means)), key=lambda r: means[r])
     fast = min(means)
     out.say(f"\nslowest rank: {slow} on host {records[slow]['hostname']} (local rank "
             f"{records[slow]['local_rank']}): mean {classic.ms(means[slow])} ms, "
             f"{means[slow] / fast:.2f}x the fastest rank" if fast > 0 else "")
-    out.set(summary={"algbw_GBps": stats, "busbw_GBps": {k: busbw(v) for k, v in stats.items()},
-                     "per_rank_mean_time_us": [t * 1e6 for t in means],
-                     "slowest_rank": {"rank": slow, "host": records[slow]["hostname"],
-                                      "local_rank": records[slow]["local_rank"],
-                                      "mean_time_us": means[slow] * 1e6}})
-    out.finish()
-    return 0
+    return slow

@@ -74,7 +74,7 @@ def add_arguments(p):
     p.add_argument("--rails", metavar="IF0,IF1,...",
                    help=f"bind local rank i to interface i for gloo and the rendezvous "
                         f"(as {railbind.VAR}); one interface per local rank")
-    options.add_backend(p, options.TORCH_BACKENDS)
+    options.add_backend(p, options.AUTO_AND_TORCH_BACKENDS)
 
 
 def check_args(args):

@@ -5,7 +5,7 @@ from tabulate import tabulate
 
 from ..errors import CheckFailed, UsageError
 from ..measure.sizes import format_size
-from ..results import reader, traindoc
+from ..results import reader, rows, traindoc
 from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
@@ -61,8 +61,7 @@ def figures(doc, modes, min_size, by_backend=True):
         for mode in modes:
             bw = reader.bandwidth(row, mode)
             if bw and bw[0] > 0:
-                k = reader.key(row, mode)
-                out[k if by_backend else k[:1] + ("",) + k[2:]] = bw
+                out[rows.key(row, mode, by_backend)] = bw
             elif bw:
                 zero.append((row["size"], mode))
     return out, zero

@@ -1,5 +1,6 @@
 """mpibench doctor: every host's setup, the differences between hosts, findings with
 advice, and (on GPUs) the transports NCCL really used between every pair of hosts."""
+import datetime
 import os
 import shutil
 import subprocess
@@ -8,7 +9,7 @@ import tempfile
 
 from ..diagnose import findings, hostfacts, nccllog, ncclprobe
 from ..errors import CheckFailed
-from ..launch import faults
+from ..launch import bootstrap, faults
 from ..results.output import open_output
 from .common import guard, options
 
@@ -57,6 +58,25 @@ def execute(session, args):
     for h, f in per_host.items():
         for line in host_lines(h, f, ranks[h]):
             out.say(line)
+    diffs = _consistency(out, per_host)
+    found = findings.version_findings(diffs) + findings.findings(per_host)
+    pairs = _transports(session, out, transports)
+    if pairs is not None:
+        found += findings.transport_findings(pairs, per_host)
+    errors = _findings(out, found)
+    out.set(doctor={"hosts": {h: dict(f, ranks=ranks[h]) for h, f in per_host.items()},
+                    "differences": [{"fact": label, "values": values} for label, values in diffs],
+                    "findings": [{"host": f[0], "text": f[1], "severity": findings.severity(f)}
+                                 for f in found],
+                    "nccl_transports": None if pairs is None else
+                    [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
+                    "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
+    out.finish()
+    return verdict(session, _failure(transports["errors"], errors))
+
+
+def _consistency(out, per_host):
+    """Rank 0: print the facts that differ between hosts; returns them."""
     diffs = findings.differences(per_host)
     out.say("#\n# consistency: " + (f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''} "
                                     f"between hosts" if diffs else
@@ -64,23 +84,31 @@ def execute(session, args):
                                      if len(per_host) > 1 else "one host, nothing to compare")))
     for label, values in diffs:
         out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
-    found = findings.version_findings(diffs) + findings.findings(per_host)
-    pairs = None
+    return diffs
+
+
+def _transports(session, out, transports):
+    """Rank 0: print the transports NCCL used between every pair of hosts (or why the check
+    did not run); returns them by host pair (None when the check was skipped)."""
     out.say("#\n# NCCL transports (a short all_reduce with NCCL_DEBUG=INFO):")
     if transports["skipped"]:
         out.say(f"#   not checked: {transports['skipped']}")
-    else:
-        parsed = [nccllog.parse(text) for text in transports["logs"] if text]
-        pairs = nccllog.by_host_pair(parsed, session.hosts)
-        for (a, b), used in pairs.items():
-            where = f"{a} (inside)" if a == b else f"{a} <-> {b}"
-            out.say(f"#   {where}: {', '.join(used)}")
-        if not pairs and not transports["errors"]:
-            out.say("#   no connection between ranks in the logs" +
-                    (" (one rank: NCCL connects nothing)" if session.size == 1 else ""))
-        for error in transports["errors"]:
-            out.say(f"#   CHECK FAILED TO RUN: {error}")
-        found += findings.transport_findings(pairs, per_host)
+        return None
+    parsed = [nccllog.parse(text) for text in transports["logs"] if text]
+    pairs = nccllog.by_host_pair(parsed, session.hosts)
+    for (a, b), used in pairs.items():
+        where = f"{a} (inside)" if a == b else f"{a} <-> {b}"
+        out.say(f"#   {where}: {', '.join(used)}")
+    if not pairs and not transports["errors"]:
+        out.say("#   no connection between ranks in the logs" +
+                (" (one rank: NCCL connects nothing)" if session.size == 1 else ""))
+    for error in transports["errors"]:
+        out.say(f"#   CHECK FAILED TO RUN: {error}")
+    return pairs
+
+
+def _findings(out, found):
+    """Rank 0: print the findings and their count; returns how many are errors."""
     out.say("#\n# findings:" if found else "#\n# findings: none")
     for f in found:
         host, text = f
@@ -91,15 +119,7 @@ def execute(session, args):
         out.say(f"#\n# {errors} problem{'s' if errors != 1 else ''} that break{'s' if errors == 1 else ''} "
                 f"runs (ERROR), {len(found) - errors} warning{'s' if len(found) - errors != 1 else ''}"
                 + ("; exit 1" if errors else ""))
-    out.set(doctor={"hosts": {h: dict(f, ranks=ranks[h]) for h, f in per_host.items()},
-                    "differences": [{"fact": label, "values": values} for label, values in diffs],
-                    "findings": [{"host": f[0], "text": f[1], "severity": findings.severity(f)}
-                                 for f in found],
-                    "nccl_transports": None if pairs is None else
-                    [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
-                    "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
-    out.finish()
-    return verdict(session, _failure(transports["errors"], errors))
+    return errors
 
 
 def _failure(not_run, errors):
@@ -165,19 +185,9 @@ def nccl_check(session, args):
         r, why = bad[0]
         result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
         return result
-    import torch.distributed as dist
-    from ..launch import netaddr
-    store = None
-    if session.rank == 0:
-        others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
-        addr = netaddr.reachable_address(os.environ, [a for a in others if a])
-        import datetime
-        store = dist.TCPStore(addr, 0, session.size, True, wait_for_workers=False,
-                              timeout=datetime.timedelta(seconds=args.nccl_timeout))
-        where = (addr, store.port)
-    else:
-        where = None
-    addr, port = session.comm.bcast(where, root=0)
+    # rank 0 serves the probes' rendezvous; each rank's probe process joins it
+    store, addr, port = bootstrap.rank0_store(
+        session, os.environ, datetime.timedelta(seconds=args.nccl_timeout), join=False)
     folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
     log = os.path.join(folder, "nccl.log")
     env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,

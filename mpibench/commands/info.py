@@ -9,7 +9,7 @@ SESSION = "args"
 
 
 def add_arguments(p):
-    options.add_backend(p, options.TORCH_BACKENDS)
+    options.add_backend(p, options.AUTO_AND_TORCH_BACKENDS)
     guard.add_timeout(p, "start-up, or gathering every rank's record", 120.0)
 
 

@@ -44,12 +44,22 @@ def execute(session, args):
     if small < 1:
         raise UsageError(f"-k {args.count} is larger than S in elements ({format_size(size)} "
                          f"is {count} {dt.name} elements)")
-    big_bytes, small_bytes = count * dt.size, small * dt.size
+    blocking = backend.default_blocking()
+    gathered = _measure(session, backend, dt, count, small, blocking, args)
+    if session.rank != 0:
+        return 0
+    _report(session, out, backend, dt, count, small, blocking, records, gathered, args)
+    out.finish()
+    return 0
+
+
+def _measure(session, backend, dt, count, small, blocking, args):
+    """Every rank times one call of count elements, then args.count calls of small
+    elements; rank 0 gets each rank's (one, many) in seconds."""
     buf = classic.tensor(session, backend, dt, count)
     part = buf[:small]
     big = backend.bind(ALL_REDUCE, buf, buf, classic.ctx(session, backend, dt, count), False)
     little = backend.bind(ALL_REDUCE, part, part, classic.ctx(session, backend, dt, small), False)
-    blocking = backend.default_blocking()
     calls = [little] * args.count
     session.watch.arm("latency: warm-up")
     if args.warmup:
@@ -64,10 +74,15 @@ def execute(session, args):
     session.watch.arm("latency: gathering the times")
     gathered = session.comm.gather((one, many), root=0)
     session.watch.disarm()
-    if session.rank != 0:
-        return 0
+    return gathered
+
+
+def _report(session, out, backend, dt, count, small, blocking, records, gathered, args):
+    """Rank 0: the configuration, the document's two rows, every rank's figures and their
+    mean."""
     n, k = session.size, args.count
     factor = ALL_REDUCE.busbw_factor(n)
+    big_bytes, small_bytes = count * dt.size, small * dt.size
     total_small = small_bytes * k
     out.set(config={**out.doc["config"], "size": big_bytes, "k": k, "chunk": small_bytes,
                     "dtype": dt.name, "warmup": args.warmup, "blocking": blocking,
@@ -76,7 +91,6 @@ def execute(session, args):
             f"{format_size(small_bytes)} ({small} x {dt.name}, {total_small} bytes in all), "
             f"{n} rank{'s' if n != 1 else ''}, busbw = algbw x {factor:g}"
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
-    labels = classic.labels(records)
     # Two rows of the document, each per call as nccl-tests counts it: one call of S bytes,
     # and one of the K calls of S/K bytes (the K calls' time over K).
     c_big, c_small = (ALL_REDUCE.counts(x, dt.size, n) for x in (count, small))
@@ -86,9 +100,24 @@ def execute(session, args):
     out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_small, n, "sum", -1, "in_place",
                                    [g[1] / k for g in gathered], calls=k))
     out.say("")
+    part = (big_bytes, total_small, factor)
+    out.set(per_rank=_per_rank(out, backend, classic.labels(records), gathered, k, part))
+    d1 = mean(g[0] for g in gathered)
+    dk = mean(g[1] for g in gathered)
+    avg = _row(backend, None, "mean", d1, dk, *part)
+    out.say(f"\nmean over ranks: 1 x {format_size(big_bytes)} {classic.ms(d1)} ms, busbw "
+            f"{classic.bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
+            f"{classic.ms(dk)} ms, busbw {classic.bw_cells(avg['many']['busbw_GBps'])}; "
+            f"the small calls took {_ratio(avg['ratio'])}x as long")
+    out.set(summary=avg)
+
+
+def _per_rank(out, backend, labels, gathered, k, part):
+    """Print every rank's two durations, bandwidths and ratio; their rows (JSON per_rank).
+    part: (the big call's bytes, the small calls' bytes together, the busbw factor)."""
     lines, per_rank = [], []
     for r, (d1, dk) in enumerate(gathered):
-        row = _row(backend, r, labels[r], d1, dk, big_bytes, total_small, factor)
+        row = _row(backend, r, labels[r], d1, dk, *part)
         per_rank.append(row)
         lines.append([labels[r], r, classic.ms(d1), classic.num(row["one"]["algbw_GBps"]),
                       classic.num(row["one"]["busbw_GBps"]), classic.ms(dk), classic.num(row["many"]["algbw_GBps"]),
@@ -96,17 +125,7 @@ def execute(session, args):
     out.say(tabulate(lines, headers=["host:local_rank", "rank", "1xS ms", "algbw GBps",
                                      "busbw GBps", f"{k}xS/{k} ms", "algbw GBps", "busbw GBps",
                                      "ratio"], disable_numparse=True))
-    d1 = mean(g[0] for g in gathered)
-    dk = mean(g[1] for g in gathered)
-    avg = _row(backend, None, "mean", d1, dk, big_bytes, total_small, factor)
-    out.say(f"\nmean over ranks: 1 x {format_size(big_bytes)} {classic.ms(d1)} ms, busbw "
-            f"{classic.bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
-            f"{classic.ms(dk)} ms, busbw {classic.bw_cells(avg['many']['busbw_GBps'])}; "
-            f"the small calls took {_ratio(avg['ratio'])}x as long")
-    out.set(per_rank=per_rank)
-    out.set(summary=avg)
-    out.finish()
-    return 0
+    return per_rank
 
 
 def _row(backend, rank, label, d1, dk, big_bytes, small_total, factor):

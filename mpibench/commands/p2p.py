@@ -43,7 +43,7 @@ def add_arguments(p):
                                                  "(needs matplotlib; never overwrites)")
     p.add_argument("--json", metavar="PATH", help="write every link's figures as JSON (never overwrites)")
     guard.add_timeout(p, "start-up, or one round of pairs with its warm-up and latency")
-    options.add_backend(p, options.TORCH_BACKENDS)
+    options.add_backend(p, options.AUTO_AND_TORCH_BACKENDS)
 
 
 def execute(session, args):

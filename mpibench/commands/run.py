@@ -8,6 +8,7 @@ from ..diagnose import jobinfo, links, sysinfo
 from ..diagnose.hostfacts import line_rate
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
+from ..launch.bootstrap import TORCH_BACKENDS
 from ..measure.backends import make as make_backend
 from ..measure import launchcost
 from ..measure.backends.timing import BLOCKING
@@ -35,6 +36,18 @@ GPU_MAXBYTES = 4 << 30
 
 
 def add_arguments(p):
+    _sweep_arguments(p)
+    _loop_arguments(p)
+    _diagnosis_arguments(p)
+    _output_arguments(p)
+    p.add_argument("--min-busbw", type=options.positive_float, default=None, metavar="GBPS",
+                   help="exit 1 when the average bus bandwidth is below GBPS GB/s (also from "
+                        "NCCL_TESTS_MIN_BW, as nccl-tests: below 0.9 of it)")
+    options.add_backend(p, several=True)
+
+
+def _sweep_arguments(p):
+    """What is measured: collectives, sizes, iterations, data types, ops, root."""
     p.add_argument("--collectives", default="all", metavar="LIST",
                    help=f"comma-separated, or all: {', '.join(COLLECTIVES)} (default all)")
     p.add_argument("-b", "--minbytes", type=options.size_arg, default=8, metavar="SIZE",
@@ -52,6 +65,10 @@ def add_arguments(p):
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
     p.add_argument("-r", "--root", type=options.int_at_least(0), default=0, help="root of broadcast, reduce, gather and scatter (default 0)")
+
+
+def _loop_arguments(p):
+    """How the timed loop runs and what it checks and times."""
     p.add_argument("-z", "--blocking", type=int, choices=(0, 1, 2, 3), default=None,
                    help="as nccl-tests: 0 launch every iteration, wait once at the end; "
                         "1 wait and barrier (MPI) after each, the barrier timed; 2 wait after "
@@ -77,6 +94,10 @@ def add_arguments(p):
                    help="with -I 1: leave the first N iterations out of the per-iteration "
                         "summary (they stay in the JSON), 0 <= N < -n (default 0). Where "
                         "nccl-tests warns and disables a bad -I or -K, mpibench refuses it")
+
+
+def _diagnosis_arguments(p):
+    """Slow ranks, hosts and links; the timeout; repeated sweeps."""
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
     p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
@@ -96,6 +117,10 @@ def add_arguments(p):
     p.add_argument("--unstable", type=options.positive_float, default=trials.UNSTABLE, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
                         f"times their median (default {trials.UNSTABLE:g})")
+
+
+def _output_arguments(p):
+    """The files written, and nccl-tests' own flags for them and the rest."""
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default="mpibench",
                    help="mpibench (default): everything measured; nccl-tests: nccl-tests' own "
@@ -111,10 +136,6 @@ def add_arguments(p):
                    help="nccl-tests' GPUs per thread: 1, what mpibench does (one GPU per process)")
     p.add_argument("-t", "--nthreads", type=int, default=1, metavar="1",
                    help="nccl-tests' threads per process: 1, what mpibench does")
-    p.add_argument("--min-busbw", type=options.positive_float, default=None, metavar="GBPS",
-                   help="exit 1 when the average bus bandwidth is below GBPS GB/s (also from "
-                        "NCCL_TESTS_MIN_BW, as nccl-tests: below 0.9 of it)")
-    options.add_backend(p, several=True)
 
 
 def check_args(args):
@@ -418,7 +439,7 @@ def execute(session, args):
         wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     names = [b.name for b in backends]
-    link = next((b for b in backends if b.name in options.TORCH_BACKENDS), None)
+    link = next((b for b in backends if b.name in TORCH_BACKENDS), None)
     if link is not None:      # the link check sends through torch.distributed
         session.watch.arm("link check between hosts")
         links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))

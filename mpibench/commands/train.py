@@ -62,7 +62,7 @@ def add_arguments(p):
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     p.add_argument("--csv", metavar="PATH",
                    help="write the collectives timed alone, one line per size (never overwrites)")
-    options.add_backend(p, choices=options.TORCH_BACKENDS)
+    options.add_backend(p, choices=options.AUTO_AND_TORCH_BACKENDS)
 
 
 def _shape(args, preset):

@@ -134,7 +134,6 @@ def execute(session, args):
     tolerance = args.timer_tolerance or (verdicts.GPU_TIMER_TOLERANCE if backend.cuda
                                          else verdicts.CPU_TIMER_TOLERANCE)
     judged = verdicts.GPU_JUDGED if backend.cuda else verdicts.CPU_JUDGED
-    check_size = args.check_size or (GPU_CHECK_SIZE if backend.cuda else CPU_CHECK_SIZE)
     out = open_output(session, "verify", args)
     peer = read_peer(session, args.against)
     guard.arm(session, args.timeout or float(round(
@@ -142,20 +141,73 @@ def execute(session, args):
         "start-up (every rank's device and versions)")
     records, versions = jobinfo.gather(session)
     if session.rank == 0:
-        out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
-        jobinfo.describe(session, out, [backend.name], records, versions,
-                         {"sizes": sizes, "rounds": args.rounds, "iters": args.iters,
-                          "warmup": args.warmup, "timer_tolerance": tolerance,
-                          "floor": args.floor, "against": args.against})
-        out.announce_files()
-        clock = ("CUDA events" if backend.cuda else "MPI_Wtime" if backend.name == "mpi"
-                 else "monotonic clock")
-        out.say(f"# timers: {args.rounds} round{'s' if args.rounds != 1 else ''}, each "
-                f"mpibench's loop and the bare loop ({clock}) "
-                f"in turn, {args.iters} iterations after {args.warmup} warm-up, "
-                f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
-    checks = []
+        _header(session, out, backend, args, records, versions, sizes, timed, tolerance)
+    measured = _measure(session, out, backend, args, timed, judged, peer)
+    session.watch.disarm()
+    if session.rank != 0:
+        return _end(session, None)
+    checks, medians, figures = _verdicts(measured, backend, args, timed, tolerance, judged)
+    out.say("#")
+    for line in checktable.lines(checks):
+        out.say(line if line.startswith("#") else "#  " + line)
+    # The rows as `run` writes them (the median round's), for report and compare.
+    peer_rows = measured["peer"]["rows"] if measured["peer"] else None
+    out.set(results=[medians[s] for s in timed] + (peer_rows or []))
+    out.set(verify={"checks": checks, "rounds": args.rounds, "iters": args.iters,
+                    "warmup": args.warmup, "timer_tolerance": tolerance, "judged_from": judged,
+                    "timers": _timers(measured["got"]), **figures,
+                    "iperf3": measured["pairs"], "against": args.against})
+    out.finish()
+    return _end(session, verdicts.failed(checks))
+
+
+def _header(session, out, backend, args, records, versions, sizes, timed, tolerance):
+    """Rank 0: the job's description, the files, and what the timers will compare."""
+    out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
+    jobinfo.describe(session, out, [backend.name], records, versions,
+                     {"sizes": sizes, "rounds": args.rounds, "iters": args.iters,
+                      "warmup": args.warmup, "timer_tolerance": tolerance,
+                      "floor": args.floor, "against": args.against})
+    out.announce_files()
+    clock = ("CUDA events" if backend.cuda else "MPI_Wtime" if backend.name == "mpi"
+             else "monotonic clock")
+    out.say(f"# timers: {args.rounds} round{'s' if args.rounds != 1 else ''}, each "
+            f"mpibench's loop and the bare loop ({clock}) "
+            f"in turn, {args.iters} iterations after {args.warmup} warm-up, "
+            f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
+
+
+def _measure(session, out, backend, args, timed, judged, peer):
+    """Every rank: what the five checks judge, as a dict (the gathered parts on rank 0)."""
     # 1. The timers.
+    found = {"got": _compare_timers(session, out, backend, args, timed)}
+    # 2. The per-call cost: GPUs the launch (measure/launchcost), CPUs the harness over the bare loop.
+    found["gpu_launch"] = selfcheck.gpu_launch_seconds(session, backend, session.watch)
+    small = [s for s in (sweep(8, judged // 4, 4) if backend.cuda else []) if s not in timed]
+    found["sweep_rows"] = selfcheck.engine_rows(
+        session, backend, selfcheck.all_reduce_plan(backend, small, args.iters, args.warmup))[0] \
+        if small else None
+    # 3. Correctness, every collective, both modes (GPUs: also through a CUDA graph's replay).
+    check_size = args.check_size or (GPU_CHECK_SIZE if backend.cuda else CPU_CHECK_SIZE)
+    passes = [("correctness", 0)] + ([("correctness -G 1", 1)] if backend.cuda else [])
+    found["checked"] = [(label, *selfcheck.correctness(session, backend, check_size, graph))
+                        for label, graph in passes]
+    # 4. The hosts' link rates (all of each host's links together).
+    session.watch.arm("verify: the hosts' link rates")
+    found["rates"] = session.comm.gather((session.hostname, hostfacts.total_line_rate(
+        args.root.replace("{host}", session.hostname))), root=0)
+    # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
+    found["pairs"] = []
+    if args.iperf_seconds > 0 and len(set(session.hosts)) > 1:
+        session.watch.arm("verify: iperf3 between hosts")
+        found["pairs"] = iperf.run_pairs(session, os.environ, args.iperf_seconds, args.iperf_port)
+    found["peer"] = _measure_peer(session, backend, args, peer) if peer is not None else None
+    return found
+
+
+def _compare_timers(session, out, backend, args, timed):
+    """mpibench's loop and the bare loop in turn at every size; rank 0 writes each round
+    to the files as it comes."""
     progress = None
     if out is not None:       # what is measured is on disk as it comes
         def progress(got, size):
@@ -163,42 +215,27 @@ def execute(session, args):
             out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
                     f"{g['harness'][-1] * 1e6:.1f} us, bare loop {g['bare'][-1] * 1e6:.1f} us")
             out.set(verify={"timers": _timers(got), "complete": False})
-    got = selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
-                                   args.warmup, session.watch, progress)
-    # 2. The per-call cost: GPUs the launch (measure/launchcost), CPUs the harness over the bare loop.
-    gpu_launch = selfcheck.gpu_launch_seconds(session, backend, session.watch)
-    small = [s for s in (sweep(8, judged // 4, 4) if backend.cuda else []) if s not in timed]
-    sweep_rows = None
-    if small:
-        sweep_rows, _ = selfcheck.engine_rows(
-            session, backend, selfcheck.all_reduce_plan(backend, small, args.iters, args.warmup))
-    # 3. Correctness, every collective, both modes (GPUs: also through a CUDA graph's replay).
-    passes = [("correctness", 0)] + ([("correctness -G 1", 1)] if backend.cuda else [])
-    checked = [(label, *selfcheck.correctness(session, backend, check_size, graph))
-               for label, graph in passes]
-    # 4. The hosts' link rates (all of each host's links together).
-    session.watch.arm("verify: the hosts' link rates")
-    rates = session.comm.gather((session.hostname, hostfacts.total_line_rate(
-        args.root.replace("{host}", session.hostname))), root=0)
-    # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
-    pairs_ = []
-    if args.iperf_seconds > 0 and len(set(session.hosts)) > 1:
-        session.watch.arm("verify: iperf3 between hosts")
-        pairs_ = iperf.run_pairs(session, os.environ, args.iperf_seconds, args.iperf_port)
-    peer_rows = None
-    if peer is not None:
-        tool, rows = peer
-        pbackend = make_backend(session, "mpi") if rows[0].get("backend") == "mpi" else backend
-        same, plan = peer_plan(rows, pbackend, args.iters, args.warmup)
-        # NetPIPE keeps the fastest of its trials: so does verify, of as many rounds.
-        netpipe = tool == "NetPIPE"
-        peer_rows, peer_wrong = selfcheck.repeated_rows(
-            session, pbackend, plan, PEER_ROUNDS if netpipe else 1, fastest=netpipe)
-    session.watch.disarm()
-    if session.rank != 0:
-        return _end(session, None)
-    # ---- rank 0: the verdicts ----
-    medians = {}
+    return selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
+                                    args.warmup, session.watch, progress)
+
+
+def _measure_peer(session, backend, args, peer):
+    """The peer's collective measured here at its sizes: {'tool', 'same' (the peer's rows
+    compared), 'rows' (ours), 'wrong'}."""
+    tool, rows = peer
+    pbackend = make_backend(session, "mpi") if rows[0].get("backend") == "mpi" else backend
+    same, plan = peer_plan(rows, pbackend, args.iters, args.warmup)
+    # NetPIPE keeps the fastest of its trials: so does verify, of as many rounds.
+    netpipe = tool == "NetPIPE"
+    ours, wrong = selfcheck.repeated_rows(
+        session, pbackend, plan, PEER_ROUNDS if netpipe else 1, fastest=netpipe)
+    return {"tool": tool, "same": same, "rows": ours, "wrong": wrong}
+
+
+def _verdicts(found, backend, args, timed, tolerance, judged):
+    """Rank 0: (the checks in the order printed, the median row of each timed size, the
+    per-call cost and link rates as the JSON keeps them)."""
+    got, checks, medians = found["got"], [], {}
     timer_failed_short = False
     for s in timed:
         g = got[s]
@@ -206,42 +243,32 @@ def execute(session, args):
         c = verdicts.timer(s, g["harness"], g["bare"], ratios, tolerance, judged)
         timer_failed_short |= c["verdict"] == "FAIL" and c["ratio"] < 1
         checks.append(c)
-        row = selfcheck.median_row(g["rows"], g["harness"])
-        medians[s] = row
+        medians[s] = selfcheck.median_row(g["rows"], g["harness"])
+    gpu_launch = found["gpu_launch"]
     harness_cost = median(h - b for h, b in zip(got[8]["harness"], got[8]["bare"]))
-    cost = gpu_launch if gpu_launch is not None else harness_cost
     times = {s: medians[s]["in_place"]["time_us"] * 1e-6 for s in timed}
-    times.update({r["requested_size"]: r["in_place"]["time_us"] * 1e-6 for r in sweep_rows or []})
+    times.update({r["requested_size"]: r["in_place"]["time_us"] * 1e-6
+                  for r in found["sweep_rows"] or []})
     # Launch-bound rows are a GPU matter (the host starting kernels; -G the remedy).
     bound = verdicts.launch_bound_size(times, gpu_launch, launchcost.launch_bound) \
         if gpu_launch else None
     checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
-    for label, rows, wrong in checked:
+    for label, rows, wrong in found["checked"]:
         checks.append(verdicts.correctness(rows, wrong, label))
-    largest = medians[max(timed)]
-    busbw = largest["in_place"]["busbw_GBps"]
-    per_host = dict(rates)
+    busbw = medians[max(timed)]["in_place"]["busbw_GBps"]
+    per_host = dict(found["rates"])
     checks.append(verdicts.plausibility(max(timed), busbw, per_host, timer_failed_short))
-    for pair in pairs_:
+    for pair in found["pairs"]:
         checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.floor))
-    if peer_rows is not None:
-        tool, _ = peer
-        checks += verdicts.peer_rows(peer_rows, same, tool, args.floor, judged)
-        if peer_wrong:
-            checks.append(verdicts.correctness(peer_rows, peer_wrong, f"{tool} rows checked"))
-    out.say("#")
-    for line in checktable.lines(checks):
-        out.say(line if line.startswith("#") else "#  " + line)
-    # The rows as `run` writes them (the median round's), for report and compare.
-    out.set(results=[medians[s] for s in timed] + (peer_rows or []))
-    out.set(verify={"checks": checks, "rounds": args.rounds, "iters": args.iters,
-                    "warmup": args.warmup, "timer_tolerance": tolerance, "judged_from": judged,
-                    "timers": _timers(got),
-                    "per_call_s": cost, "launch_bound_up_to": bound,
-                    "line_rates_gbps": per_host, "iperf3": pairs_,
-                    "against": args.against})
-    out.finish()
-    return _end(session, verdicts.failed(checks))
+    peer = found["peer"]
+    if peer is not None:
+        checks += verdicts.peer_rows(peer["rows"], peer["same"], peer["tool"], args.floor, judged)
+        if peer["wrong"]:
+            checks.append(verdicts.correctness(peer["rows"], peer["wrong"],
+                                               f"{peer['tool']} rows checked"))
+    cost = gpu_launch if gpu_launch is not None else harness_cost
+    return checks, medians, {"per_call_s": cost, "launch_bound_up_to": bound,
+                             "line_rates_gbps": per_host}
 
 
 def _timers(got):

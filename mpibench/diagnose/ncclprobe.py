@@ -10,6 +10,8 @@ import datetime
 import os
 import sys
 
+from ..launch import bootstrap
+
 
 def main():
     addr, port, rank, size, local_rank = os.environ["MPIBENCH_PROBE"].split()
@@ -18,7 +20,7 @@ def main():
     import torch.distributed as dist
     torch.cuda.set_device(local_rank)
     timeout = datetime.timedelta(seconds=float(os.environ.get("MPIBENCH_PROBE_TIMEOUT", "120")))
-    store = dist.TCPStore(addr, int(port), size, False, timeout=timeout)
+    store = bootstrap.join_store(addr, int(port), size, timeout)
     dist.init_process_group("nccl", store=dist.PrefixStore("ncclprobe", store), rank=rank,
                             world_size=size, timeout=timeout,
                             device_id=torch.device("cuda", local_rank))

@@ -229,27 +229,42 @@ def _init_pg(session, backend, env, link, timeout):
                                 world_size=session.size, timeout=td, **eager)
         session.rendezvous = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']} (MASTER_ADDR/MASTER_PORT)"
     else:
-        tcp = None
-        if session.rank == 0:
-            try:
-                others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
-                addr = netaddr.reachable_address(env, [a for a in others if a])
-                tcp = dist.TCPStore(addr, 0, session.size, True, timeout=td, wait_for_workers=False)
-                found = (addr, tcp.port, None)
-            except Exception as exc:
-                found = (None, None, f"rank 0 could not open the rendezvous store: {exc}")
-        else:
-            found = None
-        addr, port, error = session.comm.bcast(found, root=0)
-        if error:
-            raise Exit(error, 1)
-        if tcp is None:
-            tcp = dist.TCPStore(addr, port, session.size, False, timeout=td)
+        tcp, addr, port = rank0_store(session, env, td)
         dist.init_process_group(backend, store=tcp, rank=session.rank,
                                 world_size=session.size, timeout=td, **eager)
         how = "single process" if session.size == 1 else "chosen by rank 0, sent through MPI"
         session.rendezvous = f"{addr}:{port} ({how})"
     session.pg = True
+
+
+def rank0_store(session, env, timeout, join=True):
+    """Rank 0 opens a TCPStore server on a free port of an address the other hosts reach
+    and sends (addr, port) to every rank through the side channel; with join the other
+    ranks connect to it, without they only learn where it is (a process of their own
+    joins it). timeout: a timedelta. Returns (store, addr, port), store None on a rank
+    that did not join; Exit on every rank when rank 0 cannot open it."""
+    import torch.distributed as dist
+    store, found = None, None
+    if session.rank == 0:
+        try:
+            others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
+            addr = netaddr.reachable_address(env, [a for a in others if a])
+            store = dist.TCPStore(addr, 0, session.size, True, timeout=timeout, wait_for_workers=False)
+            found = (addr, store.port, None)
+        except Exception as exc:
+            found = (None, None, f"rank 0 could not open the rendezvous store: {exc}")
+    addr, port, error = session.comm.bcast(found, root=0)
+    if error:
+        raise Exit(error, 1)
+    if store is None and join:
+        store = join_store(addr, port, session.size, timeout)
+    return store, addr, port
+
+
+def join_store(addr, port, size, timeout):
+    """A client of rank0_store()'s store, from any process told its address and port."""
+    import torch.distributed as dist
+    return dist.TCPStore(addr, port, size, False, timeout=timeout)
 
 
 def _primary_address():

@@ -3,8 +3,9 @@
 document defines the results document and loads it back validated (schema, load,
 measurements); files reserves and atomically rewrites result files (JSON, CSV);
 output is rank 0's live output of a run; reader is what the analysis commands read of
-a saved document; tables formats rows as nccl-tests does; trials merges repeated sweeps;
-nccltests reads nccl-tests' printed output and -J JSON as documents and writes its -J schema.
+a saved document; rows builds a row and says what identifies it; tables formats rows as
+nccl-tests does; trials merges repeated sweeps; nccltests reads nccl-tests' printed
+output and -J JSON as documents and writes its -J schema.
 checktext prints check's lines, its table of hosts and its CSV.
 
 May import: errors, launch, measure.

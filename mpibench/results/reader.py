@@ -80,14 +80,6 @@ def first_mode(row, wanted=None):
     return None
 
 
-def key(row, mode, backend=True):
-    """What lines a row up across files (backend False: across backends of one file).
-    A p2p row's link (from->to) is part of it: one row per link at the same size."""
-    return (row["collective"], row.get("backend", "?") if backend else None,
-            row.get("dtype", row["type"]), row["redop"], row["root"],
-            row.get("setting", "") + row.get("link", ""), row["size"], mode)
-
-
 def bandwidth(row, mode):
     """(value, low, high, metric): busbw where defined, else algbw (one rank), with the
     trials' range when the row has one (else low = high = value)."""

@@ -1,11 +1,20 @@
-"""One row of a results document from every rank's time, for the commands that time one
-collective at a time outside the engine (allreduce, latency, flagsync, demo, p2p): the
-same shape as a row of `run` (nccl-tests' keys, one mode), so that report, compare and
-plot read every command's file alike."""
+"""One row of a results document: what identifies it (key), and the row itself from every
+rank's time, for the commands that time one collective at a time outside the engine
+(allreduce, latency, flagsync, demo, p2p): the same shape as a row of `run` (nccl-tests'
+keys, one mode), so that report, compare and plot read every command's file alike."""
 from statistics import mean
 
 from ..measure.collectives.base import algbw, busbw
 from .document import MODES
+
+
+def key(row, mode=None, backend=True):
+    """What lines a row up: across trials of a run (mode None), across files (compare),
+    across backends of one file (backend False). A p2p row's link (from->to) is part of
+    it: one row per link at the same size."""
+    return (row["collective"], row.get("backend", "?") if backend else None,
+            row.get("dtype", row["type"]), row["redop"], row["root"],
+            row.get("setting", "") + row.get("link", ""), row["size"], mode)
 
 
 def one_mode(collective, backend, dtype, size, count, redop, root, bw_bytes, factor, mode,

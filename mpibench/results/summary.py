@@ -6,6 +6,7 @@ from tabulate import tabulate
 
 from . import reader
 from .document import MODES, finite
+from .rows import key as row_key
 
 
 def _busbws(rows):
@@ -75,12 +76,12 @@ def closing_lines(doc):
 def comparison(rows, a, b):
     """(compared rows, lines): rows of backends a and b side by side, with b's bandwidth
     over a's."""
-    theirs = {reader.key(row, m, backend=False): row[m] for row in rows
+    theirs = {row_key(row, m, backend=False): row[m] for row in rows
               if row.get("backend") == b for m in MODES if row.get(m)}
     compared, cells = [], []
     for row in rows:
         for m in MODES:
-            y = theirs.get(reader.key(row, m, backend=False)) \
+            y = theirs.get(row_key(row, m, backend=False)) \
                 if row.get("backend") == a and row.get(m) else None
             if y is None:
                 continue

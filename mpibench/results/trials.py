@@ -8,7 +8,9 @@ time) and an `unstable` flag when (max - min) / median of the time exceeds a thr
 from statistics import mean, median, pstdev
 
 from ..measure.collectives.base import algbw, busbw
+from . import rows
 from .document import MODES
+
 UNSTABLE = 0.10   # default: a row whose times span more than 10% of their median
 
 
@@ -59,23 +61,19 @@ def merge(trial_rows, threshold=UNSTABLE):
     return row
 
 
-def row_id(row):
-    return (row["collective"], row.get("backend"), row["size"], row["type"], row["redop"], row["root"])
-
-
 class Collector:
     """Rank 0 during run --trials: each trial's row joins the same row of the earlier
     trials; the results list holds the merged rows, in the order first measured."""
 
     def __init__(self, threshold=UNSTABLE):
         self.threshold = threshold
-        self.rows = {}     # row_id -> (index in results, [that row of each trial])
+        self.rows = {}     # rows.key -> (index in results, [that row of each trial])
 
     def add(self, results, row):
-        key = row_id(row)
-        if key not in self.rows:
-            self.rows[key] = (len(results), [])
+        k = rows.key(row)
+        if k not in self.rows:
+            self.rows[k] = (len(results), [])
             results.append(None)
-        index, seen = self.rows[key]
+        index, seen = self.rows[k]
         seen.append(row)
         results[index] = merge(seen, self.threshold)

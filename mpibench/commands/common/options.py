@@ -4,11 +4,13 @@ and exit code 2."""
 import argparse
 
 from ...errors import UsageError
+from ...launch import bootstrap
 
-TORCH_BACKENDS = ("auto", "nccl", "gloo")
+# --backend's torch choices: auto (nccl on CUDA GPUs, else gloo) or one by name
+AUTO_AND_TORCH_BACKENDS = ("auto",) + bootstrap.TORCH_BACKENDS
 
 
-def add_backend(parser, choices=TORCH_BACKENDS + ("mpi",), several=False):
+def add_backend(parser, choices=AUTO_AND_TORCH_BACKENDS + ("mpi",), several=False):
     """--backend, parsed into a tuple of names (one unless several)."""
     def names(text):
         items = [t.strip().lower() for t in text.split(",") if t.strip()]
@@ -18,7 +20,7 @@ def add_backend(parser, choices=TORCH_BACKENDS + ("mpi",), several=False):
         if not items or len(set(items)) != len(items) or (len(items) > 1 and not several):
             raise argparse.ArgumentTypeError(
                 f"{text!r}: give {'distinct backends, comma-separated' if several else 'one backend'}")
-        if sum(i in TORCH_BACKENDS for i in items) > 1:
+        if sum(i in AUTO_AND_TORCH_BACKENDS for i in items) > 1:
             raise argparse.ArgumentTypeError(f"{text!r}: one torch backend per job (one process group)")
         return tuple(items)
     mpi = ("; mpi: the MPI library itself through mpi4py (needs an MPI launcher)"
@@ -31,7 +33,7 @@ def add_backend(parser, choices=TORCH_BACKENDS + ("mpi",), several=False):
 
 def torch_backend(names):
     """The torch process group a --backend value needs (None: MPI only)."""
-    return next((n for n in names if n in TORCH_BACKENDS), None)
+    return next((n for n in names if n in AUTO_AND_TORCH_BACKENDS), None)
 
 
 def int_at_least(low):
