@@ -5,6 +5,8 @@ measurements); files reserves and atomically rewrites result files (JSON, CSV);
 output is rank 0's live output of a run; reader is what the analysis commands read of
 a saved document; tables formats rows as nccl-tests does; trials merges repeated sweeps;
 nccltests reads nccl-tests' printed output and -J JSON as documents and writes its -J schema.
+traindoc checks a document's train part; trainfigures computes train's figures from its
+steps; traintext writes train's text (train, report, compare, sweep).
 
 May import: errors, launch, measure.
 """
