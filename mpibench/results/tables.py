@@ -121,15 +121,33 @@ def us(seconds):
     return f"{seconds * 1e6:.1f}"
 
 
+def host_cells(h, time):
+    """A host's first cells in a per-host table (probes' and train's): its name, its ranks,
+    and the min, median and max of its ranks' times as time() writes them."""
+    return [h["host"], ",".join(str(r) for r in h["ranks"]), time(h["min_s"]),
+            time(h["median_s"]), time(h["max_s"])]
+
+
+def slow_host_lines(analysis, unit):
+    """A line per host found consistently slow (probes' and train's); unit: what the
+    analysis counted (iterations, steps)."""
+    pct = int(round(analysis["margin"] * 100))
+    lines = []
+    for name in analysis["slow_hosts"]:
+        h = next(x for x in analysis["hosts"] if x["host"] == name)
+        lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
+                     f"{h['slow_iterations']} of {analysis['iterations']} {unit} "
+                     f"({h['ratio']:.2f}x)")
+    return lines
+
+
 def host_table(analysis, bw_bytes, factor, fmt="simple"):
     """Per host: ranks, min/median/max of its ranks' times, busbw of its slowest rank."""
     rows = []
     for h in analysis["hosts"]:
         bus = busbw(algbw(bw_bytes, h["max_s"]), factor)
-        rows.append([h["host"], ",".join(str(r) for r in h["ranks"]), us(h["min_s"]),
-                     us(h["median_s"]), us(h["max_s"]),
-                     "n/a" if bus is None else f"{bus:.3f}",
-                     "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"])
+        rows.append(host_cells(h, us) + ["n/a" if bus is None else f"{bus:.3f}",
+                                         "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"])
     return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
                                    "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
 
@@ -159,10 +177,7 @@ def straggler_lines(analysis, size, symmetric=True):
     pct = int(round(analysis["margin"] * 100))
     if several:
         if analysis["slow_hosts"]:
-            for name in analysis["slow_hosts"]:
-                h = next(x for x in analysis["hosts"] if x["host"] == name)
-                lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
-                             f"{h['slow_iterations']} of {k} iterations ({h['ratio']:.2f}x)")
+            lines += slow_host_lines(analysis, "iterations")
         else:
             lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of {k} iterations)")
     mid = analysis["median_rank_s"]

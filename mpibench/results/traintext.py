@@ -4,6 +4,7 @@ from tabulate import tabulate
 
 from ..measure.sizes import format_bytes, format_size
 from . import numbers
+from .tables import host_cells, slow_host_lines
 
 
 def replicas_line(train):
@@ -98,9 +99,8 @@ def memory_lines(train):
 
 def host_lines(analysis, kind):
     """Per host: its ranks' step times; the slowest rank and consistently slow hosts."""
-    rows = [[h["host"], ",".join(str(r) for r in h["ranks"]), numbers.ms(h["min_s"]),
-             numbers.ms(h["median_s"]), numbers.ms(h["max_s"]),
-             "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"] for h in analysis["hosts"]]
+    rows = [host_cells(h, numbers.ms) + ["-" if h["ratio"] is None else f"{h['ratio']:.2f}x"]
+            for h in analysis["hosts"]]
     table = tabulate(rows, headers=["host", "ranks", "min ms", "median ms", "max ms",
                                     "vs median host"], disable_numparse=True)
     lines = [f"#\n# {kind} step time per host ({analysis['iterations']} steps, median per rank):"]
@@ -110,12 +110,7 @@ def host_lines(analysis, kind):
         ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank"
         lines.append(f"# slowest rank: rank {s['rank']} (host {s['host']}) "
                      f"{numbers.ms(s['median_s'])} ms{ratio}")
-    pct = int(round(analysis["margin"] * 100))
-    for name in analysis["slow_hosts"]:
-        h = next(x for x in analysis["hosts"] if x["host"] == name)
-        lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
-                     f"{h['slow_iterations']} of {analysis['iterations']} steps "
-                     f"({h['ratio']:.2f}x)")
+    lines += slow_host_lines(analysis, "steps")
     if analysis["slow_ranks"]:
         lines.append("# consistently slow ranks: " + ", ".join(
             f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"]))
