@@ -7,6 +7,7 @@ a saved document; tables formats rows as nccl-tests does; trials merges repeated
 nccltests reads nccl-tests' printed output and -J JSON as documents and writes its -J schema.
 traindoc checks a document's train part; trainfigures computes train's figures from its
 steps; traintext writes train's text (train, report, compare, sweep).
+numbers writes a figure in text (n/a when unknown, ms, us, percent, ratio).
 
 May import: errors, launch, measure.
 """

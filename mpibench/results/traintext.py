@@ -64,8 +64,8 @@ def summary_lines(train, n):
         lines.append(f"#  gradients synced     : {format_bytes(s['gradient_bytes'])} per step "
                      f"({format_bytes(round(s['bus_bytes']))} over the bus)")
     if s.get("alone_s") is not None:
-        bw = "n/a" if s["busbw_GBps"] is None else f"{s['busbw_GBps']:.3f} GB/s"
-        lines += [f"#  collectives alone    : {numbers.ms(s['alone_s'])} ms back to back, busbw {bw}",
+        lines += [f"#  collectives alone    : {numbers.ms(s['alone_s'])} ms back to back, "
+                  f"busbw {numbers.figure(s['busbw_GBps'], unit=' GB/s')}",
                   f"#  hidden by compute    : {numbers.pct(s['hidden_share'])} of the "
                   f"communication (1 - exposed / alone)"]
     if train.get("replicas"):
@@ -99,8 +99,7 @@ def memory_lines(train):
 
 def host_lines(analysis, kind):
     """Per host: its ranks' step times; the slowest rank and consistently slow hosts."""
-    rows = [host_cells(h, numbers.ms) + ["-" if h["ratio"] is None else f"{h['ratio']:.2f}x"]
-            for h in analysis["hosts"]]
+    rows = [host_cells(h, numbers.ms) + [numbers.ratio(h["ratio"])] for h in analysis["hosts"]]
     table = tabulate(rows, headers=["host", "ranks", "min ms", "median ms", "max ms",
                                     "vs median host"], disable_numparse=True)
     lines = [f"#\n# {kind} step time per host ({analysis['iterations']} steps, median per rank):"]
