@@ -164,7 +164,7 @@ def _sysfs(root, files):
 
 
 def test_line_rate_is_the_fastest_active_rdma_port_else_the_fastest_interface_up(tmp_path):
-    from mpibench.results.summary import share_text as _share
+    from mpibench.results.numbers import share_text as _share
     from mpibench.diagnose.hostfacts import line_rate
     _sysfs(tmp_path, {"sys/class/net/eth0/speed": "25000", "sys/class/net/eth0/operstate": "up",
                       "sys/class/net/eth1/speed": "100000", "sys/class/net/eth1/operstate": "down"})

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import mpibench_lines, mpirun, show
 from mpibench.measure.training import BF16_LOSS_RTOL
-from mpibench.results import traindoc
+from mpibench.results import trainfigures, traintext
 
 QUICK = ["train", "--steps", "2", "--warmup", "1", "--alone-iters", "0"]
 
@@ -27,19 +27,19 @@ def test_a_replica_off_by_one_part_in_a_billion_fails_on_gloo(tmp_path):
 def test_bf16_tolerance_takes_rounding_and_refuses_divergence():
     loss = 6.2
     assert BF16_LOSS_RTOL == 1e-2
-    assert traindoc.replicas([loss, loss * (1 + 4e-3)], BF16_LOSS_RTOL)["agree"] is True
-    assert traindoc.replicas([loss, loss * (1 + 3e-2)], BF16_LOSS_RTOL)["agree"] is False
-    assert traindoc.replicas([loss, loss], 0.0)["agree"] is True
-    assert traindoc.replicas([loss, loss * (1 + 1e-12)], 0.0)["agree"] is False
-    assert traindoc.replicas([loss, None], BF16_LOSS_RTOL) == {
+    assert trainfigures.replicas([loss, loss * (1 + 4e-3)], BF16_LOSS_RTOL)["agree"] is True
+    assert trainfigures.replicas([loss, loss * (1 + 3e-2)], BF16_LOSS_RTOL)["agree"] is False
+    assert trainfigures.replicas([loss, loss], 0.0)["agree"] is True
+    assert trainfigures.replicas([loss, loss * (1 + 1e-12)], 0.0)["agree"] is False
+    assert trainfigures.replicas([loss, None], BF16_LOSS_RTOL) == {
         "loss": [loss, None], "agree": False, "rtol": BF16_LOSS_RTOL, "spread": None}
 
 
 def test_the_line_states_the_tolerance():
-    bf16 = {"precision": "bf16 autocast", "replicas": traindoc.replicas([6.2, 6.21], BF16_LOSS_RTOL)}
-    assert traindoc.replicas_line(bf16).startswith(
+    bf16 = {"precision": "bf16 autocast", "replicas": trainfigures.replicas([6.2, 6.21], BF16_LOSS_RTOL)}
+    assert traintext.replicas_line(bf16).startswith(
         "#  replicas             : agree within 1% (bf16 autocast), spread 0.0016, loss 6.2")
-    bf16["replicas"] = traindoc.replicas([6.2, 6.5], BF16_LOSS_RTOL)
-    assert traindoc.replicas_line(bf16) == ("#  replicas             : DIFFER (allowed: within 1% "
+    bf16["replicas"] = trainfigures.replicas([6.2, 6.5], BF16_LOSS_RTOL)
+    assert traintext.replicas_line(bf16) == ("#  replicas             : DIFFER (allowed: within 1% "
                                             "(bf16 autocast)): losses on a shared batch "
                                             "6.200000, 6.500000")

@@ -9,6 +9,7 @@ from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw as bus
 from ..measure.sizes import format_size
 from ..results import rows, trials
+from ..results.numbers import figure
 from .common import classic, options
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
@@ -103,7 +104,7 @@ def _trials(out, backend, dt, count, n, gathered, ntrials, busbw):
     good = [bw for bw in trial_bw if bw is not None]
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
     out.say("")
-    out.say(tabulate([[name, classic.num(v), classic.num(v and v * 8), classic.num(busbw(v)), classic.num(busbw(v) and busbw(v) * 8)]
+    out.say(tabulate([[name, figure(v), figure(v and v * 8), figure(busbw(v)), figure(busbw(v) and busbw(v) * 8)]
                       for name, v in stats.items()],
                      headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"],
                      disable_numparse=True))
@@ -114,8 +115,8 @@ def _per_rank(out, records, means, nbytes, busbw):
     """Rank 0: every rank's mean time and bandwidths, and the slowest rank (returned)."""
     labels = classic.labels(records)
     out.say("")
-    out.say(tabulate([[r, labels[r], classic.ms(t), classic.num(algbw(nbytes, t)),
-                       classic.num(busbw(algbw(nbytes, t)))] for r, t in enumerate(means)],
+    out.say(tabulate([[r, labels[r], classic.ms(t), figure(algbw(nbytes, t)),
+                       figure(busbw(algbw(nbytes, t)))] for r, t in enumerate(means)],
                      headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"],
                      disable_numparse=True))
     slow = max(range(len(means)), key=lambda r: means[r])

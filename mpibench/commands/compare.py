@@ -5,7 +5,7 @@ from tabulate import tabulate
 
 from ..errors import CheckFailed, UsageError
 from ..measure.sizes import format_size
-from ..results import reader, rows, traindoc
+from ..results import reader, rows, traintext
 from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
@@ -139,7 +139,7 @@ def _preamble(paths, docs, notes, found):
 
 def _train_steps(paths, docs, min_share):
     """Print train results' steps side by side; the files whose throughput fails."""
-    lines, speed = traindoc.comparison(list(zip(paths, docs)))
+    lines, speed = traintext.comparison(list(zip(paths, docs)))
     print("\n".join(lines))
     return [f"{p}: train throughput at {r:.3f}x the baseline"
             for p, r in zip(paths[1:], speed) if min_share is not None and r < min_share]

@@ -7,6 +7,7 @@ from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import Counts
 from ..measure.dtypes import DTYPES
 from ..results import rows
+from ..results.numbers import ratio
 from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
@@ -105,7 +106,7 @@ def report(session, out, backend, records, args, names, gathered):
         out.record_row(row)
         lines.append([name, f"{row['total_s']:.4f}", f"{row['time_per_call_us']:.1f}",
                       f"{row['slowest_rank_time_per_call_us']:.1f}",
-                      "n/a" if speedup is None else f"{speedup:.2f}x",
+                      ratio(speedup, missing="n/a"),
                       ",".join(str(s) for s in sums_i), "yes" if row["agrees"] else "NO"])
     out.say(tabulate(lines, headers=["method", "total s (mean rank)", "us/call (mean rank)",
                                      "us/call (slowest rank)", "speedup vs all_gather_object",

@@ -8,6 +8,7 @@ from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw
 from ..measure.sizes import format_size
 from ..results import rows
+from ..results.numbers import figure
 from .common import classic, options
 
 HELP = "1 x S against K x S/K all_reduces of the same total bytes, per rank"
@@ -108,7 +109,7 @@ def _report(session, out, backend, dt, count, small, blocking, records, gathered
     out.say(f"\nmean over ranks: 1 x {format_size(big_bytes)} {classic.ms(d1)} ms, busbw "
             f"{classic.bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
             f"{classic.ms(dk)} ms, busbw {classic.bw_cells(avg['many']['busbw_GBps'])}; "
-            f"the small calls took {_ratio(avg['ratio'])}x as long")
+            f"the small calls took {figure(avg['ratio'], '.2f')}x as long")
     out.set(summary=avg)
 
 
@@ -119,9 +120,9 @@ def _per_rank(out, backend, labels, gathered, k, part):
     for r, (d1, dk) in enumerate(gathered):
         row = _row(backend, r, labels[r], d1, dk, *part)
         per_rank.append(row)
-        lines.append([labels[r], r, classic.ms(d1), classic.num(row["one"]["algbw_GBps"]),
-                      classic.num(row["one"]["busbw_GBps"]), classic.ms(dk), classic.num(row["many"]["algbw_GBps"]),
-                      classic.num(row["many"]["busbw_GBps"]), _ratio(row["ratio"])])
+        lines.append([labels[r], r, classic.ms(d1), figure(row["one"]["algbw_GBps"]),
+                      figure(row["one"]["busbw_GBps"]), classic.ms(dk), figure(row["many"]["algbw_GBps"]),
+                      figure(row["many"]["busbw_GBps"]), figure(row["ratio"], ".2f")])
     out.say(tabulate(lines, headers=["host:local_rank", "rank", "1xS ms", "algbw GBps",
                                      "busbw GBps", f"{k}xS/{k} ms", "algbw GBps", "busbw GBps",
                                      "ratio"], disable_numparse=True))
@@ -138,5 +139,3 @@ def _row(backend, rank, label, d1, dk, big_bytes, small_total, factor):
             "ratio": dk / d1 if d1 > 0 else None}
 
 
-def _ratio(value):
-    return "n/a" if value is None else f"{value:.2f}"

@@ -7,6 +7,7 @@ from ..errors import UsageError
 from ..measure.collectives import REGISTRY
 from ..measure.sizes import format_size
 from ..results import reader
+from ..results.numbers import us
 from .common import options
 
 HELP = "fit each collective's latency and bandwidth terms to runs at several host counts; predict more"
@@ -121,7 +122,7 @@ def _group(group, per_size, checked, target, model):
     errs = [abs(e) for e in fit["errors"]]
     print(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop} "
           f"{mode.replace('_', '-')} ({backend}): {scaling.formula(model, coll)}")
-    print(f"#   alpha = {fit['alpha'] * 1e6:.1f} us per step, 1/beta = "
+    print(f"#   alpha = {us(fit['alpha'])} us per step, 1/beta = "
           f"{'inf' if bw is None else format(bw, '.4g')} GB/s per link; fit error on "
           f"{len(pts)} measured points: rms {scaling.rms(fit['errors']):.1%}, "
           f"max {max(errs):.1%}")
@@ -136,14 +137,14 @@ def _group(group, per_size, checked, target, model):
         s = per_size[size][max(per_size[size])][0]
         t = scaling.predict(fit, target, s)
         row = [format_size(size)] + [
-            f"{per_size[size][n][1] * 1e6:.1f}" if n in per_size[size] else "-" for n in ns]
-        row += [f"{t * 1e6:.1f}", f"{s / t / 1e9 * factor:.4g}" if factor else "n/a"]
+            us(per_size[size][n][1]) if n in per_size[size] else "-" for n in ns]
+        row += [us(t), f"{s / t / 1e9 * factor:.4g}" if factor else "n/a"]
         if checked is not None:
             got = checked.get(size, {}).get(target)
             if got:
                 err = t / got[1] - 1
                 check_errors.append((coll, size, err))
-                row += [f"{got[1] * 1e6:.1f}", f"{err:+.1%}"]
+                row += [us(got[1]), f"{err:+.1%}"]
             else:
                 row += ["-", "-"]
         rows.append(row)

@@ -5,7 +5,7 @@ import sys
 
 from tabulate import tabulate
 
-from ..results import reader, summary, tables, traindoc
+from ..results import reader, summary, tables, traintext
 from ..results.document import MODES
 from ..results.files import CSV_FIELDS, csv_rows
 from .common import options
@@ -84,7 +84,7 @@ def text(docs):
         lines += _hosts(doc, "simple")
         lines += summary.comparison_lines(doc) + summary.line_rate_lines(doc)
         if "train" in doc:
-            lines += traindoc.text(doc) + [""]
+            lines += traintext.text(doc) + [""]
         else:
             lines += (summary.closing_lines(doc) if doc["results"] else
                       ["# no measured rows (this command measures no collective)"]) + [""]
@@ -110,7 +110,7 @@ def markdown(docs):
         for line in _hosts(doc, "github"):
             parts.append(_md(line) if line.startswith("#") else line)
         if "train" in doc:
-            parts.append("### Training steps\n\n```\n" + "\n".join(traindoc.text(doc)) + "\n```")
+            parts.append("### Training steps\n\n```\n" + "\n".join(traintext.text(doc)) + "\n```")
         else:
             parts.append(_md("\n".join(summary.closing_lines(doc))))
     return "\n\n".join(p for p in parts if p) + "\n"

@@ -20,7 +20,7 @@ from tabulate import tabulate
 
 from ..errors import Exit, UsageError
 from ..measure.sizes import format_size
-from ..results import document, reader, traindoc
+from ..results import document, reader, traintext
 from ..results.files import render_json, ResultFile
 from .common import options
 
@@ -202,7 +202,7 @@ def execute(session, args):
             _refuse_unread_variables(doc, merged, part, swept)
     for line in summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode)):
         print(line)
-    for line in traindoc.sweep_lines(doc["settings"], labels):
+    for line in traintext.sweep_lines(doc["settings"], labels):
         print(line)
     doc["end_time"] = document.now()
     doc["complete"] = not failed

@@ -13,7 +13,7 @@ from ..measure.dtypes import parse_dtypes
 from ..measure.engine import Engine, Plan
 from ..measure.modes import MODE_KEYS
 from ..measure.training import PARALLEL, Trainer, fsdp_unsupported
-from ..results import inputs, reader, traindoc
+from ..results import inputs, reader, trainfigures, traintext
 from ..results.output import open_output
 from .common import guard, options
 
@@ -141,7 +141,7 @@ def execute(session, args):
 
 def _header(session, out, backend, train, records, versions):
     """Rank 0: the model, the watchdog's limit, the job and the files."""
-    out.say(traindoc.header_line(train))
+    out.say(traintext.header_line(train))
     out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called "
             f"hung (--timeout)")
     jobinfo.describe(session, out, [backend.name], records, versions,
@@ -174,8 +174,8 @@ def _timed_steps(session, out, trainer, train, args):
         for _, fn in kinds:
             trainer.timed(fn, k, barrier)
     if session.rank == 0:
-        out.say(traindoc.steps_title(train))
-        out.say(traindoc.STEP_HEADER)
+        out.say(traintext.steps_title(train))
+        out.say(traintext.STEP_HEADER)
     for k in range(args.steps):
         mine, losses = {}, []
         for name, fn in (kinds if k % 2 == 0 else kinds[::-1]):   # A/B, then B/A
@@ -192,7 +192,7 @@ def _timed_steps(session, out, trainer, train, args):
                 rec[name] = [g[0][name] for g in gathered]
             train = dict(train, steps=train["steps"] + [rec])
             out.set(train=train)
-            out.say(traindoc.step_line(rec))
+            out.say(traintext.step_line(rec))
     return train
 
 
@@ -212,20 +212,20 @@ def _closing(session, out, trainer, train, gathered, alone, base, args):
     times = [[s[analysis_of][r] for s in train["steps"]] for r in range(session.size)]
     analysis = stragglers.analyze(session.hosts, times, margin=options.share_margin(args.min_share))
     losses = [g[1] for g in gathered]
-    summary = traindoc.figures(train, session.size, alone)
+    summary = trainfigures.figures(train, session.size, alone)
     train = dict(train, summary=summary, hosts=analysis,
                  memory=[{"rank": r, "host": session.hosts[r], "peak_bytes": g[0]}
                          for r, g in enumerate(gathered)],
                  replicas=None if args.parallel == "none" else
-                 traindoc.replicas(losses, trainer.loss_rtol),
-                 scaling=traindoc.scaling(summary, session.size, base) if base else None)
+                 trainfigures.replicas(losses, trainer.loss_rtol),
+                 scaling=trainfigures.scaling(summary, session.size, base) if base else None)
     out.set(train=train)
-    line = traindoc.calls_line(train)
+    line = traintext.calls_line(train)
     if line:
         out.say(line)
-    for line in traindoc.host_lines(analysis, "synced" if trainer.synced else "compute"):
+    for line in traintext.host_lines(analysis, "synced" if trainer.synced else "compute"):
         out.say(line)
-    for line in traindoc.summary_lines(train, session.size):
+    for line in traintext.summary_lines(train, session.size):
         out.say(line)
     out.finish()
     return train

@@ -13,6 +13,7 @@ from ..measure.dtypes import DTYPES
 from ..measure.engine import Plan
 from ..measure.sizes import format_size, parse_size, sweep
 from ..results import checktable, reader
+from ..results.numbers import us
 from ..results.output import open_output
 from .common import guard, options
 
@@ -213,7 +214,7 @@ def _compare_timers(session, out, backend, args, timed):
         def progress(got, size):
             g = got[size]
             out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
-                    f"{g['harness'][-1] * 1e6:.1f} us, bare loop {g['bare'][-1] * 1e6:.1f} us")
+                    f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
             out.set(verify={"timers": _timers(got), "complete": False})
     return selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
                                     args.warmup, session.watch, progress)

@@ -8,6 +8,7 @@ INFO (a figure shown, nothing to judge) and n/a (nothing to compare with, and wh
 from statistics import median
 
 from ..measure.sizes import format_size
+from ..results.numbers import us
 
 CPU_TIMER_TOLERANCE = 0.05     # CPUs: within 5% at CPU_JUDGED and up (a shared machine is noisy)
 GPU_TIMER_TOLERANCE = 0.02     # GPUs: within 2% at GPU_JUDGED and up
@@ -28,10 +29,6 @@ def check(name, figure, reference, ratio, verdict, reason=""):
             "verdict": verdict, "reason": reason}
 
 
-def _us(seconds):
-    return f"{seconds * 1e6:.1f} us"
-
-
 def spread(values):
     """(max - min) / median: how far the rounds of one timer scattered."""
     m = median(values)
@@ -41,8 +38,8 @@ def spread(values):
 def timer(size, harness, bare, ratios, tolerance, judged_from):
     """mpibench's loop against the bare loop at one size (seconds per call per round)."""
     r = median(ratios)
-    fig = f"{_us(median(harness))} (spread {spread(harness):.0%})"
-    ref = f"{_us(median(bare))} (spread {spread(bare):.0%})"
+    fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
+    ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
     name = f"timer {format_size(size)}"
     if size < judged_from:
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
@@ -61,7 +58,7 @@ def per_call(harness_cost, gpu_launch, bound_size, smallest):
         cost, what = gpu_launch, "host launch per call (N calls, no wait)"
     else:
         cost, what = harness_cost, "mpibench's loop over the bare loop per call"
-    fig = "n/a" if cost is None else _us(cost)
+    fig = "n/a" if cost is None else f"{us(cost)} us"
     if gpu_launch is None:
         where = ("CPUs: the difference of two loops, as noisy as they are"
                  + (" (below 0 here: the noise exceeds the cost)" if cost is not None and cost < 0

@@ -7,6 +7,9 @@ a saved document; rows builds a row and says what identifies it; tables formats 
 nccl-tests does; trials merges repeated sweeps; nccltests reads nccl-tests' printed
 output and -J JSON as documents and writes its -J schema.
 checktext prints check's lines, its table of hosts and its CSV.
+traindoc checks a document's train part; trainfigures computes train's figures from its
+steps; traintext writes train's text (train, report, compare, sweep).
+numbers writes a figure in text (n/a when unknown, ms, us, percent, ratio).
 
 May import: errors, launch, measure.
 """

@@ -7,6 +7,7 @@ from tabulate import tabulate
 from . import reader
 from .document import MODES, finite
 from .rows import key as row_key
+from .numbers import figure, share_text
 
 
 def _busbws(rows):
@@ -67,7 +68,7 @@ def closing_lines(doc):
         # another tool's log: its own printed average (one per test when it holds several)
         avg = doc.get("average_bus_bandwidth")
         text = ("n/a (one per test, above)" if len(reader.tests(doc)) > 1 else
-                "n/a" if avg is None else format(avg, "g"))
+                figure(avg, "g"))
         lines = [x if not x.startswith("# Avg bus bandwidth") else
                  f"# {'Avg bus bandwidth':<20s} : {text}" for x in lines]
     return lines
@@ -94,9 +95,9 @@ def comparison(rows, a, b):
                              f"{b}_time_us": y["time_us"], f"{b}_busbw_GBps": y["busbw_GBps"],
                              "busbw_ratio": ratio})
             cells.append([row["collective"], row["size"], row["type"], row["redop"],
-                          m.replace("_", "-"), f"{x['time_us']:.1f}", _bw(x["busbw_GBps"]),
-                          f"{y['time_us']:.1f}", _bw(y["busbw_GBps"]),
-                          "n/a" if ratio is None else f"{ratio:.2f}"])
+                          m.replace("_", "-"), f"{x['time_us']:.1f}", figure(x["busbw_GBps"]),
+                          f"{y['time_us']:.1f}", figure(y["busbw_GBps"]),
+                          figure(ratio, ".2f")])
     table = tabulate(cells, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
                                      f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"],
                      disable_numparse=True)
@@ -110,16 +111,6 @@ def comparison_lines(doc):
     if not (isinstance(names, list) and len(names) == 2):
         return []
     return comparison(doc["results"], *names)[1]
-
-
-def _bw(value):
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def share_text(gbps_figure, rate):
-    """' (NN%)': a figure in GB/s as a share of a line rate in Gbit/s ('' when either is
-    unknown)."""
-    return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""
 
 
 def line_rate_lines(doc):

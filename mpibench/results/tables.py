@@ -4,6 +4,7 @@ from tabulate import tabulate
 from ..measure.collectives.base import algbw, busbw
 from ..measure.sizes import format_size
 from .document import MODES
+from .numbers import figure, ratio, us
 
 
 def fnum(value, width):
@@ -117,8 +118,24 @@ def row_line(row, per_iter=False):
             + _spread_cells(row))
 
 
-def us(seconds):
-    return f"{seconds * 1e6:.1f}"
+def host_cells(h, time):
+    """A host's first cells in a per-host table (probes' and train's): its name, its ranks,
+    and the min, median and max of its ranks' times as time() writes them."""
+    return [h["host"], ",".join(str(r) for r in h["ranks"]), time(h["min_s"]),
+            time(h["median_s"]), time(h["max_s"])]
+
+
+def slow_host_lines(analysis, unit):
+    """A line per host found consistently slow (probes' and train's); unit: what the
+    analysis counted (iterations, steps)."""
+    pct = int(round(analysis["margin"] * 100))
+    lines = []
+    for name in analysis["slow_hosts"]:
+        h = next(x for x in analysis["hosts"] if x["host"] == name)
+        lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
+                     f"{h['slow_iterations']} of {analysis['iterations']} {unit} "
+                     f"({h['ratio']:.2f}x)")
+    return lines
 
 
 def host_table(analysis, bw_bytes, factor, fmt="simple"):
@@ -126,10 +143,7 @@ def host_table(analysis, bw_bytes, factor, fmt="simple"):
     rows = []
     for h in analysis["hosts"]:
         bus = busbw(algbw(bw_bytes, h["max_s"]), factor)
-        rows.append([h["host"], ",".join(str(r) for r in h["ranks"]), us(h["min_s"]),
-                     us(h["median_s"]), us(h["max_s"]),
-                     "n/a" if bus is None else f"{bus:.3f}",
-                     "-" if h["ratio"] is None else f"{h['ratio']:.2f}x"])
+        rows.append(host_cells(h, us) + [figure(bus), ratio(h["ratio"])])
     return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
                                    "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
 
@@ -159,24 +173,17 @@ def straggler_lines(analysis, size, symmetric=True):
     pct = int(round(analysis["margin"] * 100))
     if several:
         if analysis["slow_hosts"]:
-            for name in analysis["slow_hosts"]:
-                h = next(x for x in analysis["hosts"] if x["host"] == name)
-                lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
-                             f"{h['slow_iterations']} of {k} iterations ({h['ratio']:.2f}x)")
+            lines += slow_host_lines(analysis, "iterations")
         else:
             lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of {k} iterations)")
     mid = analysis["median_rank_s"]
     for r in analysis["slow_ranks"]:
         x = analysis["ranks"][r]
-        ratio = f", {x['median_s'] / mid:.2f}x the median rank ({us(mid)} us)" if mid > 0 else ""
+        vs = f", {x['median_s'] / mid:.2f}x the median rank ({us(mid)} us)" if mid > 0 else ""
         lines.append(f"# SLOW RANK {r} (host {x['host']}) at {format_size(size)}: "
-                     f"{us(x['median_s'])} us{ratio}, more than {pct}% over the median rank in "
+                     f"{us(x['median_s'])} us{vs}, more than {pct}% over the median rank in "
                      f"{x['slow_iterations']} of {k} iterations")
     return lines
-
-
-def _g(value, spec=".3f"):
-    return "n/a" if value is None else format(value, spec)
 
 
 def trials_table(rows, fmt="simple"):
@@ -194,7 +201,7 @@ def trials_table(rows, fmt="simple"):
             out.append([row["collective"], row["size"], row["type"], row["redop"],
                         key.replace("_", "-"), f"{m['time_us']:.1f}", f"{sp['time_us_min']:.1f}",
                         f"{sp['time_us_max']:.1f}", f"{sp['cv'] * 100:.1f}",
-                        _g(m["busbw_GBps"]), bw, "UNSTABLE" if m["unstable"] else "stable"])
+                        figure(m["busbw_GBps"]), bw, "UNSTABLE" if m["unstable"] else "stable"])
     return tabulate(out, headers=["collective", "size", "type", "redop", "mode", "time us",
                                   "min", "max", "cv %", "busbw GB/s", "busbw min-max",
                                   "trials"], tablefmt=fmt, disable_numparse=True)

@@ -73,11 +73,6 @@ def labels(records):
     return [f"{r['hostname']}:{r['local_rank']}" for r in records]
 
 
-def num(value):
-    """Three decimals, or n/a."""
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def bw_cells(value):
     """'12.345 GBps (98.76 Gbps)', or n/a."""
     return "n/a" if value is None else f"{value:.3f} GBps ({value * 8:.2f} Gbps)"

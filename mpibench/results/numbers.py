@@ -1,0 +1,34 @@
+"""How text output writes a figure: fixed decimals, times in ms or us, shares in percent,
+ratios as 1.23x, a bandwidth as a share of a line rate; an unknown figure (None) as n/a
+(a ratio column's as a dash). nccl-tests' own column format is tables.fnum."""
+
+
+def figure(value, spec=".3f", unit="", missing="n/a"):
+    """format(value, spec) and its unit."""
+    return missing if value is None else format(value, spec) + unit
+
+
+def ratio(value, missing="-"):
+    """How many times another figure a figure is: 1.23x."""
+    return figure(value, ".2f", "x", missing)
+
+
+def ms(seconds):
+    """Milliseconds, one decimal."""
+    return "n/a" if seconds is None else f"{seconds * 1e3:.1f}"
+
+
+def us(seconds):
+    """Microseconds, one decimal."""
+    return "n/a" if seconds is None else f"{seconds * 1e6:.1f}"
+
+
+def pct(share):
+    """A share (0.123) as a percent with one decimal (12.3%)."""
+    return "n/a" if share is None else f"{share * 100:.1f}%"
+
+
+def share_text(gbps_figure, rate):
+    """' (NN%)': a figure in GB/s as a share of a line rate in Gbit/s ('' when either is
+    unknown)."""
+    return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""

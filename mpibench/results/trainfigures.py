@@ -1,0 +1,65 @@
+"""The figures of a train run from its timed steps (the document's train.summary), its
+replicas' check and its scaling against a baseline run. Times are seconds; a job's step
+time is its slowest rank's, per step, then the median."""
+from statistics import median
+
+from ..measure.collectives import REGISTRY
+
+
+def replicas(losses, rtol):
+    """The replicas' check: every rank's loss on a shared batch, equal (rtol 0) or within
+    rtol of the largest in size; spread is (max - min) / max |loss|."""
+    if None in losses:
+        return {"loss": losses, "agree": False, "rtol": rtol, "spread": None}
+    top = max(abs(x) for x in losses)
+    spread = (max(losses) - min(losses)) / top if top else 0.0
+    agree = len(set(losses)) == 1 if not rtol else spread <= rtol
+    return {"loss": losses, "agree": agree, "rtol": rtol, "spread": spread}
+
+
+def job_times(steps, kind):
+    """The job's time per step (its slowest rank), for kind 'synced_s' or 'unsynced_s'."""
+    return [max(s[kind]) for s in steps if s.get(kind)]
+
+
+def figures(train, n, alone):
+    """The summary of the timed steps. alone: {(collective, size): seconds} of the step's
+    collectives timed alone (empty when not timed)."""
+    steps = train["steps"]
+    synced, unsynced = job_times(steps, "synced_s"), job_times(steps, "unsynced_s")
+    step = median(synced) if synced else median(unsynced)
+    compute = median(unsynced)
+    m = train["model"]
+    out = {"step_s": step, "compute_s": compute,
+           "tokens_per_s": n * train["batch_per_rank"] * m["seq"] / step,
+           "samples_per_s": n * train["batch_per_rank"] / step,
+           "exposed_s": None, "exposed_share": None, "alone_s": None, "hidden_share": None,
+           "gradient_bytes": None, "bus_bytes": None, "busbw_GBps": None}
+    if synced:
+        # A/B pairs on the same ranks: the median of the differences, not of each side.
+        exposed = median(a - b for a, b in zip(synced, unsynced))
+        out.update(exposed_s=exposed, exposed_share=exposed / step)
+    calls = train.get("collectives") or []
+    if calls:
+        reduced = [c for c in calls if c["collective"] in ("all_reduce", "reduce_scatter")]
+        out["gradient_bytes"] = sum(c["size"] * c["count"] for c in reduced)
+        out["bus_bytes"] = sum(c["size"] * c["count"] * REGISTRY[c["collective"]].busbw_factor(n)
+                               for c in calls)
+    if calls and alone and all((c["collective"], c["size"]) in alone for c in calls):
+        total = sum(alone[(c["collective"], c["size"])] * c["count"] for c in calls)
+        out["alone_s"] = total
+        out["busbw_GBps"] = out["bus_bytes"] / total / 1e9 if total > 0 else None
+        if out["exposed_s"] is not None and total > 0:
+            out["hidden_share"] = 1 - out["exposed_s"] / total
+    return out
+
+
+def scaling(summary, n, base_doc):
+    """Speedup and efficiency of this run against a baseline train document."""
+    base = base_doc["train"]["summary"]
+    base_n = base_doc["world"]["size"]
+    speedup = summary["tokens_per_s"] / base["tokens_per_s"]
+    ratio = n / base_n
+    return {"baseline_ranks": base_n, "baseline_hosts": len(base_doc["world"].get("hosts") or []),
+            "baseline_tokens_per_s": base["tokens_per_s"], "speedup": speedup,
+            "rank_ratio": ratio, "efficiency": speedup / ratio}

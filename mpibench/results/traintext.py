@@ -1,0 +1,181 @@
+"""The text of a train run as train prints it and report renders it, and the train tables of
+compare and sweep."""
+from tabulate import tabulate
+
+from ..measure.sizes import format_bytes, format_size
+from . import numbers
+from .tables import host_cells, slow_host_lines
+
+
+def replicas_line(train):
+    rep = train["replicas"]
+    losses = rep["loss"]
+    rtol = rep.get("rtol") or 0.0
+    allowed = f"within {rtol:.0%} ({train.get('precision')})" if rtol else "bit for bit"
+    if rep["agree"]:
+        spread = f", spread {rep['spread']:.2g}" if rtol else ""
+        return (f"#  replicas             : agree {allowed}{spread}, loss {losses[0]:.6f} "
+                f"on a shared batch on every rank")
+    return (f"#  replicas             : DIFFER (allowed: {allowed}): losses on a shared batch "
+            + ", ".join("not finite" if x is None else f"{x:.6f}" for x in losses))
+
+
+STEP_HEADER = "#   step   synced (ms)   unsynced (ms)   exposed (ms)   mean loss"
+
+
+def step_line(rec):
+    synced = max(rec["synced_s"]) if rec.get("synced_s") else None
+    unsynced = max(rec["unsynced_s"])
+    exposed = None if synced is None else synced - unsynced
+    loss = ("NOT FINITE" if None in rec["loss"] else
+             f"{sum(rec['loss']) / len(rec['loss']):.4f}")
+    return (f"  {rec['step']:5d}  {numbers.ms(synced):>12s}  {numbers.ms(unsynced):>14s}  "
+            f"{numbers.ms(exposed):>13s}  {loss:>10s}")
+
+
+def steps_title(train):
+    if train["parallel"] == "none":
+        return ("#\n# timed steps, each rank alone (--parallel none: no gradient "
+                "synchronisation); time per step of the slowest rank")
+    ref = ("DDP's no_sync" if train["parallel"] == "ddp" else
+           "an unsharded copy of the model, each rank alone")
+    return (f"#\n# timed steps, synced and unsynced ({ref}) alternated on the same ranks; "
+            f"time per step of the slowest rank")
+
+
+def summary_lines(train, n):
+    """The summary block train prints (and report reprints)."""
+    s = train.get("summary")
+    if not s:
+        return ["# no summary: the run ended before its timed steps were done"]
+    m = train["model"]
+    steps = len(train["steps"])
+    lines = ["#", f"# summary over {steps} timed step{'s' if steps != 1 else ''} "
+                  f"(medians; {n} rank{'s' if n != 1 else ''} x batch "
+                  f"{train['batch_per_rank']} x seq {m['seq']}):",
+             f"#  step time            : {numbers.ms(s['step_s'])} ms",
+             f"#  throughput           : {s['tokens_per_s']:.1f} tokens/s, "
+             f"{s['samples_per_s']:.2f} samples/s (the job)"]
+    if s.get("exposed_s") is not None:
+        lines += [f"#  compute alone        : {numbers.ms(s['compute_s'])} ms (unsynced steps)",
+                  f"#  exposed comm         : {numbers.ms(s['exposed_s'])} ms, "
+                  f"{numbers.pct(s['exposed_share'])} of the step"]
+    if s.get("gradient_bytes"):
+        lines.append(f"#  gradients synced     : {format_bytes(s['gradient_bytes'])} per step "
+                     f"({format_bytes(round(s['bus_bytes']))} over the bus)")
+    if s.get("alone_s") is not None:
+        lines += [f"#  collectives alone    : {numbers.ms(s['alone_s'])} ms back to back, "
+                  f"busbw {numbers.figure(s['busbw_GBps'], unit=' GB/s')}",
+                  f"#  hidden by compute    : {numbers.pct(s['hidden_share'])} of the "
+                  f"communication (1 - exposed / alone)"]
+    if train.get("replicas"):
+        lines.append(replicas_line(train))
+    lines += memory_lines(train)
+    sc = train.get("scaling")
+    if sc:
+        lines.append("# " + scaling_line(sc))
+    return lines
+
+
+def scaling_line(sc):
+    """The seed's '1.70x on 2x the GPUs' as one line."""
+    return (f"scaling: {sc['speedup']:.2f}x on {sc['rank_ratio']:g}x the ranks: efficiency "
+            f"{sc['efficiency']:.2f} (baseline {sc['baseline_ranks']} rank"
+            f"{'s' if sc['baseline_ranks'] != 1 else ''} on {sc['baseline_hosts']} host"
+            f"{'s' if sc['baseline_hosts'] != 1 else ''}, "
+            f"{sc['baseline_tokens_per_s']:.1f} tokens/s)")
+
+
+def memory_lines(train):
+    mem = [m for m in train.get("memory") or [] if m.get("peak_bytes") is not None]
+    if not mem:
+        return []
+    top = max(mem, key=lambda m: m["peak_bytes"])
+    what = ("CUDA max_memory_allocated" if train.get("memory_kind") == "cuda_max_memory_allocated"
+            else "growth of the peak resident set from before the model was built")
+    return [f"#  peak memory          : {format_bytes(top['peak_bytes'])} on rank {top['rank']} "
+            f"(host {top['host']}), {what}"]
+
+
+def host_lines(analysis, kind):
+    """Per host: its ranks' step times; the slowest rank and consistently slow hosts."""
+    rows = [host_cells(h, numbers.ms) + [numbers.ratio(h["ratio"])] for h in analysis["hosts"]]
+    table = tabulate(rows, headers=["host", "ranks", "min ms", "median ms", "max ms",
+                                    "vs median host"], disable_numparse=True)
+    lines = [f"#\n# {kind} step time per host ({analysis['iterations']} steps, median per rank):"]
+    lines += ["#  " + line for line in table.splitlines()]
+    s = analysis["slowest"]
+    if len(analysis["ranks"]) > 1:
+        ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank"
+        lines.append(f"# slowest rank: rank {s['rank']} (host {s['host']}) "
+                     f"{numbers.ms(s['median_s'])} ms{ratio}")
+    lines += slow_host_lines(analysis, "steps")
+    if analysis["slow_ranks"]:
+        lines.append("# consistently slow ranks: " + ", ".join(
+            f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"]))
+    return lines
+
+
+def header_line(train):
+    m = train["model"]
+    bucket = f" (buckets of {train['bucket_mb']:g} MiB)" if train["parallel"] == "ddp" else ""
+    return (f"# mpibench train: model {m['preset']} ({m['parameters'] / 1e6:.1f}M parameters: "
+            f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}, "
+            f"vocab {m['vocab']}), parallel {train['parallel']}{bucket}, batch "
+            f"{train['batch_per_rank']} per rank, {train['precision']}, {train['warmup']} "
+            f"warm-up step{'s' if train['warmup'] != 1 else ''} and {train['timed']} timed")
+
+
+def calls_line(train):
+    calls = train.get("collectives") or []
+    if not calls:
+        return None
+    parts = [f"{c['count']} x {c['collective']} {format_size(c['size'])}" for c in calls]
+    return f"# one step's collectives: {', '.join(parts)}"
+
+
+def text(doc):
+    """What report prints for a train document (its rows are printed as run's)."""
+    train = doc["train"]
+    n = (doc.get("world") or {}).get("size") or 1
+    lines = [header_line(train), steps_title(train), STEP_HEADER]
+    lines += [step_line(r) for r in train["steps"]]
+    call = calls_line(train)
+    if call:
+        lines.append(call)
+    if train.get("hosts"):
+        lines += host_lines(train["hosts"], "synced" if train["parallel"] != "none" else "compute")
+    return lines + summary_lines(train, n)
+
+
+def comparison(named_docs):
+    """compare's lines for train documents (each file's step time, throughput and exposed
+    share), and every other file's throughput over the first file's."""
+    base = named_docs[0][1]["train"]["summary"]
+    rows, ratios = [], []
+    for path, doc in named_docs:
+        t, s = doc["train"], doc["train"]["summary"]
+        world = doc.get("world") or {}
+        rows.append([path, t["model"]["preset"], t["parallel"], world.get("size", "?"),
+                     len(world.get("hosts") or []), numbers.ms(s["step_s"]),
+                     f"{s['tokens_per_s']:.1f}", numbers.pct(s.get("exposed_share")),
+                     numbers.pct(s.get("hidden_share")),
+                     f"{s['tokens_per_s'] / base['tokens_per_s']:.3f}"])
+        ratios.append(s["tokens_per_s"] / base["tokens_per_s"])
+    table = tabulate(rows, headers=["file", "model", "parallel", "ranks", "hosts", "step ms",
+                                    "tokens/s", "exposed", "hidden", "vs base"],
+                     disable_numparse=True)
+    lines = ["# train: throughput against the first file"] + ["#  " + x for x in table.splitlines()]
+    return lines, ratios[1:]
+
+
+def sweep_lines(records, labels):
+    """sweep's table of the train steps per setting (none when no setting trained)."""
+    rows = [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
+             numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
+            for r in records for t in [r.get("train")] if t]
+    if not rows:
+        return []
+    table = tabulate(rows, headers=["setting", "step ms", "tokens/s", "exposed", "hidden"],
+                     disable_numparse=True)
+    return ["#\n# train steps per setting"] + ["#  " + x for x in table.splitlines()]
