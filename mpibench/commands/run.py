@@ -17,7 +17,7 @@ from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_bytes, format_size, sweep
-from ..results import nccltests, tables, trials
+from ..results import nccltests, numbers, tables, trials
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
 from .common import guard, options
@@ -282,7 +282,7 @@ def launch_costs(session, backends):
 
 def launch_header(session, out, launch):
     for name, seconds in launch.items():
-        out.say(f"# launch cost ({name}): {seconds * 1e6:.1f} us per call, the host's time to "
+        out.say(f"# launch cost ({name}): {numbers.us(seconds)} us per call, the host's time to "
                 f"start one collective ({launchcost.LAUNCHES} one-element all_reduce calls "
                 f"without waiting, slowest rank); rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x "
                 f"of it are launch-bound (summary, JSON 'launch_bound'): -G avoids it")

@@ -4,6 +4,7 @@ result with --baseline, or a share of the median), and why a figure misses them.
 from statistics import median
 
 from ..errors import UsageError
+from ..results import numbers
 from ..results.document import finite, parse
 
 TESTS = ("intra", "pair", "job")
@@ -59,15 +60,11 @@ def below(figure, limits):
     why = []
     low = limits.get("min_busbw_GBps")
     if low is not None and (figure["busbw_GBps"] is None or figure["busbw_GBps"] < low):
-        why.append(f"busbw {_gb(figure['busbw_GBps'])} < {low:.3g} GB/s ({limits['source']})")
+        why.append(f"busbw {numbers.figure(figure['busbw_GBps'])} < {low:.3g} GB/s ({limits['source']})")
     high = limits.get("max_latency_us")
     if high is not None and figure["time_us"] > high:
         why.append(f"time {figure['time_us']:.1f} us > {high:.3g} us ({limits['source']})")
     return "; ".join(why) or None
-
-
-def _gb(value):
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, sizes=()):

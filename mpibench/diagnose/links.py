@@ -8,6 +8,7 @@ from tabulate import tabulate
 from ..measure.collectives.base import algbw
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
+from ..results.numbers import figure
 from . import pairs
 
 CPU_SIZE = 4 << 20
@@ -121,10 +122,6 @@ def _links(labels, collected, latency, bench, analysis):
     return rows
 
 
-def _fmt(value, digits):
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matrix=True):
     """Rank 0: the matrices, the named links and hosts; everything into the JSON."""
     names = [labels[r] for r in ranks]
@@ -152,7 +149,7 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
 
 
 def _table(out, corner, names, matrix, digits):
-    rows = [[n] + ["-" if a == b else _fmt(v, digits) for b, v in zip(names, row)]
+    rows = [[n] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
             for n, row, a in zip(names, matrix, names)]
     for line in tabulate(rows, headers=[corner] + names, disable_numparse=True,
                          stralign="right").splitlines():

@@ -9,12 +9,12 @@ from statistics import median
 from tabulate import tabulate
 
 from ..measure.sizes import format_size
-from .summary import share_text
+from .numbers import figure, share_text
 
 
 def bw(value):
     """A busbw in GB/s as check prints it ('n/a' where there is none)."""
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+    return figure(None if isinstance(value, float) and math.isnan(value) else value)
 
 
 def limit_text(lim):
