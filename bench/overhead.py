@@ -179,7 +179,7 @@ def _run_json(np, argv, folder, tag):
 def bare_peak(args):
     """Under mpirun: one bare torch.distributed call on buffers of the run's footprint;
     rank 0 prints every rank's peak RSS (JSON). Says what the library itself holds."""
-    from mpibench.diagnose.sysinfo import peak_rss_bytes
+    from mpibench.diagnose.rankfacts import peak_rss_bytes
     from mpibench.launch import bootstrap, launcher
     session = bootstrap.start(launcher.detect(os.environ), backend="gloo")
     import torch
@@ -206,7 +206,7 @@ def _bare_peaks(np, name, size):
 
 def idle_torch_rss():
     code = ("import torch, torch.distributed\n"
-            "from mpibench.diagnose.sysinfo import peak_rss_bytes\nprint(peak_rss_bytes())")
+            "from mpibench.diagnose.rankfacts import peak_rss_bytes\nprint(peak_rss_bytes())")
     return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               check=True, timeout=120).stdout)
 

@@ -79,10 +79,20 @@ def test_latency(tmp_path, np, backend):
     for row in doc["per_rank"]:
         assert row["ratio"] == pytest.approx(row["many"]["time_us"] / row["one"]["time_us"])
         assert row["one"]["bytes"] == 256 << 10 and row["many"]["bytes"] == 16 * (16 << 10)
-    one, many = doc["results"]      # per call: S once, S/K K times
+    many, one = doc["results"]      # per call, sizes rising: S/K K times, S once
     assert (one["size"], one["calls"], many["size"], many["calls"]) == (256 << 10, 1, 16 << 10, 16)
     assert many["in_place"]["time_us"] == pytest.approx(
         sum(r["many"]["time_us"] for r in doc["per_rank"]) / np / 16)
+    # What it printed reads back as nccl-tests output, with the JSON's sizes and times.
+    printed = tmp_path / "printed.txt"
+    printed.write_text(done.stdout)
+    rep = lone(["report", str(printed)])
+    assert rep.returncode == 0, show(rep)
+    back = [line.split() for line in rep.stdout.splitlines() if re.match(r"\s+\d+\s+\d+\s", line)]
+    assert [int(c[0]) for c in back] == [16 << 10, 256 << 10], show(rep)
+    for cells, row in zip(back, (many, one)):
+        assert float(cells[cells.index("N/A") - 3]) == pytest.approx(
+            row["in_place"]["time_us"], rel=0.01, abs=0.01), show(rep)
 
 
 @pytest.mark.parametrize("np", RANKS)

@@ -3,7 +3,7 @@ import os
 import time
 from functools import partial
 
-from ..diagnose import checkverdict, counters, fabricplan, jobinfo, tomography, topology
+from ..diagnose import checkverdict, counters, fabricplan, preamble, tomography, topology
 from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
 from ..errors import CheckFailed, UsageError
@@ -111,7 +111,7 @@ def execute(session, args):
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
     rates = session.comm.gather(line_rate(), root=0)
-    records, versions = jobinfo.gather(session)
+    records, versions = preamble.gather(session)
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
     report = Report(session, out, args, coll, size, ppn, names, members, limits, rates) \
@@ -296,7 +296,7 @@ class Report:
     def header(self, records, versions):
         self.say(checktext.header_line(self.coll.name, self.size, len(self.names), self.ppn,
                                        self.args.iters, self.args.warmup))
-        jobinfo.describe(self.s, self.out, [self.s.backend], records, versions,
+        preamble.describe(self.s, self.out, [self.s.backend], records, versions,
                          {"size": self.size, "iters": self.args.iters, "warmup": self.args.warmup})
         for line in checktext.threshold_lines(thresholds.TESTS, self.limits, self.ppn,
                                               thresholds.RELATIVE):

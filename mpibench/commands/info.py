@@ -1,7 +1,7 @@
 """mpibench info: who is where — one row per rank, versions per host."""
 from tabulate import tabulate
 
-from ..diagnose import sysinfo
+from ..diagnose import rankfacts
 from .common import guard, options
 
 HELP = "show every rank's host, device, backend and launcher, and versions per host"
@@ -14,11 +14,11 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    record = sysinfo.rank_record(session)
+    record = rankfacts.rank_record(session)
     record["backend"] = session.backend
     record["launcher"] = session.launcher
     session.watch.arm("info: gathering every rank's record")
-    gathered = session.comm.gather((record, sysinfo.versions()), root=0)
+    gathered = session.comm.gather((record, rankfacts.versions()), root=0)
     session.watch.disarm()
     if session.rank != 0:
         return 0
@@ -38,6 +38,6 @@ def execute(session, args):
     keys = ["python", "torch", "nccl", "mpi4py", "mpi"]
     session.out(tabulate([[h] + [v.get(k) or "-" for k in keys] for h, v in per_host.items()],
                          headers=["host"] + keys))
-    for line in sysinfo.version_differences(per_host):
+    for line in rankfacts.version_differences(per_host):
         session.out(line)
     return 0

@@ -92,14 +92,16 @@ def _report(session, out, backend, dt, count, small, blocking, records, gathered
             f"{format_size(small_bytes)} ({small} x {dt.name}, {total_small} bytes in all), "
             f"{n} rank{'s' if n != 1 else ''}, busbw = algbw x {factor:g}"
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
-    # Two rows of the document, each per call as nccl-tests counts it: one call of S bytes,
-    # and one of the K calls of S/K bytes (the K calls' time over K).
+    # Two rows of the document, each per call as nccl-tests counts it: one of the K calls of
+    # S/K bytes (the K calls' time over K), then the one call of S bytes: sizes rising, as
+    # nccl-tests prints them, so the printed table reads back as one run.
     c_big, c_small = (ALL_REDUCE.counts(x, dt.size, n) for x in (count, small))
+    out.say(f"#\n# Collective test starting: {ALL_REDUCE.name}_perf")       # nccl-tests' line
     out.table_header()
-    out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_big, n, "sum", -1, "in_place",
-                                   [g[0] for g in gathered], calls=1))
     out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_small, n, "sum", -1, "in_place",
                                    [g[1] / k for g in gathered], calls=k))
+    out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_big, n, "sum", -1, "in_place",
+                                   [g[0] for g in gathered], calls=1))
     out.say("")
     part = (big_bytes, total_small, factor)
     out.set(per_rank=_per_rank(out, backend, classic.labels(records), gathered, k, part))

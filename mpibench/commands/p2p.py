@@ -1,5 +1,5 @@
 """mpibench p2p: bandwidth and latency between every pair of hosts, and who is slow."""
-from ..diagnose import jobinfo, links, pairs, sysinfo
+from ..diagnose import links, pairs, preamble, rankfacts
 from ..errors import UsageError
 from ..measure.dtypes import DTYPES
 from ..measure.p2p import PairBench
@@ -119,8 +119,8 @@ def _header(session, out, args, backend, ranks, rounds, size, png):
     out.say(f"# schedule: {npairs} pair{'s' if npairs != 1 else ''} in {len(rounds)} "
             f"round{'s' if len(rounds) != 1 else ''}, no host in two pairs at once; "
             f"ranks not in a pair wait at an MPI barrier")
-    env = sysinfo.net_env()
-    out.set(world=jobinfo.world(session, backend.name),
+    env = rankfacts.net_env()
+    out.set(world=preamble.world(session, backend.name),
             config={"participants": ranks, "size": size, "latency_size": args.latency_size,
                     "iters": args.iters, "warmup": args.warmup,
                     "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,

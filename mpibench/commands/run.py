@@ -4,7 +4,7 @@ import os
 
 from tabulate import tabulate
 
-from ..diagnose import jobinfo, links, sysinfo
+from ..diagnose import links, preamble, rankfacts
 from ..diagnose.hostfacts import line_rate
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, UsageError
@@ -238,7 +238,7 @@ def header(session, out, plans, backends, records, versions):
                    if plan.per_iter_skip else ""))
     out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
             f"(--timeout)")
-    jobinfo.describe(session, out, [b.name for b in backends], records, versions,
+    preamble.describe(session, out, [b.name for b in backends], records, versions,
                      {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
                       "timeout": session.watch.timeout,
                       "check": plan.check, "blocking": plan.blocking if len(backends) == 1 else blocking,
@@ -420,7 +420,7 @@ def execute(session, args):
     out = open_output(session, "run", args)
     guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
               "start-up (every rank's device and versions)")
-    records, versions = jobinfo.gather(session)
+    records, versions = preamble.gather(session)
     launch = launch_costs(session, backends)
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
@@ -445,7 +445,7 @@ def execute(session, args):
         links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))
     session.watch.disarm()
     device_peak = [b.device_peak_bytes() for b in backends if getattr(b, "cuda", False)]
-    memory = session.comm.gather({"peak_rss_bytes": sysinfo.peak_rss_bytes(),
+    memory = session.comm.gather({"peak_rss_bytes": rankfacts.peak_rss_bytes(),
                                   "buffer_bytes": buffer_bytes,
                                   "device_peak_bytes": device_peak[0] if device_peak else None},
                                  root=0)

@@ -1,7 +1,7 @@
 """mpibench train: what the network costs a data-parallel training step."""
 import math
 
-from ..diagnose import jobinfo, stragglers
+from ..diagnose import preamble, stragglers
 from ..diagnose.sink import Sink
 from ..errors import CheckFailed, Exit, UsageError
 from ..launch import faults
@@ -114,7 +114,7 @@ def execute(session, args):
             raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
     guard.arm(session, args.timeout or DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
-    records, versions = jobinfo.gather(session)
+    records, versions = preamble.gather(session)
     trainer = Trainer(session, preset, shape, args.batch, args.parallel, args.bucket_mb,
                       session.device)
     train = {"model": {"preset": preset, **shape.as_dict(), "parameters": trainer.parameters},
@@ -144,7 +144,7 @@ def _header(session, out, backend, train, records, versions):
     out.say(traintext.header_line(train))
     out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called "
             f"hung (--timeout)")
-    jobinfo.describe(session, out, [backend.name], records, versions,
+    preamble.describe(session, out, [backend.name], records, versions,
                      {"timeout": session.watch.timeout})
     out.announce_files()
     out.set(train=train)

@@ -4,7 +4,7 @@ against the hosts' link rates, and independent tools on the same path."""
 import os
 from statistics import median
 
-from ..diagnose import hostfacts, iperf, jobinfo, verdicts
+from ..diagnose import hostfacts, iperf, preamble, verdicts
 from ..errors import CheckFailed, UsageError
 from ..measure import launchcost, selfcheck
 from ..measure.backends import make as make_backend
@@ -12,7 +12,7 @@ from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Plan
 from ..measure.sizes import format_size, parse_size, sweep
-from ..results import checktable, reader
+from ..results import reader, verifytable
 from ..results.numbers import us
 from ..results.output import open_output
 from .common import guard, options
@@ -140,7 +140,7 @@ def execute(session, args):
     guard.arm(session, args.timeout or float(round(
         60 + (args.warmup + args.iters + 1) * 2 * max(sizes) / 1e9 + args.iperf_seconds)),
         "start-up (every rank's device and versions)")
-    records, versions = jobinfo.gather(session)
+    records, versions = preamble.gather(session)
     if session.rank == 0:
         _header(session, out, backend, args, records, versions, sizes, timed, tolerance)
     measured = _measure(session, out, backend, args, timed, judged, peer)
@@ -149,7 +149,7 @@ def execute(session, args):
         return _end(session, None)
     checks, medians, figures = _verdicts(measured, backend, args, timed, tolerance, judged)
     out.say("#")
-    for line in checktable.lines(checks):
+    for line in verifytable.lines(checks):
         out.say(line if line.startswith("#") else "#  " + line)
     # The rows as `run` writes them (the median round's), for report and compare.
     peer_rows = measured["peer"]["rows"] if measured["peer"] else None
@@ -165,7 +165,7 @@ def execute(session, args):
 def _header(session, out, backend, args, records, versions, sizes, timed, tolerance):
     """Rank 0: the job's description, the files, and what the timers will compare."""
     out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
-    jobinfo.describe(session, out, [backend.name], records, versions,
+    preamble.describe(session, out, [backend.name], records, versions,
                      {"sizes": sizes, "rounds": args.rounds, "iters": args.iters,
                       "warmup": args.warmup, "timer_tolerance": tolerance,
                       "floor": args.floor, "against": args.against})

@@ -1,7 +1,7 @@
 """Stage 4, diagnose: which rank, host or link is slow, and why.
 
-sysinfo and hostfacts read each rank's and host's facts (hostfacts also its line rate);
-jobinfo puts them in a command's preamble and document; findings turns host facts into
+rankfacts and hostfacts read each rank's and host's facts (hostfacts also its line rate);
+preamble puts them in a command's preamble and document; findings turns host facts into
 findings; nccllog and ncclprobe read NCCL's choices; stragglers names slow ranks and hosts
 from per-iteration times; pairs plans the pairs, reads each one's time and names slow
 links; links is the link check between hosts (run and p2p); sink routes the engine's

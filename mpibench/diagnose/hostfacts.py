@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 
-from . import sysinfo
+from . import rankfacts
 
 RDMA_MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_ib", "mlx4_ib", "irdma",
                 "bnxt_re", "efa", "qedr", "rdma_rxe", "siw", "nvidia_peermem", "nv_peer_mem")
@@ -163,9 +163,9 @@ def collect(session, root="/"):
     """This rank's host facts (every rank collects; rank 0 keeps one per host)."""
     g = gpus()
     return {"host": session.hostname, "rank": session.rank, "root": root,
-            "versions": sysinfo.versions(),
+            "versions": rankfacts.versions(),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "env": sysinfo.net_env(),
+            "env": rankfacts.net_env(),
             "interfaces": interfaces(root), "rdma": rdma_ports(root),
             "rdma_modules": rdma_modules(root),
             "gpus": g["gpus"], "driver": g["driver"], "topology": g["topology"],

@@ -3,7 +3,7 @@ the run-style preamble and results document, small buffers agreed on by every ra
 and the units their users know (GBps and Gbps, host:local_rank)."""
 import math
 
-from ...diagnose import jobinfo
+from ...diagnose import preamble
 from ...errors import UsageError
 from ...measure.backends import make
 from ...measure.collectives.base import Ctx
@@ -34,10 +34,10 @@ def begin(session, args, command, title, config):
     session.watch.arm(f"{command}: start-up (every rank's device and versions)")
     backend = make(session, args.backend[0])
     out = open_output(session, command, args)
-    records, versions = jobinfo.gather(session)
+    records, versions = preamble.gather(session)
     if session.rank == 0:
         out.say(f"# mpibench {command}: {title}")
-        jobinfo.describe(session, out, [backend.name], records, versions, config)
+        preamble.describe(session, out, [backend.name], records, versions, config)
         out.announce_files()
     return backend, out, records
 

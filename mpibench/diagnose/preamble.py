@@ -1,13 +1,13 @@
 """The part of every command's preamble that says where it ran: each rank's device, the
 backend and launcher, versions per host (with differences), the network variables, and
 the same facts in the results document (config.devices, versions, env, world)."""
-from . import sysinfo
+from . import rankfacts
 
 
 def gather(session):
     """(records, versions) of every rank on rank 0; (None, None) elsewhere."""
-    records = session.comm.gather(sysinfo.rank_record(session), root=0)
-    versions = session.comm.gather(sysinfo.versions(), root=0)
+    records = session.comm.gather(rankfacts.rank_record(session), root=0)
+    versions = session.comm.gather(rankfacts.versions(), root=0)
     return records, versions
 
 
@@ -41,9 +41,9 @@ def describe(session, out, backend_names, records, versions, config):
         per_host.setdefault(r["hostname"], v)
     v0 = versions[0]
     out.say("# versions: " + ", ".join(f"{k} {v0[k]}" for k in v0 if v0[k]))
-    for line in sysinfo.version_differences(per_host):
+    for line in rankfacts.version_differences(per_host):
         out.say("# " + line)
-    env = sysinfo.net_env()
+    env = rankfacts.net_env()
     out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env
                          else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
     out.set(versions=per_host, env=env,
