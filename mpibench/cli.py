@@ -145,20 +145,10 @@ def _command_word(argv):
 
 
 def execute(place, name, args, argv=None):
+    """Runs command `name` on this rank; returns the exit code it leaves with."""
     mod = commands.load(name)
     if mod.SESSION == "offline":
-        try:
-            return mod.execute(None, args) or 0
-        except Exit as exc:
-            if str(exc):
-                say(error_line(exc))
-            return exc.code
-        except BrokenPipeError:     # report ... | head: the reader has had enough
-            quiet_stdout()
-            return 0
-        except KeyboardInterrupt:
-            say("mpibench: interrupted")
-            return 130
+        return _execute_offline(mod, args)
     session = None
     comm = None
     try:
@@ -181,32 +171,59 @@ def execute(place, name, args, argv=None):
             comm.barrier()
         return end(session, comm, place, name, exc.code)
     except KeyboardInterrupt:
-        # Ctrl-C before the watchdog took over the signals (during start-up).
-        if place.rank == 0:
-            say("mpibench: interrupted")
-            verdict.say(130, name)
-        if comm is not None and comm.size > 1:
-            comm.abort(130)
-        return 130
+        return _interrupted(place, comm, name)
     except BaseException as exc:
-        where = session.where if session else f"rank {place.rank} (host {_host()})"
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        gone = session.watch.silent_ranks() if session is not None and session.watch else []
-        if gone:   # a backend error here is most likely the news that another rank died
-            detail = (f"{', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no longer "
-                      f"answer{'s' if len(gone) == 1 else ''} (dead or stopped); here: {detail}")
-        say(f"mpibench: {where} failed: {detail}")
-        if os.environ.get("MPIBENCH_DEBUG"):
-            traceback.print_exc()
-        if session is not None and session.watch is not None and session.rank == 0:
-            session.watch.abandon(f"{where} failed: {detail}", 1, "error")
-        verdict.say(1, name, "error")
-        if comm is not None and comm.size > 1:
-            comm.abort(1)
-        return 1
+        return _failed(exc, place, session, comm, name)
     finally:
         if session is not None:
             session.close()
+
+
+def _execute_offline(mod, args):
+    """Runs a command that needs no ranks talking (no session); returns its exit code."""
+    try:
+        return mod.execute(None, args) or 0
+    except Exit as exc:
+        if str(exc):
+            say(error_line(exc))
+        return exc.code
+    except BrokenPipeError:     # report ... | head: the reader has had enough
+        quiet_stdout()
+        return 0
+    except KeyboardInterrupt:
+        say("mpibench: interrupted")
+        return 130
+
+
+def _interrupted(place, comm, name):
+    """Ctrl-C before the watchdog took over the signals (during start-up): says so once,
+    aborts the other ranks; returns 130."""
+    if place.rank == 0:
+        say("mpibench: interrupted")
+        verdict.say(130, name)
+    if comm is not None and comm.size > 1:
+        comm.abort(130)
+    return 130
+
+
+def _failed(exc, place, session, comm, name):
+    """An exception on this rank alone: names the rank and host (and the ranks gone
+    silent, the likely cause), records the verdict, aborts the job; returns 1."""
+    where = session.where if session else f"rank {place.rank} (host {_host()})"
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    gone = session.watch.silent_ranks() if session is not None and session.watch else []
+    if gone:   # a backend error here is most likely the news that another rank died
+        detail = (f"{', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no longer "
+                  f"answer{'s' if len(gone) == 1 else ''} (dead or stopped); here: {detail}")
+    say(f"mpibench: {where} failed: {detail}")
+    if os.environ.get("MPIBENCH_DEBUG"):
+        traceback.print_exc()       # still handling exc: its traceback
+    if session is not None and session.watch is not None and session.rank == 0:
+        session.watch.abandon(f"{where} failed: {detail}", 1, "error")
+    verdict.say(1, name, "error")
+    if comm is not None and comm.size > 1:
+        comm.abort(1)
+    return 1
 
 
 # How long a rank other than 0 waits, after the job's end was agreed, for rank 0's abort to

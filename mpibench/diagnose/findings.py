@@ -89,65 +89,95 @@ def findings(per_host, multi_host=None):
     multi_host = len(hosts) > 1 if multi_host is None else multi_host
     out = []
     for h, f in per_host.items():
-        env = f["env"]
-        active = _active_ports(f)
-        for p in f["rdma"]:
-            if p["state"] != "ACTIVE":
-                out.append(Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
-                               f"ACTIVE: NCCL cannot use it; check the cable and the subnet manager "
-                               f"(ibstat, ibv_devinfo)"
-                                 + ("" if active else "; no port of this host is ACTIVE, so NCCL "
-                                    "falls back to TCP sockets"), WARNING if active else ERROR))
-        if not f["rdma"] and multi_host:
-            out.append((h, "no RDMA device (/sys/class/infiniband is empty): NCCL will use TCP "
-                           "sockets (NET/Socket) between hosts; install the RDMA driver or expect "
-                           "a fraction of the bandwidth"))
-        if f["rdma"] and f["rdma_modules"] is not None and not {"ib_uverbs", "rdma_ucm"} & set(f["rdma_modules"]):
-            out.append(Finding(h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user "
-                                  "space (NCCL) cannot open them; modprobe ib_uverbs rdma_ucm", ERROR))
-        layers = {p["link_layer"] for p in _active_ports(f)}
-        if "Ethernet" in layers:
-            out.append((h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
-                           "and GID index (NCCL_IB_GID_INDEX); check lossless Ethernet (PFC/ECN)"))
-        if len(layers) > 1:
-            out.append((h, f"active RDMA ports mix link layers ({', '.join(sorted(layers))}): "
-                           f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
-        rates = {p["rate_gbps"] for p in _active_ports(f) if p["rate_gbps"]}
-        if len(rates) > 1:
-            out.append((h, f"active RDMA ports run at different rates ({', '.join(f'{r:g}' for r in sorted(rates))} "
-                           f"Gb/s): NCCL's rings go at the slowest; check cables or set NCCL_IB_HCA"))
-        for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-            spec = env.get(var)
-            names = [i["name"] for i in f["interfaces"]] + ["lo"]
-            if spec and not match_ifname(spec, names):
-                out.append(Finding(h, f"{var}={spec} names no interface of this host (it has "
-                                      f"{', '.join(names[:-1]) or 'none'}): initialization will "
-                                      f"fail; fix the name on this host", ERROR))
-        hca = env.get("NCCL_IB_HCA")
-        devices = sorted({p["device"] for p in f["rdma"]})
-        if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):
-            out.append(Finding(h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "
-                                  f"{', '.join(devices) or 'none'}): NCCL falls back to sockets "
-                                  f"or fails; fix the name on this host", ERROR if devices else WARNING))
-        for var, what in (("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: "
-                                               "traffic inside the host goes through host memory"),
-                          ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets "
-                                              "between hosts"),
-                          ("NCCL_SHM_DISABLE", "shared-memory transport is off")):
-            if env.get(var, "0").strip() not in ("", "0"):
-                out.append((h, f"{var}={env[var]} is set: {what}; unset it unless on purpose"))
-        if len(f["gpus"]) > 1 and f["gpu_links"] and "NV#" not in f["gpu_links"]:
-            out.append((h, f"{len(f['gpus'])} GPUs joined by PCIe only (no NVLink in nvidia-smi "
-                           f"topo -m: {', '.join(f['gpu_links'])}): GPU-to-GPU traffic is "
-                           f"limited to PCIe bandwidth"))
-        for error in f["tool_errors"]:
-            if f["versions"].get("nccl") or f["gpus"]:
-                out.append((h, f"{error}: GPU facts (models, driver, topology) unknown"))
+        out += _rdma_findings(h, f, multi_host)
+        out += _name_findings(h, f)
+        out += _switched_off(h, f["env"])
+        out += _gpu_findings(h, f)
     if len(hosts) > 1:
         out += _slower_than_others(per_host, _fastest_nic, "fastest network interface",
                                    lambda v: f"{v} Mb/s")
         out += _slower_than_others(per_host, _fastest_rdma, "fastest active RDMA port",
                                    lambda v: f"{v:g} Gb/s")
+    return out
+
+
+def _rdma_findings(h, f, multi_host):
+    """Host h's RDMA: ports not ACTIVE, no device, modules not loaded, RoCE, active ports
+    of mixed link layers or rates."""
+    out = []
+    active = _active_ports(f)
+    for p in f["rdma"]:
+        if p["state"] != "ACTIVE":
+            out.append(Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
+                           f"ACTIVE: NCCL cannot use it; check the cable and the subnet manager "
+                           f"(ibstat, ibv_devinfo)"
+                             + ("" if active else "; no port of this host is ACTIVE, so NCCL "
+                                "falls back to TCP sockets"), WARNING if active else ERROR))
+    if not f["rdma"] and multi_host:
+        out.append((h, "no RDMA device (/sys/class/infiniband is empty): NCCL will use TCP "
+                       "sockets (NET/Socket) between hosts; install the RDMA driver or expect "
+                       "a fraction of the bandwidth"))
+    if f["rdma"] and f["rdma_modules"] is not None and not {"ib_uverbs", "rdma_ucm"} & set(f["rdma_modules"]):
+        out.append(Finding(h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user "
+                              "space (NCCL) cannot open them; modprobe ib_uverbs rdma_ucm", ERROR))
+    layers = {p["link_layer"] for p in _active_ports(f)}
+    if "Ethernet" in layers:
+        out.append((h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
+                       "and GID index (NCCL_IB_GID_INDEX); check lossless Ethernet (PFC/ECN)"))
+    if len(layers) > 1:
+        out.append((h, f"active RDMA ports mix link layers ({', '.join(sorted(layers))}): "
+                       f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
+    rates = {p["rate_gbps"] for p in _active_ports(f) if p["rate_gbps"]}
+    if len(rates) > 1:
+        out.append((h, f"active RDMA ports run at different rates ({', '.join(f'{r:g}' for r in sorted(rates))} "
+                       f"Gb/s): NCCL's rings go at the slowest; check cables or set NCCL_IB_HCA"))
+    return out
+
+
+def _name_findings(h, f):
+    """Variables of host h that name no interface (NCCL_/GLOO_SOCKET_IFNAME) or no RDMA
+    device (NCCL_IB_HCA) of it."""
+    out = []
+    env = f["env"]
+    for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+        spec = env.get(var)
+        names = [i["name"] for i in f["interfaces"]] + ["lo"]
+        if spec and not match_ifname(spec, names):
+            out.append(Finding(h, f"{var}={spec} names no interface of this host (it has "
+                                  f"{', '.join(names[:-1]) or 'none'}): initialization will "
+                                  f"fail; fix the name on this host", ERROR))
+    hca = env.get("NCCL_IB_HCA")
+    devices = sorted({p["device"] for p in f["rdma"]})
+    if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):
+        out.append(Finding(h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "
+                              f"{', '.join(devices) or 'none'}): NCCL falls back to sockets "
+                              f"or fails; fix the name on this host", ERROR if devices else WARNING))
+    return out
+
+
+def _switched_off(h, env):
+    """NCCL transports that host h's variables turn off (P2P, InfiniBand/RoCE, SHM)."""
+    out = []
+    for var, what in (("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: "
+                                           "traffic inside the host goes through host memory"),
+                      ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets "
+                                          "between hosts"),
+                      ("NCCL_SHM_DISABLE", "shared-memory transport is off")):
+        if env.get(var, "0").strip() not in ("", "0"):
+            out.append((h, f"{var}={env[var]} is set: {what}; unset it unless on purpose"))
+    return out
+
+
+def _gpu_findings(h, f):
+    """Host h's GPUs joined by PCIe only, and GPU tools that failed where GPUs are expected."""
+    out = []
+    if len(f["gpus"]) > 1 and f["gpu_links"] and "NV#" not in f["gpu_links"]:
+        out.append((h, f"{len(f['gpus'])} GPUs joined by PCIe only (no NVLink in nvidia-smi "
+                       f"topo -m: {', '.join(f['gpu_links'])}): GPU-to-GPU traffic is "
+                       f"limited to PCIe bandwidth"))
+    for error in f["tool_errors"]:
+        if f["versions"].get("nccl") or f["gpus"]:
+            out.append((h, f"{error}: GPU facts (models, driver, topology) unknown"))
     return out
 
 

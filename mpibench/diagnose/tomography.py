@@ -75,59 +75,12 @@ def localise(fabric, results):
      'unproven': [link on failed paths only, not needed by the verdict],
      'transient': [(a, b, rail) that failed once and passed when tested again],
      'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
-    good, failed, passed = set(), [], set()
-    for a, b, r, ok in results:
-        links = fabric.path(a, b, r)
-        if ok:
-            good.update(links)
-            passed.add((a, b, r))
-        else:
-            failed.append(((a, b, r), links))
-    named, ties, unexplained = [], [], []
+    good, failed, passed = _sort_paths(fabric, results)
     if not good:                       # nothing to compare with: every link is suspect
-        seen = {}
-        for _, links in failed:
-            for link in links:
-                if link[0] == "nic":
-                    seen.setdefault(link, None)
-        named = list(seen)
+        named, ties, unexplained = _host_links(failed), [], []
     else:
-        cands, cover, order = [], {}, {}
-        for i, (p, links) in enumerate(failed):
-            c = [x for x in links if x not in good]
-            if not c:
-                unexplained.append(p)
-            cands.append(c)
-            for x in c:
-                if x not in cover:
-                    order[x] = len(order)
-                    cover[x] = []
-                cover[x].append(i)
-        covered = [not c for c in cands]
-        heap = [(-len(v), order[x], x) for x, v in cover.items()]
-        heapq.heapify(heap)
-        done = set()
-        while heap:
-            neg, _, x = heapq.heappop(heap)
-            if x in done:
-                continue
-            live = [i for i in cover[x] if not covered[i]]
-            if not live:
-                continue
-            if len(live) != -neg:                 # stale count: put it back where it belongs
-                heapq.heappush(heap, (-len(live), order[x], x))
-                continue
-            mine = set(live)
-            twins = [y for y in cands[live[0]] if y != x and y not in done
-                     and {i for i in cover[y] if not covered[i]} == mine]
-            for i in live:
-                covered[i] = True
-            done.add(x)
-            done.update(twins)
-            if twins:
-                ties.append([x] + twins)
-            else:
-                named.append(x)
+        cands, cover, order, unexplained = _candidates(failed, good)
+        named, ties = _greedy(cands, cover, order)
     # links on failed paths, never on a passed one, that the verdict did not need: a bad
     # partner on each of their paths hid them (worth a deciding pair)
     settled = set(named) | {x for t in ties for x in t}
@@ -136,13 +89,91 @@ def localise(fabric, results):
     unexplained = list(dict.fromkeys(unexplained))            # a path retested: once
     transient = [p for p in unexplained if p in passed]      # failed once, passed again
     unexplained = [p for p in unexplained if p not in passed]
+    return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
+            "unproven": unproven, "transient": transient,
+            "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
+
+
+def _sort_paths(fabric, results):
+    """(links of every passed path, [((a, b, rail), links)] of the failed ones, the
+    passed paths)."""
+    good, failed, passed = set(), [], set()
+    for a, b, r, ok in results:
+        links = fabric.path(a, b, r)
+        if ok:
+            good.update(links)
+            passed.add((a, b, r))
+        else:
+            failed.append(((a, b, r), links))
+    return good, failed, passed
+
+
+def _host_links(failed):
+    """Every host's link on a failed path, once each, in the order first met."""
+    seen = {}
+    for _, links in failed:
+        for link in links:
+            if link[0] == "nic":
+                seen.setdefault(link, None)
+    return list(seen)
+
+
+def _candidates(failed, good):
+    """(each failed path's links not proven good, {link: indices of the failed paths it
+    is on}, {link: when first met}, the failed paths with no such link)."""
+    cands, cover, order, unexplained = [], {}, {}, []
+    for i, (p, links) in enumerate(failed):
+        c = [x for x in links if x not in good]
+        if not c:
+            unexplained.append(p)
+        cands.append(c)
+        for x in c:
+            if x not in cover:
+                order[x] = len(order)
+                cover[x] = []
+            cover[x].append(i)
+    return cands, cover, order, unexplained
+
+
+def _greedy(cands, cover, order):
+    """(named, ties): the link on the most unexplained failed paths first, until every
+    failed path with a candidate is explained; links explaining exactly the same paths
+    are a tie."""
+    named, ties = [], []
+    covered = [not c for c in cands]
+    heap = [(-len(v), order[x], x) for x, v in cover.items()]
+    heapq.heapify(heap)
+    done = set()
+    while heap:
+        neg, _, x = heapq.heappop(heap)
+        if x in done:
+            continue
+        live = [i for i in cover[x] if not covered[i]]
+        if not live:
+            continue
+        if len(live) != -neg:                 # stale count: put it back where it belongs
+            heapq.heappush(heap, (-len(live), order[x], x))
+            continue
+        mine = set(live)
+        twins = [y for y in cands[live[0]] if y != x and y not in done
+                 and {i for i in cover[y] if not covered[i]} == mine]
+        for i in live:
+            covered[i] = True
+        done.add(x)
+        done.update(twins)
+        if twins:
+            ties.append([x] + twins)
+        else:
+            named.append(x)
+    return named, ties
+
+
+def _failed_hosts(fabric, named):
+    """The hosts with every rail named (rails whose switch is named left aside)."""
     per_host = {}
     for link in named:
         if link[0] == "nic":
             per_host.setdefault(link[1], set()).add(link[2])
     # a rail whose switch is named says nothing of the hosts' links on it
     known = fabric.rails - sum(1 for x in named if x[0] == "rail")
-    failed_hosts = sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))
-    return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
-            "unproven": unproven, "transient": transient,
-            "failed_hosts": failed_hosts, "any_passed": bool(good)}
+    return sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))

@@ -158,91 +158,149 @@ def _row(tokens, layout, n):
             "modes": modes, "bws": bws, "line": n}
 
 
+def _state():
+    """A fresh reading: the header being read, the test whose rows follow, every test so
+    far, the tests an average line will close (group), the averages shared by several
+    tables, and mpibench's backend once its header names it."""
+    return {"header": _header(), "test": None, "tests": [], "group": [], "shared": [],
+            "backend": None}
+
+
+def _next_header(state):
+    """Starts a new header where the current one already has its table (mpibench's own
+    header stands over all of its tables)."""
+    if state["header"]["used"] and not state["header"]["ours"]:
+        state["header"] = _header()
+
+
 def scan(text):
     """The tests in text: [{name, command, ranks, ours, line, rows, average}], and the
     averages printed for several tables at once (mpibench's own output)."""
-    header, test, tests, group, shared = _header(), None, [], [], []
-    backend = None
+    state = _state()
     for n, raw in enumerate(text.splitlines(), 1):
         line = (_TAG.sub(" ", raw) if ">:" in raw else raw).strip()
         if not line:
             continue
-        if not line.startswith("#"):
-            tokens = line.split()
-            if len(tokens) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
-                if test is None:
-                    raise Unreadable(f"line {n}: a table row with no column names above it "
-                                     f"(size count type ...)" if not tests else
-                                     f"line {n}: a table row after its test's average or "
-                                     f"end, with no column names above it")
-                try:
-                    test["rows"].append(_row(tokens, test["layout"], n))
-                except Unreadable as exc:
-                    raise Unreadable(str(exc) if str(exc).startswith("line ") else
-                                     f"line {n}: {exc}") from None
-                except (ValueError, IndexError):
-                    raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
-                continue
-            m = _COMMAND.search(line) if "_perf" in line and "NCCL INFO" not in line else None
-            if m and _known(m.group(1)):
-                if header["used"] and not header["ours"]:
-                    header = _header()
-                header["command"] = m.group(1)
-            continue
-        m = _RANK.match(line)
+        if line.startswith("#"):
+            _comment_line(state, line, n)
+        else:
+            _plain_line(state, line, n)
+    return [t for t in state["tests"] if t["rows"]], state["shared"]
+
+
+def _plain_line(state, line, n):
+    """A line outside the comments: a table row of the current test, or a command line
+    naming a *_perf program (the next table's collective); anything else is noise."""
+    tokens = line.split()
+    if len(tokens) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
+        _table_row(state, tokens, line, n)
+        return
+    m = _COMMAND.search(line) if "_perf" in line and "NCCL INFO" not in line else None
+    if m and _known(m.group(1)):
+        _next_header(state)
+        state["header"]["command"] = m.group(1)
+
+
+def _table_row(state, tokens, line, n):
+    """Adds the row to the current test; Unreadable, with the line, where there is none
+    or the row does not fit its column names."""
+    test = state["test"]
+    if test is None:
+        raise Unreadable(f"line {n}: a table row with no column names above it "
+                         f"(size count type ...)" if not state["tests"] else
+                         f"line {n}: a table row after its test's average or "
+                         f"end, with no column names above it")
+    try:
+        test["rows"].append(_row(tokens, test["layout"], n))
+    except Unreadable as exc:
+        raise Unreadable(str(exc) if str(exc).startswith("line ") else
+                         f"line {n}: {exc}") from None
+    except (ValueError, IndexError):
+        raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
+
+
+def _comment_line(state, line, n):
+    """A '#' line: a rank line, an average, column names, a test's name, or the rest of
+    a header (in that order: the first that matches decides)."""
+    m = _RANK.match(line)
+    if m:
+        _rank_line(state, m, n)
+        return
+    m = _AVERAGE.match(line)
+    if m:
+        _average_line(state, m, n)
+        return
+    if _COLUMNS.match(line):
+        _columns_line(state, line, n)
+        return
+    m = _START.match(line) or _OURS.match(line)
+    if m:
+        _next_header(state)
+        state["header"]["name"], state["test"] = m.group(1), None
+        return
+    _header_line(state, line)
+
+
+def _rank_line(state, m, n):
+    """Records a rank's host in the header."""
+    # rank lines come in a header, each rank once: one elsewhere means lines of two
+    # runs mixed, and a rank count read from them would be wrong
+    header = state["header"]
+    rank = int(m.group(1))
+    if header["used"] and not header["ours"] and _checking():
+        raise Unreadable(f"line {n}: a rank line after its run's table, with no "
+                         f"header (# nThread ...) before it")
+    if rank in header["ranks"] and not header["ours"] and _checking():
+        raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
+    header["ranks"][rank] = m.group(2)
+
+
+def _average_line(state, m, n):
+    """Gives the average to the one table above it, or keeps it as shared by the several
+    tables above it; either way those tables end here."""
+    group = state["group"]
+    if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
+        value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
+        if group and len(group) == 1:
+            group[0]["average"] = (value, n)
+        elif group:
+            state["shared"].append((group, value, n))
+    state["group"], state["test"] = [], None
+
+
+def _columns_line(state, line, n):
+    """Starts a test: its layout from the column names, its name and command from the
+    header above."""
+    header, backend = state["header"], state["backend"]
+    layout = _layout(line, n)
+    test = {"name": header["name"], "command": header["command"], "header": header,
+            "layout": layout, "line": n, "rows": [], "average": None,
+            "backend": backend or "nccl", "ours": header["ours"] or bool(backend)}
+    header["used"], header["name"] = True, None
+    state["test"] = test
+    state["tests"].append(test)
+    state["group"].append(test)
+
+
+def _header_line(state, line):
+    """The other header lines: mpibench's title and backend, nccl-tests' version and
+    sweep (a new header), a reduced sweep, a test's end."""
+    if _MPIBENCH.match(line):
+        state["header"], state["test"], state["group"] = _header(), None, []
+        state["header"]["ours"] = True
+    elif _BACKEND.match(line):        # mpibench's, whatever its header looks like
+        state["backend"] = _BACKEND.match(line).group(1)
+    elif _VERSION.match(line) or _NTHREAD.match(line):
+        _next_header(state)
+        state["test"] = None
+        m = _SWEEP.search(line)
         if m:
-            # rank lines come in a header, each rank once: one elsewhere means lines of two
-            # runs mixed, and a rank count read from them would be wrong
-            rank = int(m.group(1))
-            if header["used"] and not header["ours"] and _checking():
-                raise Unreadable(f"line {n}: a rank line after its run's table, with no "
-                                 f"header (# nThread ...) before it")
-            if rank in header["ranks"] and not header["ours"] and _checking():
-                raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
-            header["ranks"][rank] = m.group(2)
-            continue
-        m = _AVERAGE.match(line)
-        if m:
-            if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
-                value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
-                if group and len(group) == 1:
-                    group[0]["average"] = (value, n)
-                elif group:
-                    shared.append((group, value, n))
-            group, test = [], None
-            continue
-        if _COLUMNS.match(line):
-            layout = _layout(line, n)
-            test = {"name": header["name"], "command": header["command"], "header": header,
-                    "layout": layout, "line": n, "rows": [], "average": None,
-                    "backend": backend or "nccl", "ours": header["ours"] or bool(backend)}
-            header["used"], header["name"] = True, None
-            tests.append(test)
-            group.append(test)
-            continue
-        m = _START.match(line) or _OURS.match(line)
-        if m:
-            if header["used"] and not header["ours"]:
-                header = _header()
-            header["name"], test = m.group(1), None
-            continue
-        if _MPIBENCH.match(line):
-            header, test, group = _header(), None, []
-            header["ours"] = True
-        elif _BACKEND.match(line):        # mpibench's, whatever its header looks like
-            backend = _BACKEND.match(line).group(1)
-        elif _VERSION.match(line) or _NTHREAD.match(line):
-            if header["used"] and not header["ours"]:
-                header = _header()
-            test = None
-            m = _SWEEP.search(line)
-            if m:
-                header["sweep"] = [int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)]
-        elif _REDUCED.match(line) and header.get("sweep"):
-            header["sweep"][1] = int(_REDUCED.match(line).group(1))
-        elif _CONCLUDED.match(line):
-            test = None
-    return [t for t in tests if t["rows"]], shared
+            state["header"]["sweep"] = [int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                                        m.group(4)]
+    elif _REDUCED.match(line) and state["header"].get("sweep"):
+        state["header"]["sweep"][1] = int(_REDUCED.match(line).group(1))
+    elif _CONCLUDED.match(line):
+        state["test"] = None
 
 
 # ---- what each test is: collective and ranks ----
