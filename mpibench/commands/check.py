@@ -33,7 +33,7 @@ DESCRIPTION = (
     "fewest links that explain every failed rail: a host's rail, a leaf's uplink, a rail's "
     "switch; a host fails only when all its rails fail. Port error counters are read "
     "before and after each round. 3. The collective over every rank. Thresholds: "
-    "--expect FILE, else --baseline FILE (x --min), else relative (below 0.8 of the median "
+    "--expect FILE, else --baseline FILE (x --min-share), else relative (below 0.8 of the median "
     "host or rail pair of the first round). Exit 0 when every host and link passed, 1 when "
     "any failed, 2 on bad input.")
 SESSION = "args"
