@@ -96,8 +96,7 @@ def _report(session, out, backend, dt, count, small, blocking, records, gathered
     # S/K bytes (the K calls' time over K), then the one call of S bytes: sizes rising, as
     # nccl-tests prints them, so the printed table reads back as one run.
     c_big, c_small = (ALL_REDUCE.counts(x, dt.size, n) for x in (count, small))
-    out.say(f"#\n# Collective test starting: {ALL_REDUCE.name}_perf")       # nccl-tests' line
-    out.table_header()
+    out.table_header(ALL_REDUCE.name)
     out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_small, n, "sum", -1, "in_place",
                                    [g[1] / k for g in gathered], calls=k))
     out.add_row(rows.of_collective(ALL_REDUCE, backend.name, dt, c_big, n, "sum", -1, "in_place",

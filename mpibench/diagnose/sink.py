@@ -11,8 +11,8 @@ class Sink:
     def set(self, **items):
         self.out.set(**items)
 
-    def table_header(self):
-        self.out.table_header()
+    def table_header(self, collective):
+        self.out.table_header(collective)
 
     def add_row(self, row):
         self.out.add_row(row)

@@ -145,7 +145,8 @@ class Engine:
 
     report, on rank 0 only (None elsewhere), is where the figures go; the engine asks of it:
       set(**items)         document-level facts (skipped_sizes)
-      table_header()       a collective's rows follow: print their column header
+      table_header(name)   a collective's rows follow: print nccl-tests' start line and
+                           their column header
       add_row(row)         one row of the results document, as soon as it is measured
       add_probe(coll, dt, op, size, c, mode, times, margin)
                            the per-host probe: times[r][k], seconds of rank r in iteration k
@@ -182,9 +183,8 @@ class Engine:
     def run_collective(self, coll, bufs):
         plan, s = self.plan, self.s
         ops = plan.ops if coll.reduces else ["none"]
-        self.s.out(f"#\n# Collective test starting: {coll.name}_perf")     # nccl-tests' line
         if self.report is not None:
-            self.report.table_header()
+            self.report.table_header(coll.name)
         wrong_total = 0
         probe = None
         for dt in plan.dtypes:

@@ -22,7 +22,7 @@ class Rows:
     def set(self, **items):
         pass
 
-    def table_header(self):
+    def table_header(self, collective):
         pass
 
     def add_row(self, row):

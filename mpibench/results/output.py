@@ -56,8 +56,9 @@ class RunOutput:
             self.doc.update(items)
             self.flush()
 
-    def table_header(self):
-        """nccl-tests' column header, before a collective's rows."""
+    def table_header(self, collective):
+        """nccl-tests' start line and column header, before a collective's rows."""
+        self.say(f"#\n# Collective test starting: {collective}_perf")
         self.say(tables.row_header(self.per_iter))
 
     def add_row(self, row, line=None):
