@@ -512,8 +512,12 @@ def test_check_fails_every_host_below_an_expected_busbw(tmp_path):
 @needs_hosts
 def test_check_on_five_hosts_with_two_ranks_each(tmp_path):
     expect = tmp_path / "expect.json"
-    # Intra-host figures on this two-core machine are noise: a low floor, checked as given.
-    expect.write_text('{"intra": {"min_busbw_GBps": 0.001}}')
+    # Intra-host figures on this two-core machine are noise, and so are the rails here: 10
+    # ranks share 2 cores, so a rail's figure is CPU-bound and one fell below 0.8 of the
+    # median now and then. Low floors, checked as given: this test is about the rounds
+    # with an odd host count and two ranks each; the relative floor is tested on
+    # throttled links (test_check_names_the_host_throttled_to_a_quarter and others).
+    expect.write_text('{"intra": {"min_busbw_GBps": 0.001}, "pair": {"min_busbw_GBps": 0.001}}')
     out = tmp_path / "c.json"
     r = _check(5, ["--expect", expect, "--json", out], ppn=2)
     assert r.returncode == 0, r.stdout + r.stderr
