@@ -7,7 +7,7 @@ Each rank returns its own figures; rank 0 gathers them per round.
 """
 from functools import partial
 
-from .collectives.sendrecv import _blocking as exchange
+from .collectives.sendrecv import _blocking as exchange, exchange_ops
 
 
 def directions(pair, bidirectional):
@@ -66,7 +66,7 @@ class PairBench:
         recv = self.recv_buf[:self.size]
         if self.bidirectional:
             peer = dst if me == src else src
-            ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+            ops = exchange_ops(dist, send, peer, recv, peer)
             return partial(exchange, dist.batch_isend_irecv, ops)
         if me == src:
             return partial(dist.send, send, dst)
