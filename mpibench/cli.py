@@ -235,12 +235,11 @@ def end(session, comm, place, name, code):
     """End a command that every rank finished together, with `code` as the launcher's.
 
     Rank 0 records the verdict in the results file and prints the verdict line. A zero
-    code ends normally, once rank 0 has handed its last lines to the launcher. A non-zero
-    code in an MPI job ends through MPI_Abort from rank 0 once every rank has arrived (the
-    caller's barrier): Open MPI 5's prterun (5.0.x) can crash (SIGSEGV, SIGABRT) or hang
-    while tearing down a multi-host job whose ranks called MPI_Finalize and exited
-    non-zero, so that its own exit code is not the ranks'. Its abort path returns the code
-    every time (docs/exit-codes.md)."""
+    code ends normally. A non-zero code in an MPI job ends through MPI_Abort from rank 0
+    once every rank has arrived (the caller's barrier): Open MPI 5's prterun (5.0.x) can
+    crash (SIGSEGV, SIGABRT) or hang while tearing down a multi-host job whose ranks
+    called MPI_Finalize and exited non-zero, so that its own exit code is not the ranks'.
+    Its abort path returns the code every time (docs/exit-codes.md)."""
     watch = getattr(session, "watch", None)
     if watch is not None:
         # A signal that reached a rank near the end, before rank 0 could hear of it,
@@ -257,11 +256,7 @@ def end(session, comm, place, name, code):
         if results is not None:
             results.record_exit(verdict.record(code))
         verdict.say(code, name)
-    if comm is None or comm.kind != "mpi" or comm.size == 1:
-        return code
-    if not code:
-        if place.rank == 0:
-            comm.hand_over_output()      # the verdict line is the job's last word
+    if not code or comm is None or comm.kind != "mpi" or comm.size == 1:
         return code
     if comm.rank == 0:
         comm.abort(code)

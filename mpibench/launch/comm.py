@@ -34,10 +34,6 @@ class Comm:
     def abort(self, code):
         _hard_exit(code)
 
-    def hand_over_output(self):
-        """Flush this rank's output; the launcher reads it directly."""
-        _flush()
-
     def library_version(self):
         return mpi_library_version()
 
@@ -103,19 +99,11 @@ class MPIComm(Comm):
             if time.perf_counter() > until:
                 time.sleep(nap)
 
-    # How long a rank that printed last lines waits before it leaves: Open MPI 5's
-    # launcher can end the job before it has read what a rank wrote just before exiting
-    # (openpmix/prrte#109), at an abort and at a clean end alike; 0.5 s still lost the
-    # verdict line now and then on a loaded machine.
-    FORWARD_WAIT = 1.0
-
-    def hand_over_output(self):
-        """Flush this rank's output and give the launcher time to forward it."""
-        _flush()
-        time.sleep(self.FORWARD_WAIT)
-
     def abort(self, code):
-        self.hand_over_output()      # Abort kills every process at once
+        _flush()
+        # Abort kills every process at once; give the launcher a moment to forward the
+        # lines just written (the message naming the failed rank, the verdict line).
+        time.sleep(1.0)
         self.world.Abort(code)
 
 

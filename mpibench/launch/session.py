@@ -6,6 +6,7 @@ import socket
 import sys
 
 from ..errors import Exit
+from . import verdict
 
 
 class Session:
@@ -42,8 +43,7 @@ class Session:
         stops the printing, not the job: the results file still gets every row."""
         if self.rank == 0:
             try:
-                sys.stdout.write(text + "\n")
-                sys.stdout.flush()
+                verdict.out(text)
             except BrokenPipeError:
                 quiet_stdout()
 

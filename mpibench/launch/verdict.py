@@ -4,8 +4,11 @@
 
 Printed to stdout by the rank that ends the job (rank 0, or the rank that reports a hang
 or a failure), after everything else it prints. The status names the exit code's meaning.
+Every line a rank prints goes through `out`, which drops what comes after the verdict: the
+watchdog's thread can end the job (a signal, a hang) while the main thread still prints.
 """
 import sys
+import threading
 
 STATUS = {0: "ok", 1: "failed", 2: "usage", 124: "hang", 130: "interrupted", 143: "terminated"}
 PREFIX = "mpibench-verdict:"
@@ -24,10 +27,29 @@ def record(code, status=None):
     return {"code": code, "status": status or status_of(code)}
 
 
+# Reentrant: a signal handler runs on the main thread, perhaps inside `out`.
+_lock = threading.RLock()
+_said = False
+
+
+def out(text):
+    """Write one line to stdout, unless this rank has said its verdict (then nothing)."""
+    with _lock:
+        if not _said:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+
 def say(code, command, status=None):
-    """Print the verdict line (a closed stdout is no error here)."""
-    try:
-        sys.stdout.write(line(code, command, status) + "\n")
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
+    """Print the verdict line, once; after it this rank prints nothing more on stdout (a
+    closed stdout is no error here)."""
+    global _said
+    with _lock:
+        if _said:
+            return
+        _said = True
+        try:
+            sys.stdout.write(line(code, command, status) + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
