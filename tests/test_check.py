@@ -75,6 +75,39 @@ def test_pairing_odd_bad_host_fails_with_two_partners_that_passed():
     assert verdict["failed_hosts"] == [6] and verdict["rounds"] <= 3 and not verdict["ties"]
 
 
+def _neighbour_judge(bad_hosts, pair, times):
+    """Bad hosts fail every pair; `pair` (two healthy hosts) also fails its first `times`
+    tests, as a passing disturbance (or, with a large `times`, a fault between the two)."""
+    seen = []
+
+    def judge(pairs):
+        out = {}
+        for p in pairs:
+            out[p] = not (set(p) & bad_hosts) and not (p == pair and seen.count(p) < times)
+            seen.append(p)
+        return out
+    return judge
+
+
+def test_pairing_a_healthy_neighbour_of_a_bad_host_slowed_once_is_not_condemned():
+    # 6 hosts: host 3 meets bad host 2 in round 1 and host 4 in round 2, where a passing
+    # disturbance fails it once: one failed path alone accuses host 3, so it is paired with
+    # a host proven good (round 3), passes, and its failed path is tested again (round 4)
+    verdict = _run(6, _neighbour_judge({2}, (3, 4), 1))
+    assert verdict["failed_hosts"] == [2] and verdict["transient"] == [(3, 4, 0)], verdict
+    assert not verdict["unexplained"] and not verdict["thin"] and verdict["rounds"] == 4
+
+
+def test_pairing_a_lasting_fault_between_two_healthy_hosts_is_a_suspect_path():
+    verdict = _run(6, _neighbour_judge({2}, (3, 4), 99))
+    assert verdict["failed_hosts"] == [2] and verdict["unexplained"] == [(3, 4, 0)], verdict
+
+
+def test_pairing_two_bad_neighbours_are_both_condemned():
+    verdict = _run(6, _judge({2, 3}, set()))
+    assert verdict["failed_hosts"] == [2, 3] and not verdict["thin"], verdict
+
+
 def test_pairing_when_every_pair_fails_names_every_host_and_ends():
     verdict = _run(5, lambda pairs: {p: False for p in pairs})
     assert verdict["failed_hosts"] == [0, 1, 2, 3, 4] and not verdict["unexplained"]
@@ -448,9 +481,16 @@ needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_t
                                  reason="fake hosts need root, ip/tc and the venv's mpirun")
 
 
+# Links, not this 2-core machine, must be what limits the pair figures the relative floor
+# judges: with both directions at full rate, 3 pairs at once on 1 Gbit/s links are
+# CPU-bound here (a pair of two healthy hosts once measured 0.100 GB/s against a median of
+# 0.134 and failed h4 beside the throttled h3), as in test_fabric_hosts.
+RATE, QUARTER = "400mbit", "100mbit"
+
+
 def _check(hosts, args, rates=None, ppn=1):
     """check on namespace hosts (ppn: ranks per host, or a list of them)."""
-    with FakeCluster(hosts=hosts, rates=rates or "1gbit") as c:
+    with FakeCluster(hosts=hosts, rates=rates or RATE) as c:
         ppns = ppn if isinstance(ppn, list) else [ppn] * hosts
         spec = ",".join(f"{h}:{k}" for h, k in zip(c.hosts, ppns))
         return check_on_hosts(c, spec, ["-b", "2M", "-n", "3", "-w", "1", *args], timeout=120)
@@ -465,7 +505,7 @@ def _verdicts(stdout):
 @needs_hosts
 def test_check_names_the_host_throttled_to_a_quarter(tmp_path):
     out, table = tmp_path / "c.json", tmp_path / "c.csv"
-    r = _check(6, ["--json", out, "--csv", table], rates={"*": "1gbit", "h3": "250mbit"})
+    r = _check(6, ["--json", out, "--csv", table], rates={"*": RATE, "h3": QUARTER})
     assert r.returncode == 1, r.stdout + r.stderr
     assert _verdicts(r.stdout) == {"h1": "PASS", "h2": "PASS", "h3": "FAIL", "h4": "PASS",
                                    "h5": "PASS", "h6": "PASS"}, r.stdout

@@ -14,7 +14,8 @@ Four rounds at most, whatever the host count:
    as many paths as its subtree has hosts, to different leaves. A bad link then fails two
    paths whose other links pass elsewhere: one explanation, one link.
 3. and 4. deciding rounds: where two links explain the same failed paths (two bad links
-   met on one path, or both of a failed path's links were never proven good), each is
+   met on one path, or both of a failed path's links were never proven good), or one
+   failed path alone accuses a link (its other path was with a bad host), each is
    paired with a host proven good through links proven good, so that the path's only
    unproven link is the one in doubt. Two such rounds, because a deciding pair's partner
    is chosen before the round and is only proven good by the rounds before it: one
@@ -108,14 +109,14 @@ def _decisive(fabric, good, a, b, target):
     return out
 
 
-def _partner_for_nic(fabric, good, host, rail, busy, by_leaf):
+def _partner_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
     target = tomography.nic(host, rail)
     if fabric.rails > 1 and tomography.rail_switch(rail) not in good:
         return None                    # nothing on this rail is proven: no path can decide
     for pool in (by_leaf[fabric.leaf[host]], range(fabric.n)):
         for b in pool:
-            if b != host and b not in busy and _clean(fabric, good, b, rail) \
-                    and _decisive(fabric, good, host, b, target):
+            if b != host and b not in busy and tuple(sorted((host, b))) not in tested \
+                    and _clean(fabric, good, b, rail) and _decisive(fabric, good, host, b, target):
                 return b
     return None
 
@@ -137,13 +138,15 @@ def _pair_for_uplink(fabric, good, target, busy, leaves):
 
 def deciding_pairs(fabric, verdict, tested):
     """Pairs for the next round: for every link of every tie (and every link only ever on
-    failed paths that the verdict did not need), a pair whose path has it as its only
-    link not proven good. Returns (pairs, {link: (a, b) or None})."""
+    failed paths that the verdict did not need, and every named link one failed path
+    alone accuses), a pair whose path has it as its only link not proven good. Returns
+    (pairs, {link: (a, b) or None})."""
     good = verdict["good"]
     leaves = _leaves(fabric)
     by_leaf = {fabric.leaf[hs[0]]: hs for hs in leaves}
     mate, pairs, chosen = {}, [], {}
-    doubts = [link for tie in verdict["ties"] for link in tie] + verdict["unproven"]
+    doubts = [link for tie in verdict["ties"] for link in tie] + verdict["unproven"] \
+        + verdict["thin"]
     for link in doubts:
         found = None
         if link[0] == "nic":
@@ -151,7 +154,7 @@ def deciding_pairs(fabric, verdict, tested):
             if h in mate:
                 found = mate[h] if _decisive(fabric, good, *mate[h], link) else None
             else:
-                b = _partner_for_nic(fabric, good, h, r, mate, by_leaf)
+                b = _partner_for_nic(fabric, good, h, r, mate, by_leaf, tested)
                 found = tuple(sorted((h, b))) if b is not None else None
         elif link[0] == "up":
             found = _pair_for_uplink(fabric, good, link, mate, leaves)

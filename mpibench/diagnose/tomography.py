@@ -8,7 +8,9 @@ links that explains every failed path, found greedily (the link on the most unex
 failed paths first); where two links explain exactly the same failed paths they are a
 tie, said as such. A failed path whose every link passed elsewhere is unexplained (a
 flaky or routing fault between those two, not a link; fabricplan tests it once more, and
-one that passes then is transient). With no path passed at all there
+one that passes then is transient). A named link that one failed path alone accuses (its
+other failed paths are explained by another named link) is thin: fabricplan tests it
+with a partner proven good before it is condemned. With no path passed at all there
 is nothing to compare: every link on a failed path is named.
 
 A host fails when all its rails are named (rails whose switch is named left aside: they
@@ -74,13 +76,15 @@ def localise(fabric, results):
     {'named': [link], 'ties': [[link, ...]], 'unexplained': [(a, b, rail)],
      'unproven': [link on failed paths only, not needed by the verdict],
      'transient': [(a, b, rail) that failed once and passed when tested again],
+     'thin': [named link that one failed path alone accuses],
      'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
     good, failed, passed = _sort_paths(fabric, results)
     if not good:                       # nothing to compare with: every link is suspect
-        named, ties, unexplained = _host_links(failed), [], []
+        named, ties, unexplained, thin = _host_links(failed), [], [], []
     else:
         cands, cover, order, unexplained = _candidates(failed, good)
         named, ties = _greedy(cands, cover, order)
+        thin = _thin(named, cands, cover)
     # links on failed paths, never on a passed one, that the verdict did not need: a bad
     # partner on each of their paths hid them (worth a deciding pair)
     settled = set(named) | {x for t in ties for x in t}
@@ -90,7 +94,7 @@ def localise(fabric, results):
     transient = [p for p in unexplained if p in passed]      # failed once, passed again
     unexplained = [p for p in unexplained if p not in passed]
     return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
-            "unproven": unproven, "transient": transient,
+            "unproven": unproven, "transient": transient, "thin": thin,
             "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
 
 
@@ -166,6 +170,16 @@ def _greedy(cands, cover, order):
         else:
             named.append(x)
     return named, ties
+
+
+def _thin(named, cands, cover):
+    """The named links that one failed path alone accuses: each of their other failed
+    paths holds another named link too. A healthy host paired once with a bad one and
+    once with a good one, whose good path a passing disturbance slowed, is such a link;
+    fabricplan pairs it with a host proven good before it is condemned."""
+    named_set = set(named)
+    return [x for x in named
+            if sum(1 for i in cover.get(x, ()) if not (named_set & set(cands[i])) - {x}) == 1]
 
 
 def _failed_hosts(fabric, named):
