@@ -17,7 +17,7 @@ from mpibench.results import checktext, nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
 
-from launch_helpers import VENV, check_on_hosts
+from launch_helpers import QUARTER, RATE, VENV, check_on_hosts
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
@@ -479,13 +479,6 @@ def test_check_refuses_a_baseline_of_another_rank_layout():
 needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools())
                                  or not (VENV / "bin" / "mpirun").exists(),
                                  reason="fake hosts need root, ip/tc and the venv's mpirun")
-
-
-# Links, not this 2-core machine, must be what limits the pair figures the relative floor
-# judges: with both directions at full rate, 3 pairs at once on 1 Gbit/s links are
-# CPU-bound here (a pair of two healthy hosts once measured 0.100 GB/s against a median of
-# 0.134 and failed h4 beside the throttled h3), as in test_fabric_hosts.
-RATE, QUARTER = "400mbit", "100mbit"
 
 
 def _check(hosts, args, rates=None, ppn=1):

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from conftest import mpibench_lines
-from launch_helpers import VENV, check_on_hosts
+from launch_helpers import QUARTER, RATE, VENV, check_on_hosts
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster, split_leaves  # noqa: E402
 
@@ -19,11 +19,6 @@ pytestmark = needs_hosts
 # Small enough for a few seconds a round, large enough that a quarter-rate link stands
 # out: 2 MiB both ways at once takes ~45 ms at 400 Mbit/s and ~180 ms at 100 Mbit/s.
 SMALL = ["-b", "2M", "-n", "3", "-w", "1"]
-# Links, not this 2-core machine, must be what limits. At 1 Gbit/s, 8 flows both ways at
-# the full rate are CPU-bound here: a rail on an unthrottled link once measured 0.75 of the
-# median (0.074 against 0.099 GB/s) and failed the slow-rail test. At 400 Mbit/s the rails
-# of unthrottled links run at the link's rate (0.043-0.051 GB/s).
-RATE, QUARTER = "400mbit", "100mbit"
 
 
 def _check(cluster, args, tmp_path, ppn=1, topology=None, extra_env=None):

@@ -178,8 +178,10 @@ def _thin(named, cands, cover):
     once with a good one, whose good path a passing disturbance slowed, is such a link;
     fabricplan pairs it with a host proven good before it is condemned."""
     named_set = set(named)
-    return [x for x in named
-            if sum(1 for i in cover.get(x, ()) if not (named_set & set(cands[i])) - {x}) == 1]
+
+    def alone(x, i):                   # x is the only named link on failed path i
+        return not any(y != x and y in named_set for y in cands[i])
+    return [x for x in named if sum(alone(x, i) for i in cover[x]) == 1]
 
 
 def _failed_hosts(fabric, named):
