@@ -36,7 +36,7 @@ def log(prefix):
 # ("sum" of sendrecv) is "none" for a collective that does not reduce; a missing root
 # is -1; busbw of one rank is not defined ("-": nccl-tests prints 0.00).
 EXPECTED = {
-    "01": dict(hint="all_to_all", ranks=8, hosts=["localhost"],
+    "01": dict(ranks=8, hosts=["localhost"],
                tests=[("all_to_all", 34, 58.6481)],
                rows=["1 0 0 float none -1 | 1.63 0.00 0.00 N/A | 1.38 0.00 0.00 N/A",
                      "1 512 16 float none -1 | 87.33 0.01 0.01 N/A | 88.47 0.01 0.01 N/A",
@@ -96,7 +96,7 @@ EXPECTED = {
     "12": dict(ranks=None, hosts=[], tests=[("all_reduce", 2, 4.32178)],
                rows=["1 268435456 67108864 float sum -1 | 122131 2.20 4.33 2e-06 | "
                      "122165 2.20 4.33 2e-06"]),
-    "13": dict(hint="all_to_all", ranks=64, hosts=[], tests=[("all_to_all", 2, 0.507636)],
+    "13": dict(ranks=64, hosts=[], tests=[("all_to_all", 2, 0.507636)],
                rows=["1 536870912 2097152 float none -1 | 1041974 0.52 0.51 0e+00 | "
                      "1041299 0.52 0.51 1e+00"]),
     "14": dict(ranks=None, hosts=[], tests=[("sendrecv", 1, None)],
@@ -202,12 +202,131 @@ def test_report_reads_every_real_log_with_its_figures(key, reports):
         spec["tests"]
 
 
-@pytest.mark.parametrize("key,words", [
-    ("01", "its rows fit all_gather, all_to_all: give --collective NAME"),
-    ("13", "its rows fit all_gather, all_to_all: give --collective NAME"),
-])
-def test_a_log_that_does_not_name_its_collective_says_which_fit(key, words):
-    check_usage_error(lone(["report", log(key)]), words, 30)
+@pytest.mark.parametrize("key", ["01", "13"])
+def test_a_log_that_does_not_name_its_collective_says_which_fit(key, tmp_path):
+    # the two old alltoall logs read by their file names (above); under a name that
+    # names nothing, their rows fit two collectives and nothing else decides
+    path = tmp_path / "nccl.log"
+    path.write_text(Path(log(key)).read_text())
+    check_usage_error(lone(["report", str(path)]),
+                      "its rows fit all_gather, all_to_all: give --collective NAME", 30)
+    assert [t["named_by"] for t in reader.load(log(key))["tests"]] == ["the file's name"]
+
+
+def _same_reading(a, b):
+    """Two documents with the same tests and rows (the figures as read)."""
+    assert [(t["collective"], t["ranks"], t["rows"], t["average_bus_bandwidth"])
+            for t in a["tests"]] == [(t["collective"], t["ranks"], t["rows"],
+                                      t["average_bus_bandwidth"]) for t in b["tests"]]
+    assert [_cells(r) for r in a["results"]] == [_cells(r) for r in b["results"]]
+
+
+@pytest.mark.parametrize("label", [" {r}: ", "{r}: ", "[{r}] ", "node-{r}.cluster: "])
+def test_launcher_labels_on_every_line_read_as_without(label, tmp_path):
+    # srun -l (width of the largest task id, or none), hydra's -prepend-rank, pdsh/clush;
+    # rank 0 prints the table, other ranks their NCCL lines
+    for key in ("06", "07"):
+        lines = Path(log(key)).read_text().splitlines()
+        path = tmp_path / f"{key}.txt"
+        path.write_text("".join(label.format(r=0 if "NCCL INFO" not in x else 3) + x + "\n"
+                                for x in lines))
+        _same_reading(reader.load(str(path)), reader.load(log(key)))
+
+
+def test_in_place_wrong_na_on_every_row_names_alltoall(tmp_path):
+    # log 06's alltoall table alone, its name and command gone: nccl-tests checks no
+    # in-place alltoall, so that column is N/A on every row, which all_gather never prints
+    lines = Path(log("06")).read_text().splitlines()
+    part = [x for x in lines[111:146] if "Collective test starting" not in x]
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(part) + "\n")
+    doc = reader.load(str(path))
+    assert [(t["collective"], t["named_by"], t["rows"]) for t in doc["tests"]] == \
+        [("all_to_all", "its rows and its in-place #wrong (N/A on every row)", 10)]
+    # the same rows with a checked in-place column: all_gather fits as well
+    path.write_text("\n".join(re.sub(r"N/A$", "0", x) for x in part) + "\n")
+    check_usage_error(lone(["report", str(path)]),
+                      "its rows fit all_gather, all_to_all: give --collective NAME", 30)
+
+
+_BARE_LINES = re.compile(r"^#\s*(?=\s*(?:size\s+count|\(B\)|Out of bounds|Avg bus|out-of-place"
+                         r"|nThread|Rank\s+\d|Using devices))")
+
+
+def test_a_log_printed_without_its_hash_marks_reads_the_same(tmp_path):
+    # published logs whose column names and summary lines lost their '#'
+    for key in ("12", "02", "06"):
+        path = tmp_path / f"{key}.txt"
+        path.write_text("\n".join(_BARE_LINES.sub("", x) for x in
+                                  Path(log(key)).read_text().splitlines()) + "\n")
+        assert re.search(r"^Avg bus bandwidth", path.read_text(), re.M)
+        _same_reading(reader.load(str(path)), reader.load(log(key)))
+
+
+def test_all_gather_from_before_june_2020_reads_algbw_as_size_over_time(tmp_path):
+    # nccl-tests before June 2020 printed all_gather's algbw x (n-1)/n and busbw = algbw,
+    # under columns with no redop, root or #wrong (src/all_gather.cu, print_header). Log
+    # 09's all_gather (8 ranks) written that way, without its '#' marks: algbw comes back
+    # within the printed digits, busbw as printed.
+    new = reader.load(log("09"))
+    out = []
+    for x in Path(log("09")).read_text().splitlines():
+        t = x.split()
+        if re.match(r"\s+\d+\s+\d+\s+float", x):
+            out.append(f"{t[0]:>12} {t[1]:>12} {t[2]:>6}  {t[5]:>7} {t[7]:>6} {t[7]:>6}  0e+00"
+                       f"  {t[9]:>7} {t[11]:>6} {t[11]:>6}  0e+00")
+        elif re.match(r"#\s+size\s+count", x):
+            out.append("       size        count   type     time  algbw  busbw  error"
+                       "     time  algbw  busbw  error")
+        elif not re.match(r"#\s+\(B\)|#.*out-of-place|# Collective test", x):
+            out.append(_BARE_LINES.sub("", x))
+    path = tmp_path / "old.txt"
+    path.write_text("\n".join(out) + "\n")
+    doc = reader.load(str(path))
+    assert [(t["collective"], t["ranks"], t["algbw"]) for t in doc["tests"]] == \
+        [("all_gather", 8, "printed x (n-1)/n (before June 2020), read as size / time")]
+    for got, want in zip(doc["results"], new["results"]):
+        for mode in ("out_of_place", "in_place"):
+            g, w = got[mode], want[mode]
+            assert g["busbw_GBps"] == w["busbw_GBps"]
+            # half a printed digit of the old busbw x 8/7, and of the new algbw
+            assert abs(g["algbw_GBps"] - w["algbw_GBps"]) <= 0.005 * (8 / 7 + 1) + 1e-9, (g, w)
+
+
+def _interleave(a, b, at, step=1):
+    """Log a's lines up to its row number at, then b's header, then a's and b's remaining
+    lines alternating step at a time."""
+    row = re.compile(r"(?:^|>:)\s*\d+\s+\d+\s+\w+\s")       # --tag-output or not
+    cut = [i for i, x in enumerate(a) if row.search(x)][at]
+    first = next(i for i, x in enumerate(b) if row.search(x))
+    out, rest_a, rest_b = a[:cut] + b[:first], a[cut:], b[first:]
+    while rest_a or rest_b:
+        out += rest_a[:step] + rest_b[:step]
+        rest_a, rest_b = rest_a[step:], rest_b[step:]
+    return out
+
+
+def test_two_runs_in_one_stream_read_both_or_are_refused_naming_both(tmp_path):
+    a = Path(log("04")).read_text().splitlines()
+    b = Path(log("17")).read_text().splitlines()
+    path = tmp_path / "both.txt"
+    # the same all_reduce sweep, the second run started while the first was at its 20th
+    # row: every row fits one run's sweep only
+    path.write_text("\n".join(_interleave(a, b, 20)) + "\n")
+    doc = reader.load(str(path))
+    one, two = reader.load(log("04")), reader.load(log("17"))
+    assert [(t["collective"], t["rows"], t["average_bus_bandwidth"]) for t in doc["tests"]] \
+        == [(t["collective"], t["rows"], t["average_bus_bandwidth"])
+            for t in one["tests"] + two["tests"]]
+    assert [_cells(r) for r in doc["results"] if r["test"] == 1] == \
+        [_cells(r) for r in one["results"]]
+    assert [_cells(r) for r in doc["results"] if r["test"] == 2] == \
+        [_cells(r) for r in two["results"]]
+    # started together: the rows of both are at the same place of the same sweep
+    path.write_text("\n".join(_interleave(a, b, 0)) + "\n")
+    r = lone(["report", str(path)])
+    check_usage_error(r, "two runs wrote into this log at once (tables at line", 30)
+    assert "and this row fits both: split the log by run" in r.stderr
 
 
 def test_a_collective_the_rows_contradict_is_refused():
@@ -436,13 +555,13 @@ def fuzz(sources, seed=22, count=25):
     """(correct reads, one-line errors, wrong reads) of COUNT mutations of each source."""
     rng = random.Random(seed)
     reads, errors, wrong = 0, 0, []
-    for text, hint in sources:
+    for text, hint, path in sources:
         lines = text.splitlines()
-        rows, ranks, averages, whole = _truth(nccllogs.parse_text(text, hint))
+        rows, ranks, averages, whole = _truth(nccllogs.parse_text(text, hint, path))
         for _ in range(count):
             mutated = _mutate(lines, rng)
             try:
-                doc = document.validate(document._read("\n".join(mutated).encode(), hint))
+                doc = document.validate(document._read("\n".join(mutated).encode(), hint, path))
             except document._Bad as exc:
                 assert "\n" not in str(exc)
                 errors += 1
@@ -476,8 +595,8 @@ def fuzz(sources, seed=22, count=25):
 
 
 def _sources(own_run):
-    return [(Path(log(k)).read_text(), EXPECTED[k].get("hint")) for k in sorted(EXPECTED)] + \
-        [(own_run[1].read_text(), None)]
+    return [(Path(log(k)).read_text(), EXPECTED[k].get("hint"), log(k)) for k in sorted(EXPECTED)] + \
+        [(own_run[1].read_text(), None, None)]
 
 
 def test_fuzz_cut_shuffled_and_prefixed_lines_give_one_error_or_a_correct_read(own_run):

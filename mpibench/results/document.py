@@ -72,17 +72,17 @@ def load(path, collective=None):
             data = f.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
             raise _Bad(f"over the {MAX_BYTES >> 20} MiB limit for a results file")
-        return validate(_read(data, collective))
+        return validate(_read(data, collective, path))
     except _Bad as exc:
         raise UsageError(f"results file {path}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read results file {path}: {exc.strerror or exc}") from None
 
 
-def _read(data, collective=None):
+def _read(data, collective=None, path=None):
     """A results document from the bytes of a file: mpibench's JSON, nccl-tests' (or
     mpibench's) printed output or nccl-tests' -J JSON, or NetPIPE's printed output, turned
-    into one."""
+    into one (path: the file's, whose name may name a printed table's collective)."""
     from . import nccllogs, nccltests, netpipe
     text = _text(data)
     try:
@@ -93,7 +93,7 @@ def _read(data, collective=None):
         raise _Bad(f"NetPIPE output: {exc}") from None
     try:
         if not text.lstrip()[:1] == "{" and nccllogs.looks_like_text(text):
-            return nccllogs.parse_text(text, collective)
+            return nccllogs.parse_text(text, collective, path)
         doc = parse(data)
         return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
     except nccltests.Unreadable as exc:

@@ -1,21 +1,29 @@
 """nccl-tests' printed output as users keep it: every table layout since before 2.13,
-with launcher prefixes, NCCL/libfabric noise, several tests per log, or a pasted tail.
+with launcher prefixes or labels (--tag-output, srun -l, hydra, pdsh), NCCL/libfabric
+noise, several tests per log, two runs written into one stream, or a pasted tail.
 
 The table is recognised by itself (its column-name header, the `# nThread ... minBytes`
 line, the rank lines); the layout of a row comes from the column names above it. Each
 test (one table) keeps its own rows, ranks and average. A test's collective comes from
 the log (`# Collective test starting:`, mpibench's `# Collective:`), else from the
 caller's hint (--collective), else from a `*_perf` command line in the log, else from
-what its rows allow: the redop and root cells, size / (count x element size) (n for the
-collectives whose size spans every rank) and busbw / algbw (nccl-tests' factor). The
+the file's name, else from what its rows allow: the redop and root cells, size / (count
+x element size) (n for the collectives whose size spans every rank), busbw / algbw
+(nccl-tests' factor) and an in-place #wrong that is N/A on every row. The
 same evidence gives the rank count where the rank lines are missing or cut; a named
 collective its rows contradict, an average its rows contradict, or sizes that run
 backwards (lines of two runs mixed) are refused with the line, never read as figures.
+Rows of two runs that wrote into one stream at once are read where each row fits one
+run's table only, else refused naming both.
+
+Logs from before June 2020 printed all_gather's and reduce_scatter's algbw already
+scaled by (n-1)/n (busbw = algbw): such a table reads with algbw = size / time.
 
 mpibench's own printed output (`# mpibench run:` then one `# Collective:` table per
 collective and one average for them all) reads through the same path.
 """
 import math
+import os
 import re
 
 from ..launch import faults
@@ -39,10 +47,28 @@ _CONCLUDED = re.compile(r"#\s*Collective test concluded")
 _COMMAND = re.compile(r"(?:^|[\s/])([a-z]+(?:_[a-z]+)*)_perf(?:_mpi)?(?:\s|$)")
 _NUMBER = re.compile(r"^[-+]?(\d+)?(?:\.(\d*))?(?:[eE]([-+]?\d+))?$")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d$")
-_SIGNS = re.compile(r"#\s*(?:nccl-tests version|Collective test starting:|nThread\s+\d+\s+nGpus"
+_SIGNS = re.compile(r"#?\s*(?:nccl-tests version|Collective test starting:|nThread\s+\d+\s+nGpus"
                     r"|\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid|\s*size\s+count\s+type\b)")
 _ELSIZE = {**{d.label: d.size for d in DTYPES.values()},
            "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1}
+# Lines nccl-tests prints behind '#', as some published logs have them without it.
+_BARE = re.compile(r"(?:nccl-tests version|Collective test starting:|nThread\s+\d+\s+nGpus|Using "
+                   r"devices|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on|size\s+count\s+type\b"
+                   r"|\(B\)\s+\(elements\)|out-of-place\b|Out of bounds values\s*:|Avg bus bandwidth\b)")
+# Launchers' line labels: srun -l (" 3: "), hydra's -prepend-rank ("[3] "), pdsh and
+# clush ("host: "); Open MPI's --tag-output is _TAG.
+_LABELS = (re.compile(r"\s*\d+: ?"), re.compile(r"\[\d+\] ?"), re.compile(r"[A-Za-z][\w.-]*: "))
+_OWN = re.compile(r"\s*(?:#|\d+\s+\d+\s+\S+\s)")        # a '#' line or a table row
+# nccl-tests checks no in-place result of these (alltoall.cu, sendrecv.cu: reportErrors =
+# in_place ? 0 : 1), so their in-place #wrong is N/A on every row
+_IN_PLACE_UNCHECKED = ("all_to_all", "sendrecv")
+# the names files carry: nccl_alltoall.log, allgather_run2.txt, reduce-scatter.out
+_FILE_NAMES = {"all_reduce": "all_reduce", "allreduce": "all_reduce", "all_gather": "all_gather",
+               "allgather": "all_gather", "reduce_scatter": "reduce_scatter",
+               "reducescatter": "reduce_scatter", "alltoall": "all_to_all",
+               "all_to_all": "all_to_all", "a2a": "all_to_all", "broadcast": "broadcast",
+               "bcast": "broadcast", "reduce": "reduce", "gather": "gather",
+               "scatter": "scatter", "sendrecv": "sendrecv"}
 _LEAD = ("redop", "root")
 _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
 _CHECKED = ("time", "algbw", "busbw")
@@ -159,10 +185,11 @@ def _row(tokens, layout, n):
 
 
 def _state():
-    """A fresh reading: the header being read, the test whose rows follow, every test so
-    far, the tests an average line will close (group), the averages shared by several
-    tables, and mpibench's backend once its header names it."""
-    return {"header": _header(), "test": None, "tests": [], "group": [], "shared": [],
+    """A fresh reading: the header being read, the tests whose rows may follow (open: one,
+    or two where runs wrote into one stream at once), every test so far, the tests an
+    average line will close (group), the averages shared by several tables, and mpibench's
+    backend once its header names it."""
+    return {"header": _header(), "open": [], "tests": [], "group": [], "shared": [],
             "backend": None}
 
 
@@ -173,14 +200,28 @@ def _next_header(state):
         state["header"] = _header()
 
 
+def _unlabel(lines):
+    """The lines without the launcher label that starts the log's own lines, where the
+    labelled ones outnumber the others."""
+    own = sum(1 for x in lines if _OWN.match(x))
+    for label in _LABELS:
+        ends = [m.end() if m else 0 for m in map(label.match, lines)]
+        if sum(1 for x, e in zip(lines, ends) if e and _OWN.match(x, e)) > own / 2:
+            return [x[e:] for x, e in zip(lines, ends)]
+    return lines
+
+
 def scan(text):
     """The tests in text: [{name, command, ranks, ours, line, rows, average}], and the
     averages printed for several tables at once (mpibench's own output)."""
     state = _state()
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = (_TAG.sub(" ", raw) if ">:" in raw else raw).strip()
+    lines = [_TAG.sub(" ", raw) if ">:" in raw else raw for raw in text.splitlines()]
+    for n, line in enumerate(_unlabel(lines), 1):
+        line = line.strip()
         if not line:
             continue
+        if not line.startswith("#") and _BARE.match(line):
+            line = "# " + line
         if line.startswith("#"):
             _comment_line(state, line, n)
         else:
@@ -202,21 +243,73 @@ def _plain_line(state, line, n):
 
 
 def _table_row(state, tokens, line, n):
-    """Adds the row to the current test; Unreadable, with the line, where there is none
-    or the row does not fit its column names."""
-    test = state["test"]
-    if test is None:
+    """Adds the row to the open test it fits; Unreadable, with the line, where there is
+    none, the row does not fit its column names, or it fits two runs' tables."""
+    tests = state["open"]
+    if not tests:
         raise Unreadable(f"line {n}: a table row with no column names above it "
                          f"(size count type ...)" if not state["tests"] else
                          f"line {n}: a table row after its test's average or "
                          f"end, with no column names above it")
+    if len(tests) > 1:
+        _interleaved_row(tests, tokens, n)
+        return
     try:
-        test["rows"].append(_row(tokens, test["layout"], n))
+        tests[0]["rows"].append(_row(tokens, tests[0]["layout"], n))
     except Unreadable as exc:
         raise Unreadable(str(exc) if str(exc).startswith("line ") else
                          f"line {n}: {exc}") from None
     except (ValueError, IndexError):
         raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
+
+
+def _two_runs(tests):
+    return " and ".join(f"line {t['line']}" for t in tests)
+
+
+def _interleaved_row(tests, tokens, n):
+    """A row while two runs' tables are open: it goes to the one run it fits (columns,
+    sizes growing along the sweep its header asks for, the shape of that table's rows)."""
+    fits = []
+    for t in tests:
+        try:
+            row = _row(list(tokens), t["layout"], n)
+        except (Unreadable, ValueError, IndexError):
+            continue
+        if _continues(t, row):
+            fits.append((t, row))
+    if len(fits) != 1:
+        raise Unreadable(f"line {n}: two runs wrote into this log at once (tables at "
+                         f"{_two_runs(tests)}) and this row fits "
+                         f"{'both' if fits else 'neither'}: split the log by run")
+    fits[0][0]["rows"].append(fits[0][1])
+
+
+def _continues(test, row):
+    """Whether row can be the next of test: its series' sizes grow within the sweep the
+    header asks for, and it has the shape of the table's first row (redop, root, size /
+    count, busbw / algbw), or of the collective the log names."""
+    series = [r for r in test["rows"] if (r["label"], r["redop"], r["root"]) ==
+              (row["label"], row["redop"], row["root"])]
+    if series and series[-1]["size"] > row["size"]:
+        return False
+    sweep = test["header"].get("sweep")
+    wanted = _requested(sweep) if sweep else None
+    if wanted and (len(series) >= len(wanted) or row["size"] > wanted[len(series)]):
+        return False
+    coll = REGISTRY.get(collective_name(test["name"] or ""))
+    if coll is not None:
+        return ranks_for(coll, [row], test["layout"], test["header"]["ranks"])[0] is not None
+    if not test["rows"]:
+        return True
+    first = test["rows"][0]
+    if (first["redop"], first["root"] >= 0) != (row["redop"], row["root"] >= 0):
+        return False
+    ks = [round(k, 6) for k, _ in _ks([first, row])]
+    if len(ks) == 2 and ks[0] != ks[1]:
+        return False
+    bounds = _ratio_bounds([first, row])
+    return all(lo <= b[1] + 1e-9 and b[0] <= hi + 1e-9 for lo, hi, _ in bounds for b in bounds)
 
 
 def _comment_line(state, line, n):
@@ -236,9 +329,9 @@ def _comment_line(state, line, n):
     m = _START.match(line) or _OURS.match(line)
     if m:
         _next_header(state)
-        state["header"]["name"], state["test"] = m.group(1), None
+        state["header"]["name"] = m.group(1)
         return
-    _header_line(state, line)
+    _header_line(state, line, n)
 
 
 def _rank_line(state, m, n):
@@ -261,11 +354,33 @@ def _average_line(state, m, n):
     group = state["group"]
     if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
         value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
+        if len(group) > 1 and not any(t["ours"] for t in group) and value is not None:
+            group = [_averaged(group, value, n)]     # nccl-tests: one average per run
+            state["group"] = [t for t in state["group"] if t is not group[0]]
+            state["open"] = [t for t in state["open"] if t is not group[0]]
+            group[0]["average"] = (value, n)
+            return
         if group and len(group) == 1:
             group[0]["average"] = (value, n)
         elif group:
             state["shared"].append((group, value, n))
-    state["group"], state["test"] = [], None
+    state["group"], state["open"] = [], []
+
+
+def _averaged(group, value, n):
+    """The one test of several open ones whose rows the average at line n is the mean of."""
+    fits = []
+    for t in group:
+        try:
+            check_average(t["rows"], value, n, "")
+        except Unreadable:
+            continue
+        fits.append(t)
+    if len(fits) != 1:
+        raise Unreadable(f"line {n}: an average with the tables at {_two_runs(group)} open, "
+                         f"the mean of {'both' if fits else 'neither'}: two runs wrote into "
+                         f"this log at once; split it by run")
+    return fits[0]
 
 
 def _columns_line(state, line, n):
@@ -277,30 +392,36 @@ def _columns_line(state, line, n):
             "layout": layout, "line": n, "rows": [], "average": None,
             "backend": backend or "nccl", "ours": header["ours"] or bool(backend)}
     header["used"], header["name"] = True, None
-    state["test"] = test
+    # mpibench prints its tables one after the other; nccl-tests' runs may share a stream
+    state["open"] = [test] if test["ours"] else state["open"] + [test]
     state["tests"].append(test)
     state["group"].append(test)
 
 
-def _header_line(state, line):
+def _header_line(state, line, n):
     """The other header lines: mpibench's title and backend, nccl-tests' version and
     sweep (a new header), a reduced sweep, a test's end."""
     if _MPIBENCH.match(line):
-        state["header"], state["test"], state["group"] = _header(), None, []
+        state["header"], state["open"], state["group"] = _header(), [], []
         state["header"]["ours"] = True
     elif _BACKEND.match(line):        # mpibench's, whatever its header looks like
         state["backend"] = _BACKEND.match(line).group(1)
     elif _VERSION.match(line) or _NTHREAD.match(line):
         _next_header(state)
-        state["test"] = None
         m = _SWEEP.search(line)
+        if m and state["header"].get("sweep") and _checking():
+            raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
+                             f"table of the run whose header is at line "
+                             f"{state['header']['sweep_line']}: two runs wrote into this "
+                             f"log at once; split it by run")
         if m:
+            state["header"]["sweep_line"] = n
             state["header"]["sweep"] = [int(m.group(1)), int(m.group(2)), int(m.group(3)),
                                         m.group(4)]
     elif _REDUCED.match(line) and state["header"].get("sweep"):
         state["header"]["sweep"][1] = int(_REDUCED.match(line).group(1))
     elif _CONCLUDED.match(line):
-        state["test"] = None
+        state["open"] = []
 
 
 # ---- what each test is: collective and ranks ----
@@ -379,6 +500,8 @@ def ranks_for(coll, rows, layout, lines):
         elif k != 1:
             return None, f"line {at}: size is {k:g} x count x element size, not 1 x"
     a, varies = _factor_shape(coll)
+    if varies and _scaled_algbw(coll, rows, layout):
+        a, varies = 1.0, False               # before June 2020: busbw = algbw
     for rlo, rhi, at in _ratio_bounds(rows):
         eps = 1e-9
         if not varies:
@@ -397,12 +520,52 @@ def ranks_for(coll, rows, layout, lines):
     return (math.ceil(lo), math.floor(hi) if hi < math.inf else None), None
 
 
-def resolve(test, hint):
+def _scaled_algbw(coll, rows, layout):
+    """Whether an all_gather or reduce_scatter table printed algbw as nccl-tests did before
+    June 2020, x (n-1)/n (busbw = algbw): only before 2.13's #wrong column, with
+    size / count giving n > 1, and a row whose printed digits rule out (n-1)/n."""
+    if coll.name not in ("all_gather", "reduce_scatter") or \
+            any("#wrong" in g for g in layout[1]):
+        return False
+    ks = {k for k, _ in _ks(rows)}
+    if len(ks) != 1 or min(ks) < 2 or min(ks) != int(min(ks)):
+        return False
+    share = (min(ks) - 1) / min(ks)
+    bounds = _ratio_bounds(rows)
+    return all(lo - 1e-9 <= 1 <= hi + 1e-9 for lo, hi, _ in bounds) and \
+        any(not lo - 1e-9 <= share <= hi + 1e-9 for lo, hi, _ in bounds)
+
+
+def _named_by_file(source):
+    """The one collective a file's name names (nccl_alltoall.log: all_to_all), or None."""
+    name = re.sub(r"[^a-z]+", "_", os.path.basename(source or "").lower())
+    found = set()
+    for alias, coll in sorted(_FILE_NAMES.items(), key=lambda x: -len(x[0])):
+        hit = re.search(rf"(?:^|_){alias}(?:_|$)", name)
+        if hit:
+            found.add(coll)
+            name = name[:hit.start()] + "_" + name[hit.end():]
+    return found.pop() if len(found) == 1 else None
+
+
+def _in_place_unchecked(test):
+    """Whether the in-place #wrong is N/A on every row while out-of-place results were
+    checked: what nccl-tests prints for the collectives it cannot check in place."""
+    groups = test["layout"][1]
+    if len(groups) < 2 or "#wrong" not in groups[1]:
+        return False
+    modes = [r["modes"] for r in test["rows"]]
+    return all(m.get("in_place", {"nwrong": None})["nwrong"] is None for m in modes) and \
+        any(m.get("out_of_place", {}).get("nwrong") is not None for m in modes)
+
+
+def resolve(test, hint, source=None):
     """(collective, ranks or None, how the collective was known)."""
     rows, layout, lines = test["rows"], test["layout"], test["header"]["ranks"]
     first = rows[0]["line"]
     for name, how in ((test["name"], "the log"), (hint, "--collective"),
-                      (test["command"], "the command line in the log")):
+                      (test["command"], "the command line in the log"),
+                      (_named_by_file(source), "the file's name")):
         if not name:
             continue
         coll = collective_name(name)
@@ -414,6 +577,8 @@ def resolve(test, hint):
                                  f"({', '.join(REGISTRY)})")
             continue
         span, why = ranks_for(REGISTRY[coll], rows, layout, lines)
+        if span is None and how == "the file's name":
+            continue                      # a weaker sign than the rows: they decide
         if span is None:
             raise Unreadable(f"the table at line {test['line']} is not {coll} "
                              f"(named by {how}): {why}")
@@ -423,9 +588,13 @@ def resolve(test, hint):
         span, _ = ranks_for(coll, rows, layout, lines)
         if span is not None:
             fits[coll.name] = span
+    how = "its rows (redop, root, size / count, busbw / algbw)"
+    if len(fits) > 1 and _in_place_unchecked(test):
+        fits = {k: v for k, v in fits.items() if k in _IN_PLACE_UNCHECKED}
+        how = "its rows and its in-place #wrong (N/A on every row)"
     if len(fits) == 1:
         (coll, span), = fits.items()
-        return coll, _exact(span), "its rows (redop, root, size / count, busbw / algbw)"
+        return coll, _exact(span), how
     if not fits:
         raise Unreadable(f"line {first}: the rows fit no collective mpibench knows "
                          f"(redop, root, size / count and busbw / algbw)")
@@ -516,16 +685,28 @@ def check_average(rows, average, line, what):
 
 
 # ---- the document ----
-def parse_text(text, hint=None):
+def _rescale(rows, ranks):
+    """algbw printed x (n-1)/n (before June 2020) -> size / time, as nccl-tests now prints."""
+    for r in rows:
+        for m in r["modes"].values():
+            if m["algbw_GBps"] is not None:
+                m["algbw_GBps"] *= ranks / (ranks - 1)
+
+
+def parse_text(text, hint=None, source=None):
     """Printed output -> results document with a 'tests' list (Unreadable with the line
-    when it cannot be read right)."""
+    when it cannot be read right). source: the file's path, whose name may name the
+    collective."""
     tests, shared = scan(text)
     if not tests:
         raise Unreadable("no table rows (size count type ...) under column names")
     rows, infos, ours = [], [], False
     for i, t in enumerate(tests, 1):
         _sizes_forward(t)
-        coll, ranks, how = resolve(t, hint)
+        coll, ranks, how = resolve(t, hint, source)
+        scaled = coll in REGISTRY and _scaled_algbw(REGISTRY[coll], t["rows"], t["layout"])
+        if scaled:
+            _rescale(t["rows"], ranks)
         avg = t["average"]
         if avg is not None:
             check_average(t["rows"], avg[0], avg[1], f"the table at line {t['line']}")
@@ -548,6 +729,8 @@ def parse_text(text, hint=None):
                       "named_by": how, "line": t["line"], "rows": len(t["rows"]),
                       "hosts_complete": ranks is not None and len(t["header"]["ranks"]) == ranks,
                       "ranks": ranks, "hosts": list(dict.fromkeys(hosts)),
+                      "algbw": "printed x (n-1)/n (before June 2020), read as size / time"
+                      if scaled else "size / time",
                       "average_bus_bandwidth": None if avg is None or avg[0] is None
                       else avg[0][0]})
     average = None
