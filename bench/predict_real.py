@@ -22,6 +22,9 @@ NAME = re.compile(r"N(\d+)_G(\d+)_([a-z_]+?)(?:__(\w+))?\.txt$")
 LOGNAME = {"alltoall": "all_to_all"}       # the log's *_perf name -> mpibench's
 SUMMARY = re.compile(r"^# prediction vs measured at (\d+) ranks \(.*\)(, sizes >= 1 MiB)?: "
                      r"median \|error\| ([\d.]+)%, max ([\d.]+)% \(.*\), (\d+) rows, (\d+) of \d+ inside")
+ROW = re.compile(r"^#\s+(\d+) (B|KiB|MiB|GiB)\s.*\s([\d.]+)\s+([\d.]+)-([\d.]+)\s+\S+\s+\S+(?: \*)?"
+                 r"\s+([\d.]+)\s+([-+][\d.]+)%\s+(yes|no)$")
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 QUICK = ("alcf_polaris/nccl2.18-nvhpc23.9_env5", "all_reduce", "", 540)
 
 
@@ -54,12 +57,17 @@ def run_case(files, collective, target):
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     if done.returncode:
         sys.exit(f"predict failed ({done.returncode}): {done.stderr.strip()}")
-    found = {}
+    found, narrow = {}, [0, 0]
     for line in done.stdout.splitlines():
         m = SUMMARY.match(line)
         if m:
             found[">= 1 MiB" if m[2] else "all"] = (float(m[3]), float(m[4]), int(m[5]), int(m[6]))
-    return nodes, found
+        m = ROW.match(line)
+        if m and int(m[1]) * UNITS[m[2]] >= 1 << 20 and abs(float(m[7])) <= 20:
+            t, lo, hi = float(m[3]), float(m[4]), float(m[5])
+            narrow[0] += 1          # within 20%: is the interval within +-35%?
+            narrow[1] += lo >= 0.65 * t and hi <= 1.35 * t
+    return nodes, found, narrow
 
 
 def main():
@@ -76,19 +84,19 @@ def main():
         for target in counts[2:]:
             if args.quick and (dataset, coll, variant, target) != QUICK:
                 continue
-            nodes, found = run_case(files, coll, target)
+            nodes, found, narrow = run_case(files, coll, target)
             rows.append((dataset + (f" ({variant})" if variant else ""), coll,
-                         f"{nodes[0]},{nodes[1]} -> {target} (x{g})", found))
+                         f"{nodes[0]},{nodes[1]} -> {target} (x{g})", found, narrow))
     print("| dataset | collective | nodes | median error >= 1 MiB | max >= 1 MiB | inside >= 1 MiB "
-          "| median error, all sizes | inside, all sizes |")
-    print("|---|---|---|---|---|---|---|---|")
-    for dataset, coll, nodes, found in rows:
+          "| within +-35% | median error, all sizes | inside, all sizes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for dataset, coll, nodes, found, narrow in rows:
         big, every = found.get(">= 1 MiB"), found.get("all")
         cell = (lambda f, i: "-" if f is None else f"{f[i]:.1f}%")
         inside = (lambda f: "-" if f is None else f"{f[3]} of {f[2]}")
         print(f"| {dataset} | {coll} | {nodes} | {cell(big, 0)} | {cell(big, 1)} | {inside(big)} "
-              f"| {cell(every, 0)} | {inside(every)} |")
-    big = [f[">= 1 MiB"] for *_, f in rows if ">= 1 MiB" in f]
+              f"| {narrow[1]} of {narrow[0]} | {cell(every, 0)} | {inside(every)} |")
+    big = [f[">= 1 MiB"] for *_, f, _ in rows if ">= 1 MiB" in f]
     if big:
         inside, total = sum(f[3] for f in big), sum(f[2] for f in big)
         print(f"# {len(rows)} predictions; sizes >= 1 MiB: {inside} of {total} measured points inside "

@@ -80,7 +80,7 @@ class Model:
             k = self.protos.index(p)
             base, intra, inter = c[3 * k:3 * k + 3]
             bw = c[3 * np_ + self.algos.index(a)]
-            eff = 1.0 if p == "Simple" else c[3 * np_ + len(self.algos) + k]
+            eff = 1.0 if p == "Simple" else _share(x[3 * np_ + len(self.algos) + k])
             out.append(base + intra * i + inter * e + b / (bw * eff))
         return np.array(out)
 
@@ -99,8 +99,13 @@ class Model:
             scale = 0.5 if p == "LL" else 1.0
             x += [log(tmin * scale / 2), log(tmin * scale / 50), log(tmin * scale / 10)]
         x += [log(bw) + (0.0 if a == "ring" else log(0.9)) for a in self.algos]
-        x += [log(0.3)] * (len(self.protos) - 1)
+        x += [log(0.3 / 0.7)] * (len(self.protos) - 1)
         return np.array(x)
+
+
+def _share(v):
+    """A protocol's share of the bandwidth, below 1 (a logistic of its parameter)."""
+    return 1.0 / (1.0 + np.exp(-v))
 
 
 def _lm(residuals, x, iters=80):
@@ -188,7 +193,8 @@ def describe(f):
     out = []
     for a, p in m.cands:
         k = m.protos.index(p)
-        bw = c[3 * np_ + m.algos.index(a)] * (1.0 if p == "Simple" else c[3 * np_ + len(m.algos) + k])
+        bw = c[3 * np_ + m.algos.index(a)] * (
+            1.0 if p == "Simple" else _share(f["best"][3 * np_ + len(m.algos) + k]))
         seen = "chosen at measured sizes" if (a, p) in f["chosen"] else "never the fastest measured"
         out.append(f"{a}/{p}: base {c[3 * k] * 1e6:.1f} us, {c[3 * k + 1] * 1e6:.2f} us per "
                    f"intra-node step, {c[3 * k + 2] * 1e6:.2f} us per network step, "
