@@ -482,3 +482,24 @@ def test_sweep_timeout_and_sigterm_stop_the_launch(tmp_path):
     assert proc.returncode == 130 and "interrupted" in err, err
     time.sleep(0.5)
     assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+
+
+@needs_scaling
+def test_predict_real_errors_are_the_published_ones():
+    """bench/predict_real.py's figures for two of its rows are the ones docs/commands/
+    predict.md publishes (a change to the model shows here, and the page is re-run)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import predict_real
+    page = open(os.path.join(ROOT, "docs", "commands", "predict.md")).read()
+    for dataset, coll, target in (("alcf_polaris/nccl2.18-nvhpc23.9_env5", "all_reduce", 540),
+                                  ("alcf_polaris/nccl2.18-nvhpc23.9_env1", "all_to_all", 128)):
+        files = next(f for d, c, v, f, _ in predict_real.cases(SCALING) if (d, c, v) == (dataset, coll, ""))
+        nodes, found, narrow = predict_real.run_case(files, coll, target)
+        row = re.search(rf"^\| {re.escape(dataset)} \| {coll} \| 2,8 -> {target} \(x4\) \| (.*)$", page, re.M)
+        cells = [c.strip() for c in row[1].split("|")]
+        big, every = found[">= 1 MiB"], found["all"]
+        assert float(cells[0].rstrip("%")) == pytest.approx(big[0], abs=0.5), (dataset, coll, found)
+        assert float(cells[1].rstrip("%")) == pytest.approx(big[1], abs=0.5), (dataset, coll, found)
+        assert float(cells[4].rstrip("%")) == pytest.approx(every[0], abs=0.5), (dataset, coll, found)
+        inside = int(cells[2].split()[0])
+        assert cells[2].endswith(f"of {big[2]}") and abs(inside - big[3]) <= 1, (dataset, coll, found)
