@@ -44,10 +44,11 @@ def shape(algo, coll, n, g):
 
 def candidates(model, coll, backend):
     """[(algorithm, protocol)] the fit considers."""
-    algos = ["ring", "tree"] if coll == "all_reduce" else ["ring"]
+    nccl = str(backend).startswith("nccl")
+    algos = ["ring", "tree"] if coll == "all_reduce" and nccl else ["ring"]   # trees are NCCL's
     if model in ("ring", "tree"):
-        algos = [model] if model in algos else ["ring"]
-    protos = ["LL", "Simple"] if str(backend).startswith("nccl") else ["Simple"]
+        algos = [model] if model == "ring" or coll == "all_reduce" else ["ring"]
+    protos = ["LL", "Simple"] if nccl else ["Simple"]
     return [(a, p) for a in algos for p in protos]
 
 

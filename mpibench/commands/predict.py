@@ -45,11 +45,10 @@ def add_arguments(p):
 
 
 def per_host(path, doc):
-    """Ranks per host of one input."""
+    """Ranks per host of one input (None when it does not say its hosts)."""
     n, hosts = reader.ranks(doc), reader.hosts(doc)
     if not n or not hosts or (doc.get("world") or {}).get("hosts_complete") is False:
-        raise UsageError(f"predict: {path} does not say its ranks and hosts (world, or every "
-                         f"rank line of the log)")
+        return None
     if n % len(hosts):
         raise UsageError(f"predict: {path} has {n} ranks on {len(hosts)} hosts: not the same "
                          f"number on every host")
@@ -61,11 +60,13 @@ def _bytes(row):
     return row.get("bw_bytes", row["size"])
 
 
-def points(named_docs, wanted, only):
-    """{(collective, backend, dtype, redop, mode): [(n, g, size, S, seconds)]}"""
+def points(named_docs, wanted, only, g):
+    """{(collective, backend, dtype, redop, mode): [(n, g, size, S, seconds)]}; g: ranks
+    per host, or None for each input's own."""
     out = {}
     for path, doc in named_docs:
-        n, g = reader.ranks(doc), per_host(path, doc)
+        n = reader.ranks(doc)
+        gg = g or per_host(path, doc)
         for row in doc["results"]:
             if only and row["collective"] not in only:
                 continue
@@ -75,7 +76,7 @@ def points(named_docs, wanted, only):
             group = (row["collective"], row.get("backend", "?"), row.get("dtype", row["type"]),
                      row["redop"], mode)
             out.setdefault(group, []).append(
-                (n, g, row.get("requested_size", row["size"]), _bytes(row), row[mode]["time_us"] * 1e-6))
+                (n, gg, row.get("requested_size", row["size"]), _bytes(row), row[mode]["time_us"] * 1e-6))
     return out
 
 
@@ -88,7 +89,7 @@ def match(size, n, keys):
 
 def execute(session, args):
     docs = [(p, reader.load(p, args.collective)) for p in args.files]
-    target, g = _target(docs, args)
+    target, g, flat = _target(docs, args)
     checks = [(p, reader.load(p, args.collective)) for p in args.check or []]
     for p, d in checks:
         if reader.ranks(d) != target:
@@ -96,25 +97,28 @@ def execute(session, args):
                              f"not the {target} predicted")
     wanted = {"out": "out_of_place", "in": "in_place"}.get(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
-    measured = points(docs, wanted, only)
+    measured = points(docs, wanted, only, 1 if flat else None)
     checked = {}
     for p, d in checks:
-        for group, pts in points([(p, d)], wanted, only).items():
+        for group, pts in points([(p, d)], wanted, only, g).items():
             checked.setdefault(group, []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
     for p, d in docs:
         print(reader.describe(p, d))
     largest = max(reader.ranks(d) for _, d in docs)
-    print(f"# predicting {target} ranks ({target / g:g} nodes x {g}) with the {args.model} "
+    print(f"# predicting {target} ranks ({target // g} nodes x {g}) with the {args.model} "
           f"model (see mpibench predict --help)")
+    if flat:
+        print(f"# {flat}: every rank counted as a node of its own")
     if target >= FAR * largest:
-        print(f"# {target // g} nodes is {int(target / largest)}x the largest input: routing and "
+        where = f"{target} ranks" if flat else f"{target // g} nodes"
+        print(f"# {where} is {int(target / largest)}x the largest input: routing and "
               f"congestion at that scale are not in the data")
     results = []
     for group, pts in measured.items():
         results += _group(group, pts, checked.get(group), target, g, args.model)
-    if results:
+    if checks:
         files = ", ".join(p for p, _ in checks)
         colls = sorted({r[0] for r in results})
         for coll in colls if len(colls) > 1 else []:
@@ -139,8 +143,8 @@ def _summary(results, target, files, prefix):
 
 
 def _target(docs, args):
-    """(ranks to predict, ranks per host): --ranks, or --hosts times the inputs' ranks
-    per host."""
+    """(ranks to predict, ranks per host, why every rank counts as a node or None):
+    --ranks, or --hosts times the inputs' ranks per host."""
     for p, d in docs:
         if not reader.ranks(d):
             raise UsageError(f"predict: {p} does not say how many ranks it ran on (world.size)")
@@ -148,13 +152,18 @@ def _target(docs, args):
     if len(counts) < 2:
         raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
     ppn = {per_host(p, d) for p, d in docs}
-    if len(ppn) > 1:
-        raise UsageError(f"predict: the inputs differ in ranks per host ({sorted(ppn)})")
+    if None in ppn or len(ppn) > 1:       # one host each, or hosts unknown: a flat model
+        if not args.ranks:
+            raise UsageError("predict: " + ("the inputs do not all say their hosts" if None in ppn
+                                             else f"the inputs differ in ranks per host "
+                                                  f"({sorted(ppn)})") + ": give --ranks")
+        why = "hosts unknown" if None in ppn else f"the inputs differ in ranks per host ({sorted(ppn)})"
+        return int(args.ranks), 1, why
     g = ppn.pop()
     n = int(args.ranks) if args.ranks else int(args.hosts) * g
     if n % g:
         raise UsageError(f"predict: --ranks {n} is not a multiple of the inputs' {g} ranks per host")
-    return n, g
+    return n, g, None
 
 
 def _target_bytes(coll, dtype, key, n):
