@@ -9,8 +9,9 @@ protocol p; its time for nccl-tests' byte count S is
 I and E count the sequential steps within a node and across the network (a ring of n
 ranks crosses the network once per node, not once per rank), share the bytes per S a rank
 moves on its slowest link, B_a the algorithm's bandwidth, eff_p the protocol's share of it
-(Simple 1; LL trades bandwidth for latency). Rings serve every collective; all_reduce
-also has a tree of nodes (a chain within each), whose latency grows with log2 N. NCCL
+(Simple 1; LL trades bandwidth for latency). Rings serve the collectives, all_to_all and
+sendrecv exchange with peers (p2p); on NCCL all_reduce also has a tree of nodes (a chain
+within each), whose latency grows with log2 N. NCCL
 runs the fastest candidate per size, so the model's time is a (smoothed) minimum over
 them. Every constant is fitted, in log space (relative errors, small and large sizes
 weigh alike), from all sizes at two or more node counts; a spread of fits (several
@@ -48,6 +49,8 @@ def candidates(model, coll, backend):
     algos = ["ring", "tree"] if coll == "all_reduce" and nccl else ["ring"]   # trees are NCCL's
     if model in ("ring", "tree"):
         algos = [model] if model == "ring" or coll == "all_reduce" else ["ring"]
+    if coll in ("all_to_all", "sendrecv"):      # exchanges with peers, no ring
+        algos = ["p2p"]
     protos = ["LL", "Simple"] if nccl else ["Simple"]
     return [(a, p) for a in algos for p in protos]
 
@@ -99,7 +102,7 @@ class Model:
         for p in self.protos:
             scale = 0.5 if p == "LL" else 1.0
             x += [log(tmin * scale / 2), log(tmin * scale / 50), log(tmin * scale / 10)]
-        x += [log(bw) + (0.0 if a == "ring" else log(0.9)) for a in self.algos]
+        x += [log(bw) + (log(0.9) if a == "tree" else 0.0) for a in self.algos]
         x += [log(0.3 / 0.7)] * (len(self.protos) - 1)
         return np.array(x)
 
