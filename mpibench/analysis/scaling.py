@@ -11,13 +11,15 @@ ranks crosses the network once per node, not once per rank), share the bytes per
 moves on its slowest link, B_a the algorithm's bandwidth, eff_p the protocol's share of it
 (Simple 1; LL trades bandwidth for latency). Rings serve the collectives, all_to_all and
 sendrecv exchange with peers (p2p); on NCCL all_reduce also has a tree of nodes (a chain
-within each), whose latency grows with log2 N. NCCL
-runs the fastest candidate per size, so the model's time is a (smoothed) minimum over
-them. Every constant is fitted, in log space (relative errors, small and large sizes
-weigh alike), from all sizes at two or more node counts; a spread of fits (several
-starts, resampled points) and the fit's residuals give each prediction its interval.
+within each), whose latency grows with log2 N. Runs on 1 or 2 nodes get a bandwidth factor
+of their own (NCCL's model gives them the intra-node bandwidth): with inputs on both sides
+of 2 nodes, the bandwidth at more nodes comes from the larger inputs. NCCL runs the
+fastest candidate per size, so the model's time is a (smoothed) minimum over them. Every
+constant is fitted, in log space (relative errors, small and large sizes weigh alike),
+from all sizes at two or more node counts; a spread of fits (several starts, resampled
+points) and the fit's residuals give each prediction its interval.
 """
-from math import ceil, log, log2
+from math import ceil, exp, log, log2
 
 import numpy as np
 
@@ -63,16 +65,17 @@ class Model:
         self.cands = candidates(model, coll, backend)
         self.algos = sorted({a for a, _ in self.cands})
         self.protos = sorted({p for _, p in self.cands}, key=["LL", "Simple"].index)
-        # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple
-        self.size = 3 * len(self.protos) + len(self.algos) + len(self.protos) - 1
+        # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple;
+        # ... and the bandwidth factor of runs on 1 or 2 nodes
+        self.size = 3 * len(self.protos) + len(self.algos) + len(self.protos)
 
     def features(self, pts):
-        """pts: [(n, g, S)] -> per candidate arrays (I, E, S * share)."""
+        """pts: [(n, g, S)] -> per candidate arrays (I, E, S * share, on 1 or 2 nodes)."""
         out = []
         for a, _ in self.cands:
-            rows = [shape(a, self.coll, n, g) + (s,) for n, g, s in pts]
-            arr = np.array(rows, float).reshape(-1, 4)
-            out.append((arr[:, 0], arr[:, 1], arr[:, 2] * arr[:, 3]))
+            rows = [shape(a, self.coll, n, g) + (s, float(n // g <= 2)) for n, g, s in pts]
+            arr = np.array(rows, float).reshape(-1, 5)
+            out.append((arr[:, 0], arr[:, 1], arr[:, 2] * arr[:, 3], arr[:, 4]))
         return out
 
     def times(self, x, feats):
@@ -80,11 +83,12 @@ class Model:
         c = np.exp(x)
         np_ = len(self.protos)
         out = []
-        for (a, p), (i, e, b) in zip(self.cands, feats):
+        for (a, p), (i, e, b, two) in zip(self.cands, feats):
             k = self.protos.index(p)
             base, intra, inter = c[3 * k:3 * k + 3]
             bw = c[3 * np_ + self.algos.index(a)]
             eff = 1.0 if p == "Simple" else _share(x[3 * np_ + len(self.algos) + k])
+            bw = bw * np.exp(x[-1] * two)
             out.append(base + intra * i + inter * e + b / (bw * eff))
         return np.array(out)
 
@@ -104,7 +108,7 @@ class Model:
             x += [log(tmin * scale / 2), log(tmin * scale / 50), log(tmin * scale / 10)]
         x += [log(bw) + (log(0.9) if a == "tree" else 0.0) for a in self.algos]
         x += [log(0.3 / 0.7)] * (len(self.protos) - 1)
-        return np.array(x)
+        return np.array(x + [0.0])
 
 
 def _share(v):
@@ -144,7 +148,7 @@ def _lm(residuals, x, iters=80):
     return x, cost
 
 
-def fit(model, coll, backend, points, tries=6, resamples=8, seed=0):
+def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     """points: [(n, g, S, seconds)] at two or more node counts. -> {'model', 'best' (log
     constants), 'members' (other fits: starts and resampled points), 'errors' (best fit's
     predicted / measured - 1 per point), 'chosen' (candidates chosen at measured points)}"""
@@ -203,6 +207,8 @@ def describe(f):
         out.append(f"{a}/{p}: base {c[3 * k] * 1e6:.1f} us, {c[3 * k + 1] * 1e6:.2f} us per "
                    f"intra-node step, {c[3 * k + 2] * 1e6:.2f} us per network step, "
                    f"{bw / 1e9:.4g} GB/s ({seen})")
+    if f["best"][-1]:
+        out.append(f"runs on 1 or 2 nodes: bandwidth x {exp(f['best'][-1]):.3g}")
     return out
 
 
