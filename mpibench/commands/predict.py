@@ -100,8 +100,8 @@ def execute(session, args):
     measured = points(docs, wanted, only, 1 if flat else None)
     checked = {}
     for p, d in checks:
-        for group, pts in points([(p, d)], wanted, only, g).items():
-            checked.setdefault(group, []).extend((p,) + x for x in pts)
+        for group, pts in points([(p, d)], wanted, only, g).items():     # any backend's run
+            checked.setdefault(_unbacked(group), []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
     for p, d in docs:
@@ -117,7 +117,7 @@ def execute(session, args):
               f"congestion at that scale are not in the data")
     results = []
     for group, pts in measured.items():
-        results += _group(group, pts, checked.get(group), target, g, args.model)
+        results += _group(group, pts, checked.get(_unbacked(group)), target, g, args.model)
     if checks:
         files = ", ".join(p for p, _ in checks)
         colls = sorted({r[0] for r in results})
@@ -125,6 +125,10 @@ def execute(session, args):
             _summary([r for r in results if r[0] == coll], target, files, f"{coll}: ")
         _summary(results, target, files, "")
     return 0
+
+
+def _unbacked(group):
+    return group[:1] + group[2:]
 
 
 def _summary(results, target, files, prefix):
