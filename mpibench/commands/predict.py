@@ -82,8 +82,9 @@ def points(named_docs, wanted, only, g):
 
 def match(size, n, keys):
     """The requested size a row of `size` bytes at n ranks stands for: nccl-tests rounds
-    each rank's share down to 16 bytes, so the key is at most 16 x n bytes above it."""
-    near = [k for k in keys if 0 <= k - size < 16 * n]
+    each rank's share down to whole elements, then to 16 bytes, so the key is less than
+    (16 + element size) x n bytes above it (32 x n covers every type)."""
+    near = [k for k in keys if 0 <= k - size < 32 * n]
     return min(near, key=lambda k: k - size) if near else size
 
 
