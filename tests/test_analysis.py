@@ -8,8 +8,10 @@ import csv
 import io
 import json
 import os
+import re
 import statistics
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -308,28 +310,119 @@ def test_sweep_failing_setting_is_reported(tmp_path):
 
 
 # ---------------- predict ----------------
+SCALING = next((p / "realworld" / "scaling" for p in (Path(ROOT).parent / "shared", Path("/work/shared"))
+                if (p / "realworld" / "scaling").is_dir()), None)
+needs_scaling = pytest.mark.skipif(SCALING is None, reason="shared/realworld/scaling (the published "
+                                   "runs predict is checked on) is absent beside the repository")
+CHECK_LINE = (r"^# prediction vs measured at (\d+) ranks \((.+)\)(, sizes >= 1 MiB)?: median \|error\| "
+              r"([\d.]+)%, max ([\d.]+)% \((\w+) ([\d]+ \w+)\), (\d+) rows, (\d+) of (\d+) inside the interval$")
+
+
 def test_fit_recovers_synthetic_terms():
+    """Times made by known ring and tree candidates at 2 and 8 nodes of 4 ranks: the fit
+    finds a model that predicts 64 nodes within 3%, inside its interval."""
     sys.path.insert(0, ROOT)
+    import numpy as np
     from mpibench.analysis import scaling
-    alpha, bw = 40e-6, 2e9
-    for model in scaling.MODELS:
-        for coll in ("all_reduce", "all_gather", "broadcast"):
-            pts = [(n, s, alpha * scaling.steps(model, coll, n) +
-                    scaling.share(coll, n) * s / bw) for n in (2, 4) for s in (1e3, 1e6, 1e8)]
-            fit = scaling.fit(model, coll, pts)
-            assert fit["alpha"] == pytest.approx(alpha, rel=1e-6)
-            assert 1 / fit["beta"] == pytest.approx(bw, rel=1e-6)
-            assert scaling.rms(fit["errors"]) < 1e-9
-    assert scaling.steps("ring", "all_reduce", 8) == 14 and scaling.steps("tree", "all_reduce", 8) == 6
-    # a negative term is not allowed: pure-bandwidth data gives alpha 0
-    pts = [(n, s, scaling.share("all_reduce", n) * s / bw) for n in (2, 3) for s in (1e6, 1e7)]
-    fit = scaling.fit("ring", "all_reduce", pts)
-    assert fit["alpha"] >= 0 and 1 / fit["beta"] == pytest.approx(bw, rel=1e-6)
+    assert scaling.shape("ring", "all_reduce", 32, 4) == (48.0, 14.0, 2 * 31 / 32)   # 2(N-1) network steps
+    assert scaling.shape("tree", "all_reduce", 32, 4) == (6.0, 6.0, 2.0)             # 2 log2 N
+    for coll, backend in (("all_reduce", "nccl"), ("all_gather", "nccl"), ("all_reduce", "gloo")):
+        m = scaling.Model("nccl", coll, backend)
+        truth = m.start([(8, 4, 1e6)], np.array([1e-4]))
+        pts = [(n * 4, 4, s) for n in (2, 8) for s in (2.0 ** k for k in range(2, 31, 2))]
+        secs = m.time(truth, m.features(pts))
+        f = scaling.fit("nccl", coll, backend, [p + (t,) for p, t in zip(pts, secs)])
+        assert scaling.rms(f["errors"]) < 0.02, (coll, backend)
+        for s in (1e3, 1e6, 1e9):
+            want = float(m.time(truth, m.features([(256, 4, s)]))[0])
+            t, lo, hi, _ = scaling.predict(f, 256, 4, s)
+            assert abs(t / want - 1) < 0.03 and lo * 0.999 <= want <= hi * 1.001, (coll, backend, s, t, want)
 
 
 def test_predict_needs_two_rank_counts(runs):
     bad_input(lone(["predict", runs["plain"], runs["trials"], "--ranks", "4"]))
     bad_input(lone(["predict", runs["plain"]]))          # no target
+
+
+def _old_layout(text):
+    """A log as nccl-tests before 2.13 printed it: no root column, 'error' for '#wrong',
+    rank lines without a group."""
+    out = []
+    for line in text.splitlines():
+        if "Group" in line:
+            line = re.sub(r"Group\s+\d+\s+", "", line)
+        elif "redop" in line and "root" in line:
+            line = line.replace("    root", "").replace("#wrong", " error")
+        elif line[:1] == " " and len(line.split()) == 13:
+            cells = line.split()
+            line = "  ".join(cells[:4] + cells[5:])
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _predicted(stdout):
+    """Each table row's size and predicted cells (after the inputs' columns)."""
+    return [line.split()[1:3] + line.split()[5:7] for line in stdout.splitlines()
+            if re.match(r"^#\s+\d+ (B|KiB|MiB|GiB)\s", line)]
+
+
+@needs_scaling
+def test_predict_reads_every_input_format_alike(tmp_path):
+    """The same two runs (Polaris all_reduce at 2 and 8 nodes) as nccl-tests' printed log,
+    that log in the pre-2.13 layout, nccl-tests' -J JSON and mpibench's JSON: predict reads
+    each, finds 4 ranks per node and prints the same prediction."""
+    sys.path.insert(0, ROOT)
+    from mpibench.results import nccltests, reader
+    logs = [SCALING / "alcf_polaris" / "nccl2.18-nvhpc23.9_env5" / f"N{n}_G4_all_reduce.txt" for n in (2, 8)]
+    inputs = {"log": [str(p) for p in logs], "old": [], "nccl-tests json": [], "mpibench json": []}
+    for p in logs:
+        doc = reader.load(str(p))
+        (tmp_path / f"old_{p.name}").write_text(_old_layout(p.read_text()))
+        inputs["old"].append(str(tmp_path / f"old_{p.name}"))
+        nt = json.loads(nccltests.render(doc))
+        nt["config"]["devices"] = [{"rank": i, "hostname": h} for i, h in
+                                   enumerate(h for h in doc["world"]["hosts"] for _ in range(4))]
+        (tmp_path / f"{p.stem}.nccl.json").write_text(json.dumps(nt))
+        inputs["nccl-tests json"].append(str(tmp_path / f"{p.stem}.nccl.json"))
+        (tmp_path / f"{p.stem}.json").write_text(json.dumps(doc))
+        inputs["mpibench json"].append(str(tmp_path / f"{p.stem}.json"))
+    tables = {}
+    for name, files in inputs.items():
+        done = lone(["predict", *files, "--hosts", "32"], timeout=120)
+        assert done.returncode == 0, (name, show(done))
+        assert "# predicting 128 ranks (32 nodes x 4)" in done.stdout, (name, show(done))
+        tables[name] = _predicted(done.stdout)
+    assert len(tables["log"]) == 29 and all(t == tables["log"] for t in tables.values()), tables
+
+
+@needs_scaling
+def test_predict_checks_all_gather_far_out_with_intervals(tmp_path):
+    """all_gather logs do not name their collective: predict asks for --collective, then
+    predicts 540 nodes from 2 and 8 (sizes nccl-tests rounded to 2160 ranks matched), says
+    how far that is, and ends with the check's lines; the inside counts are the rows'."""
+    folder = SCALING / "alcf_polaris" / "nccl2.18-nvhpc23.9_env5"
+    files = [str(folder / f"N{n}_G4_all_gather.txt") for n in (2, 8)]
+    check = str(folder / "N540_G4_all_gather.txt")
+    done = lone(["predict", *files, "--hosts", "540"], timeout=60)
+    bad_input(done)
+    assert "give --collective NAME" in done.stderr, show(done)
+    done = lone(["predict", *files, "--hosts", "540", "--check", check, "--collective", "all_gather"],
+                timeout=120)
+    assert done.returncode == 0, show(done)
+    lines = done.stdout.splitlines()
+    assert "# 540 nodes is 67x the largest input: routing and congestion at that scale are not in " \
+           "the data" in lines, show(done)
+    rows = [line for line in lines if re.match(r"^#\s+\d+ (B|KiB|MiB|GiB)\s.*\s(yes|no)$", line)]
+    big = [r for r in rows if r.split()[2] in ("MiB", "GiB")]
+    last = [re.match(CHECK_LINE, line) for line in lines[-2:]]
+    assert all(last) and last[0][3] is None and last[1][3], show(done)
+    for m, counted in zip(last, (rows, big)):
+        assert m[1] == "2160" and m[2] == check and int(m[8]) == int(m[10]) == len(counted)
+        assert int(m[9]) == sum(r.endswith("yes") for r in counted)
+    for r in rows:        # each row: a predicted figure inside its printed interval
+        cells = r.split()
+        lo, hi = map(float, cells[6].split("-"))
+        assert lo <= float(cells[5]) <= hi, r
 
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="fake hosts need root (network namespaces)")
@@ -389,3 +482,24 @@ def test_sweep_timeout_and_sigterm_stop_the_launch(tmp_path):
     assert proc.returncode == 130 and "interrupted" in err, err
     time.sleep(0.5)
     assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z"
+
+
+@needs_scaling
+def test_predict_real_errors_are_the_published_ones():
+    """bench/predict_real.py's figures for two of its rows are the ones docs/commands/
+    predict.md publishes (a change to the model shows here, and the page is re-run)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import predict_real
+    page = open(os.path.join(ROOT, "docs", "commands", "predict.md")).read()
+    for dataset, coll, target in (("alcf_polaris/nccl2.18-nvhpc23.9_env5", "all_reduce", 540),
+                                  ("alcf_polaris/nccl2.18-nvhpc23.9_env1", "all_to_all", 128)):
+        files = next(f for d, c, v, f, _ in predict_real.cases(SCALING) if (d, c, v) == (dataset, coll, ""))
+        nodes, found, narrow = predict_real.run_case(files, coll, target)
+        row = re.search(rf"^\| {re.escape(dataset)} \| {coll} \| 2,8 -> {target} \(x4\) \| (.*)$", page, re.M)
+        cells = [c.strip() for c in row[1].split("|")]
+        big, every = found[">= 1 MiB"], found["all"]
+        assert float(cells[0].rstrip("%")) == pytest.approx(big[0], abs=0.5), (dataset, coll, found)
+        assert float(cells[1].rstrip("%")) == pytest.approx(big[1], abs=0.5), (dataset, coll, found)
+        assert float(cells[4].rstrip("%")) == pytest.approx(every[0], abs=0.5), (dataset, coll, found)
+        inside = int(cells[2].split()[0])
+        assert cells[2].endswith(f"of {big[2]}") and abs(inside - big[3]) <= 1, (dataset, coll, found)

@@ -25,19 +25,26 @@ SCRIPTS = {
     "train_overhead.py": (UNDER_MPIRUN, r"^# median ratio over 2 rounds: \d+\.\d{3}"),
     "osu_compare.py": ([PYTHON], r"^\s+1024\s+n/a\s+\d+\.\d\d\s"),
     "predict_scaling.py": ([PYTHON], r"^#\s+256 KiB\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
+    "predict_real.py": ([PYTHON], r"^\| alcf_polaris/\S+_env5 \| all_reduce \| 2,8 -> 540 \(x4\) \| [\d.]+% \|"),
     "train_hosts.py": ([PYTHON], r"^\| 2 hosts x 1 rank \| 1gbit \| \d+ \|"),
     "fabric_plan.py": ([PYTHON], r"^\s+512\s+8\s+\d+\s+\d+\.\d{3}\s+\d+\.\d\d$"),
     "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
 }
 ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py"}
-NEEDS_PEERS = {"verify_hosts.py"}      # iperf3 and NetPIPE, installed as tests/test_verify.py does
+NEEDS_PEERS = {"verify_hosts.py"}
+sys.path.insert(0, str(ROOT / "bench"))
+import predict_real  # noqa: E402
+needs_data = pytest.mark.skipif(predict_real.data_dir() is None, reason="shared/realworld/scaling "
+                                "(published runs) is absent beside the repository")
+NEEDS_DATA = {"predict_real.py"}      # iperf3 and NetPIPE, installed as tests/test_verify.py does
 
 
 def test_every_bench_script_is_covered():
     assert sorted(p.name for p in (ROOT / "bench").glob("*.py")) == sorted(SCRIPTS)
 
 
-@pytest.mark.parametrize("script", [pytest.param(s, marks=needs_hosts) if s in ON_HOSTS else s
+@pytest.mark.parametrize("script", [pytest.param(s, marks=needs_hosts) if s in ON_HOSTS else
+                                    pytest.param(s, marks=needs_data) if s in NEEDS_DATA else s
                                     for s in SCRIPTS])
 def test_bench_script_quick_mode_prints_its_table(script, request):
     if script in NEEDS_PEERS:

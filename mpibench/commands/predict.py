@@ -1,153 +1,236 @@
-"""mpibench predict: fit latency and bandwidth terms to runs at several host counts and
-predict a larger one (models in mpibench/scaling.py)."""
+"""mpibench predict: fit the shape of NCCL's cost model to runs at several node counts and
+predict a larger one, with an interval (models in mpibench/analysis/scaling.py)."""
+import statistics
+
 from tabulate import tabulate
 
 from ..analysis import scaling
 from ..errors import UsageError
 from ..measure.collectives import REGISTRY
+from ..measure.dtypes import DTYPES
 from ..measure.sizes import format_size
 from ..results import reader
 from ..results.numbers import us
 from .common import options
 
-HELP = "fit each collective's latency and bandwidth terms to runs at several host counts; predict more"
+HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
 DESCRIPTION = (
-    "Reads results of the same sweep at two or more rank counts, fits per collective "
-    "t = alpha*f(n) + beta*g(n)*S (ring: f grows linearly with ranks, tree: with log2; g "
-    "is the share of S each rank sends), prints alpha, 1/beta and the fit's error on the "
-    "measured points, then the predicted time and busbw per size at --hosts H (ranks = H "
-    "x the ranks per host of the inputs) or --ranks N. With --check FILE (a run at that "
-    "count) it also prints the prediction's error.")
+    "Reads results of the same sweep at two or more node counts (mpibench or nccl-tests JSON, "
+    "nccl-tests' printed logs) and fits per collective the candidates NCCL's tuning model "
+    "knows (ring, and tree for all_reduce; LL and Simple protocols on NCCL): latency per "
+    "step within a node and per network step, and bandwidth, with the fastest candidate "
+    "taken per size. Prints the fitted terms, then per size the predicted time, its "
+    "interval (the spread of several fits, widened by the fit's residuals) and busbw at "
+    "--hosts H (ranks = H x the inputs' ranks per host) or --ranks N. With --check FILE (a "
+    "run at that count) it also prints each row's error, and the median and max error and "
+    "how many measured points fall inside their interval.")
 SESSION = "offline"
+FAR = 8          # a target this many times the largest input gets a warning line
 
 
 def add_arguments(p):
-    p.add_argument("files", nargs="+", metavar="FILE", help="results at two or more rank counts")
+    p.add_argument("files", nargs="+", metavar="FILE", help="results at two or more node counts")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--hosts", type=options.positive_float, metavar="H",
                         help="predict for H hosts (ranks per host as in the inputs)")
     target.add_argument("--ranks", type=options.positive_float, metavar="N", help="predict for N ranks")
-    p.add_argument("--model", choices=scaling.MODELS, default="ring",
-                   help="ring (default; what NCCL and gloo use for large sizes) or tree")
-    p.add_argument("--check", metavar="FILE", help="a run at the target count: report the error")
+    p.add_argument("--model", choices=scaling.MODELS, default="nccl",
+                   help="nccl (default: the fastest of ring and tree per size), or only ring or tree")
+    p.add_argument("--check", metavar="FILE", action="append",
+                   help="a run at the target count: report the error (once per file)")
     p.add_argument("--mode", choices=("out", "in"), default=None,
                    help="which mode to fit (default out-of-place where the collective has it)")
     p.add_argument("--collectives", default=None, metavar="LIST", help="only these (comma-separated)")
+    options.add_log_options(p, test=False)
 
 
-def ranks_per_host(path, doc):
+def per_host(path, doc):
+    """Ranks per host of one input (None when it does not say its hosts)."""
     n, hosts = reader.ranks(doc), reader.hosts(doc)
-    if not n or not hosts:
-        raise UsageError(f"predict: {path} does not say its ranks and hosts (world)")
+    if not n or not hosts or (doc.get("world") or {}).get("hosts_complete") is False:
+        return None
     if n % len(hosts):
         raise UsageError(f"predict: {path} has {n} ranks on {len(hosts)} hosts: not the same "
-                         f"number on every host; give --ranks")
+                         f"number on every host")
     return n // len(hosts)
 
 
-def points(named_docs, wanted, only):
-    """{(collective, backend, dtype, redop, mode): {size: {n: (bw_bytes, seconds)}}}"""
+def _bytes(row):
+    """S of algbw = S / t: the row's bw_bytes, else (nccl-tests) its size."""
+    return row.get("bw_bytes", row["size"])
+
+
+def points(named_docs, wanted, only, g):
+    """{(collective, backend, dtype, redop, mode): [(n, g, size, S, seconds)]}; g: ranks
+    per host, or None for each input's own."""
     out = {}
-    for _, doc in named_docs:
+    for path, doc in named_docs:
         n = reader.ranks(doc)
+        gg = g or per_host(path, doc)
         for row in doc["results"]:
             if only and row["collective"] not in only:
                 continue
             mode = reader.first_mode(row, wanted)
-            if mode is None or "bw_bytes" not in row:
+            if mode is None or not _bytes(row):     # size 0: nccl-tests rounded it away
                 continue
             group = (row["collective"], row.get("backend", "?"), row.get("dtype", row["type"]),
                      row["redop"], mode)
-            size = row.get("requested_size", row["size"])   # the same -b/-e at every n
-            out.setdefault(group, {}).setdefault(size, {})[n] = (
-                row["bw_bytes"], row[mode]["time_us"] * 1e-6)
+            out.setdefault(group, []).append(
+                (n, gg, row.get("requested_size", row["size"]), _bytes(row), row[mode]["time_us"] * 1e-6))
     return out
 
 
+def match(size, n, keys):
+    """The requested size a row of `size` bytes at n ranks stands for: nccl-tests rounds
+    each rank's share down to whole elements, then to 16 bytes, so the key is less than
+    (16 + element size) x n bytes above it (32 x n covers every type)."""
+    near = [k for k in keys if 0 <= k - size < 32 * n]
+    return min(near, key=lambda k: k - size) if near else size
+
+
 def execute(session, args):
-    docs = [(p, reader.load(p)) for p in args.files]
-    target = _target(docs, args)
-    check = reader.load(args.check) if args.check else None
-    if check is not None and reader.ranks(check) != target:
-        raise UsageError(f"predict: --check {args.check} ran on {reader.ranks(check)} ranks, "
-                         f"not the {target} predicted")
+    docs = [(p, reader.load(p, args.collective)) for p in args.files]
+    target, g, flat = _target(docs, args)
+    checks = [(p, reader.load(p, args.collective)) for p in args.check or []]
+    for p, d in checks:
+        if reader.ranks(d) != target:
+            raise UsageError(f"predict: --check {p} ran on {reader.ranks(d)} ranks, "
+                             f"not the {target} predicted")
     wanted = {"out": "out_of_place", "in": "in_place"}.get(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
-    measured = points(docs, wanted, only)
-    checked = points([(args.check, check)], wanted, only) if check is not None else {}
+    measured = points(docs, wanted, only, 1 if flat else None)
+    checked = {}
+    for p, d in checks:
+        for group, pts in points([(p, d)], wanted, only, g).items():     # any backend's run
+            checked.setdefault(_unbacked(group), []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
     for p, d in docs:
         print(reader.describe(p, d))
-    print(f"# predicting {target} ranks with the {args.model} model "
-          f"(t = alpha*f(n) + beta*g(n)*S; see mpibench predict --help)")
-    all_check_errors = []
-    for group, per_size in measured.items():
-        all_check_errors += _group(group, per_size, checked.get(group), target, args.model)
-    if all_check_errors:
-        errs = sorted(abs(e) for _, _, e in all_check_errors)
-        worst = max(all_check_errors, key=lambda x: abs(x[2]))
-        print(f"#\n# prediction vs measured at {target} ranks ({args.check}): median |error| "
-              f"{errs[len(errs) // 2]:.1%}, max {abs(worst[2]):.1%} ({worst[0]} "
-              f"{format_size(worst[1])}), {len(errs)} rows")
+    largest = max(reader.ranks(d) for _, d in docs)
+    print(f"# predicting {target} ranks ({target // g} nodes x {g}) with the {args.model} "
+          f"model (see mpibench predict --help)")
+    if flat:
+        print(f"# {flat}: every rank counted as a node of its own")
+    if target >= FAR * largest:
+        where = f"{target} ranks" if flat else f"{target // g} nodes"
+        print(f"# {where} is {int(target / largest)}x the largest input: routing and "
+              f"congestion at that scale are not in the data")
+    results = []
+    for group, pts in measured.items():
+        results += _group(group, pts, checked.get(_unbacked(group)), target, g, args.model)
+    if checks:
+        files = ", ".join(p for p, _ in checks)
+        colls = sorted({r[0] for r in results})
+        for coll in colls if len(colls) > 1 else []:
+            _summary([r for r in results if r[0] == coll], target, files, f"{coll}: ")
+        _summary(results, target, files, "")
     return 0
 
 
+def _unbacked(group):
+    return group[:1] + group[2:]
+
+
+def _summary(results, target, files, prefix):
+    """The check's lines: all sizes, then sizes >= 1 MiB."""
+    print("#")
+    for label, rows in (("", results), (", sizes >= 1 MiB", [r for r in results if r[1] >= scaling.MIB])):
+        head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
+        if not rows:
+            print(head + "no rows")
+            continue
+        worst = max(rows, key=lambda r: abs(r[2]))
+        inside = sum(1 for r in rows if r[3])
+        print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
+              f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
+              f"{inside} of {len(rows)} inside the interval")
+
+
 def _target(docs, args):
-    """The rank count to predict: --ranks, or --hosts times the inputs' ranks per host."""
+    """(ranks to predict, ranks per host, why every rank counts as a node or None):
+    --ranks, or --hosts times the inputs' ranks per host."""
     for p, d in docs:
         if not reader.ranks(d):
             raise UsageError(f"predict: {p} does not say how many ranks it ran on (world.size)")
     counts = sorted({reader.ranks(d) for _, d in docs})
     if len(counts) < 2:
         raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
-    if args.ranks:
-        return int(args.ranks)
-    ppn = {ranks_per_host(p, d) for p, d in docs}
-    if len(ppn) > 1:
-        raise UsageError(f"predict: the inputs differ in ranks per host ({sorted(ppn)}); give --ranks")
-    return int(args.hosts) * ppn.pop()
+    ppn = {per_host(p, d) for p, d in docs}
+    if None in ppn or len(ppn) > 1:       # one host each, or hosts unknown: a flat model
+        if not args.ranks:
+            raise UsageError("predict: " + ("the inputs do not all say their hosts" if None in ppn
+                                             else f"the inputs differ in ranks per host "
+                                                  f"({sorted(ppn)})") + ": give --ranks")
+        why = "hosts unknown" if None in ppn else f"the inputs differ in ranks per host ({sorted(ppn)})"
+        return int(args.ranks), 1, why
+    g = ppn.pop()
+    n = int(args.ranks) if args.ranks else int(args.hosts) * g
+    if n % g:
+        raise UsageError(f"predict: --ranks {n} is not a multiple of the inputs' {g} ranks per host")
+    return n, g, None
 
 
-def _group(group, per_size, checked, target, model):
-    """Fit one collective's points, print the fit and its table; the (collective, size,
-    error) of each row --check measured."""
+def _target_bytes(coll, dtype, key, n):
+    """S at n ranks for a requested size: nccl-tests' rounding of each rank's share."""
+    model = REGISTRY.get(coll)
+    el = DTYPES[dtype].size if dtype in DTYPES else 4
+    return model.bw_bytes(model.counts(key // el, el, n), el, n) if model else key
+
+
+def _group(group, pts, checked, target, g, model):
+    """Fit one collective's points, print the fit and its table; per row --check
+    measured: (collective, size, error, inside the interval)."""
     coll, backend, dtype, redop, mode = group
-    pts = [(n, s, t) for size in per_size for n, (s, t) in per_size[size].items()]
-    if len({n for n, _, _ in pts}) < 2:
-        print(f"#\n# {coll} {dtype}: measured at one rank count only, not fitted")
+    ns = sorted({n for n, *_ in pts})
+    title = f"{coll} {dtype}{'' if redop == 'none' else ' ' + redop} {mode.replace('_', '-')} ({backend})"
+    if len(ns) < 2:
+        print(f"#\n# {title}: measured at one rank count only, not fitted")
         return []
-    fit = scaling.fit(model, coll, pts)
-    bw = 1 / fit["beta"] / 1e9 if fit["beta"] > 0 else None
-    errs = [abs(e) for e in fit["errors"]]
-    print(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop} "
-          f"{mode.replace('_', '-')} ({backend}): {scaling.formula(model, coll)}")
-    print(f"#   alpha = {us(fit['alpha'])} us per step, 1/beta = "
-          f"{'inf' if bw is None else format(bw, '.4g')} GB/s per link; fit error on "
-          f"{len(pts)} measured points: rms {scaling.rms(fit['errors']):.1%}, "
-          f"max {max(errs):.1%}")
+    low = min(ns)
+    keys = sorted({k for n, _, k, _, _ in pts if n == low})
+    table = {}
+    for n, _, size, _, t in pts:
+        table.setdefault(match(size, n, keys), {})[n] = t
+    f = scaling.fit(model, coll, backend, [(n, gg, s, t) for n, gg, _, s, t in pts])
+    errs = [abs(e) for e in f["errors"]]
+    print(f"#\n# {title}: fitted to {len(pts)} points at {', '.join(map(str, ns))} ranks; "
+          f"fit error rms {scaling.rms(f['errors']):.1%}, max {max(errs):.1%}")
+    for line in scaling.describe(f):
+        print(f"#   {line}")
+    by_key = {}
+    for p, n, _, size, s, t in checked or []:
+        by_key[match(size, n, keys)] = (s, t)
     factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
-    ns = sorted({n for n, _, _ in pts})
-    headers = ["size"] + [f"t us n={n}" for n in ns] + [f"predicted t us n={target}",
-                                                        f"busbw GB/s n={target}"]
+    headers = ["size"] + [f"t us n={n}" for n in ns] + [
+        f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]
     if checked is not None:
-        headers += [f"measured t us n={target}", "error"]
-    rows, check_errors = [], []
-    for size in sorted(per_size):
-        s = per_size[size][max(per_size[size])][0]
-        t = scaling.predict(fit, target, s)
-        row = [format_size(size)] + [
-            us(per_size[size][n][1]) if n in per_size[size] else "-" for n in ns]
-        row += [us(t), f"{s / t / 1e9 * factor:.4g}" if factor else "n/a"]
+        headers += [f"measured t us n={target}", "error", "inside"]
+    rows, results, unseen = [], [], False
+    for key in sorted(set(table) | set(by_key)):
+        s = by_key[key][0] if key in by_key else _target_bytes(coll, dtype, key, target)
+        if not s:
+            continue
+        t, lo, hi, cand = scaling.predict(f, target, g, s)
+        note = "/".join(cand) + ("" if cand in f["chosen"] else " *")
+        unseen |= cand not in f["chosen"]
+        row = [format_size(key)] + [us(table.get(key, {}).get(n)) if n in table.get(key, {})
+                                    else "-" for n in ns]
+        row += [us(t), f"{us(lo)}-{us(hi)}", f"{s / t / 1e9 * factor:.4g}", note]
         if checked is not None:
-            got = checked.get(size, {}).get(target)
-            if got:
-                err = t / got[1] - 1
-                check_errors.append((coll, size, err))
-                row += [us(got[1]), f"{err:+.1%}"]
+            if key in by_key:
+                got = by_key[key][1]
+                err, inside = t / got - 1, lo <= got <= hi
+                results.append((coll, key, err, inside))
+                row += [us(got), f"{err:+.1%}", "yes" if inside else "no"]
             else:
-                row += ["-", "-"]
+                row += ["-", "-", "-"]
         rows.append(row)
     print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
                                                  disable_numparse=True).splitlines()))
-    return check_errors
+    if unseen:
+        print(f"#   * at {target} ranks the fastest fitted candidate is one that was never the "
+              f"fastest at the measured counts: a regime the inputs do not show, so that "
+              f"row's figure is a guess (its interval is the spread of fits)")
+    return results
+
