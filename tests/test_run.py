@@ -291,6 +291,35 @@ def test_corrupt_output_fails_and_existing_json_is_kept(tmp_path):
     assert "Traceback" not in done.stderr, show(done)
 
 
+# ---- --mode: every collective in one mode; one without that mode is said, not run ----
+
+@pytest.mark.parametrize("mode", ["in_place", "out_of_place"])
+def test_one_mode_every_collective(tmp_path, mode):
+    out = tmp_path / "mode.json"
+    done = mpirun(3, ["--collectives", "all", "--mode", mode.split("_")[0], "-b", "1K", "-e",
+                      "2K", "-n", "2", "-w", "1", "--probe-iters", "2", "--json", str(out)],
+                  timeout=200)
+    assert done.returncode == 0, show(done)
+    assert "Traceback" not in done.stderr, show(done)
+    doc = json.loads(out.read_text())
+    other = ({"in_place", "out_of_place"} - {mode}).pop()
+    have = [c for c in COLLECTIVES if mode in MODES[c]]
+    assert sorted({r["collective"] for r in doc["results"]}) == sorted(have), show(done)
+    assert sorted(r["requested_size"] for r in doc["results"]) == sorted([1024, 2048] * len(have))
+    for row in doc["results"]:
+        assert row[other] is None and row[mode]["nwrong"] == 0, row
+        assert list(row["per_rank_time_us"]) == [mode], row
+    # the per-host probe of each collective ran in the mode asked for
+    assert sorted(h["collective"] for h in doc["hosts"]) == sorted(have), doc["hosts"]
+    assert {h["mode"] for h in doc["hosts"]} == {mode.split("_")[0]}, doc["hosts"]
+    lacking = [c for c in COLLECTIVES if c not in have]
+    text = mode.replace("_", "-")
+    assert f"# {text}: n/a for {', '.join(lacking)} (torch.distributed" in done.stdout, show(done)
+    for coll in lacking:
+        assert f"# {coll}: skipped, no {text} call (torch.distributed has no such call)" \
+            in done.stdout, show(done)
+
+
 # ---- one rank: bus bandwidth is not defined, said so instead of a silent 0 ----
 
 def test_one_rank_lone_python(tmp_path):
@@ -364,6 +393,7 @@ BAD = [
     (["-K", "1"], "-K 1 needs -I 1", 20),
     (["-I", "1", "-n", "4", "-K", "4"], "-K 4: the per-iteration skip must be between 0 and 3", 20),
     (["-I", "1", "-K", "-1"], "-K -1: the per-iteration skip must be between 0 and 19", 20),
+    (["--mode", "out"], "--mode out: gloo has no out-of-place call for all_reduce", 60),
     (["-r", "2"], "--root 2 is not a rank: the job has 2 ranks (0..1)", 60),
     (["--json", "/nonexistent-mpibench/x.json"], "/nonexistent-mpibench does not exist", 60),
     # /proc takes no new files, not even from root

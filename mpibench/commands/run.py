@@ -15,7 +15,7 @@ from ..measure.backends.timing import BLOCKING
 from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
 from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row
-from ..measure.modes import MODE_KEYS
+from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import format_bytes, format_size, sweep
 from ..results import nccltests, numbers, tables, trials
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
@@ -202,6 +202,9 @@ def build_plan(args, session, backend):
                         raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
     blocking = backend.default_blocking() if args.blocking is None else args.blocking
     modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
+    if not any(m in backend.modes(c) for c in collectives for m in modes):
+        raise UsageError(f"--mode {args.mode}: {backend.name} has no {MODE_TEXT[modes[0]]} call for "
+                         f"{', '.join(c.name for c in collectives)} ({backend.missing_mode})")
     return Plan(collectives=collectives, sizes=sizes, dtypes=dtypes, ops=ops, root=args.root,
                 iters=args.iters, warmup=args.warmup, check=args.check, average=args.average,
                 blocking=blocking, graph=args.cuda_graph, modes=modes,
@@ -251,7 +254,7 @@ def header(session, out, plans, backends, records, versions):
             missing = [c.name for c in plan.collectives
                        if mode in plan.modes and mode not in backend.modes(c)]
             if missing:
-                out.say(f"# {key.replace('_', '-')}: n/a for {', '.join(missing)} "
+                out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(missing)} "
                         f"({backend.missing_mode})")
     out.announce_files()
 

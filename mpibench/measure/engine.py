@@ -14,7 +14,7 @@ from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP, NullWatch
 from . import iterstats, launchcost, looptrace
 from .collectives.base import CHUNK, algbw, busbw, Ctx, exact_reason, poison_value
-from .modes import MODE_KEYS
+from .modes import MODE_KEYS, MODE_TEXT
 from .sizes import format_size, parse_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
@@ -177,8 +177,16 @@ class Engine:
             if self.s.size < coll.min_ranks:
                 self.s.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
                 continue
+            if not self.modes_run(coll):
+                self.s.out(f"# {coll.name}: skipped, no {' or '.join(MODE_TEXT[m] for m in self.plan.modes)} "
+                           f"call ({self.b.missing_mode})")
+                continue
             total_wrong += self.run_collective(coll, bufs)
         return total_wrong
+
+    def modes_run(self, coll):
+        """The plan's modes this backend has a call for, in the plan's order."""
+        return [m for m in self.plan.modes if m in self.b.modes(coll)]
 
     def run_collective(self, coll, bufs):
         plan, s = self.plan, self.s
@@ -209,9 +217,7 @@ class Engine:
                     ctx.count = c.param
                     local = {}
                     row = f"{coll.name} {format_size(size)} {dt.name} {op}"
-                    for mode in plan.modes:
-                        if mode not in self.b.modes(coll):
-                            continue
+                    for mode in self.modes_run(coll):
                         ctx.in_place = mode == "in"
                         self.watch.arm(f"{row} {MODE_KEYS[mode].replace('_', '-')}")
                         if self.row_faults:
@@ -320,7 +326,7 @@ class Engine:
     # ---- who is slow: the largest size again, every rank timing every iteration ----
     def _probe(self, coll, dt, op, size, c, send_t, recv_t, ctx):
         s, plan = self.s, self.plan
-        mode = "in" if "in" in self.b.modes(coll) and "in" in plan.modes else "out"
+        mode = "in" if "in" in self.modes_run(coll) else "out"
         ctx.in_place = mode == "in"
         self.watch.arm(f"{coll.name} per-host probe at {format_size(size)}")
         sv, rv = iteration_views(send_t, recv_t, c, mode, s.rank, 1)[0]
