@@ -270,27 +270,36 @@ def blocking_wait_note(backends, environ=None):
     return None
 
 
-def launch_costs(session, backends):
-    """{backend: seconds} of the slowest rank's per-call launch cost, GPU backends only
-    (measure/launchcost.py); every rank measures, rank 0 gets the figures."""
+def launch_costs(session, backends, plans):
+    """{backend: {collective: seconds}} of the slowest rank's per-call launch cost of each
+    collective the plan runs, GPU backends only (measure/launchcost.py); every rank
+    measures, rank 0 gets the figures."""
     out = {}
-    for b in backends:
+    for b, plan in zip(backends, plans):
         if getattr(b, "cuda", False):
             session.watch.arm(f"per-call launch cost ({b.name})")
-            each = session.comm.gather(launchcost.of_backend(b, session.comm.barrier), root=0)
+            mine = {c.name: launchcost.of_collective(b, c, session.comm.barrier, plan.root)
+                    for c in plan.collectives if session.size >= c.min_ranks
+                    and any(m in b.modes(c) for m in plan.modes)}
+            each = session.comm.gather(mine, root=0)
             if session.rank == 0:
-                out[b.name] = max(each)
+                out[b.name] = {k: max(e[k] for e in each) for k in mine}
     return out
 
 
-def launch_header(session, out, launch):
-    for name, seconds in launch.items():
-        out.say(f"# launch cost ({name}): {numbers.us(seconds)} us per call, the host's time to "
-                f"start one collective ({launchcost.LAUNCHES} one-element all_reduce calls "
-                f"without waiting, slowest rank); rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x "
-                f"of it are launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+def launch_header(out, launch, graph):
+    for name, costs in launch.items():
+        figures = ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items())
+        marked = ("with -G a graph launch starts every captured call, so no row is marked "
+                  "launch-bound" if graph else
+                  f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
+                  f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+        out.say(f"# launch cost ({name}), us per call, the host's time to start one call at "
+                f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
+                f"rank): {figures}; {marked}")
     if launch:
-        out.set(launch_cost_us={k: v * 1e6 for k, v in launch.items()})
+        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()}
+                                for b, costs in launch.items()})
 
 
 def blocking_mode_text(backend, mode):
@@ -424,11 +433,11 @@ def execute(session, args):
     guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
               "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
-    launch = launch_costs(session, backends)
+    launch = launch_costs(session, backends, plans)
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
         header(session, out, plans, backends, records, versions)
-        launch_header(session, out, launch)
+        launch_header(out, launch, plans[0].graph)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)

@@ -164,7 +164,7 @@ class Engine:
         self.watch = getattr(session, "watch", None) or NullWatch()
         self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
         self.early = faults.early_factor(session.rank)
-        self.launch_cost = None   # seconds per call launch (GPUs): rows near it are marked
+        self.launch_cost = None   # {collective: seconds per call launch} (GPUs): rows near it are marked
 
     def run(self):
         self.watch.arm("allocating buffers")
@@ -320,7 +320,7 @@ class Engine:
                                                         self.plan.per_iter_skip)
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
-        launchcost.mark_rows([row], self.launch_cost)
+        launchcost.mark_rows([row], launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph))
         return row
 
     # ---- who is slow: the largest size again, every rank timing every iteration ----
