@@ -312,6 +312,11 @@ def test_one_mode_every_collective(tmp_path, mode):
     # the per-host probe of each collective ran in the mode asked for
     assert sorted(h["collective"] for h in doc["hosts"]) == sorted(have), doc["hosts"]
     assert {h["mode"] for h in doc["hosts"]} == {mode.split("_")[0]}, doc["hosts"]
+    # broadcast's out-of-place row is one in-place torch call: said in the header and JSON
+    note = [n for n in doc.get("call_notes", []) if n["collective"] == "broadcast"]
+    assert len(note) == (mode == "out_of_place"), doc.get("call_notes")
+    assert ("# broadcast (gloo): out-of-place is one in-place call" in done.stdout) == \
+        (mode == "out_of_place"), show(done)
     lacking = [c for c in COLLECTIVES if c not in have]
     text = mode.replace("_", "-")
     assert f"# {text}: n/a for {', '.join(lacking)} (torch.distributed" in done.stdout, show(done)
@@ -420,6 +425,23 @@ def test_bad_input(bad_runs, case):
 
 
 # ---- pure logic ----
+
+@pytest.mark.parametrize("modes", [("out", "in"), ("in",)])
+def test_call_notes_name_what_torch_does_differently(modes):
+    """NCCL: broadcast's out-of-place row is one in-place call, gather and scatter copy the
+    root's own chunk; gloo: the broadcast note alone; mpi: none."""
+    from types import SimpleNamespace
+    from mpibench.commands.run import call_notes
+    from mpibench.measure.collectives import REGISTRY
+    from mpibench.measure.engine import Plan
+    plan = Plan(collectives=list(REGISTRY.values()), sizes=[8], dtypes=[], ops=[], modes=modes)
+    backends = [SimpleNamespace(name=name, modes=lambda c: c.modes) for name in ("nccl", "gloo", "mpi")]
+    got = [(b, c) for b, c, _ in call_notes(plan, backends)]
+    out = "out" in modes
+    assert got == [("nccl", "broadcast")] * out + [("nccl", "gather"), ("nccl", "scatter")] \
+        + [("gloo", "broadcast")] * out
+    assert all("copy_" in text for _, c, text in call_notes(plan, backends) if c != "broadcast")
+
 
 @pytest.mark.parametrize("text, value", [("8", 8), ("64K", 65536), ("1M", 1 << 20), ("4G", 4 << 30),
                                          ("64k", 65536), ("2KiB", 2048), (" 16 ", 16)])

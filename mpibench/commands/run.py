@@ -256,7 +256,24 @@ def header(session, out, plans, backends, records, versions):
             if missing:
                 out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(missing)} "
                         f"({backend.missing_mode})")
+    notes = call_notes(plan, backends)
+    for name, coll, text in notes:
+        out.say(f"# {coll} ({name}): {text}")
+    if notes:
+        out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
     out.announce_files()
+
+
+def call_notes(plan, backends):
+    """(backend, collective, text) where torch's call differs from nccl-tests' in a mode
+    the plan runs (collectives' torch_notes)."""
+    notes = []
+    for b in backends:
+        for coll in plan.collectives:
+            texts = {coll.torch_notes[b.name, m] for m in plan.modes
+                     if (b.name, m) in coll.torch_notes and m in b.modes(coll)}
+            notes += [(b.name, coll.name, t) for t in sorted(texts)]
+    return notes
 
 
 def blocking_wait_note(backends, environ=None):
