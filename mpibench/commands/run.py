@@ -14,7 +14,7 @@ from ..measure import launchcost
 from ..measure.backends.timing import BLOCKING
 from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
 from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
-from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row
+from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import format_bytes, format_size, sweep
 from ..results import nccltests, numbers, tables, trials
@@ -319,6 +319,19 @@ def launch_header(out, launch, graph):
                                 for b, costs in launch.items()})
 
 
+def room_header(out, rooms):
+    """What the GPU buffers leave free for NCCL, and -e where it was lowered for that."""
+    rooms = {name: r for name, r in rooms.items() if r is not None}
+    for name, r in rooms.items():
+        text = (f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
+                if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
+        out.say(f"# device memory ({name}): {text}, leaving {format_bytes(r['reserve_bytes'])} "
+                f"of the smallest GPU's {format_bytes(r['device_bytes'])} to NCCL's own buffers, "
+                f"graphs and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)")
+    if rooms:
+        out.set(device_memory=rooms)
+
+
 def blocking_mode_text(backend, mode):
     """What -z `mode` does on this backend, for the header and the JSON."""
     text = BLOCKING[mode] + ", plus one untimed call and a barrier before the timed loop"
@@ -449,12 +462,14 @@ def execute(session, args):
     out = open_output(session, "run", args)
     guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
               "start-up (every rank's device and versions)")
+    rooms = [reserve_room(session, b, p) for b, p in zip(backends, plans)]
     records, versions = preamble.gather(session)
     launch = launch_costs(session, backends, plans)
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
         header(session, out, plans, backends, records, versions)
         launch_header(out, launch, plans[0].graph)
+        room_header(out, {b.name: r for b, r in zip(backends, rooms)})
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)

@@ -78,6 +78,44 @@ def footprint(plan, n, sizes, modes_of=lambda coll: coll.modes):
     return send, recv
 
 
+GIB = 1 << 30
+
+
+def nccl_reserve(total):
+    """Device bytes the buffers must leave free of total: NCCL allocates its ring, tree,
+    NVLS and P2P buffers at each algorithm's first use, mid-sweep, and graphs and the check
+    need room too. As nccl-tests (common.cu): 1 GiB per 16 GiB installed, at most 4 GiB,
+    plus 1 GiB for the rest."""
+    return min(-(-total // (16 * GIB)), 4) * GIB + GIB
+
+
+def sizes_with_room(plan, n, total, modes_of):
+    """The plan's sizes, the largest dropped while the buffers they need would not leave
+    nccl_reserve(total) free (the smallest is kept: allocate() says if even it fails)."""
+    sizes = list(plan.sizes)
+    room = total - nccl_reserve(total)
+    while len(sizes) > 1 and sum(footprint(plan, n, sizes, modes_of)) > room:
+        sizes.pop()
+    return sizes
+
+
+def reserve_room(session, backend, plan):
+    """On GPUs, lower the plan's largest size (-e) so that the buffers leave NCCL its room
+    on the GPU with the least memory; {device_bytes, reserve_bytes, maxbytes, lowered_to}
+    (lowered_to None when -e stood), None on CPUs."""
+    total = backend.device_total_bytes()
+    if total is None:
+        return None
+    total = min(session.comm.allgather(total))
+    sizes = sizes_with_room(plan, session.size, total, backend.modes)
+    room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total),
+            "maxbytes": plan.sizes[-1], "lowered_to": None}
+    if len(sizes) < len(plan.sizes):
+        room["lowered_to"] = sizes[-1]
+        plan.sizes = sizes
+    return room
+
+
 def allocate(session, backend, plan):
     """Allocate for the largest size every rank can hold; drop larger sizes together."""
     sizes = list(plan.sizes)

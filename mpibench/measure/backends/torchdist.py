@@ -106,6 +106,10 @@ class TorchBackend:
         if self.cuda:
             self.torch.cuda.synchronize(self.device)
 
+    def device_total_bytes(self):
+        """Memory of this rank's GPU (None on CPUs)."""
+        return self.torch.cuda.get_device_properties(self.device).total_memory if self.cuda else None
+
     def device_peak_bytes(self):
         """Peak device memory torch allocated on this rank's GPU (None on CPUs)."""
         return self.torch.cuda.max_memory_allocated(self.device) if self.cuda else None
