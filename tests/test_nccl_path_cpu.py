@@ -36,6 +36,9 @@ API = [
     (torch.cuda.reset_peak_memory_stats, ["device"]),
     (torch.cuda.get_device_properties, ["device"]),
     (torch.cuda.device_count, []),
+    (torch.cuda.MemPool.__init__, ["allocator"]),
+    (torch.cuda.use_mem_pool, ["pool", "device"]),
+    (dist.distributed_c10d._get_default_group, []),
     (torch.cuda.nccl.version, []),
     (dist.init_process_group, ["backend", "store", "rank", "world_size", "timeout", "device_id"]),
     (dist.is_nccl_available, []),
@@ -169,4 +172,28 @@ def test_the_header_says_when_maxbytes_was_lowered():
     assert out.lines[0].startswith("# device memory (nccl): -e 4 GiB fits, leaving 5.0 GiB"), out.lines
     out = _Out()
     run.room_header(out, {"gloo": None})
+    assert out.lines == [] and out.items == {}
+
+
+def test_graph_buffers_come_from_the_nccl_allocator_or_the_header_says_not():
+    """-G: torch's process groups offer their allocator (gloo refuses it, and mpibench then
+    says the buffers are unregistered); the header and the JSON name where they came from."""
+    assert hasattr(torch._C._distributed_c10d.Backend, "mem_allocator")
+    assert hasattr(torch._C._distributed_c10d.ProcessGroup, "_get_backend")
+    out = _Out()
+    run.graph_buffers_header(out, {"nccl": {"allocator": "ncclMemAlloc", "registered": True,
+                                            "reason": None}})
+    assert out.lines == ["# -G buffers (nccl): ncclMemAlloc (torch.cuda.MemPool over the NCCL "
+                         "process group's allocator), as nccl-tests': NCCL registers them "
+                         "during graph capture"], out.lines
+    assert out.items["graph_buffers"]["nccl"]["registered"] is True
+    reason = "RuntimeError: Backend gloo does not support getMemAllocator"
+    out = _Out()
+    run.graph_buffers_header(out, {"gloo": {"allocator": "torch caching allocator",
+                                            "registered": False, "reason": reason}})
+    assert out.lines[0].startswith(f"# -G buffers (gloo): torch's caching allocator, "
+                                   f"unregistered ({reason}): NCCL copies"), out.lines
+    assert out.items["graph_buffers"]["gloo"]["allocator"] == "torch caching allocator"
+    out = _Out()
+    run.graph_buffers_header(out, {})
     assert out.lines == [] and out.items == {}

@@ -332,6 +332,22 @@ def room_header(out, rooms):
         out.set(device_memory=rooms)
 
 
+def graph_buffers_header(out, buffers):
+    """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
+    during capture (nccl-tests allocates its buffers with it)."""
+    for name, b in buffers.items():
+        if b["registered"]:
+            text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
+                    "as nccl-tests': NCCL registers them during graph capture")
+        else:
+            text = (f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
+                    "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
+                    "registered during capture (zero-copy NVLS and CollNet)")
+        out.say(f"# -G buffers ({name}): {text}")
+    if buffers:
+        out.set(graph_buffers=buffers)
+
+
 def blocking_mode_text(backend, mode):
     """What -z `mode` does on this backend, for the header and the JSON."""
     text = BLOCKING[mode] + ", plus one untimed call and a barrier before the timed loop"
@@ -463,6 +479,7 @@ def execute(session, args):
     guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
               "start-up (every rank's device and versions)")
     rooms = [reserve_room(session, b, p) for b, p in zip(backends, plans)]
+    graph_buffers = {b.name: b.graph_allocator() for b, p in zip(backends, plans) if p.graph}
     records, versions = preamble.gather(session)
     launch = launch_costs(session, backends, plans)
     rates = session.comm.gather(line_rate(), root=0)
@@ -470,6 +487,7 @@ def execute(session, args):
         header(session, out, plans, backends, records, versions)
         launch_header(out, launch, plans[0].graph)
         room_header(out, {b.name: r for b, r in zip(backends, rooms)})
+        graph_buffers_header(out, graph_buffers)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)
