@@ -295,10 +295,12 @@ def test_corrupt_output_fails_and_existing_json_is_kept(tmp_path):
 
 @pytest.mark.parametrize("mode", ["in_place", "out_of_place"])
 def test_one_mode_every_collective(tmp_path, mode):
+    """Every collective in one mode, the per-host probe in it too; the loop trace (test-only)
+    shows that no timed loop ran on buffers of zeros (nccl-tests times initialized data)."""
     out = tmp_path / "mode.json"
     done = mpirun(3, ["--collectives", "all", "--mode", mode.split("_")[0], "-b", "1K", "-e",
                       "2K", "-n", "2", "-w", "1", "--probe-iters", "2", "--json", str(out)],
-                  timeout=200)
+                  env={"MPIBENCH_TRACE_LOOPS": "1"}, timeout=200)
     assert done.returncode == 0, show(done)
     assert "Traceback" not in done.stderr, show(done)
     doc = json.loads(out.read_text())
@@ -309,7 +311,9 @@ def test_one_mode_every_collective(tmp_path, mode):
     for row in doc["results"]:
         assert row[other] is None and row[mode]["nwrong"] == 0, row
         assert list(row["per_rank_time_us"]) == [mode], row
-    # the per-host probe of each collective ran in the mode asked for
+    zeros = re.findall(r"^looptrace rank \d+: .*: views (\d+) all-zero (\d+)$", done.stderr, re.M)
+    assert len(zeros) == 3 * len(doc["results"]), show(done)     # every rank, every loop
+    assert all(int(v) > 0 and z == "0" for v, z in zeros), zeros
     assert sorted(h["collective"] for h in doc["hosts"]) == sorted(have), doc["hosts"]
     assert {h["mode"] for h in doc["hosts"]} == {mode.split("_")[0]}, doc["hosts"]
     # broadcast's out-of-place row is one in-place torch call: said in the header and JSON

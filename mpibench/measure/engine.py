@@ -13,7 +13,8 @@ from ..errors import Exit
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP, NullWatch
 from . import iterstats, launchcost, looptrace
-from .collectives.base import CHUNK, algbw, busbw, Ctx, exact_reason, poison_value
+from .collectives.base import (CHUNK, algbw, busbw, Ctx, data_values, exact_reason, fill_chunks,
+                               index, poison_value)
 from .modes import MODE_KEYS, MODE_TEXT
 from .sizes import format_size, parse_size
 
@@ -283,6 +284,7 @@ class Engine:
         # two calls in flight on the same memory are erroneous for MPI, a race for gloo.
         window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
+        self._initialize(views, ctx)
         barrier = s.comm.barrier
         warm_up(self.b, self.watch, calls, plan.warmup, z, barrier, window)
         trace = looptrace.Trace(barrier) if looptrace.ON else None
@@ -300,6 +302,18 @@ class Engine:
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
         wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1, each
+
+    def _initialize(self, views, ctx):
+        """Data before each timed loop, as nccl-tests' initData: every view the loop cycles
+        through holds this rank's position-sensitive values, not a fresh buffer's zeros
+        (zeros can run faster: less power, hardware that skips them). Not the check's
+        inputs: signed sums of those cancel to zeros over a multiple of 3 ranks."""
+        torch = self.torch
+        values = partial(_rank_values, torch, ctx)
+        for sv, rv in views:
+            fill_chunks(torch, rv, values)
+            fill_chunks(torch, sv, values)    # in place, inside rv
+        self.b.sync()
 
     def _check(self, coll, view, ctx, rounds):
         sv, rv = view
@@ -325,9 +339,6 @@ class Engine:
             # Undefined here (not the root): keep calling, the other ranks make every round.
             wrong = None if w is None or wrong is None else wrong + w
         ctx.seed = 0
-        sv.zero_()
-        rv.zero_()      # leave the buffers as the timed loops found them
-        self.b.sync()
         del graph
         return wrong
 
@@ -373,6 +384,10 @@ class Engine:
         gathered = s.comm.gather(times, root=0)
         if s.rank == 0:
             self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
+
+
+def _rank_values(torch, ctx, start, stop):
+    return data_values(torch, ctx, ctx.rank, index(torch, start, stop, ctx.device))
 
 
 def warm_up(backend, watch, calls, warmup, z, barrier, window=1):
