@@ -80,26 +80,3 @@ def test_each_collective_is_marked_against_its_own_cost_and_none_with_graphs():
     assert launchcost.mark_rows([graphed], launchcost.row_cost(costs, "all_reduce", 1)) == 0
     assert "launch_bound" not in graphed["out_of_place"]
 
-
-class _Out:
-    """What launch_header writes to: printed lines and JSON fields."""
-    def __init__(self):
-        self.lines, self.doc = [], {}
-
-    def say(self, line):
-        self.lines.append(line)
-
-    def set(self, **fields):
-        self.doc.update(fields)
-
-
-@pytest.mark.parametrize("graph", [0, 2])
-def test_launch_header_names_each_collective_and_says_graphs_mark_nothing(graph):
-    from mpibench.commands.run import launch_header
-    out = _Out()
-    launch_header(out, {"nccl": {"all_reduce": 9e-6, "sendrecv": 21e-6}}, graph)
-    assert len(out.lines) == 1 and "all_reduce 9.0, sendrecv 21.0" in out.lines[0], out.lines
-    assert ("no row is marked launch-bound" in out.lines[0]) == bool(graph), out.lines
-    assert ("-G avoids it" in out.lines[0]) == (not graph), out.lines
-    assert out.doc["launch_cost_us"] == {"nccl": {"all_reduce": pytest.approx(9.0),
-                                                  "sendrecv": pytest.approx(21.0)}}

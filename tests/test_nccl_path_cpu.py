@@ -197,3 +197,14 @@ def test_graph_buffers_come_from_the_nccl_allocator_or_the_header_says_not():
     out = _Out()
     run.graph_buffers_header(out, {})
     assert out.lines == [] and out.items == {}
+
+
+@pytest.mark.parametrize("graph", [0, 2])
+def test_launch_header_names_each_collective_and_says_graphs_mark_nothing(graph):
+    out = _Out()
+    run.launch_header(out, {"nccl": {"all_reduce": 9e-6, "sendrecv": 21e-6}}, graph)
+    assert len(out.lines) == 1 and "all_reduce 9.0, sendrecv 21.0" in out.lines[0], out.lines
+    assert ("no row is marked launch-bound" in out.lines[0]) == bool(graph), out.lines
+    assert ("-G avoids it" in out.lines[0]) == (not graph), out.lines
+    assert out.items["launch_cost_us"] == {"nccl": {"all_reduce": pytest.approx(9.0),
+                                                  "sendrecv": pytest.approx(21.0)}}
