@@ -1,5 +1,5 @@
 """The per-call launch cost (measure/launchcost.py): a real gloo group under mpirun, and the
-row marking as pure logic."""
+row marking as pure logic (its header line: tests/test_nccl_path_cpu.py)."""
 import os
 import socket
 
