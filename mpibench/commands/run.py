@@ -203,8 +203,8 @@ def build_plan(args, session, backend):
     blocking = backend.default_blocking() if args.blocking is None else args.blocking
     modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
     if not any(m in backend.modes(c) for c in collectives for m in modes):
-        raise UsageError(f"--mode {args.mode}: {backend.name} has no {MODE_TEXT[modes[0]]} call for "
-                         f"{', '.join(c.name for c in collectives)} ({backend.missing_mode})")
+        raise UsageError(f"--mode {args.mode}: {backend.name} has no {MODE_TEXT[modes[0]]} call "
+                         f"for {', '.join(c.name for c in collectives)} ({backend.missing_mode})")
     return Plan(collectives=collectives, sizes=sizes, dtypes=dtypes, ops=ops, root=args.root,
                 iters=args.iters, warmup=args.warmup, check=args.check, average=args.average,
                 blocking=blocking, graph=args.cuda_graph, modes=modes,

@@ -203,7 +203,7 @@ class Engine:
         self.watch = getattr(session, "watch", None) or NullWatch()
         self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
         self.early = faults.early_factor(session.rank)
-        self.launch_cost = None   # {collective: seconds per call launch} (GPUs): rows near it are marked
+        self.launch_cost = None   # {collective: seconds per launch} (GPUs): rows near it are marked
 
     def run(self):
         self.watch.arm("allocating buffers")
@@ -217,8 +217,8 @@ class Engine:
                 self.s.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
                 continue
             if not self.modes_run(coll):
-                self.s.out(f"# {coll.name}: skipped, no {' or '.join(MODE_TEXT[m] for m in self.plan.modes)} "
-                           f"call ({self.b.missing_mode})")
+                asked = " or ".join(MODE_TEXT[m] for m in self.plan.modes)
+                self.s.out(f"# {coll.name}: skipped, no {asked} call ({self.b.missing_mode})")
                 continue
             total_wrong += self.run_collective(coll, bufs)
         return total_wrong
@@ -258,7 +258,7 @@ class Engine:
                     row = f"{coll.name} {format_size(size)} {dt.name} {op}"
                     for mode in self.modes_run(coll):
                         ctx.in_place = mode == "in"
-                        self.watch.arm(f"{row} {MODE_KEYS[mode].replace('_', '-')}")
+                        self.watch.arm(f"{row} {MODE_TEXT[mode]}")
                         if self.row_faults:
                             faults.trip(self.row_faults.get(size))
                         local[mode] = self._measure(coll, send_t, recv_t, c, mode, ctx,
@@ -369,7 +369,8 @@ class Engine:
                                                         self.plan.per_iter_skip)
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
-        launchcost.mark_rows([row], launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph))
+        cost = launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph)
+        launchcost.mark_rows([row], cost)
         return row
 
     # ---- who is slow: the largest size again, every rank timing every iteration ----
