@@ -153,6 +153,7 @@ _FILE_MARKERS = {
     "test_fakecluster.py": ("cluster", "root", "slow"),
     "test_multihost.py": ("cluster", "root", "slow"),
     "test_gpu.py": ("gpu",),
+    "test_gpu_buffers.py": ("gpu",),
     "test_reliability.py": ("slow",),
     "test_train.py": ("slow",),
     "test_blocking_modes.py": ("slow",),

@@ -1,6 +1,7 @@
 """What of the NCCL path can be checked without a GPU: the torch API it calls exists with the
 arguments it passes (an upgrade that renames one fails here, in CI), the row deadline counts
--G's replays, the memory line reports device memory, and the TORCH_NCCL_BLOCKING_WAIT note."""
+-G's replays, the memory line reports device memory, the room left for NCCL's own buffers,
+and the TORCH_NCCL_BLOCKING_WAIT note."""
 import inspect
 from types import SimpleNamespace
 
@@ -11,7 +12,7 @@ import torch.distributed as dist
 from mpibench.commands import run
 from mpibench.measure.dtypes import DTYPES
 from mpibench.measure.collectives import REGISTRY
-from mpibench.measure.engine import Plan, calls_per_row
+from mpibench.measure.engine import GIB, Plan, calls_per_row, nccl_reserve, reserve_room
 
 
 def _params(fn):
@@ -35,6 +36,9 @@ API = [
     (torch.cuda.reset_peak_memory_stats, ["device"]),
     (torch.cuda.get_device_properties, ["device"]),
     (torch.cuda.device_count, []),
+    (torch.cuda.MemPool.__init__, ["allocator"]),
+    (torch.cuda.use_mem_pool, ["pool", "device"]),
+    (dist.distributed_c10d._get_default_group, []),
     (torch.cuda.nccl.version, []),
     (dist.init_process_group, ["backend", "store", "rank", "world_size", "timeout", "device_id"]),
     (dist.is_nccl_available, []),
@@ -120,3 +124,87 @@ def test_setup_cfg_states_the_lowest_torch_and_why():
     assert "torch>=2.7.1" in text and "non-blocking communicators" in text
     version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:3])
     assert version >= (2, 7, 1)
+
+
+@pytest.mark.parametrize("gib,reserve", [(1, 2), (8, 2), (16, 2), (16.5, 3), (24, 3), (40, 4),
+                                         (80, 5), (141, 5)])
+def test_the_reserve_for_nccl_is_nccl_tests(gib, reserve):
+    """common.cu: min(ceil(mem / 16 GiB) x 1 GiB, 4 GiB) + 1 GiB."""
+    assert nccl_reserve(int(gib * GIB)) == reserve * GIB
+
+
+def _room(totals, sizes, name="all_to_all"):
+    """reserve_room on two ranks whose GPUs have totals bytes, for a plan of sizes."""
+    plan = Plan(collectives=[REGISTRY[name]], sizes=sizes, dtypes=[DTYPES["float32"]], ops=["sum"])
+    session = SimpleNamespace(size=2, comm=SimpleNamespace(allgather=lambda mine: totals))
+    backend = SimpleNamespace(device_total_bytes=lambda: totals[0], modes=lambda c: c.modes)
+    return plan, reserve_room(session, backend, plan)
+
+
+def test_the_largest_size_is_lowered_to_leave_nccl_its_room():
+    """all_to_all needs a send and a receive buffer of the size: 4 GiB takes 8 GiB, more than
+    the 6 GiB an 8 GiB GPU leaves beside its 2 GiB reserve; the smaller GPU decides."""
+    sizes = [1 * GIB, 2 * GIB, 4 * GIB]
+    plan, room = _room([80 * GIB, 8 * GIB], sizes)
+    assert plan.sizes == [1 * GIB, 2 * GIB]
+    assert room == {"device_bytes": 8 * GIB, "reserve_bytes": 2 * GIB, "maxbytes": 4 * GIB,
+                    "lowered_to": 2 * GIB}
+    plan, room = _room([80 * GIB, 80 * GIB], sizes)
+    assert plan.sizes == sizes and room["lowered_to"] is None and room["reserve_bytes"] == 5 * GIB
+    plan, room = _room([GIB, GIB], sizes)           # not even the smallest: allocate says so
+    assert plan.sizes == [GIB] and room["lowered_to"] == GIB
+    plan, room = _room([5 * GIB, 5 * GIB], sizes, "all_reduce")   # in place: one buffer
+    assert plan.sizes == sizes[:2]
+    cpu = SimpleNamespace(device_total_bytes=lambda: None)
+    assert reserve_room(None, cpu, plan) is None
+
+
+def test_the_header_says_when_maxbytes_was_lowered():
+    out = _Out()
+    run.room_header(out, {"nccl": _room([8 * GIB, 8 * GIB], [1 * GIB, 4 * GIB])[1], "mpi": None})
+    assert out.lines == ["# device memory (nccl): -e lowered from 4 GiB to 1 GiB, leaving "
+                         "2.0 GiB of the smallest GPU's 8.0 GiB to NCCL's own buffers, graphs "
+                         "and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus "
+                         "1 GiB)"], out.lines
+    assert list(out.items["device_memory"]) == ["nccl"]
+    out = _Out()
+    run.room_header(out, {"nccl": _room([80 * GIB] * 2, [1 * GIB, 4 * GIB])[1]})
+    assert out.lines[0].startswith("# device memory (nccl): -e 4 GiB fits, leaving 5.0 GiB"), out.lines
+    out = _Out()
+    run.room_header(out, {"gloo": None})
+    assert out.lines == [] and out.items == {}
+
+
+def test_graph_buffers_come_from_the_nccl_allocator_or_the_header_says_not():
+    """-G: torch's process groups offer their allocator (gloo refuses it, and mpibench then
+    says the buffers are unregistered); the header and the JSON name where they came from."""
+    assert hasattr(torch._C._distributed_c10d.Backend, "mem_allocator")
+    assert hasattr(torch._C._distributed_c10d.ProcessGroup, "_get_backend")
+    out = _Out()
+    run.graph_buffers_header(out, {"nccl": {"allocator": "ncclMemAlloc", "registered": True,
+                                            "reason": None}})
+    assert out.lines == ["# -G buffers (nccl): ncclMemAlloc (torch.cuda.MemPool over the NCCL "
+                         "process group's allocator), as nccl-tests': NCCL registers them "
+                         "during graph capture"], out.lines
+    assert out.items["graph_buffers"]["nccl"]["registered"] is True
+    reason = "RuntimeError: Backend gloo does not support getMemAllocator"
+    out = _Out()
+    run.graph_buffers_header(out, {"gloo": {"allocator": "torch caching allocator",
+                                            "registered": False, "reason": reason}})
+    assert out.lines[0].startswith(f"# -G buffers (gloo): torch's caching allocator, "
+                                   f"unregistered ({reason}): NCCL copies"), out.lines
+    assert out.items["graph_buffers"]["gloo"]["allocator"] == "torch caching allocator"
+    out = _Out()
+    run.graph_buffers_header(out, {})
+    assert out.lines == [] and out.items == {}
+
+
+@pytest.mark.parametrize("graph", [0, 2])
+def test_launch_header_names_each_collective_and_says_graphs_mark_nothing(graph):
+    out = _Out()
+    run.launch_header(out, {"nccl": {"all_reduce": 9e-6, "sendrecv": 21e-6}}, graph)
+    assert len(out.lines) == 1 and "all_reduce 9.0, sendrecv 21.0" in out.lines[0], out.lines
+    assert ("no row is marked launch-bound" in out.lines[0]) == bool(graph), out.lines
+    assert ("-G avoids it" in out.lines[0]) == (not graph), out.lines
+    assert out.items["launch_cost_us"] == {"nccl": {"all_reduce": pytest.approx(9.0),
+                                                  "sendrecv": pytest.approx(21.0)}}

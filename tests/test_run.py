@@ -291,6 +291,44 @@ def test_corrupt_output_fails_and_existing_json_is_kept(tmp_path):
     assert "Traceback" not in done.stderr, show(done)
 
 
+# ---- --mode: every collective in one mode; one without that mode is said, not run ----
+
+@pytest.mark.parametrize("mode", ["in_place", "out_of_place"])
+def test_one_mode_every_collective(tmp_path, mode):
+    """Every collective in one mode, the per-host probe in it too; the loop trace (test-only)
+    shows that no timed loop ran on buffers of zeros (nccl-tests times initialized data)."""
+    out = tmp_path / "mode.json"
+    done = mpirun(3, ["--collectives", "all", "--mode", mode.split("_")[0], "-b", "1K", "-e",
+                      "2K", "-n", "2", "-w", "1", "--probe-iters", "2", "--json", str(out)],
+                  env={"MPIBENCH_TRACE_LOOPS": "1"}, timeout=200)
+    assert done.returncode == 0, show(done)
+    assert "Traceback" not in done.stderr, show(done)
+    doc = json.loads(out.read_text())
+    other = ({"in_place", "out_of_place"} - {mode}).pop()
+    have = [c for c in COLLECTIVES if mode in MODES[c]]
+    assert sorted({r["collective"] for r in doc["results"]}) == sorted(have), show(done)
+    assert sorted(r["requested_size"] for r in doc["results"]) == sorted([1024, 2048] * len(have))
+    for row in doc["results"]:
+        assert row[other] is None and row[mode]["nwrong"] == 0, row
+        assert list(row["per_rank_time_us"]) == [mode], row
+    zeros = re.findall(r"^looptrace rank \d+: .*: views (\d+) all-zero (\d+)$", done.stderr, re.M)
+    assert len(zeros) == 3 * len(doc["results"]), show(done)     # every rank, every loop
+    assert all(int(v) > 0 and z == "0" for v, z in zeros), zeros
+    assert sorted(h["collective"] for h in doc["hosts"]) == sorted(have), doc["hosts"]
+    assert {h["mode"] for h in doc["hosts"]} == {mode.split("_")[0]}, doc["hosts"]
+    # broadcast's out-of-place row is one in-place torch call: said in the header and JSON
+    note = [n for n in doc.get("call_notes", []) if n["collective"] == "broadcast"]
+    assert len(note) == (mode == "out_of_place"), doc.get("call_notes")
+    assert ("# broadcast (gloo): out-of-place is one in-place call" in done.stdout) == \
+        (mode == "out_of_place"), show(done)
+    lacking = [c for c in COLLECTIVES if c not in have]
+    text = mode.replace("_", "-")
+    assert f"# {text}: n/a for {', '.join(lacking)} (torch.distributed" in done.stdout, show(done)
+    for coll in lacking:
+        assert f"# {coll}: skipped, no {text} call (torch.distributed has no such call)" \
+            in done.stdout, show(done)
+
+
 # ---- one rank: bus bandwidth is not defined, said so instead of a silent 0 ----
 
 def test_one_rank_lone_python(tmp_path):
@@ -364,6 +402,7 @@ BAD = [
     (["-K", "1"], "-K 1 needs -I 1", 20),
     (["-I", "1", "-n", "4", "-K", "4"], "-K 4: the per-iteration skip must be between 0 and 3", 20),
     (["-I", "1", "-K", "-1"], "-K -1: the per-iteration skip must be between 0 and 19", 20),
+    (["--mode", "out"], "--mode out: gloo has no out-of-place call for all_reduce", 60),
     (["-r", "2"], "--root 2 is not a rank: the job has 2 ranks (0..1)", 60),
     (["--json", "/nonexistent-mpibench/x.json"], "/nonexistent-mpibench does not exist", 60),
     # /proc takes no new files, not even from root
@@ -390,6 +429,23 @@ def test_bad_input(bad_runs, case):
 
 
 # ---- pure logic ----
+
+@pytest.mark.parametrize("modes", [("out", "in"), ("in",)])
+def test_call_notes_name_what_torch_does_differently(modes):
+    """NCCL: broadcast's out-of-place row is one in-place call, gather and scatter copy the
+    root's own chunk; gloo: the broadcast note alone; mpi: none."""
+    from types import SimpleNamespace
+    from mpibench.commands.run import call_notes
+    from mpibench.measure.collectives import REGISTRY
+    from mpibench.measure.engine import Plan
+    plan = Plan(collectives=list(REGISTRY.values()), sizes=[8], dtypes=[], ops=[], modes=modes)
+    backends = [SimpleNamespace(name=name, modes=lambda c: c.modes) for name in ("nccl", "gloo", "mpi")]
+    got = [(b, c) for b, c, _ in call_notes(plan, backends)]
+    out = "out" in modes
+    assert got == [("nccl", "broadcast")] * out + [("nccl", "gather"), ("nccl", "scatter")] \
+        + [("gloo", "broadcast")] * out
+    assert all("copy_" in text for _, c, text in call_notes(plan, backends) if c != "broadcast")
+
 
 @pytest.mark.parametrize("text, value", [("8", 8), ("64K", 65536), ("1M", 1 << 20), ("4G", 4 << 30),
                                          ("64k", 65536), ("2KiB", 2048), (" 16 ", 16)])

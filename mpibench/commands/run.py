@@ -14,8 +14,8 @@ from ..measure import launchcost
 from ..measure.backends.timing import BLOCKING
 from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
 from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
-from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row
-from ..measure.modes import MODE_KEYS
+from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
+from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import format_bytes, format_size, sweep
 from ..results import nccltests, numbers, tables, trials
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
@@ -202,6 +202,9 @@ def build_plan(args, session, backend):
                         raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
     blocking = backend.default_blocking() if args.blocking is None else args.blocking
     modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
+    if not any(m in backend.modes(c) for c in collectives for m in modes):
+        raise UsageError(f"--mode {args.mode}: {backend.name} has no {MODE_TEXT[modes[0]]} call "
+                         f"for {', '.join(c.name for c in collectives)} ({backend.missing_mode})")
     return Plan(collectives=collectives, sizes=sizes, dtypes=dtypes, ops=ops, root=args.root,
                 iters=args.iters, warmup=args.warmup, check=args.check, average=args.average,
                 blocking=blocking, graph=args.cuda_graph, modes=modes,
@@ -251,9 +254,26 @@ def header(session, out, plans, backends, records, versions):
             missing = [c.name for c in plan.collectives
                        if mode in plan.modes and mode not in backend.modes(c)]
             if missing:
-                out.say(f"# {key.replace('_', '-')}: n/a for {', '.join(missing)} "
+                out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(missing)} "
                         f"({backend.missing_mode})")
+    notes = call_notes(plan, backends)
+    for name, coll, text in notes:
+        out.say(f"# {coll} ({name}): {text}")
+    if notes:
+        out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
     out.announce_files()
+
+
+def call_notes(plan, backends):
+    """(backend, collective, text) where torch's call differs from nccl-tests' in a mode
+    the plan runs (collectives' torch_notes)."""
+    notes = []
+    for b in backends:
+        for coll in plan.collectives:
+            texts = {coll.torch_notes[b.name, m] for m in plan.modes
+                     if (b.name, m) in coll.torch_notes and m in b.modes(coll)}
+            notes += [(b.name, coll.name, t) for t in sorted(texts)]
+    return notes
 
 
 def blocking_wait_note(backends, environ=None):
@@ -267,27 +287,65 @@ def blocking_wait_note(backends, environ=None):
     return None
 
 
-def launch_costs(session, backends):
-    """{backend: seconds} of the slowest rank's per-call launch cost, GPU backends only
-    (measure/launchcost.py); every rank measures, rank 0 gets the figures."""
+def launch_costs(session, backends, plans):
+    """{backend: {collective: seconds}} of the slowest rank's per-call launch cost of each
+    collective the plan runs, GPU backends only (measure/launchcost.py); every rank
+    measures, rank 0 gets the figures."""
     out = {}
-    for b in backends:
+    for b, plan in zip(backends, plans):
         if getattr(b, "cuda", False):
             session.watch.arm(f"per-call launch cost ({b.name})")
-            each = session.comm.gather(launchcost.of_backend(b, session.comm.barrier), root=0)
+            mine = {c.name: launchcost.of_collective(b, c, session.comm.barrier, plan.root)
+                    for c in plan.collectives if session.size >= c.min_ranks
+                    and any(m in b.modes(c) for m in plan.modes)}
+            each = session.comm.gather(mine, root=0)
             if session.rank == 0:
-                out[b.name] = max(each)
+                out[b.name] = {k: max(e[k] for e in each) for k in mine}
     return out
 
 
-def launch_header(session, out, launch):
-    for name, seconds in launch.items():
-        out.say(f"# launch cost ({name}): {numbers.us(seconds)} us per call, the host's time to "
-                f"start one collective ({launchcost.LAUNCHES} one-element all_reduce calls "
-                f"without waiting, slowest rank); rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x "
-                f"of it are launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+def launch_header(out, launch, graph):
+    for name, costs in launch.items():
+        figures = ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items())
+        marked = ("with -G a graph launch starts every captured call, so no row is marked "
+                  "launch-bound" if graph else
+                  f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
+                  f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+        out.say(f"# launch cost ({name}), us per call, the host's time to start one call at "
+                f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
+                f"rank): {figures}; {marked}")
     if launch:
-        out.set(launch_cost_us={k: v * 1e6 for k, v in launch.items()})
+        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()}
+                                for b, costs in launch.items()})
+
+
+def room_header(out, rooms):
+    """What the GPU buffers leave free for NCCL, and -e where it was lowered for that."""
+    rooms = {name: r for name, r in rooms.items() if r is not None}
+    for name, r in rooms.items():
+        text = (f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
+                if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
+        out.say(f"# device memory ({name}): {text}, leaving {format_bytes(r['reserve_bytes'])} "
+                f"of the smallest GPU's {format_bytes(r['device_bytes'])} to NCCL's own buffers, "
+                f"graphs and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)")
+    if rooms:
+        out.set(device_memory=rooms)
+
+
+def graph_buffers_header(out, buffers):
+    """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
+    during capture (nccl-tests allocates its buffers with it)."""
+    for name, b in buffers.items():
+        if b["registered"]:
+            text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
+                    "as nccl-tests': NCCL registers them during graph capture")
+        else:
+            text = (f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
+                    "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
+                    "registered during capture (zero-copy NVLS and CollNet)")
+        out.say(f"# -G buffers ({name}): {text}")
+    if buffers:
+        out.set(graph_buffers=buffers)
 
 
 def blocking_mode_text(backend, mode):
@@ -420,12 +478,16 @@ def execute(session, args):
     out = open_output(session, "run", args)
     guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
               "start-up (every rank's device and versions)")
+    rooms = [reserve_room(session, b, p) for b, p in zip(backends, plans)]
+    graph_buffers = {b.name: b.graph_allocator() for b, p in zip(backends, plans) if p.graph}
     records, versions = preamble.gather(session)
-    launch = launch_costs(session, backends)
+    launch = launch_costs(session, backends, plans)
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
         header(session, out, plans, backends, records, versions)
-        launch_header(session, out, launch)
+        launch_header(out, launch, plans[0].graph)
+        room_header(out, {b.name: r for b, r in zip(backends, rooms)})
+        graph_buffers_header(out, graph_buffers)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)

@@ -13,8 +13,9 @@ from ..errors import Exit
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP, NullWatch
 from . import iterstats, launchcost, looptrace
-from .collectives.base import CHUNK, algbw, busbw, Ctx, exact_reason, poison_value
-from .modes import MODE_KEYS
+from .collectives.base import (CHUNK, algbw, busbw, Ctx, data_values, exact_reason, fill_chunks,
+                               index, poison_value)
+from .modes import MODE_KEYS, MODE_TEXT
 from .sizes import format_size, parse_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
@@ -76,6 +77,44 @@ def footprint(plan, n, sizes, modes_of=lambda coll: coll.modes):
                 if "in" in modes:
                     recv = max(recv, max(c.send, c.recv) * dt.size)
     return send, recv
+
+
+GIB = 1 << 30
+
+
+def nccl_reserve(total):
+    """Device bytes the buffers must leave free of total: NCCL allocates its ring, tree,
+    NVLS and P2P buffers at each algorithm's first use, mid-sweep, and graphs and the check
+    need room too. As nccl-tests (common.cu): 1 GiB per 16 GiB installed, at most 4 GiB,
+    plus 1 GiB for the rest."""
+    return min(-(-total // (16 * GIB)), 4) * GIB + GIB
+
+
+def sizes_with_room(plan, n, total, modes_of):
+    """The plan's sizes, the largest dropped while the buffers they need would not leave
+    nccl_reserve(total) free (the smallest is kept: allocate() says if even it fails)."""
+    sizes = list(plan.sizes)
+    room = total - nccl_reserve(total)
+    while len(sizes) > 1 and sum(footprint(plan, n, sizes, modes_of)) > room:
+        sizes.pop()
+    return sizes
+
+
+def reserve_room(session, backend, plan):
+    """On GPUs, lower the plan's largest size (-e) so that the buffers leave NCCL its room
+    on the GPU with the least memory; {device_bytes, reserve_bytes, maxbytes, lowered_to}
+    (lowered_to None when -e stood), None on CPUs."""
+    total = backend.device_total_bytes()
+    if total is None:
+        return None
+    total = min(session.comm.allgather(total))
+    sizes = sizes_with_room(plan, session.size, total, backend.modes)
+    room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total),
+            "maxbytes": plan.sizes[-1], "lowered_to": None}
+    if len(sizes) < len(plan.sizes):
+        room["lowered_to"] = sizes[-1]
+        plan.sizes = sizes
+    return room
 
 
 def allocate(session, backend, plan):
@@ -164,7 +203,7 @@ class Engine:
         self.watch = getattr(session, "watch", None) or NullWatch()
         self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
         self.early = faults.early_factor(session.rank)
-        self.launch_cost = None   # seconds per call launch (GPUs): rows near it are marked
+        self.launch_cost = None   # {collective: seconds per launch} (GPUs): rows near it are marked
 
     def run(self):
         self.watch.arm("allocating buffers")
@@ -177,8 +216,16 @@ class Engine:
             if self.s.size < coll.min_ranks:
                 self.s.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
                 continue
+            if not self.modes_run(coll):
+                asked = " or ".join(MODE_TEXT[m] for m in self.plan.modes)
+                self.s.out(f"# {coll.name}: skipped, no {asked} call ({self.b.missing_mode})")
+                continue
             total_wrong += self.run_collective(coll, bufs)
         return total_wrong
+
+    def modes_run(self, coll):
+        """The plan's modes this backend has a call for, in the plan's order."""
+        return [m for m in self.plan.modes if m in self.b.modes(coll)]
 
     def run_collective(self, coll, bufs):
         plan, s = self.plan, self.s
@@ -209,11 +256,9 @@ class Engine:
                     ctx.count = c.param
                     local = {}
                     row = f"{coll.name} {format_size(size)} {dt.name} {op}"
-                    for mode in plan.modes:
-                        if mode not in self.b.modes(coll):
-                            continue
+                    for mode in self.modes_run(coll):
                         ctx.in_place = mode == "in"
-                        self.watch.arm(f"{row} {MODE_KEYS[mode].replace('_', '-')}")
+                        self.watch.arm(f"{row} {MODE_TEXT[mode]}")
                         if self.row_faults:
                             faults.trip(self.row_faults.get(size))
                         local[mode] = self._measure(coll, send_t, recv_t, c, mode, ctx,
@@ -239,6 +284,7 @@ class Engine:
         # two calls in flight on the same memory are erroneous for MPI, a race for gloo.
         window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
+        self._initialize(views, ctx)
         barrier = s.comm.barrier
         warm_up(self.b, self.watch, calls, plan.warmup, z, barrier, window)
         trace = looptrace.Trace(barrier) if looptrace.ON else None
@@ -256,6 +302,18 @@ class Engine:
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
         wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1, each
+
+    def _initialize(self, views, ctx):
+        """Data before each timed loop, as nccl-tests' initData: every view the loop cycles
+        through holds this rank's position-sensitive values, not a fresh buffer's zeros
+        (zeros can run faster: less power, hardware that skips them). Not the check's
+        inputs: signed sums of those cancel to zeros over a multiple of 3 ranks."""
+        torch = self.torch
+        values = partial(_rank_values, torch, ctx)
+        for sv, rv in views:
+            fill_chunks(torch, rv, values)
+            fill_chunks(torch, sv, values)    # in place, inside rv
+        self.b.sync()
 
     def _check(self, coll, view, ctx, rounds):
         sv, rv = view
@@ -281,9 +339,6 @@ class Engine:
             # Undefined here (not the root): keep calling, the other ranks make every round.
             wrong = None if w is None or wrong is None else wrong + w
         ctx.seed = 0
-        sv.zero_()
-        rv.zero_()      # leave the buffers as the timed loops found them
-        self.b.sync()
         del graph
         return wrong
 
@@ -314,13 +369,14 @@ class Engine:
                                                         self.plan.per_iter_skip)
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
-        launchcost.mark_rows([row], self.launch_cost)
+        cost = launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph)
+        launchcost.mark_rows([row], cost)
         return row
 
     # ---- who is slow: the largest size again, every rank timing every iteration ----
     def _probe(self, coll, dt, op, size, c, send_t, recv_t, ctx):
         s, plan = self.s, self.plan
-        mode = "in" if "in" in self.b.modes(coll) and "in" in plan.modes else "out"
+        mode = "in" if "in" in self.modes_run(coll) else "out"
         ctx.in_place = mode == "in"
         self.watch.arm(f"{coll.name} per-host probe at {format_size(size)}")
         sv, rv = iteration_views(send_t, recv_t, c, mode, s.rank, 1)[0]
@@ -329,6 +385,10 @@ class Engine:
         gathered = s.comm.gather(times, root=0)
         if s.rank == 0:
             self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
+
+
+def _rank_values(torch, ctx, start, stop):
+    return data_values(torch, ctx, ctx.rank, index(torch, start, stop, ctx.device))
 
 
 def warm_up(backend, watch, calls, warmup, z, barrier, window=1):

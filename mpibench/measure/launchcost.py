@@ -74,23 +74,42 @@ LAUNCHES = 200       # calls timed at start-up: a few milliseconds on a GPU
 WARM = 10            # calls first, untimed (connections, first-use costs)
 
 
-def of_backend(backend, barrier, n=LAUNCHES):
-    """Host seconds per launch of a one-element all_reduce through a torch backend, on every
-    rank together (they are collectives): on a GPU calls bound as the timed loops bind them
-    (async_op=False, queued on the backend's stream), elsewhere async_op=True."""
-    torch, dist = backend.torch, backend.dist
-    x = torch.zeros(1, device=backend.device)
-    if backend.cuda:
-        def call():
-            dist.all_reduce(x)
+def row_cost(costs, collective, graph):
+    """The launch cost a row of `collective` is marked against: its own collective's
+    (costs: {name: seconds}, or None where none was measured); None with -G, where one
+    graph launch starts every captured call and no row pays torch's cost per call."""
+    if graph or not costs:
+        return None
+    return costs.get(collective)
 
-        def finish(_):
-            backend.stream.synchronize()
-    else:
-        def call():
-            return dist.all_reduce(x, async_op=True)
-        finish = wait_all
+
+def of_collective(backend, coll, barrier, root=0, n=LAUNCHES):
+    """Host seconds per launch of coll at its smallest row (one aligned float32 chunk per
+    rank) through a torch backend, on every rank together (they are collectives): on a GPU
+    calls bound as the timed loops bind them (async_op=False, queued on the backend's
+    stream), elsewhere async_op=True. Each collective pays its own host cost: a
+    batch_isend_irecv or a gather's list of chunks costs more than one all_reduce."""
+    from .collectives.base import Ctx
+    from .dtypes import DTYPES
+    torch, dist = backend.torch, backend.dist
+    dt, ranks = DTYPES["float32"], dist.get_world_size()
+    c = coll.counts(4 * ranks, dt.size, ranks)
+    in_place = "out" not in backend.modes(coll)      # in place only: send and recv are one
+    op = "sum" if coll.reduces else "none"
+    ctx = Ctx(rank=dist.get_rank(), n=ranks, root=root if coll.rooted else -1, op=op, dtype=dt,
+              count=c.param, in_place=in_place, backend_op=backend.ops.get(op),
+              device=backend.device)
+    recv = torch.zeros(max(c.send, c.recv), device=backend.device)
+    send = recv if in_place else torch.zeros(c.send, device=backend.device)
+    call = backend.bind(coll, send, recv[:c.recv], ctx, not backend.cuda)
+    finish = (lambda _: backend.stream.synchronize()) if backend.cuda else wait_all
     for _ in range(WARM):
         finish([call()])
     barrier()
     return per_call_seconds(call, n, finish)
+
+
+def of_backend(backend, barrier, n=LAUNCHES):
+    """of_collective for a one-element-per-rank all_reduce: the cheapest call there is."""
+    from .collectives import REGISTRY
+    return of_collective(backend, REGISTRY["all_reduce"], barrier, n=n)

@@ -5,9 +5,11 @@ completion, counting launches made while a call on overlapping memory was still 
 flight. Each rank writes one line per timed loop to stderr:
 
     looptrace rank R: ROW: calls C barriers B most-in-flight M sharing S
+    looptrace rank R: ROW: views V all-zero Z
 
-Tests use it to prove the -z modes barrier as nccl-tests does and that -z 0 never has two
-calls in flight on the same buffer slice. The wrappers add Python work to the loop, so
+Tests use it to prove the -z modes barrier as nccl-tests does, that -z 0 never has two
+calls in flight on the same buffer slice, and that no loop times buffers of zeros (Z: the
+views whose send and receive data were all zero when the loop started). The wrappers add Python work to the loop, so
 times measured with it on mean nothing; nothing sets it in normal use.
 """
 import os
@@ -37,6 +39,7 @@ class Trace:
         self.live = []
         self.most = 0
         self.sharing = 0
+        self.views = self.zero_views = 0
 
     def barrier(self):
         self.barriers += 1
@@ -44,6 +47,8 @@ class Trace:
 
     def calls(self, calls, views):
         """calls, each wrapped; call i runs on views[i % len(views)] as the engine binds them."""
+        self.views = len(views)
+        self.zero_views = sum(1 for view in views if not any(bool(t.any()) for t in view))
         return [self._wrap(call, spans(views[i % len(views)])) for i, call in enumerate(calls)]
 
     def _wrap(self, call, mine):
@@ -61,7 +66,8 @@ class Trace:
 
     def report(self, rank, row):
         sys.stderr.write(f"looptrace rank {rank}: {row}: calls {self.calls_made} barriers "
-                         f"{self.barriers} most-in-flight {self.most} sharing {self.sharing}\n")
+                         f"{self.barriers} most-in-flight {self.most} sharing {self.sharing}\n"
+                         f"looptrace rank {rank}: {row}: views {self.views} all-zero {self.zero_views}\n")
         sys.stderr.flush()
 
 

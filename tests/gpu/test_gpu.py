@@ -113,10 +113,10 @@ def test_launch_cost_in_the_header_and_launch_bound_rows(tmp_path):
     done = gpus(["run", "--backend", "nccl", "--collectives", "all_reduce", "-b", "8",
                  "-e", "64M", "-f", "8", "--json", str(out)])
     assert done.returncode == 0, show(done)
-    m = re.search(r"^# launch cost \(nccl\): ([0-9.]+) us per call", done.stdout, re.M)
+    m = re.search(r"^# launch cost \(nccl\), us per call, .*: all_reduce ([0-9.]+);", done.stdout, re.M)
     assert m and float(m.group(1)) > 0, show(done)
     doc = _doc(out)
-    cost = doc["launch_cost_us"]["nccl"]
+    cost = doc["launch_cost_us"]["nccl"]["all_reduce"]
     assert cost == pytest.approx(float(m.group(1)), abs=0.06)
     for row in doc["results"]:
         for mode in ("out_of_place", "in_place"):

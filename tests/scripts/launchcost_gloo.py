@@ -2,7 +2,8 @@
 
 Each rank prints one line: rank, the launch cost of an async all_reduce, the launch cost
 of the same call after a 2 ms host delay, whether every Work completed, the tensor's
-value after the calls, and of_backend's figure for a gloo backend. MASTER_ADDR/MASTER_PORT must be set by the caller.
+value after the calls, of_backend's figure for a gloo backend, and of_collective's for
+every collective (name=seconds). MASTER_ADDR/MASTER_PORT must be set by the caller.
 """
 import os
 import time
@@ -11,7 +12,9 @@ from types import SimpleNamespace
 import torch
 import torch.distributed as dist
 
-from mpibench.measure.launchcost import of_backend, per_call_seconds, wait_all
+from mpibench.measure.backends.torchdist import TorchBackend
+from mpibench.measure.collectives import REGISTRY
+from mpibench.measure.launchcost import of_backend, of_collective, per_call_seconds, wait_all
 
 rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
 size = int(os.environ["OMPI_COMM_WORLD_SIZE"])
@@ -35,8 +38,10 @@ def slow_call():
 fast = per_call_seconds(call, 100, wait_all)
 done = all(w.is_completed() for w in works)
 slow = per_call_seconds(slow_call, 20, wait_all)
-cpu = SimpleNamespace(torch=torch, dist=dist, device=torch.device("cpu"), cuda=False)
+cpu = TorchBackend(SimpleNamespace(backend="gloo", device=torch.device("cpu")))
 backend = of_backend(cpu, dist.barrier, 50)
+each = " ".join(f"{name}={of_collective(cpu, coll, dist.barrier, size - 1, 50):.9f}"
+                for name, coll in REGISTRY.items())
 print(f"rank={rank} fast={fast:.9f} slow={slow:.9f} completed={done} value={x.item()} "
-      f"backend={backend:.9f}", flush=True)
+      f"backend={backend:.9f} {each}", flush=True)
 dist.destroy_process_group()

@@ -41,6 +41,7 @@ class TorchBackend:
         self.name = name or session.backend
         self.device = device or session.device
         self.cuda = self.device is not None and self.device.type == "cuda"
+        self.pool = None          # -G: the buffers' torch.cuda.MemPool (graph_allocator)
         if self.cuda:
             # Current from here on (this thread): buffers, fills, warm-up, timed loops,
             # graph capture and replays, checks and events all use it.
@@ -91,20 +92,42 @@ class TorchBackend:
         work.wait()
 
     # ---- buffers ----
+    def graph_allocator(self):
+        """-G: the buffers from here on come from the process group's own allocator
+        through a torch.cuda.MemPool where torch offers one (NCCL's: ncclMemAlloc, cuMem
+        memory that NCCL registers during graph capture, as nccl-tests allocates them).
+        Returns {"allocator", "registered", "reason"} for the header and the JSON."""
+        torch = self.torch
+        try:
+            group = self.dist.distributed_c10d._get_default_group()
+            self.pool = torch.cuda.MemPool(group._get_backend(self.device).mem_allocator)
+        except (AttributeError, RuntimeError) as exc:
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            return {"allocator": "torch caching allocator", "registered": False, "reason": reason}
+        return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
+
     def alloc(self, nbytes, rank):
         oom_fault(rank, nbytes)
-        return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
+        if self.pool is None:
+            return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
+        with self.torch.cuda.use_mem_pool(self.pool, self.device):
+            return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 
     def typed(self, buf, dtype):
         usable = buf.numel() - buf.numel() % dtype.size
         return buf[:usable].view(torch_dtype(dtype))
 
     def is_oom(self, exc):
-        return is_oom(self.torch, exc)
+        # ncclMemAlloc's failure names NCCL's error, not the memory
+        return is_oom(self.torch, exc) or (self.pool is not None and "ncclMemAlloc" in str(exc))
 
     def sync(self):
         if self.cuda:
             self.torch.cuda.synchronize(self.device)
+
+    def device_total_bytes(self):
+        """Memory of this rank's GPU (None on CPUs)."""
+        return self.torch.cuda.get_device_properties(self.device).total_memory if self.cuda else None
 
     def device_peak_bytes(self):
         """Peak device memory torch allocated on this rank's GPU (None on CPUs)."""

@@ -45,6 +45,9 @@ class Collective:
     modes = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
     mpi_modes = None        # what MPI can express, when it differs from modes
     min_ranks = 1
+    # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
+    # collective; said in the header and the JSON, for those who compare the rows
+    torch_notes = {}
 
     @property
     def symmetric(self):

@@ -7,8 +7,10 @@ from .base import Collective, data_values, fill_chunks, index, poison_value
 class Broadcast(Collective):
     name = "broadcast"
     rooted = True
-    # Out of place: the root sends from its send buffer, the others receive into their
-    # receive buffer (torch.distributed.broadcast takes one tensor per rank).
+    torch_notes = dict.fromkeys((("nccl", "out"), ("gloo", "out")), (
+        "out-of-place is one in-place call on every rank (torch's broadcast takes one tensor): "
+        "the root sends from its send buffer and its receive buffer is not written, where "
+        "nccl-tests' ncclBroadcast also copies the data into it"))
 
     def fill(self, send, recv, ctx):
         import torch

@@ -8,6 +8,9 @@ from .all_gather import AllGather
 class Gather(AllGather):
     name = "gather"
     rooted = True
+    torch_notes = dict.fromkeys((("nccl", "out"), ("nccl", "in")), (
+        "torch copies the root's own chunk with copy_ (a separate CUDA copy beside its NCCL "
+        "receives), where nccl-tests' root receives it from itself through NCCL"))
 
     def expected(self, ctx, start, stop):
         if ctx.rank != ctx.root:

@@ -11,6 +11,9 @@ class Scatter(ReduceScatter):
     reduces = False
     rooted = True
     mpi_modes = None          # MPI_IN_PLACE at the root keeps nccl-tests' in-place layout
+    torch_notes = dict.fromkeys((("nccl", "out"), ("nccl", "in")), (
+        "torch copies the root's own chunk with copy_ (a separate CUDA copy beside its NCCL "
+        "sends), where nccl-tests' root sends it to itself through NCCL"))
 
     def fill(self, send, recv, ctx):
         import torch
