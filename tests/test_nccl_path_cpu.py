@@ -2,6 +2,8 @@
 arguments it passes (an upgrade that renames one fails here, in CI), the row deadline counts
 -G's replays, the memory line reports device memory, and the TORCH_NCCL_BLOCKING_WAIT note."""
 import inspect
+import os
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -136,6 +138,16 @@ def test_gpu_and_host_memory_backends_are_named_in_header_and_comparison():
     assert said in comparison_lines(doc)
     assert not any("moves" in line for line in comparison(rows, "gloo", "mpi", {"gloo": "host",
                                                                                "mpi": "host"})[1])
+
+
+def test_the_modes_gpu_tests_expect_are_the_registry_s():
+    """tests/gpu expect rows by gpu_helpers.MODES: the collective registry decides them, so
+    a GPU test never waits for a row that a correct run does not print."""
+    from conftest import ROOT
+    sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+    import gpu_helpers
+    assert gpu_helpers.MODES == {name: c.modes for name, c in REGISTRY.items()}
+    assert gpu_helpers.NEEDS_TWO == {name for name, c in REGISTRY.items() if c.min_ranks > 1}
 
 
 def test_setup_cfg_states_the_lowest_torch_and_why():
