@@ -152,8 +152,6 @@ _FILE_MARKERS = {
     "test_slurmcluster.py": ("slurm", "cluster", "root", "slow"),
     "test_fakecluster.py": ("cluster", "root", "slow"),
     "test_multihost.py": ("cluster", "root", "slow"),
-    "test_gpu.py": ("gpu",),
-    "test_gpu_buffers.py": ("gpu",),
     "test_reliability.py": ("slow",),
     "test_train.py": ("slow",),
     "test_blocking_modes.py": ("slow",),
@@ -164,6 +162,8 @@ _CLUSTER_WORDS = ("FakeCluster", "fakecluster.", "slurmcluster.")
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = set(_FILE_MARKERS.get(os.path.basename(str(item.fspath)), ()))
+        if os.path.basename(os.path.dirname(str(item.fspath))) == "gpu":      # tests/gpu/
+            names.add("gpu")
         try:
             source = inspect.getsource(item.function)
         except (AttributeError, OSError, TypeError):

@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -149,6 +150,44 @@ def test_nccl_log_pairs_are_per_host_pair():
                                                   ("gpu1", "gpu2"): ["NET/IB"]}
     assert nccllog.parse(FIXTURES["NET/Socket"])["network"] == "Socket"
     assert nccllog.parse_line("gpu1:1:2 [0] NCCL INFO Channel 00/02 :    0   1") is None
+
+
+REAL_LOGS = Path(ROOT).parent / "shared" / "realworld" / "nccl-tests"
+
+
+def _real_log(prefix):
+    if not REAL_LOGS.is_dir():
+        pytest.skip(f"{REAL_LOGS} is absent (the real logs live beside the repository)")
+    [path] = REAL_LOGS.glob(prefix + "_*.txt")
+    text = path.read_text(errors="replace")
+    hosts = {}
+    for line in text.splitlines():
+        m = re.search(r"(\S+?):\d+:\d+ \[\d+\] NCCL INFO comm \S+ rank (\d+) nRanks", line)
+        if m:
+            hosts[int(m.group(2))] = m.group(1).split(":")[-1]
+    return text, [hosts[r] for r in range(len(hosts))]
+
+
+def test_nccl_2_21_summary_line_is_not_collnet_nor_nvls_use():
+    """Real NCCL_DEBUG=INFO logs (README.md of the real logs names their sources): 15 is
+    NCCL 2.21.5 on 2 hosts, '8 coll channels, 8 collnet channels' and no CollNet
+    connection; 04 is NCCL 2.22.3 on 2 hosts of 8 H100, whose 'NVLS comm ... headRank'
+    lines show NVLS in use. Without those lines its '16 nvls channels' alone (NVLS
+    supported) is not NVLS in use."""
+    text, hosts = _real_log("15")
+    assert "8 coll channels, 8 collnet channels, 0 nvls channels" in text
+    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    assert not any("CollNet" in used or "NVLS" in used for used in found.values()), found
+    text, hosts = _real_log("04")
+    assert "NCCL version 2.22.3" in text and " 16 collnet channels, 16 nvls channels" in text
+    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    between = found[("test-nccl-worker-0", "test-nccl-worker-1")]
+    assert "CollNet" not in between and "NVLS" in found[("test-nccl-worker-0",) * 2], found
+    assert nccllog.parse(text)["hosts"] == {"test-nccl-worker-0", "test-nccl-worker-1"}
+    unused = "\n".join(line for line in text.splitlines()
+                       if "NVLS comm" not in line and "Connected NVLS" not in line)
+    parsed = nccllog.parse(unused)
+    assert not parsed["nvls"] and not parsed["collnet"], parsed
 
 
 def test_transport_findings_flag_sockets_where_rdma_exists():

@@ -181,3 +181,41 @@ def test_cuda_visible_devices_is_not_forwarded_to_other_hosts(tmp_path, kind):
     assert r.returncode == 0, r.stdout + r.stderr
     seen = dict(re.findall(r"^# host (h\d) .*?CUDA_VISIBLE_DEVICES (\S+)$", r.stdout, re.M | re.S))
     assert seen == {"h1": "0", "h2": "5"}, r.stdout
+
+
+# ---- which GPU each rank drives -----------------------------------------------------
+def test_device_choice_of_ranks_bound_per_task_or_sharing_all(monkeypatch):
+    """Pure logic with patched device counts: eight ranks of a host that each see one GPU
+    (srun --gpus-per-task=1, --gpu-bind=single:1) all take device 0 of their own GPU;
+    NCCL_TESTS_DEVICE picks one index on every rank, as in nccl-tests; two ranks on one
+    physical GPU are refused, naming binding per task."""
+    pick = gpuhost.device_index
+    assert [pick(r, 1, {})[0] for r in range(8)] == [0] * 8
+    assert [pick(r, 8, {})[0] for r in range(8)] == list(range(8))
+    assert [pick(r, 2, {})[0] for r in range(4)] == [0, 1, 0, 1]
+    assert pick(5, 4, {"NCCL_TESTS_DEVICE": "2"}) == (2, None)
+    assert "not a device index below the 4 GPUs" in pick(0, 4, {"NCCL_TESTS_DEVICE": "4"})[1]
+    assert "NCCL_TESTS_DEVICE=x" in pick(0, 4, {"NCCL_TESTS_DEVICE": "x"})[1]
+    assert pick(0, 0, {})[0] is None
+    per_task = [("h1", f"GPU-{r}", 1, 0) for r in range(8)]
+    assert gpuhost.shared_gpu(per_task, {}) is None
+    assert gpuhost.shared_gpu(per_task + [("h2", "GPU-0", 1, 0)], {}) is None   # another host
+    crowded = [("h1", f"GPU-{r % 4}", 4, r % 4) for r in range(8)]
+    text = gpuhost.shared_gpu(crowded, {})
+    assert text.startswith("ranks 0 and 4 on host h1 would share one GPU (GPU-0, device 0 of "
+                           "the 4 rank 4 sees)") and "--gpus-per-task=1" in text, text
+    forced = [("h1", "GPU-2", 4, 2)] * 2
+    assert "(NCCL_TESTS_DEVICE=2)" in gpuhost.shared_gpu(forced, {"NCCL_TESTS_DEVICE": "2"})
+
+
+def test_doctor_agrees_on_devices_through_the_side_channel(tmp_path):
+    """Three ranks under mpirun on one host, each seeing two GPUs of the same ids (the test
+    switch stands for them): local ranks 0 and 2 both take device 0 (Open MPI may number
+    local ranks in another order than ranks), and doctor says why it did not check rather
+    than starting two probes on one GPU."""
+    planted = ",".join(f"ncclcheck:{r}:GPU-a/GPU-b" for r in range(3))
+    done = mpirun(3, ["doctor", "--nccl-timeout", "60"], env={"MPIBENCH_FAULT": planted},
+                  timeout=180)
+    assert done.returncode == 0, show(done)
+    assert re.search(r"not checked: ranks \d and (\d) on host \S+ would share one GPU \(GPU-a, "
+                     r"device 0 of the 2 rank \1 sees\): .*--gpus-per-task=1", done.stdout), show(done)

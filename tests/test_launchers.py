@@ -164,9 +164,28 @@ def test_small_run(kind, tmp_path):
     r = run([*prefix, *TINY_RUN, "--json", out], env=e)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = run_doc(out)
+    assert doc["world"]["barrier"] == {"torchrun": "TCPStore counter (add, then wait for the "
+                                                   "last rank's key)",
+                                       "none": "none (one process)"}.get(name, "MPI_Barrier")
     if n == 1:   # one rank: no per-host probe worth a table; placement and rows only
         assert [(d["rank"], d["hostname"], d["local_rank"]) for d in doc["config"]["devices"]] \
             == [(0, HOST, 0)]
         assert doc["world"]["launcher"] == name and doc["results"]
     else:
         assert_run_ok(doc, [HOST], n, name)
+
+
+@needs_venv
+def test_store_barrier_under_torchrun_holds_every_rank():
+    """Without MPI the timing barrier is the store's counter: no rank leaves before the
+    last one arrives, in 30 rounds of 3 ranks with one late rank each round; the spread
+    of exit times is printed beside that of the sequential gets it replaced (figures
+    only: a loaded machine decides them)."""
+    r = run([VENV / "bin" / "torchrun", "--standalone", "--nproc-per-node=3",
+             LAUNCH.parent / "tests" / "scripts" / "store_barrier.py", "30"],
+            env=env(PYTHONPATH=LAUNCH.parent))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.startswith("barrier=")]
+    print("\n".join(lines))
+    assert len(lines) == 2 and lines[1].startswith('barrier="TCPStore counter'), r.stdout
+    assert all(line.endswith(" early_exits=0") for line in lines), r.stdout

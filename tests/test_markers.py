@@ -3,8 +3,8 @@ import subprocess
 
 from conftest import PYTHON, ROOT
 
-FILES = ["tests/test_fakecluster.py", "tests/test_run.py", "tests/gpu/test_gpu.py",
-         "tests/test_layout.py"]
+FILES = ["tests/test_fakecluster.py", "tests/test_run.py", "tests/gpu/test_gpu_one.py",
+         "tests/gpu/test_gpu_multi.py", "tests/gpu/test_gpu_verify.py", "tests/test_layout.py"]
 
 
 def collected(expr):
@@ -23,10 +23,11 @@ def test_markers_select_by_file_and_by_what_a_test_starts():
     assert not any(t.startswith("tests/test_layout.py") for t in cluster)
     # a GPU test is a cluster test only when it starts hosts
     assert {t for t in cluster if t.startswith("tests/gpu/")} == \
-        {"tests/gpu/test_gpu.py::test_two_namespace_hosts_of_two_gpus"}
+        {"tests/gpu/test_gpu_multi.py::test_two_namespace_hosts_of_two_gpus"}
     assert "tests/test_run.py::test_fnum_prints_as_nccl_tests_printed" not in cluster
     gpu = collected("gpu")
     assert gpu and all(t.startswith("tests/gpu/") for t in gpu)
+    assert {t.split("::")[0] for t in gpu} == set(FILES[2:5])
     quick = collected("not cluster and not slow and not gpu")
     assert "tests/test_run.py::test_fnum_prints_as_nccl_tests_printed" in quick
     assert not quick & (cluster | gpu)

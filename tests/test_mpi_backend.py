@@ -79,7 +79,8 @@ def test_gloo_and_mpi_side_by_side(tmp_path):
     assert "# ======== backend mpi ========" in done.stdout
     assert "# gloo vs mpi: busbw ratio mpi/gloo per size" in done.stdout
     comp = doc["comparison"]
-    assert comp["backends"] == ["gloo", "mpi"]
+    assert comp["backends"] == ["gloo", "mpi"] and comp["memory"] == {"gloo": "host", "mpi": "host"}
+    assert "# buffers:" not in done.stdout and " moves " not in done.stdout
     sizes = {row["size"] for row in doc["results"] if row["collective"] == "all_reduce"}
     ar = [c for c in comp["rows"] if c["collective"] == "all_reduce"]
     assert {c["size"] for c in ar} == sizes and all(c["mode"] == "in_place" for c in ar)

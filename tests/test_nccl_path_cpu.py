@@ -3,6 +3,8 @@ arguments it passes (an upgrade that renames one fails here, in CI), the row dea
 -G's replays, the memory line reports device memory, the room left for NCCL's own buffers,
 and the TORCH_NCCL_BLOCKING_WAIT note."""
 import inspect
+import os
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -116,6 +118,40 @@ def test_blocking_wait_is_named_in_the_header(value, names, said):
     assert (note is not None) == said
     if said:
         assert "point-to-point waits block the host, so -z 0 sendrecv behaves as -z 2" in note
+
+
+def test_gpu_and_host_memory_backends_are_named_in_header_and_comparison():
+    """--backend nccl,mpi: NCCL on GPU buffers, MPI on host buffers; the header and the
+    comparison table say so, and say nothing where both use host memory (gloo,mpi)."""
+    from mpibench.results.summary import comparison, comparison_lines
+    nccl, mpi, gloo = (SimpleNamespace(name="nccl", cuda=True), SimpleNamespace(name="mpi"),
+                       SimpleNamespace(name="gloo", cuda=False))
+    assert run.memory_note([gloo, mpi]) is None
+    assert run.memory_note([nccl, mpi]) == (
+        "# buffers: nccl in GPU memory, mpi in host memory; MPI gets host buffers (CUDA-aware "
+        "MPI is not used), so the backends are compared on different data paths, not only "
+        "different libraries")
+    mode = {"time_us": 10.0, "algbw_GBps": 1.0, "busbw_GBps": 1.0}
+    rows = [{"backend": b, "collective": "all_reduce", "size": 1024, "type": "float",
+             "redop": "sum", "root": -1, "in_place": mode, "out_of_place": None}
+            for b in ("nccl", "mpi")]
+    memory = run.buffer_memory([nccl, mpi])
+    said = "# nccl moves GPU memory, mpi host memory: different data paths, not only different libraries"
+    assert said in comparison(rows, "nccl", "mpi", memory)[1]
+    doc = {"results": rows, "comparison": {"backends": ["nccl", "mpi"], "memory": memory}}
+    assert said in comparison_lines(doc)
+    assert not any("moves" in line for line in comparison(rows, "gloo", "mpi", {"gloo": "host",
+                                                                               "mpi": "host"})[1])
+
+
+def test_the_modes_gpu_tests_expect_are_the_registry_s():
+    """tests/gpu expect rows by gpu_helpers.MODES: the collective registry decides them, so
+    a GPU test never waits for a row that a correct run does not print."""
+    from conftest import ROOT
+    sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+    import gpu_helpers
+    assert gpu_helpers.MODES == {name: c.modes for name, c in REGISTRY.items()}
+    assert gpu_helpers.NEEDS_TWO == {name for name, c in REGISTRY.items() if c.min_ranks > 1}
 
 
 def test_setup_cfg_states_the_lowest_torch_and_why():

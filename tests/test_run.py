@@ -268,6 +268,54 @@ def test_per_host_table_names_the_hosts(tmp_path):
         assert abs(int(s[4]) - x[3] * 8 / rate * 100) <= 0.5 + 1e-9, (s, x, rate)
 
 
+# ---- what the check counts: NaN, a poison clear of every result, avg it cannot judge ----
+
+def test_poison_is_no_valid_output_and_avg_says_when_it_cannot_judge():
+    import torch
+    from mpibench.measure.collectives.base import (Ctx, count_wrong, exact_reason, poison_value,
+                                                   reduce_result)
+    from mpibench.measure.dtypes import DTYPES, OPS
+    i = torch.arange(0, 60, dtype=torch.int64)
+    for dt in DTYPES.values():
+        poison = poison_value(dt)
+        assert not 0 <= poison < dt.period, dt                    # no data value
+        for op in OPS:
+            for n in (1, 2, 3, 4, 5, 7, 8, 126):
+                ctx = Ctx(rank=0, n=n, root=0, op=op, dtype=dt)
+                if exact_reason(ctx) is None:
+                    assert not (reduce_result(torch, ctx, i) == poison).any(), (dt, op, n)
+    bf16 = DTYPES["bfloat16"]
+    assert exact_reason(Ctx(0, 7, 0, "avg", bf16)) is None
+    for n in (8, 126):                        # (n + 2) eps is half the step 1/n or more
+        assert "not less than half the step between results" in exact_reason(Ctx(0, n, 0, "avg", bf16))
+    assert exact_reason(Ctx(0, 126, 0, "avg", DTYPES["float32"])) is None
+
+    class Coll:
+        def expected(self, ctx, start, stop):
+            return reduce_result(torch, ctx, torch.arange(start, stop))
+    ctx = Ctx(0, 4, 0, "avg", DTYPES["float32"])
+    got = reduce_result(torch, ctx, torch.arange(0, 10)).float()
+    assert count_wrong(torch, Coll(), got, ctx) == 0
+    got[3] = float("nan")
+    got[5] += 0.25                            # a step of 1/n is wrong
+    assert count_wrong(torch, Coll(), got, ctx) == 2
+
+
+def test_a_nan_in_an_avg_output_fails_the_check(tmp_path):
+    """corrupt:1:nan writes NaN into rank 1's first output element: avg's check, which
+    allows a rounding error, counts it all the same."""
+    out = tmp_path / "nan.json"
+    done = mpirun(2, ["--collectives", "all_reduce,reduce_scatter", "-o", "avg", "-d",
+                      "float32,bfloat16", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0",
+                      "--probe-iters", "0", "-c", "1", "--json", str(out)],
+                  env={"MPIBENCH_FAULT": "corrupt:1:nan"})
+    assert done.returncode == 1, show(done)
+    rows = json.loads(out.read_text())["results"]
+    wrong = [(r["collective"], r["dtype"], m, r[m]["nwrong"]) for r in rows
+             for m in MODES[r["collective"]]]
+    assert len(wrong) == 6 and all(w[3] == 1 for w in wrong), wrong
+
+
 # ---- a corrupted output must fail the check; an existing file is never overwritten ----
 
 def test_corrupt_output_fails_and_existing_json_is_kept(tmp_path):

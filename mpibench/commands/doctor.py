@@ -185,13 +185,20 @@ def nccl_check(session, args):
         r, why = bad[0]
         result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
         return result
+    planted = faults.get("ncclcheck", session.rank)     # test switch: the GPUs this rank sees
+    gpus = None if planted is None else (planted.split("/") if planted else [f"gpu-{session.rank}"])
+    device, why = bootstrap.gpu_index(session, os.environ, gpus)
+    whys = [w for w in session.comm.allgather(why) if w]
+    if whys:
+        result["skipped"] = whys[0]
+        return result
     # rank 0 serves the probes' rendezvous; each rank's probe process joins it
     store, addr, port = bootstrap.rank0_store(
         session, os.environ, datetime.timedelta(seconds=args.nccl_timeout), join=False)
     folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
     log = os.path.join(folder, "nccl.log")
     env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
-               MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {session.local_rank}",
+               MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {device}",
                MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout))
     error = None
     try:
@@ -231,7 +238,4 @@ def _cannot_check(session, args):
         return "no CUDA GPU visible to torch (NCCL needs one)"
     if not dist.is_nccl_available():
         return f"this torch ({torch.__version__}) has no NCCL"
-    if session.local_rank >= torch.cuda.device_count():
-        return (f"host {session.hostname} has more ranks than visible GPUs "
-                f"({torch.cuda.device_count()})")
     return None

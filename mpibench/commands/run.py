@@ -231,9 +231,9 @@ def header(session, out, plans, backends, records, versions):
     for backend, p in zip(backends, plans):
         out.say(f"# -z {p.blocking}{f' ({backend.name})' if len(backends) > 1 else ''}: "
                 f"{blocking_mode_text(backend, p.blocking)}")
-    note = blocking_wait_note(backends)
-    if note:
-        out.say(note)
+    for note in (blocking_wait_note(backends), memory_note(backends)):
+        if note:
+            out.say(note)
     if plan.per_iter:
         out.say(f"# per-iteration report: {'CUDA events' if backends[0].cuda else 'host clock'}"
                 f" per iteration; i_* use the slowest rank in each iteration"
@@ -285,6 +285,22 @@ def blocking_wait_note(backends, environ=None):
         return ("# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host, so -z 0 "
                 "sendrecv behaves as -z 2 (each call waited for before the next)")
     return None
+
+
+def buffer_memory(backends):
+    """{backend: 'GPU' or 'host'}: where each backend's buffers live."""
+    return {b.name: "GPU" if getattr(b, "cuda", False) else "host" for b in backends}
+
+
+def memory_note(backends):
+    """The header's line when the backends' buffers live in different memories: NCCL's on
+    the GPU, MPI's on the host (mpibench hands MPI host buffers, never CUDA-aware ones)."""
+    where = buffer_memory(backends)
+    if len(set(where.values())) < 2:
+        return None
+    return ("# buffers: " + ", ".join(f"{n} in {w} memory" for n, w in where.items())
+            + "; MPI gets host buffers (CUDA-aware MPI is not used), so the backends are "
+              "compared on different data paths, not only different libraries")
 
 
 def launch_costs(session, backends, plans):
@@ -403,12 +419,13 @@ def summary(session, out, wrong, names, threshold=None):
     out.set(**fields)
 
 
-def comparison(out, names):
+def comparison(out, backends):
     """Rows of both backends side by side, with the second's bandwidth over the first's."""
-    rows, lines = backends_side_by_side(out.doc["results"], *names)
+    names, memory = [b.name for b in backends], buffer_memory(backends)
+    rows, lines = backends_side_by_side(out.doc["results"], *names, memory=memory)
     for line in lines:
         out.say(line)
-    out.set(comparison={"backends": list(names), "rows": rows})
+    out.set(comparison={"backends": names, "memory": memory, "rows": rows})
 
 
 def memory_summary(session, out, memory):
@@ -518,7 +535,7 @@ def execute(session, args):
             per_rank_table(session, out)
         memory_summary(session, out, memory)
         if len(backends) > 1:
-            comparison(out, names)
+            comparison(out, backends)
         for line in line_rate_lines(out.doc):
             out.say(line)
         summary(session, out, wrong, names, args.min_bw)

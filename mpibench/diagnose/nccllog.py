@@ -7,7 +7,10 @@ NCCL prints one line per channel connection when a communicator connects, e.g.
     h1:4011:4090 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
     h1:4011:4090 [0] NCCL INFO CollNet 00/0 : 0 [send] via COLLNET/SHARP/0/GDRDMA
 
-and a summary line whose 'nvls channels' count says whether NVLink SHARP is in use.
+NVLink SHARP in use shows as 'NVLS comm 0x... headRank ...' (its buffers, set up when
+NVLS runs) or 'Connected NVLS tree'. The summary line 'N coll channels, N collnet channels,
+N nvls channels, ...' shows neither: its nvls count says NVLS is supported, and its collnet
+count has been the coll channel count since NCCL 2.21 (init.cc prints comm->nChannels twice).
 Pure functions: lines in, transports out.
 """
 import re
@@ -16,11 +19,10 @@ _CHANNEL = re.compile(
     r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[[0-9a-fA-F]+\])? -> (\d+)"
     r"(?:\[[0-9a-fA-F]+\])?(?: \[(send|receive)\])? via (\S+(?: pointer)?)")
 _COLLNET = re.compile(r"NCCL INFO (?:CollNet|Coll) \d+(?:/\d+)? : (\d+) \[(send|receive)\] via COLLNET/")
-_CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?")
-_NVLS_CONNECTED = re.compile(r"NCCL INFO Connected NVLS")
+_NVLS_USED = re.compile(r"NCCL INFO (?:Connected NVLS|NVLS comm \S+ headRank )")
 _VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
 _NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
-_PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)?([^\s:]+):\d+:\d+ \[\d+\] NCCL")
+_PREFIX = re.compile(r"^(?:\[[^\]]*\](?:<\w+>:)?\s*)?([^\s:]+):\d+:\d+ \[\d+\] NCCL")   # mpirun --tag-output
 
 
 def transport_name(via):
@@ -63,14 +65,7 @@ def parse(text):
         if _COLLNET.search(line):
             out["collnet"] = True
             continue
-        m = _CHANNELS.search(line)
-        if m:
-            if m.group(2) and int(m.group(2)) > 0:
-                out["collnet"] = True
-            if m.group(3) and int(m.group(3)) > 0:
-                out["nvls"] = True
-            continue
-        if _NVLS_CONNECTED.search(line):
+        if _NVLS_USED.search(line):
             out["nvls"] = True
             continue
         m = _VERSION.search(line)

@@ -4,7 +4,9 @@ NCCL reads NCCL_DEBUG and NCCL_DEBUG_FILE once per process, so each rank of doct
 starts one of these with them set; the log it leaves says which transports every
 channel used. Started by commands/doctor.py, not by users:
 
-    MPIBENCH_PROBE="addr port rank size local_rank" python -m mpibench.diagnose.ncclprobe
+    MPIBENCH_PROBE="addr port rank size device" python -m mpibench.diagnose.ncclprobe
+
+device: the CUDA device index doctor chose for the rank (bootstrap.gpu_index).
 """
 import datetime
 import os
@@ -14,16 +16,16 @@ from ..launch import bootstrap
 
 
 def main():
-    addr, port, rank, size, local_rank = os.environ["MPIBENCH_PROBE"].split()
-    rank, size, local_rank = int(rank), int(size), int(local_rank)
+    addr, port, rank, size, device = os.environ["MPIBENCH_PROBE"].split()
+    rank, size, device = int(rank), int(size), int(device)
     import torch
     import torch.distributed as dist
-    torch.cuda.set_device(local_rank)
+    torch.cuda.set_device(device)
     timeout = datetime.timedelta(seconds=float(os.environ.get("MPIBENCH_PROBE_TIMEOUT", "120")))
     store = bootstrap.join_store(addr, int(port), size, timeout)
     dist.init_process_group("nccl", store=dist.PrefixStore("ncclprobe", store), rank=rank,
                             world_size=size, timeout=timeout,
-                            device_id=torch.device("cuda", local_rank))
+                            device_id=torch.device("cuda", device))
     # A large and a small all_reduce: rings and trees (and NVLS/CollNet when chosen)
     # connect on first use.
     for n in (16 << 20, 1024):

@@ -14,7 +14,8 @@ def gather(session):
 def world(session, backends):
     """Where the job ran, as the results document records it."""
     return {"size": session.size, "hosts": list(dict.fromkeys(session.hosts)),
-            "launcher": session.launcher, "backend": backends, "rendezvous": session.rendezvous}
+            "launcher": session.launcher, "backend": backends, "rendezvous": session.rendezvous,
+            "barrier": session.comm.barrier_kind}
 
 
 def rank_line(r):
@@ -35,7 +36,8 @@ def describe(session, out, backend_names, records, versions, config):
     out.say(f"# backend{'s' if len(backend_names) > 1 else ''} {backends}, launcher "
             f"{session.launcher}, {session.size} rank{'s' if session.size != 1 else ''} on "
             f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}, rendezvous "
-            f"{session.rendezvous or 'none (no torch process group)'}")
+            f"{session.rendezvous or 'none (no torch process group)'}; timing barrier "
+            f"{session.comm.barrier_kind}")
     per_host = {}
     for r, v in zip(records, versions):
         per_host.setdefault(r["hostname"], v)

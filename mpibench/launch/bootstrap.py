@@ -156,19 +156,26 @@ def _warn_if_gpus_unseen(session):
         sys.stderr.flush()
 
 
-def _pick_device(session, backend):
+def _pick_device(session, backend, env):
     import torch
     if backend != "nccl":
         return torch.device("cpu"), None
-    count = torch.cuda.device_count()
-    if session.local_rank >= count:
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        shown = f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else ""
-        return None, (f"host {session.hostname} has {session.local_size} ranks but "
-                      f"{count} visible GPU{'s' if count != 1 else ''}{shown}: start at most "
-                      f"{count} ranks per host, or make more GPUs visible")
-    torch.cuda.set_device(session.local_rank)
-    return torch.device("cuda", session.local_rank), None
+    index, error = gpu_index(session, env)
+    if error is None:
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index), None
+    return None, error
+
+
+def gpu_index(session, env, gpus=None):
+    """(this rank's CUDA device index, error or None), agreed through the side channel so
+    that no two ranks of a host drive one physical GPU; every rank must call it. gpus:
+    the ids of the GPUs this rank sees (gpuhost.visible_gpus() when None)."""
+    gpus = gpuhost.visible_gpus() if gpus is None else gpus
+    index, error = gpuhost.device_index(session.local_rank, len(gpus), env)
+    mine = None if error else (session.hostname, gpus[index], len(gpus), index)
+    told = session.comm.allgather(mine)
+    return index, error or gpuhost.shared_gpu([t or (None, None, 0, None) for t in told], env)
 
 
 def pg_timeout(timeout):
@@ -307,7 +314,7 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     backend = _agreed_backend(session, backend)
     session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname)
     session.agree(error)
-    device, error = _pick_device(session, backend)
+    device, error = _pick_device(session, backend, env)
     session.agree(error)
     session.backend, session.device = backend, device
     if init_pg:

@@ -12,6 +12,7 @@ import time
 
 class Comm:
     kind = "self"
+    barrier_kind = "none (one process)"    # what the timing barriers are, for the header
     rank = 0
     size = 1
 
@@ -66,6 +67,7 @@ def mpi_library_version():
 
 class MPIComm(Comm):
     kind = "mpi"
+    barrier_kind = "MPI_Barrier"
 
     def __init__(self):
         import mpi4py
@@ -108,30 +110,36 @@ class MPIComm(Comm):
 
 
 class StoreComm(Comm):
-    """Gathers through a torch Store (TCPStore): set your key, read everyone's."""
+    """Gathers through a torch Store (TCPStore): set your key, read everyone's in one
+    multi_get. Its barrier is a counter: each rank adds one, the last to arrive sets the
+    key the others wait on (the store wakes every waiter at once), and deletes the
+    previous barrier's keys, which every rank has left by then."""
     kind = "store"
+    barrier_kind = "TCPStore counter (add, then wait for the last rank's key)"
 
     def __init__(self, store, rank, size):
         self.store = store
         self.rank = rank
         self.size = size
         self._seq = 0
+        self._barriers = 0
 
     def _next(self):
         self._seq += 1
         return f"mpibench/{self._seq}"
 
+    def _everyone(self, tag):
+        return [pickle.loads(v) for v in self.store.multi_get([f"{tag}/{r}" for r in range(self.size)])]
+
     def allgather(self, obj):
         tag = self._next()
         self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
-        return [pickle.loads(self.store.get(f"{tag}/{r}")) for r in range(self.size)]
+        return self._everyone(tag)
 
     def gather(self, obj, root=0):
         tag = self._next()
         self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
-        if self.rank != root:
-            return None
-        return [pickle.loads(self.store.get(f"{tag}/{r}")) for r in range(self.size)]
+        return self._everyone(tag) if self.rank == root else None
 
     def bcast(self, obj, root=0):
         tag = self._next()
@@ -141,4 +149,13 @@ class StoreComm(Comm):
         return pickle.loads(self.store.get(tag))
 
     def barrier(self):
-        self.allgather(None)
+        self._barriers += 1
+        tag = f"mpibench-barrier/{self._barriers}"
+        if self.store.add(tag, 1) < self.size:
+            self.store.wait([tag + "/open"])
+            return
+        self.store.set(tag + "/open", b"1")
+        if self._barriers > 1:
+            before = f"mpibench-barrier/{self._barriers - 1}"
+            self.store.delete_key(before)
+            self.store.delete_key(before + "/open")

@@ -5,6 +5,8 @@ buffer of 64K or more, or train's model state of that size, is refused as out of
 Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
 its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
 "crash:1:64K" (an exception).
+"corrupt:1" writes the poison value (what recv held before the call) into the first
+output element of every checked call on that rank; "corrupt:1:nan" writes NaN (float types).
 "early:1:100": the engine's timer on rank 1 stops early, at 1/100 of the loop's time
 (what `verify`'s plausibility check must catch).
 "backend:1:nccl": --backend auto answers nccl on that rank, as if its torch saw a GPU.
@@ -12,7 +14,8 @@ its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer woul
 received element, which only a replay of the graph does (GPU tests).
 "replica:1:1e-9": train's loss of that replica on the shared batch is off by that share.
 "ncclcheck:1": doctor starts its NCCL probe on that rank even without a GPU (the probe
-then fails to run, as a broken install would make it).
+then fails to run, as a broken install would make it); "ncclcheck:1:ID/ID" also makes the
+rank see GPUs of those ids (default: one of its own) when doctor picks its device.
 Signals, when the rank starts a step (watchdog.arm) whose name holds ARG:
 "stop:1:round 1" (SIGSTOP), "sigterm:2:all_gather", "sigint:1:demo". Input files:
 "unreadable:0" (the rank cannot read any input file; only rank 0 reads them).

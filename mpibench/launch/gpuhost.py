@@ -50,6 +50,54 @@ def torch_view():
     return text
 
 
+DEVICE_VAR = "NCCL_TESTS_DEVICE"     # nccl-tests' variable, with its meaning
+
+
+def visible_gpus():
+    """What identifies each GPU torch sees here, in index order: its UUID (two ranks bound
+    to different GPUs both see theirs as device 0; the UUID tells them apart)."""
+    import torch
+    if not torch.cuda.is_available():
+        return []
+    return [str(getattr(torch.cuda.get_device_properties(i), "uuid", i))
+            for i in range(torch.cuda.device_count())]
+
+
+def device_index(local_rank, count, env):
+    """(this rank's CUDA device index, error or None). NCCL_TESTS_DEVICE=K: device K on
+    every rank (for one GPU made visible per rank); else the local rank, and where a rank
+    sees fewer GPUs than its host has ranks (bound per task: srun --gpus-per-task,
+    --gpu-bind, a CUDA_VISIBLE_DEVICES wrapper) the local rank modulo what it sees."""
+    if not count:
+        return None, "torch sees no GPU on this rank"
+    given = env.get(DEVICE_VAR)
+    if given is None or given == "":
+        return local_rank % count, None
+    if not given.strip().isdigit() or int(given) >= count:
+        return None, (f"{DEVICE_VAR}={given}: not a device index below the {count} GPU"
+                      f"{'s' if count != 1 else ''} this rank sees")
+    return int(given), None
+
+
+def shared_gpu(told, env):
+    """The error when two ranks of a host would drive one GPU, else None. told[r]: rank r's
+    (host, GPU id, count it sees, index chosen)."""
+    first = {}
+    for r, (host, gpu, count, index) in enumerate(told):
+        if gpu is None:
+            continue
+        if (host, gpu) in first:
+            o = first[(host, gpu)]
+            forced = f" ({DEVICE_VAR}={env[DEVICE_VAR]})" if env.get(DEVICE_VAR) else ""
+            return (f"ranks {o} and {r} on host {host} would share one GPU ({gpu}, device "
+                    f"{index} of the {count} rank {r} sees{forced}): give each rank its own, "
+                    f"with at most one rank per visible GPU on each host, or bind one GPU per "
+                    f"task (srun --gpus-per-task=1 or --gpu-bind=single:1, a per-rank "
+                    f"CUDA_VISIBLE_DEVICES), or {DEVICE_VAR} on each rank")
+        first[(host, gpu)] = r
+    return None
+
+
 def forced_backend(rank):
     """The backend the test switch MPIBENCH_FAULT=backend:RANK:NAME makes --backend auto
     answer on that rank, as if its torch saw otherwise (None: no switch)."""

@@ -13,8 +13,8 @@ from ..errors import Exit
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP, NullWatch
 from . import iterstats, launchcost, looptrace
-from .collectives.base import (CHUNK, algbw, busbw, Ctx, data_values, exact_reason, fill_chunks,
-                               index, poison_value)
+from .collectives.base import (algbw, busbw, count_wrong, Ctx, data_values, exact_reason,
+                               fill_chunks, index, poison_value)
 from .modes import MODE_KEYS, MODE_TEXT
 from .sizes import format_size, parse_size
 
@@ -159,24 +159,6 @@ def iteration_views(send_t, recv_t, c, mode, rank, wanted):
     steps = max(1, min(send_t.numel() // c.send, recv_t.numel() // c.recv))
     return [(send_t[j * c.send:(j + 1) * c.send], recv_t[j * c.recv:(j + 1) * c.recv])
             for j in range(min(steps, wanted))]
-
-
-def count_wrong(torch, coll, recv, ctx):
-    """Wrong elements in recv (None when this rank's output is not defined)."""
-    wrong = 0
-    total = recv.numel()
-    for start in range(0, total, CHUNK):
-        stop = min(start + CHUNK, total)
-        exp = coll.expected(ctx, start, stop)
-        if exp is None:
-            return None
-        got = recv[start:stop]
-        if ctx.op == "avg":
-            tol = (ctx.n + 2) * torch.finfo(got.dtype).eps
-            wrong += int(((got.double() - exp).abs() > tol).sum())
-        else:
-            wrong += int((got != exp.to(got.dtype)).sum())
-    return wrong
 
 
 class Engine:
@@ -333,8 +315,9 @@ class Engine:
             self.b.sync()
             call()
             self.b.sync()
-            if faults.get("corrupt", ctx.rank) is not None:
-                rv[0] = poison_value(ctx.dtype)
+            planted = faults.get("corrupt", ctx.rank)
+            if planted is not None:
+                rv[0] = float("nan") if planted == "nan" else poison_value(ctx.dtype)
             w = count_wrong(self.torch, coll, rv, ctx)
             # Undefined here (not the root): keep calling, the other ranks make every round.
             wrong = None if w is None or wrong is None else wrong + w

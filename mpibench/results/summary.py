@@ -74,9 +74,9 @@ def closing_lines(doc):
     return lines
 
 
-def comparison(rows, a, b):
+def comparison(rows, a, b, memory=None):
     """(compared rows, lines): rows of backends a and b side by side, with b's bandwidth
-    over a's."""
+    over a's. memory: {backend: 'GPU' or 'host'}, where each one's buffers were."""
     theirs = {row_key(row, m, backend=False): row[m] for row in rows
               if row.get("backend") == b for m in MODES if row.get(m)}
     compared, cells = [], []
@@ -102,6 +102,9 @@ def comparison(rows, a, b):
                                      f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"],
                      disable_numparse=True)
     lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
+    if memory and memory.get(a) != memory.get(b):
+        lines.append(f"# {a} moves {memory.get(a)} memory, {b} {memory.get(b)} memory: "
+                     f"different data paths, not only different libraries")
     return compared, lines + ["#  " + line for line in table.splitlines()]
 
 
@@ -110,7 +113,7 @@ def comparison_lines(doc):
     names = (doc.get("comparison") or {}).get("backends")
     if not (isinstance(names, list) and len(names) == 2):
         return []
-    return comparison(doc["results"], *names)[1]
+    return comparison(doc["results"], *names, memory=doc["comparison"].get("memory"))[1]
 
 
 def line_rate_lines(doc):

@@ -122,8 +122,10 @@ def per_destination(torch, ctx, src):
 
 
 def poison_value(dtype):
-    # Never a valid data value: data values lie in [0, period).
-    return -1 if dtype.signed else dtype.exact
+    """What recv holds before the call: never a valid output. Data values lie in [0,
+    period); signed reductions give -2 at the lowest (sums of -1, 0, 1 give -1, 0 or 1),
+    so the far end of the exact range is clear of every result."""
+    return -dtype.exact if dtype.signed else dtype.exact
 
 
 # ---------- values for reductions, and their closed-form results ----------
@@ -175,7 +177,34 @@ def exact_reason(ctx):
         return f"{ctx.op} over {n} ranks leaves the exact integer range of {d.name}"
     if ctx.op == "avg" and not d.floating:
         return f"avg of {d.name} is not exact"
+    if ctx.op == "avg" and avg_tolerance(ctx) >= 0.5 / n:
+        return (f"avg over {n} ranks allows {d.name} an error of {avg_tolerance(ctx):.3g}, "
+                f"not less than half the step between results (1/{n})")
     return None
+
+
+def avg_tolerance(ctx):
+    """avg is a sum divided (or each input multiplied) by n, rounded in any order: (n + 2)
+    rounding steps of the dtype's epsilon (2 / exact: exact is 2 to the mantissa bits + 1)."""
+    return (ctx.n + 2) * 2.0 / ctx.dtype.exact
+
+
+def count_wrong(torch, coll, recv, ctx):
+    """Wrong elements in recv (None when this rank's output is not defined). A NaN is
+    wrong: the tolerance test is written so that it fails for NaN."""
+    wrong = 0
+    total = recv.numel()
+    for start in range(0, total, CHUNK):
+        stop = min(start + CHUNK, total)
+        exp = coll.expected(ctx, start, stop)
+        if exp is None:
+            return None
+        got = recv[start:stop]
+        if ctx.op == "avg":
+            wrong += int((~((got.double() - exp).abs() <= avg_tolerance(ctx))).sum())
+        else:
+            wrong += int((got != exp.to(got.dtype)).sum())
+    return wrong
 
 
 def fill_chunks(torch, view, values_fn):

@@ -1,162 +1,83 @@
-"""The NCCL path on real CUDA GPUs; skipped, with the reason, where torch sees fewer than two.
+"""The NCCL path across two or more CUDA GPUs: communication, bandwidth and transports;
+skipped, with the reason, where torch sees fewer than two (tests/gpu/test_gpu_one.py
+covers what one GPU can show).
 
 Run on a GPU machine with `python -m pytest -q tests/gpu`. Every test runs as many ranks as
-there are GPUs (torch.cuda.device_count(), one per GPU: NCCL refuses two ranks on one GPU)
-under a real mpirun: one-rank NCCL is a local copy, not communication. The 1 GiB tests
-need about 4 GiB of memory per GPU; the two-host test needs 4 GPUs and root.
+there are GPUs (torch.cuda.device_count(), one per GPU) under a real mpirun. The 1 GiB
+tests need about 4 GiB of memory per GPU; the two-host test needs 4 GPUs and root.
 """
-import ctypes
-import glob
 import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
-from conftest import MPIRUN, PYTHON, ROOT, base_env, mpirun, run, show
+from conftest import MPIRUN, PYTHON, ROOT, base_env, run, show
+from gpu_helpers import COLLECTIVES, NP, checked_run, doc, graph_args, measured, needs, torch
+from gpu_helpers import gpus as on_gpus
 
-torch = pytest.importorskip("torch")
-NP = torch.cuda.device_count() if torch.cuda.is_available() else 0
-pytestmark = pytest.mark.skipif(
-    NP < 2, reason=(f"needs 2 or more CUDA GPUs, torch sees {NP}: one-rank NCCL is a local "
-                    f"copy, not communication" if torch.cuda.is_available()
-                    else "no CUDA GPU visible to torch"))
+pytestmark = needs(2)
 
 SMALL = ["-b", "8", "-e", "4M", "-f", "4", "-n", "5", "-w", "2"]
-COLLECTIVES = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-               "all_to_all", "gather", "scatter", "sendrecv"}
 GIB = 1 << 30
 
 
 def gpus(args, env=None, timeout=600):
     """mpibench ARGS on every GPU of this machine, one rank each, under mpirun."""
-    return mpirun(NP, args, env=env, timeout=timeout)
+    return on_gpus(NP, args, env=env, timeout=timeout)
 
 
-def _doc(path):
-    return json.loads(path.read_text())
-
-
-def _modes(rows):
-    return [r[m] for r in rows for m in ("out_of_place", "in_place") if r[m]]
+_doc = doc
 
 
 # ---- run --------------------------------------------------------------------------
 def test_every_collective_checks_clean(tmp_path):
-    out = tmp_path / "r.json"
-    done = gpus(["run", "--backend", "nccl", "-d", "float32,bfloat16,float16", "-c", "1",
-                 "--json", str(out)] + SMALL)
-    assert done.returncode == 0, show(done)
-    rows = _doc(out)["results"]
-    assert {r["collective"] for r in rows} == COLLECTIVES
+    rows = checked_run(NP, COLLECTIVES, ["-d", "float32,bfloat16,float16"] + SMALL,
+                       tmp_path / "r.json")
     assert {r["dtype"] for r in rows} == {"float32", "bfloat16", "float16"}
-    assert all(m["nwrong"] == 0 and m["time_us"] > 0 for m in _modes(rows))
+    assert all(m["time_us"] > 0 for m in measured(rows))
 
 
-@pytest.mark.parametrize("extra", [["-z", "0"], ["-z", "1"], ["-z", "2"], ["-z", "3"]])
-def test_blocking_modes(tmp_path, extra):
-    out = tmp_path / "r.json"
-    done = gpus(["run", "--backend", "nccl", "--collectives", "all", "--json", str(out)]
-                + SMALL + extra)
-    assert done.returncode == 0, show(done)
-    assert all(m["nwrong"] == 0 for m in _modes(_doc(out)["results"]))
+@pytest.mark.parametrize("z", ["0", "1", "2", "3"])
+def test_blocking_modes(tmp_path, z):
+    checked_run(NP, COLLECTIVES, ["-z", z] + SMALL, tmp_path / "r.json")
 
 
 @pytest.mark.parametrize("graphs", [1, 5])
 @pytest.mark.parametrize("warmup", [0, 5])
 def test_cuda_graphs_check_clean_for_every_collective(tmp_path, graphs, warmup):
-    """-G captures after the untimed first call (also with -w 0) and checks clean."""
-    out = tmp_path / "g.json"
-    done = gpus(["run", "--backend", "nccl", "--collectives", "all", "-b", "8", "-e", "4M",
-                 "-f", "64", "-n", "5", "-w", str(warmup), "-c", "1", "-G", str(graphs),
-                 "--json", str(out)])
-    assert done.returncode == 0, show(done)
-    rows = _doc(out)["results"]
-    assert {r["collective"] for r in rows} == COLLECTIVES
-    assert all(m["nwrong"] == 0 for m in _modes(rows))
+    checked_run(NP, COLLECTIVES, graph_args(graphs, warmup), tmp_path / "g.json")
 
 
-def test_the_graph_check_counts_what_a_replay_wrote(tmp_path):
-    """The switch adds 1 to rank 0's first received element inside the check's graph only:
-    with -G the check counts it (one wrong element per row and mode, exit 1); without -G
-    there is no graph and nothing is wrong."""
-    base = ["run", "--backend", "nccl", "--collectives", "all_reduce", "-b", "1M", "-e", "1M",
-            "-n", "3", "-w", "1", "-c", "1", "--probe-iters", "0"]
-    fault = {"MPIBENCH_FAULT": "graphcorrupt:0"}
-    out = tmp_path / "g.json"
-    done = gpus(base + ["-G", "2", "--json", str(out)], env=fault)
-    assert done.returncode == 1, show(done)
-    assert [m["nwrong"] for m in _modes(_doc(out)["results"])] == [1, 1], show(done)
-    done = gpus(base + ["--json", str(tmp_path / "e.json")], env=fault)
-    assert done.returncode == 0, show(done)
-
-
-def test_per_iteration_events_agree_with_the_row(tmp_path):
-    """-I 1: CUDA events between the iterations, created before the loop; every iteration
-    has a time, and at 64 MiB (-z 0) their mean is the row's host-clock time within 5%."""
+@pytest.mark.parametrize("graph", [[], ["-G", "2"]], ids=["eager", "graph"])
+def test_blocking_wait_with_sendrecv(tmp_path, graph):
+    """TORCH_NCCL_BLOCKING_WAIT=1: the header says so; sendrecv's waits end and check clean,
+    eager and with -G (does wait() poll an event recorded during capture?)."""
     out = tmp_path / "r.json"
-    done = gpus(["run", "--backend", "nccl", "--collectives", "all_gather", "--mode", "out",
-                 "-b", "64M", "-e", "64M", "-n", "50", "-w", "5", "-c", "0", "-z", "0",
-                 "-I", "1", "--probe-iters", "0", "--json", str(out)])
-    assert done.returncode == 0, show(done)
-    assert "# per-iteration report: CUDA events" in done.stdout, show(done)
-    m = _doc(out)["results"][0]["out_of_place"]
-    p = m["per_iter"]
-    assert len(p["times_us"]) == 50 and all(t > 0 for t in p["times_us"])
-    assert p["avg_us"] == pytest.approx(m["time_us"], rel=0.05), (p["avg_us"], m["time_us"])
-
-
-def test_launch_cost_in_the_header_and_launch_bound_rows(tmp_path):
-    out = tmp_path / "r.json"
-    done = gpus(["run", "--backend", "nccl", "--collectives", "all_reduce", "-b", "8",
-                 "-e", "64M", "-f", "8", "--json", str(out)])
-    assert done.returncode == 0, show(done)
-    m = re.search(r"^# launch cost \(nccl\), us per call, .*: all_reduce ([0-9.]+);", done.stdout, re.M)
-    assert m and float(m.group(1)) > 0, show(done)
-    doc = _doc(out)
-    cost = doc["launch_cost_us"]["nccl"]["all_reduce"]
-    assert cost == pytest.approx(float(m.group(1)), abs=0.06)
-    for row in doc["results"]:
-        for mode in ("out_of_place", "in_place"):
-            assert row[mode]["launch_bound"] == (row[mode]["time_us"] <= 1.5 * cost), row
-    if any(x["launch_bound"] for x in _modes(doc["results"])):
-        assert "# Launch-bound rows" in done.stdout, show(done)
-    big = doc["results"][-1]
-    assert not big["out_of_place"]["launch_bound"], big     # 64 MiB is not launch-bound
-
-
-def test_memory_line_reports_device_memory(tmp_path):
-    out = tmp_path / "r.json"
-    done = gpus(["run", "--backend", "nccl", "--collectives", "all_gather", "-b", "256M",
-                 "-e", "256M", "-n", "3", "-w", "1", "--json", str(out)])
-    assert done.returncode == 0, show(done)
-    assert "# peak device memory (torch.cuda.max_memory_allocated): " in done.stdout, show(done)
-    for m in _doc(out)["memory"]:
-        assert m["device_peak_bytes"] >= m["buffer_bytes"] > 0, m
-
-
-def test_blocking_wait_is_named_in_the_header(tmp_path):
-    done = gpus(["run", "--backend", "nccl", "--collectives", "sendrecv", "-z", "0"] + SMALL,
-                env={"TORCH_NCCL_BLOCKING_WAIT": "1"})
+    done = gpus(["run", "--backend", "nccl", "--collectives", "sendrecv", "-z", "0", "-c", "1",
+                 "--json", str(out)] + graph + SMALL, env={"TORCH_NCCL_BLOCKING_WAIT": "1"})
     assert done.returncode == 0, show(done)
     assert "# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host" in done.stdout
+    assert all(m["nwrong"] == 0 for m in measured(_doc(out)["results"]))
 
 
-def test_the_backend_stream_is_non_blocking():
-    """torch's pool streams, which the backend uses, are created cudaStreamNonBlocking (1),
-    as nccl-tests' stream: asked of the CUDA runtime itself."""
-    libs = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libcudart*.so*"))
-                  + glob.glob(os.path.join(sys.prefix, "lib", "python*", "site-packages", "nvidia",
-                                           "cuda_runtime", "lib", "libcudart.so*")))
-    if not libs:
-        pytest.skip("no libcudart next to torch to ask")
-    cudart = ctypes.CDLL(libs[0])
-    stream = torch.cuda.Stream()
-    flags = ctypes.c_uint(99)
-    assert cudart.cudaStreamGetFlags(ctypes.c_void_p(stream.cuda_stream), ctypes.byref(flags)) == 0
-    assert flags.value == 1, flags.value
+def test_ranks_bound_to_their_own_gpu_run(tmp_path):
+    """A per-rank CUDA_VISIBLE_DEVICES wrapper (as srun --gpus-per-task=1 makes): every
+    rank sees one GPU, its local rank goes up to NP-1, and each takes device 0 of its own."""
+    out = tmp_path / "r.json"
+    wrapper = tmp_path / "bind.sh"
+    wrapper.write_text('#!/bin/sh\nexport CUDA_VISIBLE_DEVICES="$OMPI_COMM_WORLD_LOCAL_RANK"\n'
+                       f'exec {PYTHON} -m mpibench "$@"\n')
+    wrapper.chmod(0o755)
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    done = run([MPIRUN, *root, "-np", str(NP), str(wrapper), "run", "--backend", "nccl",
+                "--collectives", "all_reduce", "-b", "1M", "-e", "1M", "-c", "1",
+                "--json", str(out)], env={"PYTHONPATH": ROOT}, timeout=600)
+    assert done.returncode == 0, show(done)
+    devices = _doc(out)["config"]["devices"]
+    assert [d["device"] for d in devices] == ["cuda:0"] * NP
+    assert len({d["bus_id"] for d in devices}) == NP, devices
 
 
 # ---- a timer that stops before the GPU has finished must fail these --------------
@@ -253,13 +174,6 @@ def test_mpibench_agrees_with_a_bare_torch_loop(tmp_path):
 
 
 # ---- the other commands ------------------------------------------------------------
-def test_info_names_every_gpu():
-    done = gpus(["info", "--backend", "nccl"], timeout=300)
-    assert done.returncode == 0, show(done)
-    for k in range(NP):
-        assert f"cuda:{k}" in done.stdout, show(done)
-
-
 @pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter",
                                         "all_to_all"])
 def test_check(collective):
@@ -276,16 +190,6 @@ def test_p2p(tmp_path):
     assert done.returncode == 0, show(done)
     m = _doc(out)["p2p"]["bandwidth_GBps"]
     assert all(m[i][j] > 0 for i in range(NP) for j in range(NP) if i != j)
-
-
-def test_train_tiny(tmp_path):
-    out = tmp_path / "t.json"
-    done = gpus(["train", "--backend", "nccl", "--model", "tiny", "--steps", "2",
-                 "--warmup", "1", "--alone-iters", "2", "--json", str(out)])
-    assert done.returncode == 0, show(done)
-    t = _doc(out)["train"]
-    assert t["precision"] == "bf16 autocast"
-    assert t["replicas"]["agree"] is True and t["replicas"]["rtol"] == 0.01, t["replicas"]
 
 
 def test_doctor_names_the_transport_nccl_used():
@@ -330,7 +234,7 @@ def test_two_namespace_hosts_of_two_gpus(tmp_path):
         assert done.returncode == 0, show(done)
         if args[0] == "run":
             assert "h1" in done.stdout and "h2" in done.stdout, show(done)
-            assert all(m["nwrong"] == 0 for m in _modes(_doc(out)["results"]))
+            assert all(m["nwrong"] == 0 for m in measured(_doc(out)["results"]))
         if args[0] == "check":
             assert "# every host passed (2)" in done.stdout, show(done)
         if args[0] == "doctor":
