@@ -64,6 +64,7 @@ def add_arguments(p):
     options.old_spelling(p, "--min", "min_share", "--min-share", type=options.share_arg,
                          metavar="F")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
+    options.add_metrics(p)
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,
                       "60 s plus the test's bytes at 1 GB/s; 300 s for the rendezvous")
