@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# SLURM Prolog (or Epilog): the node's health check before (after) each job, shorter than
+# HealthCheckProgram's. A failing prolog drains the node and requeues the job; the check
+# drains it first, with a reason that says why ("mpibench: ...").
+#
+# slurm.conf:
+#   Prolog=/opt/mpibench/sbatch/prolog.sh
+#   PrologFlags=Alloc          # on every node of the allocation as soon as it is granted
+#
+# MPIBENCH_PROLOG_ARGS replaces check's size and counts (default "-b 256M -n 3 -w 1");
+# everything else as in sbatch/healthcheck.sh.
+export MPIBENCH_HEALTH_ARGS="${MPIBENCH_HEALTH_ARGS:-} ${MPIBENCH_PROLOG_ARGS:--b 256M -n 3 -w 1}"
+exec "$(dirname "${BASH_SOURCE[0]}")/healthcheck.sh" "$@"
