@@ -158,3 +158,34 @@ def test_a_figure_reaches_prometheus_through_node_exporter(prom_files, tmp_path)
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+@needs_tools
+def test_check_verdicts_per_host_rail_and_link_without_processes():
+    # a slow rail on h2 of four hosts, judged as check judges it: its figures and verdicts
+    from test_check import _round_records
+    from mpibench.diagnose import checkverdict, fabricplan, tomography, topology
+    names = ["h0", "h1", "h2", "h3"]
+    members = {h: [2 * i, 2 * i + 1] for i, h in enumerate(names)}
+    config = {"collective": "all_reduce", "size": 1 << 20, "ranks_per_host": 2, "world": 8,
+              "hosts": names, "iters": 3, "warmup": 1}
+    judge = checkverdict.Judge(config, members, {}, {h: 100 for h in names})
+    fabric = tomography.Fabric(names, 2, topology.single(names))
+    rounds = fabricplan.FabricRounds(fabric)
+    while todo := rounds.next_round():
+        recs = _round_records(members, names, todo, {("h2", 1): 4})
+        rounds.record(judge.pair_round(todo, recs, 1.0, {})[0])
+    judge.pair_verdict(rounds.verdict(), fabric)
+    judge.failing()
+    text = metrics.render({"command": "check", "check": judge.doc, "exit": {"code": 1}})
+    done = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0 and not done.stdout + done.stderr, (done.stderr, text)
+    got = _samples(text)
+    assert got[("mpibench_check_host_passed", 'command="check",node="h2",verdict="RAIL"')] == 0
+    assert got[("mpibench_check_rail_passed", 'command="check",node="h2",rail="1"')] == 0
+    assert got[("mpibench_check_rail_passed", 'command="check",node="h2",rail="0"')] == 1
+    assert got[("mpibench_check_suspect", 'command="check",link="h2 rail 1",kind="host_rail"')] == 1
+    assert got[("mpibench_check_passed", 'command="check"')] == 0
+    failed = [k for k, v in got.items() if k[0] == "mpibench_check_pair_passed" and v == 0]
+    assert failed and all('rail="1"' in k[1] and 'h2"' in k[1] for k in failed), failed
