@@ -23,11 +23,11 @@ pytestmark = pytest.mark.slow       # five mpirun jobs, two servers
 needs_tools = pytest.mark.skipif(bool(MISSING), reason=f"missing {', '.join(MISSING)} "
                                  f"(Debian packages prometheus, prometheus-node-exporter: make test-deps)")
 
-# One small job per command that takes --metrics (3 ranks for p2p: links between ranks).
+# One small job per command that takes --metrics, 2 ranks each.
 JOBS = {
     "run": (2, ["run", "--collectives", "all_reduce", "-b", "1K", "-e", "2K", "-n", "2", "-w", "1"]),
     "check": (2, ["check", "-b", "64K", "-n", "2", "-w", "1"]),
-    "p2p": (3, ["p2p", "--ranks", "-b", "64K", "-n", "2", "--latency-iters", "3"]),
+    "p2p": (2, ["p2p", "--ranks", "-b", "64K", "-n", "2", "--latency-iters", "3"]),
     "train": (2, ["train", "--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16",
                    "--vocab", "128", "--batch", "1", "-n", "1", "-w", "1", "--alone-iters", "1"]),
     "verify": (2, ["verify", "--sizes", "64K", "--rounds", "1", "-n", "2", "-w", "1",
