@@ -14,6 +14,7 @@
 #   MPIBENCH_HEALTH_RANKS   ranks (default: the GPUs nvidia-smi lists, else 2)
 #   MPIBENCH_HEALTH_ARGS    more arguments for check, e.g. "--expect /etc/mpibench/expect.json
 #                           --metrics /var/lib/prometheus/node-exporter/mpibench-health.prom"
+#   MPIBENCH_PROLOG_ARGS    what sbatch/prolog.sh adds (default "-b 256M -n 3 -w 1")
 # Arguments given to this script go to check too (--report-only: drain nothing).
 # sbatch/prolog.sh runs the same before each job.
 set -uo pipefail
@@ -26,5 +27,9 @@ for v in $(compgen -e | grep '^SLURM_'); do
   [[ $v == SLURM_CONF ]] || unset "$v"
 done
 read -r -a extra <<<"${MPIBENCH_HEALTH_ARGS:-}"
+if [[ ${MPIBENCH_PROLOG:-0} == 1 ]]; then      # sbatch/prolog.sh: a shorter test
+  read -r -a more <<<"${MPIBENCH_PROLOG_ARGS:--b 256M -n 3 -w 1}"
+  extra+=("${more[@]}")
+fi
 exec "$here/../launch/local.sh" ${MPIBENCH_HEALTH_RANKS:+-n "$MPIBENCH_HEALTH_RANKS"} \
   check --health "${extra[@]}" "$@"

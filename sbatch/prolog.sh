@@ -7,7 +7,6 @@
 #   Prolog=/opt/mpibench/sbatch/prolog.sh
 #   PrologFlags=Alloc          # on every node of the allocation as soon as it is granted
 #
-# MPIBENCH_PROLOG_ARGS replaces check's size and counts (default "-b 256M -n 3 -w 1");
-# everything else as in sbatch/healthcheck.sh.
-export MPIBENCH_HEALTH_ARGS="${MPIBENCH_HEALTH_ARGS:-} ${MPIBENCH_PROLOG_ARGS:--b 256M -n 3 -w 1}"
-exec "$(dirname "${BASH_SOURCE[0]}")/healthcheck.sh" "$@"
+# Settings as in sbatch/healthcheck.sh; MPIBENCH_PROLOG_ARGS (default "-b 256M -n 3 -w 1")
+# comes after MPIBENCH_HEALTH_ARGS, so its size and counts win.
+MPIBENCH_PROLOG=1 exec "$(dirname "${BASH_SOURCE[0]}")/healthcheck.sh" "$@"

@@ -147,6 +147,15 @@ def test_a_figure_reaches_prometheus_through_node_exporter(prom_files, tmp_path)
         assert len(result) == 1, result
         assert result[0]["metric"]["job"] == "node" and result[0]["metric"]["mode"] == "in"
         assert float(result[0]["value"][1]) == pytest.approx(value, rel=1e-12)
+        # the queries docs/metrics.md shows are ones Prometheus accepts
+        page = (Path(ROOT) / "docs" / "metrics.md").read_text()
+        queries = [q for block in re.findall(r"```promql\n(.*?)```", page, re.S)
+                   for q in re.split(r"\n(?=\S)", block.strip())]
+        assert len(queries) >= 4, queries
+        for q in queries:
+            answer = json.loads(_get(f"http://127.0.0.1:{prom_port}/api/v1/query?"
+                                     + urllib.parse.urlencode({"query": q})))
+            assert answer["status"] == "success", (q, answer)
         # every command's file is read from the one folder, none refused by the collector
         errors = _get(f"http://127.0.0.1:{exporter_port}/metrics")
         assert "node_textfile_scrape_error 0" in errors, errors[-2000:]
