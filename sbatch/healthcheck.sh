@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SLURM HealthCheckProgram: mpibench check --health on this node alone (one rank per GPU,
 # else 2), NHC's one line ("node | Healthy" / "node | ERROR: mpibench: reason"), exit 0 or 1;
-# an unhealthy node is drained with a reason that starts with "mpibench:".
+# an unhealthy node, or one whose test hung (exit 124), is drained with a reason that
+# starts with "mpibench:".
 #
 # slurm.conf (the check uses the GPUs: run it on idle nodes only):
 #   HealthCheckProgram=/opt/mpibench/sbatch/healthcheck.sh
@@ -31,5 +32,16 @@ if [[ ${MPIBENCH_PROLOG:-0} == 1 ]]; then      # sbatch/prolog.sh: a shorter tes
   read -r -a more <<<"${MPIBENCH_PROLOG_ARGS:--b 256M -n 3 -w 1}"
   extra+=("${more[@]}")
 fi
-exec "$here/../launch/local.sh" ${MPIBENCH_HEALTH_RANKS:+-n "$MPIBENCH_HEALTH_RANKS"} \
-  check --health "${extra[@]}" "$@"
+rc=0
+"$here/../launch/local.sh" ${MPIBENCH_HEALTH_RANKS:+-n "$MPIBENCH_HEALTH_RANKS"} \
+  check --health "${extra[@]}" "$@" || rc=$?
+# A hang (124) is the node's fault too (a GPU or NVLink that stopped answering), but no
+# rank is left to say so; slurmd does not act on this script's exit code.
+if ((rc == 124)); then
+  node=${SLURMD_NODENAME:-$(hostname -s)}
+  echo "$node | ERROR: mpibench: the test inside the host hung"
+  if [[ " ${extra[*]} $* " != *" --report-only "* ]]; then
+    timeout 15 scontrol update nodename="$node" state=drain reason="mpibench: the test inside the host hung"
+  fi
+fi
+exit "$rc"
