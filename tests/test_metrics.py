@@ -169,32 +169,36 @@ def test_a_figure_reaches_prometheus_through_node_exporter(prom_files, tmp_path)
                 p.kill()
 
 
+def _pair(partner, rnd, rail, gbps, passed):
+    return {"partner": partner, "round": rnd, "rail": rail, "busbw_GBps": gbps, "passed": passed}
+
+
 @needs_tools
 def test_check_verdicts_per_host_rail_and_link_without_processes():
-    # a slow rail on h2 of four hosts, judged as check judges it: its figures and verdicts
-    from test_check import _round_records
-    from mpibench.diagnose import checkverdict, fabricplan, tomography, topology
-    names = ["h0", "h1", "h2", "h3"]
-    members = {h: [2 * i, 2 * i + 1] for i, h in enumerate(names)}
-    config = {"collective": "all_reduce", "size": 1 << 20, "ranks_per_host": 2, "world": 8,
-              "hosts": names, "iters": 3, "warmup": 1}
-    judge = checkverdict.Judge(config, members, {}, {h: 100 for h in names})
-    fabric = tomography.Fabric(names, 2, topology.single(names))
-    rounds = fabricplan.FabricRounds(fabric)
-    while todo := rounds.next_round():
-        recs = _round_records(members, names, todo, {("h2", 1): 4})
-        rounds.record(judge.pair_round(todo, recs, 1.0, {})[0])
-    judge.pair_verdict(rounds.verdict(), fabric)
-    judge.failing()
-    text = metrics.render({"command": "check", "check": judge.doc, "exit": {"code": 1}})
+    # check's document as checkverdict writes it: h2's rail 1 failed (kept, RAIL), h3 failed
+    # on every rail (FAIL), an uplink suspect
+    hosts = [{"host": "h1", "verdict": "PASS", "rails_failed": [], "intra": None,
+              "pairs": [_pair("h2", 1, 0, 40.1, True), _pair("h2", 1, 1, 9.5, False)]},
+             {"host": "h2", "verdict": "RAIL", "rails_failed": [1], "intra": None,
+              "pairs": [_pair("h1", 1, 0, 40.1, True), _pair("h1", 1, 1, 9.5, False)]},
+             {"host": "h3", "verdict": "FAIL", "rails_failed": [], "intra": None,
+              "pairs": [_pair("h4", 1, 0, 3.0, False), _pair("h4", 1, 1, 3.1, False)]}]
+    check = {"config": {"collective": "all_reduce", "size": 1 << 30}, "hosts": hosts,
+             "failing_hosts": ["h3"], "suspects": ["h2 rail 1 (eth1, its link to leaf1)",
+                                                  "uplink leaf2-spine1"]}
+    text = metrics.render({"command": "check", "check": check, "exit": {"code": 1}})
     done = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                           text=True, timeout=30)
     assert done.returncode == 0 and not done.stdout + done.stderr, (done.stderr, text)
-    got = _samples(text)
-    assert got[("mpibench_check_host_passed", 'command="check",node="h2",verdict="RAIL"')] == 0
-    assert got[("mpibench_check_rail_passed", 'command="check",node="h2",rail="1"')] == 0
-    assert got[("mpibench_check_rail_passed", 'command="check",node="h2",rail="0"')] == 1
-    assert got[("mpibench_check_suspect", 'command="check",link="h2 rail 1",kind="host_rail"')] == 1
-    assert got[("mpibench_check_passed", 'command="check"')] == 0
-    failed = [k for k, v in got.items() if k[0] == "mpibench_check_pair_passed" and v == 0]
-    assert failed and all('rail="1"' in k[1] and 'h2"' in k[1] for k in failed), failed
+    got = {(n, labels.replace('command="check",', "")): v for (n, labels), v in _samples(text).items()}
+    assert _samples(text)[("mpibench_check_passed", 'command="check"')] == 0
+    assert got[("mpibench_check_host_passed", 'node="h2",verdict="RAIL"')] == 0
+    assert got[("mpibench_check_host_passed", 'node="h1",verdict="PASS"')] == 1
+    assert got[("mpibench_check_rail_passed", 'node="h2",rail="1"')] == 0
+    assert got[("mpibench_check_rail_passed", 'node="h2",rail="0"')] == 1
+    assert got[("mpibench_check_rail_passed", 'node="h3",rail="0"')] == 0
+    assert got[("mpibench_check_pair_busbw_bytes_per_second",
+                'node="h1",peer_node="h2",rail="1",round="1"')] == 9.5e9
+    assert got[("mpibench_check_suspect", 'link="h2 rail 1 (eth1, its link to leaf1)",'
+                                          'kind="host_rail"')] == 1
+    assert got[("mpibench_check_suspect", 'link="uplink leaf2-spine1",kind="uplink"')] == 1
