@@ -124,7 +124,7 @@ def test_healthcheck_drains_the_faulty_node_only(slurm, tmp_path):
         assert got["h2"] == ("idle", "none"), states
         assert got["h3"][0] in ("drain", "drng") and got["h3"][1].startswith(
             "mpibench: inside the host: busbw"), states
-        assert "mpibench_health_passed{command=\"check\",node=\"h3\"} 0" in \
+        assert "mpibench_health_passed{command=\"check --health\",node=\"h3\"} 0" in \
             (tmp_path / "h3.prom").read_text()
     finally:
         slurm.run(["scontrol", "update", "nodename=h3", "state=resume"])

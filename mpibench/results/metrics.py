@@ -9,7 +9,8 @@ result file mpibench overwrites. Every metric is a gauge of one run.
 
 Label names follow NCCL Inspector's (slurm_job_id, node, n_nodes, nranks, collective,
 message_size) and DCGM exporter's (gpu, Hostname) where they mean the same thing, so that
-dashboards can join them; `command` keeps two commands' files in one folder apart.
+dashboards can join them; `command` keeps two commands' files in one folder apart (two
+files with one series are an error at every scrape), "check --health" included.
 METRICS is the list docs/metrics.md documents: a name not in it cannot be written.
 """
 import datetime
@@ -97,7 +98,8 @@ class MetricsFile:
 def render(doc):
     """The document's metrics as Prometheus text."""
     samples = {name: [] for name in METRICS}
-    common = {"command": doc.get("command", ""),
+    health = (doc.get("args") or {}).get("health")      # its own files beside check's
+    common = {"command": doc.get("command", "") + (" --health" if health else ""),
               "slurm_job_id": (doc.get("env") or {}).get("SLURM_JOB_ID")
               or os.environ.get("SLURM_JOB_ID", "")}
 
