@@ -80,6 +80,8 @@ class MetricsFile:
             raise UsageError(f"cannot write {path}: {folder} does not exist")
         if not os.access(folder, os.W_OK):
             raise UsageError(f"cannot write {path}: {folder} is not writable")
+        if os.path.isdir(path):
+            raise UsageError(f"cannot write {path}: it is a folder (name a file in it, *.prom)")
         self.path = self.requested = path
         self.renamed = False
 
