@@ -12,7 +12,7 @@ PY      = $(VENV)/bin/python
 MPIRUN  = $(VENV)/bin/mpirun
 ROOTFLAGS = $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 
-.PHONY: venv demo test clean
+.PHONY: venv demo test test-deps clean
 
 $(VENV)/.ready: setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,19 @@ venv: $(VENV)/.ready
 demo: venv
 	$(MPIRUN) $(ROOTFLAGS) --oversubscribe -np $(NP) $(PY) -m mpibench $(ARGS)
 
-test: venv
+# Tools some tests run for real (promtool, prometheus, node_exporter): installed with apt
+# when missing; where that cannot be done their tests skip and say why.
+TEST_DEBS = prometheus prometheus-node-exporter
+APT = DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(TEST_DEBS)
+
+test-deps:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null \
+	  && command -v prometheus-node-exporter >/dev/null \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	       && { $(APT) >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && $(APT) >/dev/null 2>&1; }; } \
+	  || echo "test-deps: could not install $(TEST_DEBS); the tests that need them skip"; }
+
+test: venv test-deps
 	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 clean:

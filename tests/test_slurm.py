@@ -93,3 +93,38 @@ def test_plain_srun_small_run(slurm, tmp_path):
     out = tmp_path / "r.json"
     _srun(slurm, ["--mpi=none", "--ntasks-per-node=1"], [*TINY_RUN, "--json", out], tmp_path)
     assert_run_ok(run_doc(out), ["h1", "h2"], 1, "slurm")
+
+
+def test_healthcheck_drains_the_faulty_node_only(slurm, tmp_path):
+    # sbatch/healthcheck.sh on two nodes at once, as slurmd starts HealthCheckProgram (root,
+    # settings from its config file, SLURMD_NODENAME): h3's test inside the host is slowed
+    # by the test-only fault switch, h2 is healthy. Only h3 is drained, with the reason.
+    import concurrent.futures
+    expect = tmp_path / "expect.json"
+    expect.write_text('{"intra": {"min_busbw_GBps": 0.001}}')     # 64K here: 0.02-0.2 GB/s
+    config = tmp_path / "health.env"
+    config.write_text(f"MPIBENCH_PYTHON={PY}\nMPIBENCH_HEALTH_RANKS=2\nMPIBENCH_HEALTH_ARGS=\"-b 64K "
+                      f"-n 2 -w 1 --timeout 120 --expect {expect} --metrics {tmp_path}/$SLURMD_NODENAME.prom\"\n")
+    extra = dict(MPIBENCH_HEALTH_CONFIG=config, MPIBENCH_TESTING=1,
+                 MPIBENCH_FAULT="slowhost:0:h3,slowhost:1:h3")
+
+    def check(node):
+        return slurm.run([ROOT / "sbatch" / "healthcheck.sh"], host=node, timeout=200,
+                         env=_job_env(tmp_path) | {k: str(v) for k, v in extra.items()}
+                         | {"SLURMD_NODENAME": node})
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            healthy, faulty = pool.map(check, ["h2", "h3"])
+        assert (healthy.returncode, healthy.stdout) == (0, "h2 | Healthy\n"), healthy.stderr
+        assert faulty.returncode == 1, faulty.stdout + faulty.stderr
+        assert faulty.stdout.startswith("h3 | ERROR: mpibench: inside the host: busbw "), faulty.stdout
+        assert len(faulty.stdout.splitlines()) == 1, faulty.stdout
+        states = slurm.run(["sinfo", "-h", "-N", "-n", "h2,h3", "-o", "%N|%t|%E"]).stdout
+        got = {n: (t, r) for n, t, r in (line.split("|") for line in states.strip().splitlines())}
+        assert got["h2"] == ("idle", "none"), states
+        assert got["h3"][0] in ("drain", "drng") and got["h3"][1].startswith(
+            "mpibench: inside the host: busbw"), states
+        assert "mpibench_health_passed{command=\"check --health\",node=\"h3\"} 0" in \
+            (tmp_path / "h3.prom").read_text()
+    finally:
+        slurm.run(["scontrol", "update", "nodename=h3", "state=resume"])

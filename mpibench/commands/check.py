@@ -3,7 +3,7 @@ import os
 import time
 from functools import partial
 
-from ..diagnose import checkverdict, counters, fabricplan, preamble, tomography, topology
+from ..diagnose import checkverdict, counters, fabricplan, health, preamble, tomography, topology
 from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
 from ..errors import CheckFailed, UsageError
@@ -64,6 +64,7 @@ def add_arguments(p):
     options.old_spelling(p, "--min", "min_share", "--min-share", type=options.share_arg,
                          metavar="F")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
+    options.add_metrics(p)
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,
                       "60 s plus the test's bytes at 1 GB/s; 300 s for the rendezvous")
@@ -75,9 +76,11 @@ def add_arguments(p):
                    help=f"bind local rank i to interface i for gloo and the rendezvous "
                         f"(as {railbind.VAR}); one interface per local rank")
     options.add_backend(p, options.AUTO_AND_TORCH_BACKENDS)
+    health.add_arguments(p)
 
 
 def check_args(args):
+    health.check_args(args)
     if args.expect and args.baseline:
         raise UsageError("give --expect or --baseline, not both (--expect would win)")
     if args.rails is not None:
@@ -108,6 +111,9 @@ def execute(session, args):
     members = {h: [r for r, x in enumerate(session.hosts) if x == h] for h in names}
     ppn = _ranks_per_host(members)
     limits = _limits(args, size, ppn, session.size)
+    if args.health:
+        guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
+        return health.run(session, args, backend, coll, size, members, limits, _collective_time)
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
     rates = session.comm.gather(line_rate(), root=0)

@@ -122,6 +122,7 @@ def _diagnosis_arguments(p):
 def _output_arguments(p):
     """The files written, and nccl-tests' own flags for them and the rest."""
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    options.add_metrics(p)
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default="mpibench",
                    help="mpibench (default): everything measured; nccl-tests: nccl-tests' own "
                         "-J schema (2.19.6), for tools written for it (with -I 1 its "

@@ -60,6 +60,7 @@ def add_arguments(p):
                          type=options.margin_as_share, metavar="X")
     guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    options.add_metrics(p)
     p.add_argument("--csv", metavar="PATH",
                    help="write the collectives timed alone, one line per size (never overwrites)")
     options.add_backend(p, choices=options.AUTO_AND_TORCH_BACKENDS)

@@ -84,6 +84,7 @@ def add_arguments(p):
                    help="the longest one step may take before the job is called hung "
                         "(default: 60 s plus the largest size's traffic at 1 GB/s)")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    options.add_metrics(p)
     options.add_backend(p)
 
 

@@ -24,6 +24,9 @@ that run backwards, an average its rows contradict, a stray or repeated rank lin
 that its fuzz test can prove it notices what those checks stop.
 "counter:1[:NAME]": check reads an error counter NAME (default symbol_error) as moved by
 one on that rank's host in every round.
+"slowhost:1[:HOST]": check --health's test inside the host reports that rank's time 10000
+times longer (on host HOST only, when given): a host whose GPUs are slow, for the drain
+tests (give it for every rank of the host, as a collective waits for its slowest rank).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """

@@ -43,13 +43,20 @@ def out(text):
 def say(code, command, status=None):
     """Print the verdict line, once; after it this rank prints nothing more on stdout (a
     closed stdout is no error here)."""
+    say_in_place(line(code, command, status))
+
+
+def say_in_place(text):
+    """Print text as this rank's last line instead of the verdict line, for a program that
+    reads one line (SLURM's health check, node-problem-detector); the exit code and the
+    results file still carry the verdict."""
     global _said
     with _lock:
         if _said:
             return
         _said = True
         try:
-            sys.stdout.write(line(code, command, status) + "\n")
+            sys.stdout.write(text + "\n")
             sys.stdout.flush()
         except (OSError, ValueError):
             pass

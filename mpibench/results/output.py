@@ -10,6 +10,7 @@ from ..errors import UsageError
 from . import document, nccltests, tables
 from .document import now
 from .files import render_csv, render_json, ResultFile
+from .metrics import MetricsFile
 
 
 class RunOutput:
@@ -23,6 +24,8 @@ class RunOutput:
         self.csv = ResultFile(csv_path, render_csv) if csv_path else None
         if self.csv:
             self.files.append(self.csv)
+        if getattr(args, "metrics", None):
+            self.files.append(MetricsFile(args.metrics))
         self.doc = document.new(command, sys.argv[1:], args)
         self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
         self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows

@@ -129,3 +129,10 @@ def add_min_share(parser, what, reference, default=MIN_SHARE):
 def share_margin(share):
     """A time margin from a --min-share: slower than 1 / share times the reference's time."""
     return 1 / share - 1
+
+
+def add_metrics(parser):
+    """--metrics FILE: the figures in Prometheus' text format (results/metrics.py)."""
+    parser.add_argument("--metrics", metavar="FILE",
+                        help="write the figures in Prometheus' text format, replaced whole at "
+                             "each write (for node_exporter's textfile collector: name it *.prom)")

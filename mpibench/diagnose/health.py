@@ -1,0 +1,129 @@
+"""`check --health`: one host's health check, as SLURM's HealthCheckProgram, a prolog or a
+node-problem-detector plugin runs it: check's test inside the host on the host's own
+ranks (one per GPU) and doctor's findings on the host, judged, then one line and an exit
+code. Other hosts are not needed (HealthCheckProgram runs on every node at once and is
+killed after 60 s: tests between hosts belong in a job, sbatch/acceptance.sbatch).
+
+    nhc  host | Healthy            or  host | ERROR: mpibench: reason     (NHC's format)
+         unless --report-only: scontrol update nodename=host state=drain reason="mpibench: ..."
+    npd  one line of at most 80 characters; exit 0 healthy, 1 a problem, other: unknown
+
+The speed floor is --expect's "intra" limits; without them the host fails only on what
+needs no reference: doctor's errors, a test that fails or hangs.
+"""
+import os
+import subprocess
+import sys
+
+from ..errors import CheckFailed, UsageError
+from ..launch import faults, verdict
+from ..results.output import open_output
+from . import checkverdict, findings, hostfacts
+
+MODES = ("nhc", "npd")
+TIMEOUT = 40.0          # the watchdog's limit: well inside HealthCheckProgram's 60 s
+NPD_WIDTH = 80          # node-problem-detector cuts a plugin's message there
+PREFIX = "mpibench:"    # drain reasons start with it, so that sites can find them
+SLOWED = 1e4             # the test-only fault: the test inside the host at 1/10000 of its speed
+
+
+def add_arguments(p):
+    p.add_argument("--health", nargs="?", const="nhc", choices=MODES, default=None,
+                   help="this host's health check (test inside the host and doctor's "
+                        "findings; one line; exit 0 healthy, 1 not): nhc (default) prints "
+                        "NHC's 'host | Healthy' or 'host | ERROR: reason' and drains the node "
+                        "with scontrol; npd prints one line for node-problem-detector")
+    p.add_argument("--report-only", action="store_true",
+                   help="with --health: report, drain nothing")
+
+
+def check_args(args):
+    if args.report_only and not args.health:
+        raise UsageError("--report-only goes with --health")
+    if args.health and args.baseline:
+        raise UsageError("--health takes --expect (its \"intra\" limits), not --baseline")
+
+
+def node_name(hostname):
+    """The node's name as SLURM knows it (slurmd gives SLURMD_NODENAME to its scripts)."""
+    return os.environ.get("SLURMD_NODENAME") or hostname.split(".")[0]
+
+
+def run(session, args, backend, coll, size, members, limits, intra_time):
+    """Every rank of one host: the test inside it (intra_time: check's timed collective),
+    its facts; rank 0 judges, prints the line, drains. Exit 0 healthy, else CheckFailed."""
+    if len(members) > 1:
+        raise UsageError(f"check --health tests one host; this job has {len(members)}: "
+                         f"start it on each host alone (sbatch/healthcheck.sh)")
+    out = open_output(session, "check", args)
+    session.watch.arm("check --health: this host's facts")
+    facts = hostfacts.collect(session) if session.rank == 0 else None
+    host = session.hostname
+    gathered = None
+    if session.size > 1:
+        session.watch.arm("check --health: inside the host")
+        t = intra_time(session, backend, coll, size, session.size, args, None, "inside the host")
+        fault = faults.get("slowhost", session.rank)
+        if fault is not None and fault in ("", host):      # test-only: a slow GPU
+            t["seconds"] *= SLOWED
+        gathered = session.comm.gather(t, root=0)
+    session.watch.disarm()
+    failed = session.comm.bcast(_judge(session, out, args, coll, size, members, limits, facts,
+                                       gathered) if session.rank == 0 else None, root=0)
+    if failed:
+        raise CheckFailed("")       # the line said it all
+    return 0
+
+
+def _judge(session, out, args, coll, size, members, limits, facts, gathered):
+    """Rank 0: the verdict, the line, the drain; True when the host is not healthy."""
+    host = session.hostname
+    config = {"collective": coll.name, "size": size, "ranks_per_host": session.size,
+              "world": session.size, "hosts": [host], "iters": args.iters, "warmup": args.warmup}
+    judge = checkverdict.Judge(config, members, limits, {host: hostfacts.line_rate()})
+    if gathered:
+        judge.intra(gathered)
+    entry = judge.hosts[host]
+    errors = [f[1] for f in findings.findings({host: facts}, True)
+              if findings.severity(f) == findings.ERROR]
+    reasons = entry["reasons"] + [f"doctor: {e}" for e in errors]
+    if errors:
+        entry["verdict"] = "FAIL"
+        entry["reasons"] = reasons
+    node = node_name(host)
+    reason = (reasons[0] + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")) \
+        if reasons else None
+    drained = None
+    if reason and args.health == "nhc" and not args.report_only:
+        drained = drain(node, f"{PREFIX} {reason}")
+        if drained is not True:
+            sys.stderr.write(f"mpibench: could not drain {node}: {drained}\n")
+    text = line(args.health, node, reason)
+    out.set(check=judge.doc, health={"node": node, "healthy": not reasons, "reasons": reasons,
+                                     "line": text, "drained": drained, "mode": args.health})
+    out.finish()
+    verdict.say_in_place(text)
+    return bool(reasons)
+
+
+def line(mode, node, reason):
+    """The one line: NHC's, or node-problem-detector's (at most NPD_WIDTH characters)."""
+    if mode == "npd":
+        text = f"{PREFIX} {node} " + (f"unhealthy: {reason}" if reason else "healthy")
+        return text if len(text) <= NPD_WIDTH else text[:NPD_WIDTH - 3] + "..."
+    return f"{node} | " + (f"ERROR: {PREFIX} {reason}" if reason else "Healthy")
+
+
+def drain(node, reason):
+    """scontrol drains the node with the reason; True when it did, else why not (text)."""
+    argv = ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=15)
+    except FileNotFoundError:
+        return "scontrol not found: not drained"
+    except subprocess.TimeoutExpired:
+        return "scontrol did not answer in 15 s: not drained"
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return f"scontrol failed: {why}"
+    return True

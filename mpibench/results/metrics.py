@@ -1,0 +1,293 @@
+"""--metrics FILE: a command's results document in Prometheus' text exposition format.
+
+One exporter serves every command: it reads the document the command already builds
+(its rows, run's per-host analysis, p2p's links, check's verdicts, train's summary,
+verify's checks) and writes what it finds. The file is replaced in one rename, as
+node_exporter's textfile collector expects (it reads every *.prom file of a folder at
+each scrape), so it is a state that each run refreshes, not a record kept: it is the one
+result file mpibench overwrites. Every metric is a gauge of one run.
+
+Label names follow NCCL Inspector's (slurm_job_id, node, n_nodes, nranks, collective,
+message_size) and DCGM exporter's (gpu, Hostname) where they mean the same thing, so that
+dashboards can join them; `command` keeps two commands' files in one folder apart (two
+files with one series are an error at every scrape), "check --health" included.
+METRICS is the list docs/metrics.md documents: a name not in it cannot be written.
+"""
+import datetime
+import math
+import os
+
+from ..errors import UsageError
+from .files import replace_atomically
+
+GAUGE = "gauge"
+_ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
+_RANK = ("collective", "message_size", "dtype", "mode", "rank", "node", "Hostname", "gpu")
+_LINK = ("node", "rank", "peer_node", "peer_rank", "message_size", "bidirectional")
+_PAIR = ("node", "peer_node", "rail", "round")
+
+# name: (help, labels besides command and slurm_job_id)
+METRICS = {
+    "mpibench_info": ("1, with the run's version, backend, launcher and size as labels",
+                      ("version", "backend", "launcher", "n_nodes", "nranks")),
+    "mpibench_start_timestamp_seconds": ("when the run started (Unix time)", ()),
+    "mpibench_end_timestamp_seconds": ("when the run ended (Unix time); absent while it runs", ()),
+    "mpibench_complete": ("1 when the run finished every step, 0 while it runs or when cut short", ()),
+    "mpibench_exit_code": ("the job's exit code (0 ok, 1 a check failed, 124 hung, 128+N signal N)", ()),
+    "mpibench_collective_busbw_bytes_per_second": ("bus bandwidth of one row (nccl-tests' busbw)", _ROW),
+    "mpibench_collective_algbw_bytes_per_second": ("algorithm bandwidth of one row (bytes / time)", _ROW),
+    "mpibench_collective_time_seconds": ("time per call of one row (mean over ranks of the slowest rank's "
+                                         "average, as nccl-tests prints it)", _ROW),
+    "mpibench_collective_wrong_elements": ("elements found wrong in one row's check (-c 1)", _ROW),
+    "mpibench_rank_time_seconds": ("a rank's median time per call, at the size analysed per host", _RANK),
+    "mpibench_host_time_seconds": ("a host's median time per call over its ranks, at the size analysed "
+                                   "per host", ("collective", "message_size", "node")),
+    "mpibench_host_slow": ("1 when the per-host analysis names the host slow, else 0",
+                           ("collective", "message_size", "node")),
+    "mpibench_link_bandwidth_bytes_per_second": ("p2p: one link's bandwidth (median iteration)", _LINK),
+    "mpibench_link_latency_seconds": ("p2p: one link's latency (half the ping-pong's round trip)", _LINK),
+    "mpibench_link_passed": ("p2p: 1 when the link is not named slow, else 0", _LINK),
+    "mpibench_check_passed": ("check: 1 when every host and link passed, else 0", ()),
+    "mpibench_check_host_passed": ("check: 1 when the host passed, else 0; verdict PASS, RAIL (a rail "
+                                   "failed, the host is kept) or FAIL (drain it)", ("node", "verdict")),
+    "mpibench_check_host_busbw_bytes_per_second": ("check test 1: busbw among the ranks of one host",
+                                                   ("node", "collective", "message_size")),
+    "mpibench_check_pair_busbw_bytes_per_second": ("check test 2: one rail of a pair of hosts, both "
+                                                   "directions at once", _PAIR),
+    "mpibench_check_pair_passed": ("check test 2: 1 when the rail of the pair passed, else 0", _PAIR),
+    "mpibench_check_rail_passed": ("check: 1 when the host's rail passed, else 0", ("node", "rail")),
+    "mpibench_check_suspect": ("check: 1 for each link or switch the verdict suspects; kind host_rail, "
+                               "uplink, rail_switch, tie or path", ("link", "kind")),
+    "mpibench_health_passed": ("check --health: 1 when the host is healthy, else 0", ("node",)),
+    "mpibench_train_step_seconds": ("train: median synced step time", ("model", "parallel", "nranks")),
+    "mpibench_train_tokens_per_second": ("train: tokens per second over every rank",
+                                         ("model", "parallel", "nranks")),
+    "mpibench_train_exposed_share": ("train: share of the step spent in exposed communication",
+                                     ("model", "parallel", "nranks")),
+    "mpibench_train_rank_step_seconds": ("train: a rank's median step time", ("rank", "node")),
+    "mpibench_verify_check_passed": ("verify: 1 when the check passed, 0 when it failed (checks that "
+                                     "only inform are left out)", ("check",)),
+}
+COMMON = ("command", "slurm_job_id")
+
+
+class MetricsFile:
+    """The --metrics file: replaced whole at every write (never half written)."""
+
+    def __init__(self, path):
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"cannot write {path}: {folder} does not exist")
+        if not os.access(folder, os.W_OK):
+            raise UsageError(f"cannot write {path}: {folder} is not writable")
+        if os.path.isdir(path):
+            raise UsageError(f"cannot write {path}: it is a folder (name a file in it, *.prom)")
+        self.path = self.requested = path
+        self.renamed = False
+
+    def write(self, doc):
+        text = render(doc)
+
+        def fill(tmp):
+            with open(tmp, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)     # the exporter may run as its own user
+        replace_atomically(self.path, fill)
+
+
+def render(doc):
+    """The document's metrics as Prometheus text."""
+    samples = {name: [] for name in METRICS}
+    health = (doc.get("args") or {}).get("health")      # its own files beside check's
+    common = {"command": doc.get("command", "") + (" --health" if health else ""),
+              "slurm_job_id": (doc.get("env") or {}).get("SLURM_JOB_ID")
+              or os.environ.get("SLURM_JOB_ID", "")}
+
+    def add(name, value, **labels):
+        if value is None:
+            return
+        samples[name].append(({**common, **labels}, float(value)))
+
+    for collect in (_run, _rows, _per_host, _links, _check, _health, _train, _verify):
+        collect(doc, add)
+    out = []
+    for name, (text, _) in METRICS.items():
+        if samples[name]:
+            out += [f"# HELP {name} {text}", f"# TYPE {name} {GAUGE}"]
+            out += [f"{name}{{{_labels(labels)}}} {_number(v)}" for labels, v in samples[name]]
+    return "\n".join(out) + "\n"
+
+
+def _labels(labels):
+    return ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items() if v not in (None, ""))
+
+
+def _escape(value):
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(v):
+    if math.isnan(v):
+        return "NaN"
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def _seconds(stamp):
+    try:
+        return datetime.datetime.fromisoformat(stamp).timestamp() if stamp else None
+    except ValueError:
+        return None
+
+
+def _world(doc):
+    world = doc.get("world") or {}
+    return len(world.get("hosts") or []) or None, world.get("size")
+
+
+def _run(doc, add):
+    world = doc.get("world") or {}
+    n_nodes, nranks = _world(doc)
+    add("mpibench_info", 1, version=doc.get("mpibench_version"), backend=world.get("backend"),
+        launcher=world.get("launcher"), n_nodes=n_nodes, nranks=nranks)
+    add("mpibench_start_timestamp_seconds", _seconds(doc.get("start_time")))
+    add("mpibench_end_timestamp_seconds", _seconds(doc.get("end_time")))
+    add("mpibench_complete", int(bool(doc.get("complete"))))
+    if doc.get("exit"):
+        add("mpibench_exit_code", doc["exit"].get("code"))
+
+
+GB = 1e9
+MODES = (("out_of_place", "out"), ("in_place", "in"))
+
+
+def _rows(doc, add):
+    n_nodes, nranks = _world(doc)
+    for row in doc.get("results", []):
+        if "link" in row:       # p2p's rows: its links say more (_links)
+            continue
+        for key, mode in MODES:
+            m = row.get(key)
+            if not m:
+                continue
+            labels = dict(collective=row["collective"], message_size=row["size"],
+                          dtype=row.get("dtype", row.get("type")), mode=mode,
+                          n_nodes=n_nodes, nranks=nranks)
+            add("mpibench_collective_busbw_bytes_per_second", _scaled(m.get("busbw_GBps")), **labels)
+            add("mpibench_collective_algbw_bytes_per_second", _scaled(m.get("algbw_GBps")), **labels)
+            add("mpibench_collective_time_seconds", m["time_us"] / 1e6, **labels)
+            add("mpibench_collective_wrong_elements", m.get("nwrong"), **labels)
+
+
+def _scaled(gbps):
+    return None if gbps is None else gbps * GB
+
+
+def _devices(doc):
+    """{rank: gpu index as DCGM names it} for the ranks on CUDA devices."""
+    out = {}
+    for d in (doc.get("config") or {}).get("devices") or []:
+        device = str(d.get("device") or "")
+        if device.startswith("cuda"):
+            out[d["rank"]] = device.partition(":")[2] or "0"
+    return out
+
+
+def _per_host(doc, add):
+    gpus = _devices(doc)
+    for entry in doc.get("hosts", []):
+        where = dict(collective=entry["collective"], message_size=entry["size"])
+        for r in entry.get("ranks", []):
+            add("mpibench_rank_time_seconds", r["median_s"], **where, dtype=entry.get("dtype"),
+                mode=entry.get("mode"), rank=r["rank"], node=r["host"], Hostname=r["host"],
+                gpu=gpus.get(r["rank"]))
+        slow = set(entry.get("slow_hosts") or [])
+        for h in entry.get("hosts", []):
+            add("mpibench_host_time_seconds", h["median_s"], **where, node=h["host"])
+            add("mpibench_host_slow", int(h["host"] in slow), **where, node=h["host"])
+
+
+def _links(doc, add):
+    for link in doc.get("links", []):
+        labels = dict(node=link["from"].rsplit(":", 1)[0], rank=link.get("from_rank"),
+                      peer_node=link["to"].rsplit(":", 1)[0], peer_rank=link.get("to_rank"),
+                      bidirectional=str(bool(link.get("bidirectional"))).lower())
+        add("mpibench_link_bandwidth_bytes_per_second", _scaled(link.get("bandwidth_GBps")),
+            message_size=link.get("size"), **labels)
+        if link.get("latency_us") is not None:
+            add("mpibench_link_latency_seconds", link["latency_us"] / 1e6,
+                message_size=link.get("latency_size"), **labels)
+        add("mpibench_link_passed", int(not link.get("slow")), message_size=link.get("size"), **labels)
+
+
+def _check(doc, add):
+    check = doc.get("check")
+    if not check:
+        return
+    _check_hosts(check, add)
+    if "failing_hosts" in check:
+        add("mpibench_check_passed", int(not check["failing_hosts"] and not check.get("suspects")
+                                         and not (doc.get("exit") or {}).get("code")))
+    for h in check.get("hosts", []):
+        failed = set(h.get("rails_failed") or [])
+        rails = sorted({p["rail"] for p in h.get("pairs", [])})
+        for p in h.get("pairs", []):
+            labels = dict(node=h["host"], peer_node=p["partner"], rail=p["rail"], round=p["round"])
+            add("mpibench_check_pair_busbw_bytes_per_second", _scaled(p["busbw_GBps"]), **labels)
+            add("mpibench_check_pair_passed", int(bool(p["passed"])), **labels)
+        for rail in rails:
+            add("mpibench_check_rail_passed", int(rail not in failed and h["verdict"] != "FAIL"),
+                node=h["host"], rail=rail)
+    for name in check.get("suspects", []):
+        add("mpibench_check_suspect", 1, link=name, kind=_kind(name))
+
+
+def _check_hosts(check, add):
+    size = check.get("config", {}).get("size")
+    coll = check.get("config", {}).get("collective")
+    for h in check.get("hosts", []):
+        add("mpibench_check_host_passed", int(h["verdict"] == "PASS"), node=h["host"],
+            verdict=h["verdict"])
+        if h.get("intra"):
+            add("mpibench_check_host_busbw_bytes_per_second", _scaled(h["intra"]["busbw_GBps"]),
+                node=h["host"], collective=coll, message_size=size)
+
+
+def _kind(name):
+    """The kind of a suspect as checkverdict names it (few values: a label)."""
+    if "(a tie" in name:
+        return "tie"
+    if name.startswith("uplink "):
+        return "uplink"
+    if name.startswith("path "):
+        return "path"
+    if " switch" in name.split("(")[0]:
+        return "rail_switch"
+    return "host_rail"
+
+
+def _health(doc, add):
+    health = doc.get("health")
+    if health:
+        add("mpibench_health_passed", int(health["healthy"]), node=health["node"])
+
+
+def _train(doc, add):
+    train = doc.get("train") or {}
+    summary = train.get("summary")
+    if not summary:
+        return
+    labels = dict(model=(train.get("model") or {}).get("preset") or (train.get("model") or {}).get("name"),
+                  parallel=train.get("parallel"), nranks=_world(doc)[1])
+    add("mpibench_train_step_seconds", summary.get("step_s"), **labels)
+    add("mpibench_train_tokens_per_second", summary.get("tokens_per_s"), **labels)
+    add("mpibench_train_exposed_share", summary.get("exposed_share"), **labels)
+    for r in (train.get("hosts") or {}).get("ranks", []):
+        add("mpibench_train_rank_step_seconds", r["median_s"], rank=r["rank"], node=r["host"])
+
+
+def _verify(doc, add):
+    for c in (doc.get("verify") or {}).get("checks", []):
+        if c.get("verdict") in ("PASS", "FAIL"):
+            add("mpibench_verify_check_passed", int(c["verdict"] == "PASS"), check=c["check"])
