@@ -4,7 +4,7 @@
 # (mawk or gawk: no {n,m} in the patterns.)
 function out(text) { printf "%s\n", text; fflush() }
 function known(text) {
-  return text ~ /MPI_ABORT was invoked on rank|(prterun|mpirun) has exited due to process rank|(prterun|mpirun) detected that one or more processes exited with non-zero status|Primary job +terminated normally/
+  return text ~ /MPI_ABORT was invoked on rank|(prterun|mpirun|mpiexec)[^ ]* (has exited due to process rank|detected that one or more processes exited with non-zero status)|Primary job +terminated normally|Open MPI failed to TCP connect to a peer/
 }
 function ended() {
   if (!said) out("launcher: its own report of how the job ended is left out; the exit code and the verdict line (stdout) are mpibench's")

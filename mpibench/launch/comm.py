@@ -120,8 +120,14 @@ class MPIComm(Comm):
         launcher's text: the other ranks finalize and exit 0 at once, rank 0 last with the
         code. Open MPI 5's prterun then prints nothing and returns the code; MPI_Abort gets
         a 15-line banner, and ranks that all exit non-zero after MPI_Finalize made prterun
-        crash across hosts (docs/exit-codes.md). Rank 0 returns the code."""
+        crash across hosts. Open MPI 4's mpirun prints 11 lines for any non-zero exit and
+        8 for MPI_Abort: there rank 0 aborts (docs/exit-codes.md). Rank 0 returns the code."""
         self.world.Barrier()      # every rank has closed its watchdog and process group
+        if self.library_version().startswith("Open MPI v4"):
+            if self.rank == 0:
+                self.abort(code)
+            time.sleep(30.0)      # stopped by rank 0's abort; if not, leave with the code
+            return code
         self.MPI.Finalize()
         if self.rank != 0:
             _hard_exit(0)

@@ -288,6 +288,8 @@ class Watchdog(NullWatch):
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
+        if self._quiet:       # another rank is aborting the job: the launcher's kill is part of it
+            return
         code = 128 + signum
         name = signal.Signals(signum).name
         if self._signalled is not None and origin == self.s.rank:
