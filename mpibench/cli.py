@@ -227,8 +227,8 @@ def _failed(exc, place, session, comm, name):
     return 1
 
 
-# How long a rank other than 0 waits, after a signal's end was agreed, for rank 0's abort to
-# reach it before it leaves with the code itself.
+# How long a rank waits for another rank's abort to reach it (a signal's end agreed, a lower
+# failed rank reporting) before it leaves with the code itself.
 ABORT_WAIT = 30.0
 
 

@@ -131,7 +131,8 @@ class MPIComm(Comm):
         self.MPI.Finalize()
         if self.rank != 0:
             _hard_exit(0)
-        time.sleep(LAST_OUT)
+        if self.size > 1:
+            time.sleep(LAST_OUT)
         _flush()
         return code
 
