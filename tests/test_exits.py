@@ -58,7 +58,9 @@ CASES = {
 def test_launcher_returns_mpibench_code_across_three_hosts(tmp_path):
     """Each case REPS times in a row on 3 hosts: mpirun's own exit code, the verdict line,
     and the one error line. Open MPI 5's prterun crashed (139, 134) or hung tearing such
-    jobs down when ranks exited non-zero on their own; an abort from rank 0 ends them."""
+    jobs down when ranks exited non-zero on their own: rank 0 alone does, last, or aborts.
+    A job ended together gets no line of the launcher's (namespace hosts' setpgid warning
+    aside) and no NUL byte."""
     expect = tmp_path / "expect.json"
     expect.write_text(EXPECT_FAIL)
     seen = {}
@@ -79,6 +81,10 @@ def test_launcher_returns_mpibench_code_across_three_hosts(tmp_path):
                 if words:
                     assert any(words in line for line in mpibench_lines(done.stderr)), said
                 assert "Traceback" not in done.stderr, said
+                if code in (1, 2):     # ended together: rank 0 exits last, prterun adds nothing
+                    assert [line for line in _launcher_lines(done.stderr)
+                            if "plm:ssh: Warning: setpgid" not in line] == [], said
+                    assert "\0" not in done.stderr, said
     print("exit codes seen:", seen)
 
 
