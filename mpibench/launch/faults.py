@@ -4,9 +4,9 @@ MPIBENCH_FAULT is set, every command's header and results document say so (notic
 
 Comma-separated entries KIND:RANK[:ARG], e.g. "raise:1", "corrupt:2", "oom:1:64K" (a
 buffer of 64K or more, or train's model state of that size, is refused as out of memory).
-Row faults, at the first row of size ARG or more: "hang:1:64K" (the rank stops making progress,
-its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
-"crash:1:64K" (an exception).
+Row faults, at the first row of size ARG or more: "hang:1:64K" (the rank stops making
+progress, its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer
+would), "crash:1:64K" (an exception).
 "early:1:100": the engine's timer on rank 1 stops early, at 1/100 of the loop's time
 (what `verify`'s plausibility check must catch).
 "backend:1:nccl": --backend auto answers nccl on that rank, as if its torch saw a GPU.
@@ -25,8 +25,8 @@ that its fuzz test can prove it notices what those checks stop.
 one on that rank's host in every round.
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use. The switches that act inside the engine and the backend (row faults,
-early, corrupt, graphcorrupt, oom) are installed by measure.switches.install(): with none on, the timed code
-runs as it is, with no test branch in it.
+early, corrupt, graphcorrupt, oom) are installed by measure.switches.install(): with none
+on, the timed code runs as it is, with no test branch in it.
 """
 import os
 import signal
@@ -38,6 +38,7 @@ def _spec():
 
 
 def active():
+    """Whether the switches act: MPIBENCH_FAULT set and MPIBENCH_TESTING=1."""
     return bool(_spec()) and os.environ.get("MPIBENCH_TESTING") == "1"
 
 
@@ -80,7 +81,6 @@ def trip(kind):
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "crash":
         raise RuntimeError("test fault switch MPIBENCH_FAULT=crash made this rank fail")
-
 
 
 def row_faults(rank):
