@@ -216,6 +216,9 @@ fi
 # reading: the job runs to its end and mpirun's exit code stays the job's. The relay
 # ignores Ctrl-C, so that mpirun can still write the lines that end an interrupted job.
 relay() { trap '' INT TERM; cat 2>/dev/null || true; exec cat >/dev/null; }
+# stderr goes through quiet.awk: the launcher's own banners for a job that mpibench ended
+# (MPI_Abort's, prterun's, ranks being stopped) become one line, and its NUL bytes go.
+quiet() { trap '' INT TERM; awk -f "$here/quiet.awk"; }
 if [[ -p /dev/stdout ]]; then exec > >(relay); fi
-if [[ -p /dev/stderr ]]; then exec 2> >(relay >&2); fi
+if [[ -p /dev/stderr ]]; then exec 2> >(quiet | relay >&2); else exec 2> >(quiet >&2); fi
 exec "${cmd[@]}"

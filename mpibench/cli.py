@@ -17,14 +17,10 @@ from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
 from .commands.common import guard
 from .launch import bootstrap, launcher, verdict
+from .launch.comm import LAST_OUT
 from .launch.session import quiet_stdout
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
-
-# On a bad command line every rank fails alike, but only rank 0 prints. mpirun ends the
-# job at the first non-zero exit, so the other ranks wait this long to let rank 0 print
-# and exit first (mpirun then stops them at once; the wait is only the worst case).
-FOLLOWER_GRACE = 5.0
 
 
 def error_line(exc):
@@ -126,11 +122,12 @@ def main(argv=None):
     try:
         name, args = parse(argv)
     except UsageError as exc:
-        if _RANK0:
-            say(error_line(exc))
-            verdict.say(exc.code, _command_word(argv))
-        elif place.size != 1:
-            time.sleep(FOLLOWER_GRACE)
+        if not _RANK0:     # every rank fails alike: rank 0 says it, and exits last
+            sys.exit(0)
+        say(error_line(exc))
+        verdict.say(exc.code, _command_word(argv))
+        if place.size != 1:
+            time.sleep(LAST_OUT)
         sys.exit(exc.code)
     if _RANK0:
         for note in getattr(args, "deprecations", None) or []:
@@ -208,26 +205,30 @@ def _interrupted(place, comm, name):
 
 def _failed(exc, place, session, comm, name):
     """An exception on this rank alone: names the rank and host (and the ranks gone
-    silent, the likely cause), records the verdict, aborts the job; returns 1."""
+    silent, the likely cause); the lowest failed rank records the verdict and aborts the
+    job, once for the job however many ranks fail; returns 1."""
     where = session.where if session else f"rank {place.rank} (host {_host()})"
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    gone = session.watch.silent_ranks() if session is not None and session.watch else []
+    watch = session.watch if session is not None else None
+    gone, reports = watch.fail() if watch else ([], True)
     if gone:   # a backend error here is most likely the news that another rank died
         detail = (f"{', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no longer "
                   f"answer{'s' if len(gone) == 1 else ''} (dead or stopped); here: {detail}")
     say(f"mpibench: {where} failed: {detail}")
     if os.environ.get("MPIBENCH_DEBUG"):
         traceback.print_exc()       # still handling exc: its traceback
-    if session is not None and session.watch is not None and session.rank == 0:
-        session.watch.abandon(f"{where} failed: {detail}", 1, "error")
+    if watch is not None and session.rank == 0:
+        watch.abandon(f"{where} failed: {detail}", 1, "error")
+    if not reports:                 # a lower rank failed too, or one has reported: it ends the job
+        time.sleep(ABORT_WAIT)
     verdict.say(1, name, "error")
     if comm is not None and comm.size > 1:
-        comm.abort(1)
+        (watch or comm).abort(1)
     return 1
 
 
-# How long a rank other than 0 waits, after the job's end was agreed, for rank 0's abort to
-# reach it before it leaves with the code itself.
+# How long a rank waits for another rank's abort to reach it (a signal's end agreed, a lower
+# failed rank reporting) before it leaves with the code itself.
 ABORT_WAIT = 30.0
 
 
@@ -235,11 +236,8 @@ def end(session, comm, place, name, code):
     """End a command that every rank finished together, with `code` as the launcher's.
 
     Rank 0 records the verdict in the results file and prints the verdict line. A zero
-    code ends normally. A non-zero code in an MPI job ends through MPI_Abort from rank 0
-    once every rank has arrived (the caller's barrier): Open MPI 5's prterun (5.0.x) can
-    crash (SIGSEGV, SIGABRT) or hang while tearing down a multi-host job whose ranks
-    called MPI_Finalize and exited non-zero, so that its own exit code is not the ranks'.
-    Its abort path returns the code every time (docs/exit-codes.md)."""
+    code ends normally. A non-zero code in an MPI job ends with rank 0 exiting last
+    (comm.finish): no launcher text, and the launcher returns the code."""
     watch = getattr(session, "watch", None)
     if watch is not None:
         # A signal that reached a rank near the end, before rank 0 could hear of it,
@@ -256,12 +254,11 @@ def end(session, comm, place, name, code):
         if results is not None:
             results.record_exit(verdict.record(code))
         verdict.say(code, name)
-    if not code or comm is None or comm.kind != "mpi" or comm.size == 1:
+    if not code or comm is None:
         return code
-    if comm.rank == 0:
-        comm.abort(code)
-    time.sleep(ABORT_WAIT)
-    return code
+    if session is not None:
+        session.close()
+    return comm.finish(code)
 
 
 def _host():

@@ -55,7 +55,8 @@ run_job() {
   } >"$OUTDIR/job.txt"
   echo "mpibench job: results in $OUTDIR"
   local rc=0
-  "$@" 2>&1 | tee "$OUTDIR/output.txt" || rc=$?
+  # launch/quiet.awk: the launcher's own report of an ending mpibench chose becomes one line.
+  "$@" 2>&1 | awk -f "$MPIBENCH_HOME/launch/quiet.awk" | tee "$OUTDIR/output.txt" || rc=$?
   echo "end $(date -Is) exit $rc" >>"$OUTDIR/job.txt"
   return "$rc"
 }

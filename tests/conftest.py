@@ -29,12 +29,20 @@ _LAUNCHER_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROU
 
 
 def base_env(env=None):
-    """A clean child environment: no launcher variables, one thread per rank, short timeouts."""
+    """A clean child environment: no launcher variables, one thread per rank, short timeouts;
+    a test fault switch given (MPIBENCH_FAULT) is honoured (MPIBENCH_TESTING=1, unless given)."""
     out = {k: v for k, v in os.environ.items()
            if not k.startswith(_LAUNCHER_PREFIXES) and k not in _LAUNCHER_NAMES}
     out.update(OMP_NUM_THREADS="1", MPIBENCH_INIT_TIMEOUT="30", PYTHONUNBUFFERED="1")
     out.update(env or {})
-    return out
+    return testing(out)
+
+
+def testing(env):
+    """env, with MPIBENCH_TESTING=1 added when it sets MPIBENCH_FAULT (and not the former)."""
+    if "MPIBENCH_FAULT" in env:
+        env.setdefault("MPIBENCH_TESTING", "1")
+    return env
 
 
 def run(cmd, env=None, timeout=90):

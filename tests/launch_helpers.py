@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "launch"))
+from conftest import testing  # noqa: E402
 from slurmcluster import apt_install  # noqa: E402
 
 VENV = Path(os.environ.get("MPIBENCH_VENV", sys.prefix))
@@ -30,11 +31,13 @@ TINY_RUN = ["run", "--collectives", "all_reduce", "-b", "1K", "-e", "2K", "-n", 
 
 
 def env(**extra):
-    """This environment, with the project's python for the launch scripts."""
+    """This environment, with the project's python for the launch scripts (a test fault
+    switch given is honoured: conftest.testing)."""
     e = dict(os.environ, MPIBENCH_PYTHON=str(PY))
     e.pop("MPIBENCH_FAULT", None)
+    e.pop("MPIBENCH_TESTING", None)
     e.update({k: str(v) for k, v in extra.items()})
-    return e
+    return testing(e)
 
 
 # check's link rates on namespace hosts. Links, not this 2-core machine, must be what limits

@@ -58,7 +58,9 @@ CASES = {
 def test_launcher_returns_mpibench_code_across_three_hosts(tmp_path):
     """Each case REPS times in a row on 3 hosts: mpirun's own exit code, the verdict line,
     and the one error line. Open MPI 5's prterun crashed (139, 134) or hung tearing such
-    jobs down when ranks exited non-zero on their own; an abort from rank 0 ends them."""
+    jobs down when ranks exited non-zero on their own: rank 0 alone does, last, or aborts.
+    A job ended together gets no line of the launcher's (namespace hosts' setpgid warning
+    aside) and no NUL byte."""
     expect = tmp_path / "expect.json"
     expect.write_text(EXPECT_FAIL)
     seen = {}
@@ -79,6 +81,10 @@ def test_launcher_returns_mpibench_code_across_three_hosts(tmp_path):
                 if words:
                     assert any(words in line for line in mpibench_lines(done.stderr)), said
                 assert "Traceback" not in done.stderr, said
+                if code in (1, 2):     # ended together: rank 0 exits last, prterun adds nothing
+                    assert [line for line in _launcher_lines(done.stderr)
+                            if "plm:ssh: Warning: setpgid" not in line] == [], said
+                    assert "\0" not in done.stderr, said
     print("exit codes seen:", seen)
 
 
@@ -235,3 +241,48 @@ def test_doctor_exits_1_on_a_problem_that_breaks_runs_and_0_on_warnings(variable
     if code:
         assert mpibench_lines(done.stderr) == [
             "mpibench: doctor found 1 problem that breaks runs (ERROR above)"], show(done)
+
+
+# ---- 7. test switches act only with MPIBENCH_TESTING=1, and always say they are set ----
+ONE_ROW = ["run", "--collectives", "all_reduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1",
+           "--probe-iters", "0"]
+
+
+def _launcher_lines(text):
+    """What stderr holds besides mpibench's own lines."""
+    return [line for line in text.splitlines() if line.strip() and not mpibench_lines(line)]
+
+
+@pytest.mark.parametrize("testing", ["0", "1"])
+def test_fault_switch_acts_only_under_testing_and_is_announced(testing, tmp_path):
+    """corrupt:1 left exported changes nothing without MPIBENCH_TESTING=1 and says so; with
+    it the row is wrong, and the job ends with exit 1 and no line of the launcher's."""
+    js = tmp_path / "r.json"
+    done = mpirun(2, [*ONE_ROW, "--json", str(js)],
+                  env={"MPIBENCH_FAULT": "corrupt:1", "MPIBENCH_TESTING": testing})
+    doc = json.loads(js.read_text())
+    on = testing == "1"
+    assert done.returncode == (1 if on else 0), show(done)
+    assert ("# TEST SWITCHES ACTIVE: MPIBENCH_FAULT=corrupt:1\n" if on else
+            "# TEST SWITCHES SET BUT IGNORED: MPIBENCH_FAULT=corrupt:1 (MPIBENCH_TESTING is not "
+            "1)\n") in done.stdout, show(done)
+    assert doc["test_switches"] == {"MPIBENCH_FAULT": "corrupt:1", "active": on}
+    assert bool(sum(r[m]["nwrong"] for r in doc["results"] for m in ("out_of_place", "in_place")
+                    if r[m])) == on, doc["results"]
+    assert verdict(done.stdout)[:2] == ((1, "failed") if on else (0, "ok")), show(done)
+    assert _launcher_lines(done.stderr) == [] and "\0" not in done.stderr, show(done)
+
+
+def test_every_rank_failing_gives_one_verdict_and_two_launcher_lines_at_most():
+    """Every rank raises (crash on all): the lowest reports, once; launch/mpirun.sh leaves at
+    most two lines of the launcher's, and no NUL byte."""
+    done = subprocess.run([str(Path(ROOT) / "launch" / "mpirun.sh"), "--np", "3", "--oversubscribe",
+                           *ONE_ROW], capture_output=True,
+                          text=True, timeout=180, cwd=ROOT, env=base_env(
+                              {"MPIBENCH_PYTHON": PYTHON,
+                               "MPIBENCH_FAULT": "crash:0:1K,crash:1:1K,crash:2:1K"}))
+    assert done.returncode == 1, show(done)
+    assert done.stdout.count("mpibench-verdict:") == 1, show(done)
+    assert verdict(done.stdout) == (1, "error", "run"), show(done)
+    assert len(_launcher_lines(done.stderr)) <= 2, show(done)
+    assert "\0" not in done.stderr + done.stdout, show(done)

@@ -608,6 +608,7 @@ def test_fuzz_cut_shuffled_and_prefixed_lines_give_one_error_or_a_correct_read(o
 
 def test_fuzz_catches_what_the_reader_would_get_wrong_without_its_checks(own_run, monkeypatch):
     monkeypatch.setenv("MPIBENCH_FAULT", "trustlogs:0")
+    monkeypatch.setenv("MPIBENCH_TESTING", "1")
     reads, errors, wrong = fuzz(_sources(own_run))
     print(f"fuzz without the reader's checks: {len(wrong)} wrong reads of "
           f"{reads + errors + len(wrong)}")

@@ -47,7 +47,8 @@ _LAUNCHER_SET = ("OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdi
 
 
 # Where the launch scripts find things (launch/, sbatch/): not network settings.
-_SCRIPT_VARS = ("MPIBENCH_FAULT", "MPIBENCH_HOME", "MPIBENCH_PYTHON", "MPIBENCH_RESULTS",
+# The test switches: their own header line says whether they are set (launch/faults.py).
+_SCRIPT_VARS = ("MPIBENCH_FAULT", "MPIBENCH_TESTING", "MPIBENCH_HOME", "MPIBENCH_PYTHON", "MPIBENCH_RESULTS",
                 "MPIBENCH_PPN", "MPIBENCH_FORWARD", "MPIBENCH_SRUN_MPI")
 
 

@@ -10,6 +10,11 @@ import sys
 import time
 
 
+# How long rank 0 waits, when it ends a failed job last, for the other ranks' exits to reach
+# the launcher: a launcher that sees one failed process, the last, adds no text of its own.
+LAST_OUT = 1.0
+
+
 class Comm:
     kind = "self"
     barrier_kind = "none (one process)"    # what the timing barriers are, for the header
@@ -34,6 +39,10 @@ class Comm:
 
     def abort(self, code):
         _hard_exit(code)
+
+    def finish(self, code):
+        """End a job every rank ended together with a non-zero code (see MPIComm)."""
+        return code
 
     def library_version(self):
         return mpi_library_version()
@@ -107,6 +116,27 @@ class MPIComm(Comm):
         # lines just written (the message naming the failed rank, the verdict line).
         time.sleep(1.0)
         self.world.Abort(code)
+
+    def finish(self, code):
+        """End a job that every rank ended together with a non-zero code, without the
+        launcher's text: the other ranks finalize and exit 0 at once, rank 0 last with the
+        code. Open MPI 5's prterun then prints nothing and returns the code; MPI_Abort gets
+        a 15-line banner, and ranks that all exit non-zero after MPI_Finalize made prterun
+        crash across hosts. Open MPI 4's mpirun prints 11 lines for any non-zero exit and
+        8 for MPI_Abort: there rank 0 aborts (docs/exit-codes.md). Rank 0 returns the code."""
+        self.world.Barrier()      # every rank has closed its watchdog and process group
+        if self.library_version().startswith("Open MPI v4"):
+            if self.rank == 0:
+                self.abort(code)
+            time.sleep(30.0)      # stopped by rank 0's abort; if not, leave with the code
+            return code
+        self.MPI.Finalize()
+        if self.rank != 0:
+            _hard_exit(0)
+        if self.size > 1:
+            time.sleep(LAST_OUT)
+        _flush()
+        return code
 
 
 class StoreComm(Comm):

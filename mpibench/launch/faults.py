@@ -1,10 +1,12 @@
-"""Test-only fault switches, read from MPIBENCH_FAULT.
+"""Test-only fault switches, read from MPIBENCH_FAULT and honoured only when MPIBENCH_TESTING=1
+is set as well: a variable left exported after a test session changes nothing. Whenever
+MPIBENCH_FAULT is set, every command's header and results document say so (notice()).
 
 Comma-separated entries KIND:RANK[:ARG], e.g. "raise:1", "corrupt:2", "oom:1:64K" (a
 buffer of 64K or more, or train's model state of that size, is refused as out of memory).
-Row faults, at the first row of size ARG: "hang:1:64K" (the rank stops making progress,
-its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer would),
-"crash:1:64K" (an exception).
+Row faults, at the first row of size ARG or more: "hang:1:64K" (the rank stops making
+progress, its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer
+would), "crash:1:64K" (an exception).
 "corrupt:1" writes the poison value (what recv held before the call) into the first
 output element of every checked call on that rank; "corrupt:1:nan" writes NaN (float types).
 "early:1:100": the engine's timer on rank 1 stops early, at 1/100 of the loop's time
@@ -28,16 +30,38 @@ one on that rank's host in every round.
 times longer (on host HOST only, when given): a host whose GPUs are slow, for the drain
 tests (give it for every rank of the host, as a collective waits for its slowest rank).
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
-them in normal use.
+them in normal use. The switches that act inside the engine and the backend (row faults,
+early, corrupt, graphcorrupt, oom) are installed by measure.switches.install(): with none
+on, the timed code runs as it is, with no test branch in it.
 """
 import os
 import signal
 import time
 
 
+def _spec():
+    return os.environ.get("MPIBENCH_FAULT", "").strip()
+
+
+def active():
+    """Whether the switches act: MPIBENCH_FAULT set and MPIBENCH_TESTING=1."""
+    return bool(_spec()) and os.environ.get("MPIBENCH_TESTING") == "1"
+
+
+def notice():
+    """(header line, results-document record) when MPIBENCH_FAULT is set, else None."""
+    spec, on = _spec(), active()
+    if not spec:
+        return None
+    line = (f"# TEST SWITCHES ACTIVE: MPIBENCH_FAULT={spec}" if on else
+            f"# TEST SWITCHES SET BUT IGNORED: MPIBENCH_FAULT={spec} (MPIBENCH_TESTING is not 1)")
+    return line, {"MPIBENCH_FAULT": spec, "active": on}
+
+
 def _entries():
-    spec = os.environ.get("MPIBENCH_FAULT", "")
-    for item in spec.split(","):
+    if not active():
+        return
+    for item in _spec().split(","):
         parts = item.strip().split(":", 2)
         if len(parts) >= 2 and parts[1].strip().isdigit():
             yield parts[0].strip(), int(parts[1]), (parts[2] if len(parts) == 3 else "")
@@ -54,21 +78,6 @@ def get(kind, rank):
 ROW_FAULTS = ("hang", "die", "crash")
 
 
-def early_factor(rank):
-    """The factor by which the test fault switch early:RANK:X shortens the timed loops'
-    time on this rank (1.0 when it is off)."""
-    arg = get("early", rank)
-    try:
-        return max(1.0, float(arg)) if arg else 1.0
-    except ValueError:
-        return 1.0
-
-
-def row_faults(rank):
-    """[(size as written, kind)] of the row faults switched on for RANK."""
-    return [(arg, kind) for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank]
-
-
 def trip(kind):
     """Make the fault happen (kind None: nothing)."""
     if kind == "hang":
@@ -78,3 +87,8 @@ def trip(kind):
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "crash":
         raise RuntimeError("test fault switch MPIBENCH_FAULT=crash made this rank fail")
+
+
+def row_faults(rank):
+    """[(size as written, kind)] of the row faults switched on for RANK."""
+    return [(arg, kind) for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank]

@@ -2,8 +2,8 @@
 
     mpibench-verdict: exit=1 status=failed command=check
 
-Printed to stdout by the rank that ends the job (rank 0, or the rank that reports a hang
-or a failure), after everything else it prints. The status names the exit code's meaning.
+Printed to stdout once per job, by the rank that ends it (rank 0, or the lowest rank that
+reports a hang or a failure), after everything else it prints. The status names the exit code's meaning.
 Every line a rank prints goes through `out`, which drops what comes after the verdict: the
 watchdog's thread can end the job (a signal, a hang) while the main thread still prints.
 """
@@ -38,6 +38,11 @@ def out(text):
         if not _said:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
+
+
+def said():
+    """Whether this rank has said its verdict."""
+    return _said
 
 
 def say(code, command, status=None):

@@ -30,13 +30,14 @@ from collections import Counter
 from . import faults, verdict
 
 TIMEOUT_CODE = 124
-TAG_QUERY, TAG_REPLY, TAG_NOTICE = 7101, 7102, 7103
+TAG_QUERY, TAG_REPLY, TAG_NOTICE, TAG_ENDING = 7101, 7102, 7103, 7104
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 IDLE_POLL = 0.25     # seconds between looks at the deadline and the side channel
 # The phase of the timed loops: the thread only looks at its deadline then. Serving the side
 # channel would compete with the loop for the MPI progress lock (--backend mpi) and the CPU.
 TIMED_LOOP = "timed loop"
 BUSY_POLL = 0.02     # while waiting for answers
+FAILED = "failed"    # the phase of a rank that raised an error of its own
 
 
 def grace_for(timeout):
@@ -92,6 +93,7 @@ class Watchdog(NullWatch):
         self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
+        self._quiet = False        # another rank is aborting the job: no more MPI calls here
         self._rfd, self._wfd = os.pipe()
         os.set_blocking(self._rfd, False)
         os.set_blocking(self._wfd, False)
@@ -163,10 +165,15 @@ class Watchdog(NullWatch):
                 pass
             self.comm = None
 
-    def silent_ranks(self):
-        """Ranks that do not answer within the grace period (after a backend error: who went)."""
+    def fail(self):
+        """This rank failed on its own. Asks every rank where it is: (the ranks that do not
+        answer within the grace period: after a backend error, who went; whether this rank
+        reports the failure: none has reported one and no lower rank failed too)."""
+        self.mark(FAILED)
         snaps = self._probe("probe")
-        return [r for r in range(self.s.size) if r not in snaps]
+        failed = [r for r, s in snaps.items() if s[2] == FAILED]
+        reports = min(failed) == self.s.rank and not any(s[4] for s in snaps.values())
+        return [r for r in range(self.s.size) if r not in snaps], reports
 
     def abandon(self, reason, code=1, status=None):
         """Rank 0: mark the results incomplete (a failure the caller reports itself)."""
@@ -183,12 +190,13 @@ class Watchdog(NullWatch):
                 return
             if ready:
                 self._read_signals()
-            if self.phase != TIMED_LOOP:
-                self._serve()
-            else:
+            if self.phase == TIMED_LOOP:
                 self._owed = True
+            elif not self._quiet:       # quiet: another rank is aborting the job
+                self._serve()
             deadline = self.deadline
-            if self._asked or (deadline is not None and time.monotonic() > deadline):
+            if not self._quiet and (self._asked or (deadline is not None
+                                                    and time.monotonic() > deadline)):
                 self._timeout()
             if self._deferred is not None and time.monotonic() > self._deferred[0]:
                 _, lines, code = self._deferred
@@ -204,7 +212,7 @@ class Watchdog(NullWatch):
                 self._on_signal(signum, self.s.rank)
 
     def _snapshot(self):
-        return (self.step, self.where, self.phase, self.s.hostname)
+        return (self.step, self.where, self.phase, self.s.hostname, verdict.said())
 
     def _serve(self):
         """Answer questions, take notices, collect answers; never blocks."""
@@ -234,6 +242,9 @@ class Watchdog(NullWatch):
                     signum, origin = msg
                     if self.s.rank == 0:
                         self._on_signal(signum, origin)
+                elif tag == TAG_ENDING:
+                    self._quiet = True
+                    return
 
     def _send(self, obj, dest, tag):
         try:
@@ -277,6 +288,8 @@ class Watchdog(NullWatch):
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
+        if self._quiet:       # another rank is aborting the job: the launcher's kill is part of it
+            return
         code = 128 + signum
         name = signal.Signals(signum).name
         if self._signalled is not None and origin == self.s.rank:
@@ -324,6 +337,21 @@ class Watchdog(NullWatch):
         for line in lines:
             _say(line if line.startswith("mpibench") else f"mpibench: {line}")
         verdict.say(code, getattr(self.s, "command", None))
+        self.abort(code)
+
+    def abort(self, code):
+        """End the job with MPI_Abort. The other ranks are told first: a rank still polling
+        MPI when this one dies reports the closed socket in Open MPI's own words ("An error
+        occurred in Socket closed ... MPI_ERRORS_ARE_FATAL"), whatever its error handlers."""
+        if self.comm is not None:       # (not under self._lock: _serve may hold it here)
+            for r in range(self.s.size):
+                if r != self.s.rank:
+                    self._send(None, r, TAG_ENDING)
+            until = time.monotonic() + 1.0
+            while self._sends and time.monotonic() < until:
+                self._sends = [q for q in self._sends if not q.Test()]
+                time.sleep(BUSY_POLL)
+            self._quiet = True
         self.s.comm.abort(code)
 
 

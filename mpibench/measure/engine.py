@@ -10,13 +10,12 @@ from functools import partial
 from statistics import mean
 
 from ..errors import Exit
-from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP, NullWatch
-from . import iterstats, launchcost, looptrace
+from . import iterstats, launchcost, looptrace, switches
 from .collectives.base import (algbw, busbw, count_wrong, Ctx, data_values, exact_reason,
-                               fill_chunks, index, poison_value)
+                               fill_chunks, index)
 from .modes import MODE_KEYS, MODE_TEXT
-from .sizes import format_size, parse_size
+from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 
@@ -183,9 +182,8 @@ class Engine:
         self.torch = backend.torch
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch = getattr(session, "watch", None) or NullWatch()
-        self.row_faults = {parse_size(arg): kind for arg, kind in faults.row_faults(session.rank)}
-        self.early = faults.early_factor(session.rank)
         self.launch_cost = None   # {collective: seconds per launch} (GPUs): rows near it are marked
+        switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
 
     def run(self):
         self.watch.arm("allocating buffers")
@@ -241,8 +239,6 @@ class Engine:
                     for mode in self.modes_run(coll):
                         ctx.in_place = mode == "in"
                         self.watch.arm(f"{row} {MODE_TEXT[mode]}")
-                        if self.row_faults:
-                            faults.trip(self.row_faults.get(size))
                         local[mode] = self._measure(coll, send_t, recv_t, c, mode, ctx,
                                                     plan.check if not inexact else 0)
                     self.watch.arm(row, "gathering the row's times")
@@ -277,7 +273,6 @@ class Engine:
             seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, per_iter=True)
         else:
             seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph), None
-        seconds /= self.early
         self.watch.mark("check")
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
@@ -304,10 +299,7 @@ class Engine:
         if self.plan.graph:
             # -G: the check's call captured and replayed, as nccl-tests' data check, so
             # that what is counted is what a replay wrote.
-            calls = [call]
-            if faults.get("graphcorrupt", ctx.rank) is not None:
-                calls.append(partial(rv[:1].add_, 1))   # test switch: only a replay does this
-            graph, call = self.b.captured(calls)
+            graph, call = self.b.captured([call])
         wrong = 0
         for k in range(rounds):
             ctx.seed = k + 1
@@ -315,9 +307,6 @@ class Engine:
             self.b.sync()
             call()
             self.b.sync()
-            planted = faults.get("corrupt", ctx.rank)
-            if planted is not None:
-                rv[0] = float("nan") if planted == "nan" else poison_value(ctx.dtype)
             w = count_wrong(self.torch, coll, rv, ctx)
             # Undefined here (not the root): keep calling, the other ranks make every round.
             wrong = None if w is None or wrong is None else wrong + w

@@ -9,8 +9,8 @@ is left waiting in one.
 import contextlib
 import time
 
-from . import model
-from .backends.torchdist import is_oom, oom_fault
+from . import model, switches
+from .backends.torchdist import is_oom
 from .sizes import format_bytes
 
 PARALLEL = ("ddp", "fsdp", "none")
@@ -97,7 +97,7 @@ class Trainer:
         state = 4 * self.parameters * 4      # weights, gradients, AdamW's two moments (fp32)
         need = state * (2 if self.parallel == "fsdp" else 1)
         try:
-            oom_fault(self.s.rank, need)
+            switches.refuse(self.s.rank, need)
             self.net = model.build(self.shape, self.device)
             self.opt = self._adamw(self.net)
             self.data = model.batches(self.shape, self.batch, self.s.rank, BATCHES, self.device)

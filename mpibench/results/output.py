@@ -7,6 +7,7 @@ import sys
 import threading
 
 from ..errors import UsageError
+from ..launch import faults
 from . import document, nccltests, tables
 from .document import now
 from .files import render_csv, render_json, ResultFile
@@ -143,6 +144,10 @@ def open_output(session, command, args):
     session.agree(error)
     if out is not None:
         session.results = out
+        switches = faults.notice()      # MPIBENCH_FAULT set: the header and the document say so
+        if switches:
+            out.say(switches[0])
+            out.set(test_switches=switches[1])
         if getattr(session, "watch", None) is not None:
             session.watch.keep_results(out.abandon)   # a hang or a signal: what was measured stays
     return out

@@ -11,18 +11,9 @@ and NCCL has had failures specific to the default stream (NVIDIA/nccl#2003).
 """
 import time
 
-from ...launch import faults
+from .. import switches
 from . import timing
 from ..dtypes import torch_dtype
-
-
-def oom_fault(rank, nbytes):
-    """The test fault switch MPIBENCH_FAULT=oom:SIZE: refuse nbytes >= SIZE on that rank."""
-    limit = faults.get("oom", rank)
-    if limit is not None:
-        from ..sizes import parse_size
-        if nbytes >= parse_size(limit):
-            raise MemoryError(f"test fault switch MPIBENCH_FAULT=oom: refusing {nbytes} bytes")
 
 
 def is_oom(torch, exc):
@@ -49,6 +40,7 @@ class TorchBackend:
             torch.cuda.set_stream(self.stream)
         self.ops = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
                     "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG}
+        switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
 
     # ---- what it can do ----
     def unsupported(self, coll, dtype, op):
@@ -107,7 +99,6 @@ class TorchBackend:
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
     def alloc(self, nbytes, rank):
-        oom_fault(rank, nbytes)
         if self.pool is None:
             return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
         with self.torch.cuda.use_mem_pool(self.pool, self.device):
