@@ -29,7 +29,8 @@ def add_arguments(p):
     target.add_argument("--ranks", type=options.positive_float, metavar="N", help="predict for N ranks")
     p.add_argument("--model", choices=scaling.MODELS, default="ring",
                    help="ring (default; what NCCL and gloo use for large sizes) or tree")
-    p.add_argument("--check", metavar="FILE", help="a run at the target count: report the error")
+    p.add_argument("--measured", dest="check", metavar="FILE",
+                   help="a run at the target count: report the prediction's error against it")
     p.add_argument("--mode", choices=("out", "in"), default=None,
                    help="which mode to fit (default out-of-place where the collective has it)")
     p.add_argument("--collectives", default=None, metavar="LIST", help="only these (comma-separated)")

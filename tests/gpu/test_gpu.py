@@ -263,7 +263,7 @@ def test_info_names_every_gpu():
 @pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter",
                                         "all_to_all"])
 def test_check(collective):
-    done = gpus(["check", "--backend", "nccl", "--collective", collective, "-b", "64M",
+    done = gpus(["check", "--backend", "nccl", "--collectives", collective, "-b", "64M",
                  "-n", "3", "-w", "1"])
     assert done.returncode == 0, show(done)
     assert "# every host passed (1)" in done.stdout, show(done)
@@ -271,7 +271,7 @@ def test_check(collective):
 
 def test_p2p(tmp_path):
     out = tmp_path / "p.json"
-    done = gpus(["p2p", "--backend", "nccl", "--ranks", "-s", "64M", "-n", "3",
+    done = gpus(["p2p", "--backend", "nccl", "--every-rank", "-b", "64M", "-n", "3",
                  "--latency-iters", "5", "--json", str(out)])
     assert done.returncode == 0, show(done)
     m = _doc(out)["p2p"]["bandwidth_GBps"]
@@ -280,7 +280,7 @@ def test_p2p(tmp_path):
 
 def test_train_tiny(tmp_path):
     out = tmp_path / "t.json"
-    done = gpus(["train", "--backend", "nccl", "--model", "tiny", "--steps", "2",
+    done = gpus(["train", "--backend", "nccl", "--preset", "tiny", "--steps", "2",
                  "--warmup", "1", "--alone-iters", "2", "--json", str(out)])
     assert done.returncode == 0, show(done)
     t = _doc(out)["train"]
@@ -297,8 +297,8 @@ def test_doctor_names_the_transport_nccl_used():
 
 
 @pytest.mark.parametrize("command", [
-    ["allreduce", "--payload", "64M", "--trials", "3"],
-    ["latency", "-s", "64M", "-k", "100"],
+    ["allreduce", "-b", "64M", "-n", "3"],
+    ["latency", "-b", "64M", "-k", "100"],
     ["flagsync", "-n", "100"],
     ["demo"],
 ])
