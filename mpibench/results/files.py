@@ -132,9 +132,13 @@ def _encode(value, cache):
     return text
 
 
+# the fields a document's end sets: after the rows, so that ending rewrites only them
+ENDING = ("end_time", "complete", "incomplete", "exit")
+
+
 def json_parts(doc, cache=True):
     """doc as JSON text in parts: one line per top-level field, the lists of objects (rows)
-    last with one line per element. cache: keep each element's text (elements that live on between writes)."""
+    next with one line per element, and the ENDING fields last. cache: keep each element's text (elements that live on between writes)."""
     now = time.monotonic()
     if doc.get("end_time") is not None or now - _ENCODED_SINCE[0] >= SYNC_SECONDS:
         _ENCODED.clear()
@@ -142,7 +146,7 @@ def json_parts(doc, cache=True):
     def rows(value):
         return isinstance(value, list) and any(isinstance(x, (dict, list)) for x in value)
     parts = ["{"]
-    for n, key in enumerate(sorted(doc, key=lambda k: rows(doc[k]))):
+    for n, key in enumerate(sorted(doc, key=lambda k: 2 if k in ENDING else rows(doc[k]))):
         value = doc[key]
         head = f"{',' if n else ''}\n {json.dumps(key)}: "
         if rows(value):
