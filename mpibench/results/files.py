@@ -77,13 +77,12 @@ class ResultFile:
     def write(self, doc):
         parts = self.render(doc)
         parts = [parts] if isinstance(parts, str) else parts
-        old, i = self.parts, 0
-        while i < min(len(old), len(parts)) and old[i] == parts[i]:
+        old, i, n = self.parts, 0, min(len(self.parts), len(parts))
+        while i < n and old[i] == parts[i]:
             i += 1
-        same = _common_start(old[i], parts[i]) if i < min(len(old), len(parts)) else ""
-        head = parts[:i] + [same]
-        offset = sum(map(len, head)) if all(p.isascii() for p in head) \
-            else len("".join(head).encode())
+        same = _common_start(old[i], parts[i]) if i < n else ""
+        head = "".join(parts[:i] + [same])
+        offset = len(head) if head.isascii() else len(head.encode())
         data = "".join([parts[i][len(same):]] + parts[i + 1:]).encode() if i < len(parts) else b""
         end = offset + len(data)
         if end < self.size and parts and parts[0].startswith("{"):
