@@ -48,10 +48,10 @@ def cases(data):
 
 
 def run_case(files, collective, target):
-    """The summary lines of one predict --check run: {label: (median, max, rows, inside)}."""
+    """The summary lines of one predict --measured run: {label: (median, max, rows, inside)}."""
     nodes = sorted(files)[:2]
     done = subprocess.run([sys.executable, "-m", "mpibench", "predict", *(str(files[n]) for n in nodes),
-                           "--hosts", str(target), "--check", str(files[target]),
+                           "--hosts", str(target), "--measured", str(files[target]),
                            "--collective", collective],
                           capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))

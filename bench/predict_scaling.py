@@ -37,7 +37,7 @@ def measure(hosts, rate, path, run_args=RUN, timeout=300):
 
 def predict(paths, target, check):
     return subprocess.run([sys.executable, "-m", "mpibench", "predict", *paths,
-                           "--hosts", str(target), "--check", check],
+                           "--hosts", str(target), "--measured", check],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 

@@ -15,7 +15,7 @@ import traceback
 from . import __version__, commands
 from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
-from .commands.common import guard
+from .commands.common import guard, options
 from .launch import bootstrap, launcher, verdict
 from .launch.comm import LAST_OUT
 from .launch.session import quiet_stdout
@@ -37,6 +37,10 @@ def say(text):
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: {message}")
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else args
+        return super().parse_known_args(options.one_spelling(self, args), namespace)
 
     def print_help(self, file=None):
         if _RANK0:
@@ -81,7 +85,10 @@ def command_groups():
 
 
 def build_parser():
+    # no abbreviations: an option is named in full, so that no prefix of one command's option
+    # stands for another option elsewhere (check --collective is not check --collectives)
     top = Parser(prog="mpibench", formatter_class=argparse.RawDescriptionHelpFormatter,
+                 allow_abbrev=False,
                  description=(
         "Collective and network benchmarks for torch.distributed (NCCL on GPUs, gloo on CPUs), "
         "started by mpirun, srun, torchrun or a lone python. With no command, runs 'run'.\n\n"
@@ -91,7 +98,8 @@ def build_parser():
                              help="one of the commands above; COMMAND -h for its options")
     for name in commands.NAMES:
         mod = commands.load(name)
-        p = sub.add_parser(name, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        p = sub.add_parser(name, description=getattr(mod, "DESCRIPTION", mod.HELP),
+                           allow_abbrev=False)
         mod.add_arguments(p)
     return top
 
@@ -129,9 +137,6 @@ def main(argv=None):
         if place.size != 1:
             time.sleep(LAST_OUT)
         sys.exit(exc.code)
-    if _RANK0:
-        for note in getattr(args, "deprecations", None) or []:
-            say(f"mpibench: note: {note}")
     sys.exit(execute(place, name, args, argv))
 
 

@@ -174,7 +174,7 @@ def test_plot_writes_png_never_overwrites(runs, tmp_path):
     assert png(out)
     done = lone(["plot", runs["plain"], "--png", out, "--logy", "--mode", "in"])
     assert done.returncode == 0, show(done)
-    assert png(str(tmp_path / "bw.1.png")) and "never overwritten" in done.stdout
+    assert png(str(tmp_path / "bw.png.0")) and "never overwritten" in done.stdout
 
 
 def test_plot_p2p_matrix(runs, tmp_path):
@@ -406,7 +406,7 @@ def test_predict_checks_all_gather_far_out_with_intervals(tmp_path):
     done = lone(["predict", *files, "--hosts", "540"], timeout=60)
     bad_input(done)
     assert "give --collective NAME" in done.stderr, show(done)
-    done = lone(["predict", *files, "--hosts", "540", "--check", check, "--collective", "all_gather"],
+    done = lone(["predict", *files, "--hosts", "540", "--measured", check, "--collective", "all_gather"],
                 timeout=120)
     assert done.returncode == 0, show(done)
     lines = done.stdout.splitlines()
@@ -444,7 +444,7 @@ def test_predict_four_hosts_from_two_and_three(tmp_path):
         done = predict_scaling.measure(n, "1gbit", paths[n], args, timeout=150)
         assert done.returncode == 0, done.stdout + done.stderr
         assert load(paths[n])["world"]["hosts"] == [f"h{i}" for i in range(1, n + 1)]
-    done = lone(["predict", paths[2], paths[3], "--hosts", "4", "--check", paths[4]])
+    done = lone(["predict", paths[2], paths[3], "--hosts", "4", "--measured", paths[4]])
     assert done.returncode == 0, show(done)
     print(done.stdout)
     measured = {r["size"]: r["in_place"]["time_us"] for r in load(paths[4])["results"]}

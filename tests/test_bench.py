@@ -29,6 +29,7 @@ SCRIPTS = {
     "train_hosts.py": ([PYTHON], r"^\| 2 hosts x 1 rank \| 1gbit \| \d+ \|"),
     "fabric_plan.py": ([PYTHON], r"^\s+512\s+8\s+\d+\s+\d+\.\d{3}\s+\d+\.\d\d$"),
     "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
+    "results_io.py": ([PYTHON], r"^\s+100\s+2\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
 }
 ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py"}
 NEEDS_PEERS = {"verify_hosts.py"}

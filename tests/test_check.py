@@ -410,7 +410,7 @@ def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
                                              ("all_to_all", "out_of_place")])
 def test_check_other_collectives_on_one_host(tmp_path, collective, mode):
     out = tmp_path / "c.json"
-    r = mpirun(3, ["check", "--collective", collective, *SMALL, "--json", str(out)])
+    r = mpirun(3, ["check", "--collectives", collective, *SMALL, "--json", str(out)])
     assert r.returncode == 0, show(r)
     assert f"1. inside each host: {collective} among its 3 ranks" in r.stdout
     row = json.loads(out.read_text())["results"][0]
@@ -422,7 +422,7 @@ def test_check_other_collectives_on_one_host(tmp_path, collective, mode):
 
 @pytest.mark.parametrize("args,words", [
     (["-b", "512K"], "no all_reduce row at 524288 bytes"),
-    (["--collective", "all_gather"], "no all_gather in it"),
+    (["--collectives", "all_gather"], "no all_gather in it"),
 ])
 def test_check_refuses_a_baseline_of_another_size_or_collective(args, words):
     r = mpirun(2, ["check", "-n", "1", "-w", "0", "--baseline", str(NCCL_TEXT), *args])

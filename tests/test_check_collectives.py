@@ -28,7 +28,7 @@ def test_every_check_collective_on_two_hosts_of_two_ranks(tmp_path):
         for coll in COLLECTIVES:
             out = tmp_path / f"{coll}.json"
             argv = [LAUNCH / "mpirun.sh", "--host", spec, "--mca", "plm_rsh_agent", c.agent,
-                    "--", "check", "--collective", coll, "-b", "64K", "-n", "2", "-w", "1",
+                    "--", "check", "--collectives", coll, "-b", "64K", "-n", "2", "-w", "1",
                     "--expect", expect, "--json", out]
             try:
                 r = c.run_on(c.hosts[0], [str(a) for a in argv], env=env(), timeout=120)

@@ -295,7 +295,7 @@ def test_gpu_topology_pcie_only():
 def test_doctor_reads_a_fabricated_tree_and_writes_json(tmp_path):
     root = make_tree(tmp_path / "tree", ports=[("mlx5_0", 1, "DOWN", HDR, "InfiniBand")])
     out = tmp_path / "doctor.json"
-    done = lone(["doctor", "--root", root, "--json", str(out)], env={"PATH": "/usr/bin:/bin"})
+    done = lone(["doctor", "--sys-root", root, "--json", str(out)], env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 1, show(done)      # its only RDMA port is down: NCCL on sockets
     assert "mlx5_0/1 DOWN 200 Gb/sec (4X HDR) InfiniBand" in done.stdout
     assert "ERROR RDMA device mlx5_0 port 1 is DOWN" in done.stdout
@@ -310,7 +310,7 @@ def test_doctor_reads_a_fabricated_tree_and_writes_json(tmp_path):
 def test_p2p_ranks_on_one_host_json_and_png(tmp_path):
     pytest.importorskip("matplotlib")
     js, png = tmp_path / "p2p.json", tmp_path / "p2p.png"
-    done = mpirun(3, ["p2p", "--ranks", "-b", "256K", "-n", "3", "--latency-iters", "5",
+    done = mpirun(3, ["p2p", "--every-rank", "-b", "256K", "-n", "3", "--latency-iters", "5",
                       "--json", str(js), "--png", str(png)], timeout=120)
     assert done.returncode == 0, show(done)
     assert "schedule: 3 pairs in 3 rounds" in done.stdout
@@ -323,7 +323,7 @@ def test_p2p_ranks_on_one_host_json_and_png(tmp_path):
 
 
 def test_p2p_bidirectional():
-    done = mpirun(2, ["p2p", "--ranks", "--bidirectional", "-b", "64K", "-n", "2",
+    done = mpirun(2, ["p2p", "--every-rank", "--bidirectional", "-b", "64K", "-n", "2",
                       "--latency-iters", "3"], timeout=90)
     assert done.returncode == 0, show(done)
     assert "both ranks sending at once" in done.stdout
@@ -333,7 +333,7 @@ def test_p2p_bidirectional():
     (["p2p"], "p2p needs two hosts"),
     (["p2p", "--min-share", "1.5"], "must be above 0 and at most 1"),
     (["p2p", "-b", "0"], "must be at least 1 byte"),
-    (["p2p", "--ranks", "--backend", "mpi"], "invalid choice: 'mpi'"),
+    (["p2p", "--every-rank", "--backend", "mpi"], "invalid choice: 'mpi'"),
 ])
 def test_p2p_bad_input_is_one_line_and_exit_2(args, text):
     done = mpirun(2, args, timeout=60)
@@ -405,7 +405,7 @@ def test_doctor_on_two_hosts_lists_differences_and_findings(tmp_path):
     make_tree(tmp_path / "h2", nics=[("eth0", "up", 10000)])
     js = tmp_path / "doctor.json"
     script = ('[ "$(hostname)" = h2 ] && export NCCL_IB_HCA=mlx5_1; '
-              f'exec {PYTHON} -m mpibench doctor --root "{tmp_path}/{{host}}" --json {js}')
+              f'exec {PYTHON} -m mpibench doctor --sys-root "{tmp_path}/{{host}}" --json {js}')
     with fakecluster.FakeCluster(hosts=2) as c:
         done = c.mpirun(["/bin/sh", "-c", script], ppn=1, env=base_env(), timeout=120)
     assert done.returncode == 0, show(done)

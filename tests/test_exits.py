@@ -91,7 +91,7 @@ def test_launcher_returns_mpibench_code_across_three_hosts(tmp_path):
 # ---- 2. every multi-rank command under the watchdog ----
 # command -> (arguments, the step at which rank 1 stops itself)
 STOPPED = {
-    "p2p": (["p2p", "--ranks", "-b", "64K", "-n", "2", "--latency-iters", "5"],
+    "p2p": (["p2p", "--every-rank", "-b", "64K", "-n", "2", "--latency-iters", "5"],
             "pairs of hosts: round 1"),
     "allreduce": (["allreduce", "-b", "64K", "-n", "2"], "allreduce: timed trials"),
     "latency": (["latency", "-b", "64K", "-k", "10"], "latency: the small calls"),

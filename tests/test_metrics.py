@@ -27,7 +27,7 @@ needs_tools = pytest.mark.skipif(bool(MISSING), reason=f"missing {', '.join(MISS
 JOBS = {
     "run": (2, ["run", "--collectives", "all_reduce", "-b", "1K", "-e", "2K", "-n", "2", "-w", "1"]),
     "check": (2, ["check", "-b", "64K", "-n", "2", "-w", "1"]),
-    "p2p": (2, ["p2p", "--ranks", "-b", "64K", "-n", "2", "--latency-iters", "3"]),
+    "p2p": (2, ["p2p", "--every-rank", "-b", "64K", "-n", "2", "--latency-iters", "3"]),
     "train": (2, ["train", "--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "16",
                    "--vocab", "128", "--batch", "1", "-n", "1", "-w", "1", "--alone-iters", "1"]),
     "verify": (2, ["verify", "--sizes", "64K", "--rounds", "1", "-n", "2", "-w", "1",

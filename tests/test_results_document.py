@@ -18,7 +18,7 @@ SHORT = {
     "latency": ["latency", "-b", "64K", "-k", "4", "--warmup", "1"],
     "flagsync": ["flagsync", "-n", "10", "--warmup", "1"],
     "demo": ["demo"],
-    "p2p": ["p2p", "--ranks", "-b", "64K", "-n", "2", "-w", "0", "--latency-iters", "2"],
+    "p2p": ["p2p", "--every-rank", "-b", "64K", "-n", "2", "-w", "0", "--latency-iters", "2"],
     "check": ["check", "-b", "64K", "-n", "2", "-w", "0"],
     "train": ["train", "--steps", "2", "--warmup", "0", "--alone-iters", "2"],
     "doctor": ["doctor"],
@@ -174,3 +174,45 @@ def test_one_host_prints_no_host_table_and_only_flagged_ranks(tmp_path):
     flagged = sum(len(h["slow_ranks"]) for h in doc["hosts"] if h["symmetric"])
     assert done.stdout.count("# SLOW RANK ") == flagged, show(done)
     assert "line rate" not in done.stdout         # one host: no link between hosts
+
+
+# ---- the results file: brought up to date in place, named as nccl-tests' -J names it ----
+
+def test_results_file_writes_what_changed_and_never_overwrites(tmp_path, monkeypatch):
+    """Pure logic beside the runs above: each new row writes itself and the few bytes after
+    it (not the document again), the file parses as the document after every write, a
+    shorter document leaves spaces rather than a cut, and an existing name is kept (FILE.0,
+    FILE.1, then CSV alike)."""
+    from mpibench.results import files
+    writes = []
+    real = files._write_at
+    monkeypatch.setattr(files, "_write_at",
+                        lambda fd, data, offset: (writes.append(len(data)), real(fd, data, offset)))
+    path = tmp_path / "r.json"
+    path.write_text("keep\n")
+    (tmp_path / "r.json.0").write_text("keep\n")
+    f = files.ResultFile(str(path), files.render_json)
+    assert f.path == str(path) + ".1" and f.announcement() == f"# Writing JSON output to {f.path}"
+    doc = document.new("run", ["-I", "1"])
+    f.write(doc)
+    for k in range(200):
+        row = {"size": k, "per_rank": [k / 7] * 50, "host": "h\u00e9" if k == 3 else "h"}
+        doc["results"].append(row)
+        f.write(doc)
+        assert json.loads(open(f.path).read()) == doc
+        assert k == 0 or writes[-1] < len(json.dumps(row)) + 80, (k, writes[-1])
+    assert sum(writes) < 1.2 * len(open(f.path, "rb").read())
+    doc["results"][5]["size"] = -1          # changed in place: written when the document ends
+    doc.update(end_time=document.now(), complete=True, notes=["x" * 100])
+    f.write(doc)
+    assert json.loads(open(f.path).read()) == doc
+    size = len(open(f.path, "rb").read())
+    doc["notes"] = []
+    f.write(doc)
+    text = open(f.path).read()
+    assert len(text) == size and text.endswith("}\n" + " " * 102) and json.loads(text) == doc
+    assert path.read_text() == (tmp_path / "r.json.0").read_text() == "keep\n"
+    c = files.ResultFile(str(tmp_path / "r.json"), files.render_csv, "CSV")
+    assert c.path == str(path) + ".2" and c.announcement().startswith("# Writing CSV output to ")
+    c.write(doc)
+    assert open(c.path).read().splitlines()[0].startswith("collective,backend,size")

@@ -181,7 +181,7 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
                                *same, "-b", "2M", "-e", "4M", "-n", "5", "-w", "1", "--",
                                "--sizes", "256K,4M", *QUICK, "--timer-tolerance", "0.15",
                                "--iperf-seconds", "2",
-                               "--root", root],
+                               "--sys-root", root],
                         env=base_env({"MPIBENCH_PYTHON": PYTHON}), timeout=400)
         c._kill_strays()
     print(done.stdout)
@@ -216,7 +216,7 @@ def test_an_early_timer_fails_the_plausibility_check(tmp_path):
     root = _trees(tmp_path, 10000)
     out = tmp_path / "v.json"
     argv = [PYTHON, "-m", "mpibench", "verify", "--sizes", "1M", "--rounds", "1", "-n", "3",
-            "-w", "1", "--iperf-seconds", "0", "--root", root, "--json", str(out)]
+            "-w", "1", "--iperf-seconds", "0", "--sys-root", root, "--json", str(out)]
     with FakeCluster(hosts=2, rates="200mbit") as c:
         done = c.mpirun(argv, ppn=1, env=base_env({"MPIBENCH_FAULT": "early:0:100,early:1:100"}),
                         timeout=180)

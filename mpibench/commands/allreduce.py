@@ -30,8 +30,6 @@ def add_arguments(p):
                    metavar="N", help="timed calls, each after a barrier (default 5)")
     p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2, metavar="N",
                    help="untimed calls first (default 2)")
-    options.old_spelling(p, "--payload", "payload", "-b", type=options.size_arg, metavar="SIZE")
-    options.old_spelling(p, "--trials", "trials", "-n", type=options.int_at_least(1), metavar="N")
     classic.add_common(p)
 
 

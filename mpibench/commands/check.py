@@ -45,8 +45,9 @@ DTYPE = DTYPES["float32"]
 
 
 def add_arguments(p):
-    p.add_argument("--collective", choices=COLLECTIVES, default="all_reduce",
-                   help="the collective of tests 1 and 3 (default all_reduce)")
+    p.add_argument("--collectives", dest="collective", choices=COLLECTIVES, default="all_reduce",
+                   metavar="NAME", help="the collective tests 1 and 3 measure, one of "
+                   f"{', '.join(COLLECTIVES)} (default all_reduce)")
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per call, every test (default 1G on GPUs, 16M on CPUs)")
     p.add_argument("-n", "--iters", type=options.int_at_least(1), default=5,
@@ -60,9 +61,7 @@ def add_arguments(p):
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min-share of it")
-    options.add_min_share(p, "with --baseline: fail", "it", thresholds.RELATIVE)
-    options.old_spelling(p, "--min", "min_share", "--min-share", type=options.share_arg,
-                         metavar="F")
+    options.add_min_share(p, "with --baseline: fail", "it", None, shown=f"{thresholds.RELATIVE:g}")
     p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
     options.add_metrics(p)
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
@@ -83,6 +82,11 @@ def check_args(args):
     health.check_args(args)
     if args.expect and args.baseline:
         raise UsageError("give --expect or --baseline, not both (--expect would win)")
+    if args.min_share is not None and not args.baseline:
+        raise UsageError(f"--min-share needs --baseline: it is the share of the baseline's figure "
+                         f"below which check fails (without one, a host or pair fails below "
+                         f"{thresholds.RELATIVE:g} x the median)")
+    args.min_share = args.min_share or thresholds.RELATIVE
     if args.rails is not None:
         try:
             railbind.parse(args.rails)

@@ -26,8 +26,6 @@ def add_arguments(p):
     p.add_argument("--noise", type=options.positive_float, default=NOISE, metavar="X",
                    help=f"without trials: a ratio within 1 +- X is noise (default {NOISE:g})")
     options.add_min_share(p, "exit 1 when any row's busbw is", "the baseline's", None)
-    options.old_spelling(p, "--fail-below", "min_share", "--min-share",
-                         type=options.positive_float, metavar="R")
     p.add_argument("--min-size", type=options.size_arg, default=0, metavar="SIZE",
                    help="compare only rows of at least SIZE bytes (small sizes are latency noise)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",

@@ -24,7 +24,7 @@ SESSION = None
 
 
 def add_arguments(p):
-    p.add_argument("--root", default="/", metavar="PATH",
+    p.add_argument("--sys-root", dest="root", default="/", metavar="PATH",
                    help="read /sys and /proc under PATH (default /); '{host}' in it becomes "
                         "each host's name (for fabricated trees)")
     p.add_argument("--no-nccl", action="store_true",

@@ -30,7 +30,6 @@ def add_arguments(p):
                    help="number of small all_reduces, each of S/K bytes (default 1000)")
     p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2, metavar="N",
                    help="untimed calls of each size first (default 2)")
-    options.old_spelling(p, "-s", "size", "-b", type=options.size_arg, metavar="S")
     classic.add_common(p)
 
 

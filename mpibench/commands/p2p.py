@@ -21,7 +21,6 @@ BYTES = DTYPES["uint8"]
 
 
 def add_arguments(p):
-    options.old_spelling(p, "-s", "size", "-b", type=options.size_arg, metavar="SIZE")
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per transfer for bandwidth (default 4M on CPUs, 256M on GPUs)")
     p.add_argument("--latency-size", type=options.size_arg, default=8, metavar="SIZE",
@@ -34,11 +33,9 @@ def add_arguments(p):
                    help="ping-pong round trips per pair (default 50)")
     p.add_argument("--bidirectional", action="store_true",
                    help="both ranks of a pair send at once (bandwidth = bytes both ways / time)")
-    p.add_argument("--ranks", action="store_true",
+    p.add_argument("--every-rank", dest="ranks", action="store_true",
                    help="every pair of ranks instead of one rank per host")
     options.add_min_share(p, "name links and hosts", "the others")
-    options.old_spelling(p, "--threshold", "min_share", "--min-share", type=options.share_arg,
-                         metavar="F")
     p.add_argument("--png", metavar="PATH", help="also draw the bandwidth matrix as a heatmap "
                                                  "(needs matplotlib; never overwrites)")
     p.add_argument("--json", metavar="PATH", help="write every link's figures as JSON (never overwrites)")

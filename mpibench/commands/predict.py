@@ -21,7 +21,7 @@ DESCRIPTION = (
     "step within a node and per network step, and bandwidth, with the fastest candidate "
     "taken per size. Prints the fitted terms, then per size the predicted time, its "
     "interval (the spread of several fits, widened by the fit's residuals) and busbw at "
-    "--hosts H (ranks = H x the inputs' ranks per host) or --ranks N. With --check FILE (a "
+    "--hosts H (ranks = H x the inputs' ranks per host) or --ranks N. With --measured FILE (a "
     "run at that count) it also prints each row's error, and the median and max error and "
     "how many measured points fall inside their interval.")
 SESSION = "offline"
@@ -36,7 +36,7 @@ def add_arguments(p):
     target.add_argument("--ranks", type=options.positive_float, metavar="N", help="predict for N ranks")
     p.add_argument("--model", choices=scaling.MODELS, default="nccl",
                    help="nccl (default: the fastest of ring and tree per size), or only ring or tree")
-    p.add_argument("--check", metavar="FILE", action="append",
+    p.add_argument("--measured", dest="check", metavar="FILE", action="append",
                    help="a run at the target count: report the error (once per file)")
     p.add_argument("--mode", choices=("out", "in"), default=None,
                    help="which mode to fit (default out-of-place where the collective has it)")
@@ -94,7 +94,7 @@ def execute(session, args):
     checks = [(p, reader.load(p, args.collective)) for p in args.check or []]
     for p, d in checks:
         if reader.ranks(d) != target:
-            raise UsageError(f"predict: --check {p} ran on {reader.ranks(d)} ranks, "
+            raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, "
                              f"not the {target} predicted")
     wanted = {"out": "out_of_place", "in": "in_place"}.get(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
@@ -179,7 +179,7 @@ def _target_bytes(coll, dtype, key, n):
 
 
 def _group(group, pts, checked, target, g, model):
-    """Fit one collective's points, print the fit and its table; per row --check
+    """Fit one collective's points, print the fit and its table; per row --measured
     measured: (collective, size, error, inside the interval)."""
     coll, backend, dtype, redop, mode = group
     ns = sorted({n for n, *_ in pts})

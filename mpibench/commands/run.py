@@ -59,7 +59,7 @@ def _sweep_arguments(p):
     p.add_argument("-i", "--stepbytes", type=options.size_arg, default=None, metavar="SIZE",
                    help="add SIZE each step instead of multiplying")
     p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20, help="timed iterations per size (default 20)")
-    p.add_argument("-w", "--warmup", "--warmup_iters", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
+    p.add_argument("-w", "--warmup", "--warmup-iters", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
     p.add_argument("-d", "--dtype", "--datatype", default="float32", metavar="LIST",
                    help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; comma-separated or all")
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
@@ -81,7 +81,7 @@ def _loop_arguments(p):
                    help="time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
                    help="out-of-place, in-place or both (default both)")
-    p.add_argument("-G", "--cuda-graph", type=options.int_at_least(0), default=0, metavar="N",
+    p.add_argument("-G", "--cuda-graph", "--cudagraph", type=options.int_at_least(0), default=0, metavar="N",
                    help="GPU only: capture the iterations in a CUDA graph (after the untimed "
                         "first call and a barrier) and replay it N times, -z applied to each "
                         "replay; not with -z 3, as nccl-tests")
@@ -101,10 +101,8 @@ def _diagnosis_arguments(p):
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
     p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
-    options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
-                          "the median's")
-    options.old_spelling(p, "--slow-margin", "min_share", "--min-share",
-                         type=options.margin_as_share, metavar="X")
+    options.add_min_share(p, "hosts and ranks slow in most iterations, and links (--link-iters), "
+                             "are named when their speed is", "the median's")
     p.add_argument("--link-iters", type=options.int_at_least(0), default=5, metavar="N",
                    help="after the sweep, with two or more hosts: time N transfers each way "
                         "between every pair of hosts (one rank per host, the largest size up to "
@@ -112,9 +110,9 @@ def _diagnosis_arguments(p):
     guard.add_timeout(p, "a row: one collective, size and mode, with warm-up and check", None,
                       "60 s plus the row's bytes at 1 GB/s of bus bandwidth; 300 s for the "
                       "rendezvous")
-    p.add_argument("--trials", "-N", "--run_cycles", type=options.int_at_least(1), default=1, metavar="K",
+    p.add_argument("--trials", "-N", "--run-cycles", type=options.int_at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
-    p.add_argument("--unstable", type=options.positive_float, default=trials.UNSTABLE, metavar="X",
+    p.add_argument("--unstable", type=options.positive_float, default=None, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
                         f"times their median (default {trials.UNSTABLE:g})")
 
@@ -123,34 +121,36 @@ def _output_arguments(p):
     """The files written, and nccl-tests' own flags for them and the rest."""
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     options.add_metrics(p)
-    p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default="mpibench",
+    p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default=None,
                    help="mpibench (default): everything measured; nccl-tests: nccl-tests' own "
                         "-J schema (2.19.6), for tools written for it (with -I 1 its "
                         "per-iteration fields too)")
     p.add_argument("--csv", metavar="PATH", help="write one line per row and mode (never overwrites)")
     # nccl-tests' command lines paste in: its flags mean here what they mean there
-    p.add_argument("-J", "--output_file", dest="nccl_json", metavar="FILE",
+    p.add_argument("-J", "--output-file", dest="nccl_json", metavar="FILE",
                    help="nccl-tests' -J: its JSON (the same as --json FILE --json-format nccl-tests)")
     p.add_argument("-T", dest="timeout", type=options.positive_float, default=argparse.SUPPRESS,
                    metavar="SECONDS", help="nccl-tests' -T: the same as --timeout")
-    p.add_argument("-g", "--ngpus", type=int, default=1, metavar="1",
-                   help="nccl-tests' GPUs per thread: 1, what mpibench does (one GPU per process)")
-    p.add_argument("-t", "--nthreads", type=int, default=1, metavar="1",
-                   help="nccl-tests' threads per process: 1, what mpibench does")
+    options.add_nccl_tests_fixed(p)
 
 
 def check_args(args):
     """Input errors that need no rank or backend, found by every rank alike at parse time."""
-    for flag, value, what in (("-g", args.ngpus, "GPUs per process"),
-                              ("-t", args.nthreads, "threads per process")):
-        if value != 1:
-            raise UsageError(f"{flag} {value}: mpibench runs one GPU and one thread per process; "
-                             f"start one process per GPU (mpirun -np, srun --ntasks-per-node) "
-                             f"instead of {value} {what}")
+    options.check_nccl_tests_fixed(args)
     if args.nccl_json:
         if args.json:
             raise UsageError("give -J FILE or --json FILE, not both")
+        if args.json_format:
+            raise UsageError("-J FILE writes nccl-tests' schema: give --json FILE for "
+                             "--json-format")
         args.json, args.json_format = args.nccl_json, "nccl-tests"
+    if args.json_format and not args.json:
+        raise UsageError(f"--json-format {args.json_format} needs --json FILE")
+    if args.unstable is not None and args.trials == 1:
+        raise UsageError(f"--unstable {args.unstable:g} needs --trials K (K > 1): it marks a row "
+                         f"whose trials spread")
+    args.json_format = args.json_format or "mpibench"
+    args.unstable = args.unstable or trials.UNSTABLE
     args.min_bw = min_bw(args.min_busbw)
     parse_list(args.collectives, COLLECTIVES, "collective")
     parse_dtypes(args.dtype)
@@ -522,7 +522,8 @@ def execute(session, args):
     link = next((b for b in backends if b.name in TORCH_BACKENDS), None)
     if link is not None:      # the link check sends through torch.distributed
         session.watch.arm("link check between hosts")
-        links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2))
+        links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2),
+                         args.min_share)
     session.watch.disarm()
     device_peak = [b.device_peak_bytes() for b in backends if getattr(b, "cuda", False)]
     memory = session.comm.gather({"peak_rss_bytes": rankfacts.peak_rss_bytes(),

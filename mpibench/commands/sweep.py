@@ -189,8 +189,7 @@ def execute(session, args):
           f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
     print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
                                               if openmpi else ""))
-    print(f"# writing {merged.path}" + (f" ({merged.requested} exists)" if merged.renamed else "")
-          + f"; each setting's results in {folder}/")
+    print(f"{merged.announcement()}; each setting's results in {folder}/")
     failed = 0
     for i, (name, env) in enumerate(zip(names, envs), 1):
         path = os.path.join(folder, f"setting{i}.json")

@@ -33,7 +33,6 @@ DEFAULT_TIMEOUT = 300.0
 def add_arguments(p):
     p.add_argument("--preset", dest="model", default=None, metavar="NAME",
                    help=f"the model: {', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
-    options.old_spelling(p, "--model", "model", "--preset", metavar="NAME")
     for field in model.FIELDS:
         p.add_argument(f"--{field}", type=options.int_at_least(1), default=None, metavar="N",
                        help=f"override the preset's {field}")
@@ -53,11 +52,8 @@ def add_arguments(p):
     p.add_argument("--scale-from", dest="baseline", metavar="FILE",
                    help="a train result of the same model with fewer ranks or hosts: prints "
                         "the speedup and scaling efficiency against it")
-    options.old_spelling(p, "--baseline", "baseline", "--scale-from", metavar="FILE")
     options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
                           "the median's")
-    options.old_spelling(p, "--slow-margin", "min_share", "--min-share",
-                         type=options.margin_as_share, metavar="X")
     guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     options.add_metrics(p)

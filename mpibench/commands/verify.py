@@ -64,16 +64,14 @@ def add_arguments(p):
     p.add_argument("--timer-tolerance", type=options.positive_float, default=None, metavar="X",
                    help=f"the timers agree within X (default {verdicts.CPU_TIMER_TOLERANCE:g} "
                         f"on CPUs, {verdicts.GPU_TIMER_TOLERANCE:g} on GPUs)")
-    p.add_argument("--floor", type=options.positive_float, default=verdicts.FLOOR, metavar="R",
-                   help=f"a share of iperf3's or a peer's figure below R is a finding "
-                        f"(default {verdicts.FLOOR:g})")
+    options.add_min_share(p, "a finding: a figure", "iperf3's or the peer's", verdicts.FLOOR, "floor")
     p.add_argument("--check-size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes of the correctness check's calls (default 64K on CPUs, 1M on GPUs)")
     p.add_argument("--iperf-seconds", type=options.number_arg, default=3.0, metavar="S",
                    help="seconds of each iperf3 test between two hosts; 0 = off (default 3)")
     p.add_argument("--iperf-port", type=options.int_at_least(1), default=iperf.PORT,
                    metavar="PORT", help=f"iperf3's port (default {iperf.PORT})")
-    p.add_argument("--root", default="/", metavar="PATH",
+    p.add_argument("--sys-root", dest="root", default="/", metavar="PATH",
                    help="read the link rates from /sys under PATH, as doctor (default /); "
                         "'{host}' in it becomes each host's name (for fabricated trees)")
     p.add_argument("--against", metavar="FILE",

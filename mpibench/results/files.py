@@ -1,21 +1,28 @@
-"""Result files: reserved before the benchmark, rewritten atomically as rows arrive.
+"""Result files: reserved before the benchmark, then brought up to date in place as rows
+arrive, writing only what changed.
 
-An existing file is never overwritten: the next free numbered name beside it is used
-(results.json -> results.1.json) and the caller says so. Files are created with mode
-0666 less the user's umask, like any file the user's shell would create.
+An existing file is never overwritten: as nccl-tests' -J does, the next free name
+FILE.0, FILE.1, ... is used and the caller says which (`# Writing JSON output to FILE.0`).
+Files are created with mode 0666 less the user's umask, like any file the user's shell
+would create.
+
+A document is rendered in parts (one per top-level field and one per list element, the
+lists last), so that a new row rewrites only itself and the lines after it: the bytes
+written grow with the rows, not with their square. Every write() reaches the kernel before
+the caller prints the row, so a SIGKILL loses no row already printed; fsync (a machine
+crash) runs at most once a second and when the document ends. A JSON file that shrinks is
+padded with spaces rather than truncated, so that it never ends cut.
 """
 import csv
 import io
 import json
 import os
+import time
 
 from ..errors import UsageError
 from .document import MODES
 
-
-def _numbered(path, k):
-    root, ext = os.path.splitext(path)
-    return f"{root}.{k}{ext}"
+SYNC_SECONDS = 1.0
 
 
 def replace_atomically(path, write):
@@ -34,43 +41,126 @@ def replace_atomically(path, write):
 
 
 class ResultFile:
-    def __init__(self, path, render):
-        """render(doc) -> text. Reserves a fresh name now (UsageError if unwritable)."""
+    def __init__(self, path, render, kind="JSON"):
+        """render(doc) -> text, or a list of parts that join into it (None: the caller writes
+        the file itself). Reserves a fresh name now (UsageError if unwritable)."""
         self.requested = path
         self.render = render
+        self.kind = kind
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             what = "is not a folder" if os.path.exists(folder) else "does not exist"
             raise UsageError(f"cannot write {path}: {folder} {what}")
-        for k in range(0, 10000):
-            candidate = path if k == 0 else _numbered(path, k)
+        for k in range(-1, 10000):
+            candidate = path if k < 0 else f"{path}.{k}"
             try:
-                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                self.fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             except FileExistsError:
                 continue
             except OSError as exc:
                 raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-            os.close(fd)
             self.path = candidate
-            return
-        raise UsageError(f"cannot write {path}: too many numbered files beside it")
+            break
+        else:
+            raise UsageError(f"cannot write {path}: too many numbered files beside it")
+        if render is None:
+            os.close(self.fd)
+        self.parts, self.size, self.synced = [], 0, time.monotonic()
 
     @property
     def renamed(self):
         return self.path != self.requested
 
+    def announcement(self):
+        return f"# Writing {self.kind} output to {self.path}"
+
     def write(self, doc):
-        def text(tmp):
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-            with os.fdopen(fd, "w") as f:
-                f.write(self.render(doc))
-                f.flush()
-                os.fsync(f.fileno())
-        replace_atomically(self.path, text)
+        parts = self.render(doc)
+        parts = [parts] if isinstance(parts, str) else parts
+        old, i, n = self.parts, 0, min(len(self.parts), len(parts))
+        while i < n and old[i] == parts[i]:
+            i += 1
+        same = _common_start(old[i], parts[i]) if i < n else ""
+        head = "".join(parts[:i] + [same])
+        offset = len(head) if head.isascii() else len(head.encode())
+        data = "".join([parts[i][len(same):]] + parts[i + 1:]).encode() if i < len(parts) else b""
+        end = offset + len(data)
+        if end < self.size and parts and parts[0].startswith("{"):
+            data += b" " * (self.size - end)      # JSON may end in spaces, never cut short
+            end = self.size
+        _write_at(self.fd, data, offset)
+        if end < self.size:
+            os.ftruncate(self.fd, end)
+        self.parts, self.size = parts, end
+        if doc.get("end_time") is not None or time.monotonic() - self.synced >= SYNC_SECONDS:
+            os.fsync(self.fd)
+            self.synced = time.monotonic()
+
+
+def _common_start(a, b, step=4096):
+    n, k = min(len(a), len(b)), 0
+    while k + step <= n and a[k:k + step] == b[k:k + step]:
+        k += step
+    while k < n and a[k] == b[k]:
+        k += 1
+    return a[:k]
+
+
+def _write_at(fd, data, offset):
+    view = memoryview(data)
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+
+
+# id(element) -> (element, its JSON): each row is encoded once rather than at every write.
+# Forgotten once a second and when a document ends, so an element changed in place is
+# written anew within a second.
+_ENCODED = {}
+_ENCODED_SINCE = [0.0]
+
+
+def _encode(value, cache):
+    if not cache:
+        return json.dumps(value, allow_nan=False)
+    hit = _ENCODED.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    text = json.dumps(value, allow_nan=False)
+    _ENCODED[id(value)] = (value, text)
+    return text
+
+
+# the fields a document's end sets: after the rows, so that ending rewrites only them
+ENDING = ("end_time", "complete", "incomplete", "exit")
+
+
+def json_parts(doc, cache=True):
+    """doc as JSON text in parts: one line per top-level field, the lists of objects (rows)
+    next with one line per element, and the ENDING fields last. cache: keep each element's text (elements that live on between writes)."""
+    now = time.monotonic()
+    if doc.get("end_time") is not None or now - _ENCODED_SINCE[0] >= SYNC_SECONDS:
+        _ENCODED.clear()
+        _ENCODED_SINCE[0] = now
+    def rows(value):
+        return isinstance(value, list) and any(isinstance(x, (dict, list)) for x in value)
+    parts = ["{"]
+    for n, key in enumerate(sorted(doc, key=lambda k: 2 if k in ENDING else rows(doc[k]))):
+        value = doc[key]
+        head = f"{',' if n else ''}\n {json.dumps(key)}: "
+        if rows(value):
+            parts.append(head + "[")
+            for k, item in enumerate(value):
+                parts += [",\n  " if k else "\n  ", _encode(item, cache)]
+            parts.append("\n ]")
+        else:
+            parts.append(head + json.dumps(value, allow_nan=False))
+    parts.append("\n}\n")
+    return parts
 
 
 def render_json(doc):
-    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    return json_parts(doc)
 
 
 CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root", "mode",
@@ -91,8 +181,13 @@ def csv_rows(doc):
 
 
 def render_csv(doc):
+    """The CSV text in parts, one per line."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
-    w.writerows(csv_rows(doc))
-    return out.getvalue()
+    parts = []
+    for line in (CSV_FIELDS, *csv_rows(doc)):
+        w.writerow(line)
+        parts.append(out.getvalue())
+        out.seek(0)
+        out.truncate()
+    return parts

@@ -231,8 +231,8 @@ def _result_out(r, iters):
 
 
 def render(doc):
-    """A run's results document in nccl-tests' -J schema, as text."""
-    import json
+    """A run's results document in nccl-tests' -J schema, as text in parts."""
+    from .files import json_parts
     cfg = doc.get("config") or {}
     sizes = cfg.get("sizes") or [r["size"] for r in doc["results"]] or [0]
     step = {"step_factor": int(round(sizes[1] / sizes[0]))} if len(sizes) > 1 and sizes[0] \
@@ -265,4 +265,4 @@ def render(doc):
         out["errors"] = []
     if doc.get("end_time"):
         out["end_time"] = _stamp(doc["end_time"])
-    return json.dumps(out, indent=1, allow_nan=False) + "\n"
+    return json_parts(out, cache=False)         # its rows are new objects at every write

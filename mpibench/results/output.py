@@ -1,5 +1,5 @@
 """Rank 0's live output: the header, each row as soon as it is measured, per-host
-tables, the summary, and the JSON/CSV files rewritten after every row.
+tables, the summary, and the JSON/CSV files brought up to date after every row.
 
 The watchdog thread may mark the document incomplete at any moment (a hang, a signal):
 a lock keeps it from writing while the main thread is changing the document."""
@@ -22,7 +22,7 @@ class RunOutput:
         if json_path:
             nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
             self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
-        self.csv = ResultFile(csv_path, render_csv) if csv_path else None
+        self.csv = ResultFile(csv_path, render_csv, "CSV") if csv_path else None
         if self.csv:
             self.files.append(self.csv)
         if getattr(args, "metrics", None):
@@ -50,10 +50,7 @@ class RunOutput:
 
     def announce_files(self):
         for f in self.files:
-            if f.renamed:
-                self.say(f"# {f.requested} exists: writing {f.path} instead (never overwritten)")
-            else:
-                self.say(f"# writing {f.path}")
+            self.say(f.announcement())
 
     def set(self, **items):
         with self._lock:

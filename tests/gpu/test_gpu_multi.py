@@ -177,7 +177,7 @@ def test_mpibench_agrees_with_a_bare_torch_loop(tmp_path):
 @pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter",
                                         "all_to_all"])
 def test_check(collective):
-    done = gpus(["check", "--backend", "nccl", "--collective", collective, "-b", "64M",
+    done = gpus(["check", "--backend", "nccl", "--collectives", collective, "-b", "64M",
                  "-n", "3", "-w", "1"])
     assert done.returncode == 0, show(done)
     assert "# every host passed (1)" in done.stdout, show(done)
@@ -185,7 +185,7 @@ def test_check(collective):
 
 def test_p2p(tmp_path):
     out = tmp_path / "p.json"
-    done = gpus(["p2p", "--backend", "nccl", "--ranks", "-s", "64M", "-n", "3",
+    done = gpus(["p2p", "--backend", "nccl", "--every-rank", "-b", "64M", "-n", "3",
                  "--latency-iters", "5", "--json", str(out)])
     assert done.returncode == 0, show(done)
     m = _doc(out)["p2p"]["bandwidth_GBps"]
@@ -201,8 +201,8 @@ def test_doctor_names_the_transport_nccl_used():
 
 
 @pytest.mark.parametrize("command", [
-    ["allreduce", "--payload", "64M", "--trials", "3"],
-    ["latency", "-s", "64M", "-k", "100"],
+    ["allreduce", "-b", "64M", "-n", "3"],
+    ["latency", "-b", "64M", "-k", "100"],
     ["flagsync", "-n", "100"],
     ["demo"],
 ])

@@ -173,7 +173,7 @@ def test_doctor_runs_its_nccl_probe():
 
 def test_train_tiny(tmp_path):
     out = tmp_path / "t.json"
-    done = one(["train", "--backend", "nccl", "--model", "tiny", "--steps", "2",
+    done = one(["train", "--backend", "nccl", "--preset", "tiny", "--steps", "2",
                 "--warmup", "1", "--alone-iters", "2", "--json", str(out)])
     assert done.returncode == 0, show(done)
     t = doc(out)["train"]

@@ -87,20 +87,6 @@ def add_log_options(parser, test=True):
                                  "(counted from 1, in file order)")
 
 
-def old_spelling(parser, flag, dest, new, **kw):
-    """An old spelling of an option, kept for one release: it sets the same value as the new
-    one, and the command line prints one note saying what to write instead (cli.py)."""
-    class Deprecated(argparse.Action):
-        def __call__(self, parser, namespace, values, option_string=None):
-            setattr(namespace, self.dest, values)
-            notes = list(getattr(namespace, "deprecations", None) or [])
-            notes.append(f"{option_string} is an old spelling: write {new} (the old one goes in "
-                         f"the next release)")
-            namespace.deprecations = notes
-    parser.add_argument(flag, dest=dest, action=Deprecated, default=argparse.SUPPRESS,
-                        help=f"old spelling of {new}", **kw)
-
-
 MIN_SHARE = 0.8
 
 
@@ -112,17 +98,11 @@ def share_arg(text):
     return value
 
 
-def margin_as_share(text):
-    """An old --slow-margin X (slow over 1 + X times the median time) as the share it means:
-    speed below 1 / (1 + X) times the median's."""
-    return 1 / (1 + positive_float(text))
-
-
-def add_min_share(parser, what, reference, default=MIN_SHARE):
+def add_min_share(parser, what, reference, default=MIN_SHARE, dest="min_share", shown=None):
     """--min-share F, one meaning in every command: `what` falls below F times `reference`,
     counted in speed (bandwidth, or 1 / time: F 0.8 is a time over 1.25 times the reference's)."""
-    shown = "none" if default is None else f"{default:g}"
-    parser.add_argument("--min-share", type=share_arg, default=default, metavar="F",
+    shown = shown or ("none" if default is None else f"{default:g}")
+    parser.add_argument("--min-share", type=share_arg, default=default, metavar="F", dest=dest,
                         help=f"{what} below F times {reference} (0 < F <= 1; default {shown})")
 
 
@@ -136,3 +116,68 @@ def add_metrics(parser):
     parser.add_argument("--metrics", metavar="FILE",
                         help="write the figures in Prometheus' text format, replaced whole at "
                              "each write (for node_exporter's textfile collector: name it *.prom)")
+
+
+# nccl-tests 2.19.6 options (src/common.cu) that mpibench runs at one value only: flag, long
+# name, that value (None: no value), and why no other is possible.
+_ONE_PER_PROCESS = ("mpibench runs one GPU and one thread per process; start one process per "
+                    "GPU (mpirun -np, srun --ntasks-per-node) instead of {v} ")
+NCCL_TESTS_FIXED = (
+    ("-t", "--nthreads", 1, _ONE_PER_PROCESS + "threads per process"),
+    ("-g", "--ngpus", 1, _ONE_PER_PROCESS + "GPUs per process"),
+    ("-m", "--agg-iters", 1, "mpibench times one call per iteration; {v} calls in one NCCL group "
+                             "per iteration (nccl-tests' aggregation) are not implemented"),
+    ("-p", "--parallel-init", 0, "parallel initialisation is for several GPUs per process, and "
+                                 "mpibench runs one"),
+    ("-y", "--stream-null", 0, "torch.distributed launches NCCL calls on its own streams, never "
+                               "the null stream"),
+    ("-C", "--report-cputime", 0, "mpibench reports elapsed time; the CPU time per call is not "
+                                  "measured"),
+    ("-S", "--report-timestamps", 0, "mpibench prints no timestamp per row (the results file "
+                                     "has the start and end times)"),
+    ("-R", "--local-register", 0, "NCCL buffer registration is not reachable through "
+                                  "torch.distributed"),
+    ("-x", "--cta-policy", None, "mpibench does not set NCCL's per-communicator CTA policy "
+                                 "(ncclConfig_t) through torch.distributed"),
+    ("-D", "--device-implementation", 0, "NCCL's device-side implementations are not reachable "
+                                         "through torch.distributed"),
+    ("-V", "--device-cta-count", None, "the device CTA count goes with -D above 0, which mpibench "
+                                       "does not run"),
+    ("-M", "--memory", 0, "nccl-tests' GPU memory report is not printed (mpibench prints each "
+                          "rank's peak resident memory in every run)"),
+    ("-u", "--unalign", 0, "misaligned buffers are not implemented (torch allocates aligned ones)"),
+)
+
+
+def add_nccl_tests_fixed(parser):
+    """nccl-tests' options that mpibench honours at one value: that value is accepted (it is
+    what mpibench does), any other is refused by check_nccl_tests_fixed with the reason."""
+    for flag, name, value, _ in NCCL_TESTS_FIXED:
+        shown = "not supported" if value is None else f"{value} only"
+        parser.add_argument(flag, name, type=int, default=value, metavar="N",
+                            help=f"nccl-tests' {name[2:].replace('-', '_')}: {shown}")
+
+
+def check_nccl_tests_fixed(args):
+    for flag, name, value, why in NCCL_TESTS_FIXED:
+        given = getattr(args, name[2:].replace("-", "_"))
+        if given != value:
+            fix = f" (use {flag} {value} or leave it out)" if value is not None else ""
+            raise UsageError(f"{flag} {given}: {why.format(v=given)}{fix}")
+
+
+def one_spelling(parser, argv):
+    """argv with --a_b written --a-b wherever --a-b is an option of this parser: nccl-tests
+    spells its long options with '_', mpibench with '-', and both are accepted (as torchrun
+    does). Nothing after '--' is touched."""
+    known = [s for action in parser._actions for s in action.option_strings]
+    out = list(argv)
+    for k, arg in enumerate(out):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if name.startswith("--") and "_" in name and name not in known:
+            dashed = name.replace("_", "-")
+            if dashed in known:
+                out[k] = dashed + eq + value
+    return out
