@@ -181,8 +181,8 @@ def test_one_host_prints_no_host_table_and_only_flagged_ranks(tmp_path):
 def test_results_file_writes_what_changed_and_never_overwrites(tmp_path, monkeypatch):
     """Pure logic beside the runs above: each new row writes itself and the few bytes after
     it (not the document again), the file parses as the document after every write, a
-    shorter document leaves spaces rather than a cut, and an existing name is kept (FILE.0,
-    FILE.1, then CSV alike)."""
+    change before the rows replaces it whole, and an existing name is kept (FILE.0, FILE.1,
+    then CSV alike)."""
     from mpibench.results import files
     writes = []
     real = files._write_at
@@ -206,13 +206,41 @@ def test_results_file_writes_what_changed_and_never_overwrites(tmp_path, monkeyp
     doc.update(end_time=document.now(), complete=True, notes=["x" * 100])
     f.write(doc)
     assert json.loads(open(f.path).read()) == doc
-    size = len(open(f.path, "rb").read())
-    doc["notes"] = []
+    doc["notes"] = []                      # a field before the rows: the file is replaced whole
     f.write(doc)
-    text = open(f.path).read()
-    assert len(text) == size and text.endswith("}\n" + " " * 102) and json.loads(text) == doc
+    assert json.loads(open(f.path).read()) == doc
+    doc["exit"] = {"code": 0}               # the closing lines: written in place
+    f.write(doc)
+    assert json.loads(open(f.path).read()) == doc
     assert path.read_text() == (tmp_path / "r.json.0").read_text() == "keep\n"
     c = files.ResultFile(str(tmp_path / "r.json"), files.render_csv, "CSV")
     assert c.path == str(path) + ".2" and c.announcement().startswith("# Writing CSV output to ")
     c.write(doc)
     assert open(c.path).read().splitlines()[0].startswith("collective,backend,size")
+
+
+def test_a_file_cut_inside_a_write_reads_its_rows_before_the_cut(tmp_path):
+    """A kill inside a write leaves part of the new bytes over the old ones: the loader
+    reads the rows before the cut, marks the document incomplete, and never reads the stale
+    bytes after it; a real run's file, cut at every place of its last row's write."""
+    out = tmp_path / "r.json"
+    done = mpirun(2, ["run", "--collectives", "all_reduce", "-b", "1K", "-e", "8K", "-f", "2",
+                      "-n", "2", "-w", "1", "--json", str(out)])
+    assert done.returncode == 0, show(done)
+    from mpibench.results import files
+    doc = json.loads(out.read_text())
+    rows = doc["results"]
+    before = dict(doc, results=rows[:-1], end_time=None, complete=False)
+    old = "".join(files.json_parts(before, cache=False)).encode()
+    new = "".join(files.json_parts(doc, cache=False)).encode()
+    at = next(k for k in range(len(old)) if old[k] != new[k])
+    assert new[at:].startswith(b",\n  {")         # the append: the new row, then closing lines
+    for cut in range(at, len(new), 3):
+        text = new[:cut] + old[cut:]
+        path = tmp_path / f"cut{cut}.json"
+        path.write_bytes(text)
+        got = document.load(str(path))
+        assert [r["size"] for r in got["results"]] in \
+            ([r["size"] for r in rows[:-1]], [r["size"] for r in rows]), cut
+        whole = text.startswith(new.rstrip(b" \n")) or text == new
+        assert got["complete"] is False or whole, cut

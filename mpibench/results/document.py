@@ -94,7 +94,12 @@ def _read(data, collective=None, path=None):
     try:
         if not text.lstrip()[:1] == "{" and nccllogs.looks_like_text(text):
             return nccllogs.parse_text(text, collective, path)
-        doc = parse(data)
+        try:
+            doc = parse(data)
+        except _Bad:
+            doc = mend(text)
+            if doc is None:
+                raise
         return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
     except nccltests.Unreadable as exc:
         raise _Bad(f"nccl-tests output: {exc}") from None
@@ -122,6 +127,52 @@ def parse(data):
         raise _Bad(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except (ValueError, RecursionError) as exc:     # e.g. an integer of 5000 digits
         raise _Bad(f"not a results file: {exc}") from None
+
+
+_FIELD = re.compile(r' ("(?:[^"\\]|\\.)*"): (.*)$')
+
+
+def mend(text):
+    """mpibench's own JSON (results/files.py: a line per field and per row, the rows last)
+    cut by a kill inside a write, which leaves the new bytes up to the cut and the older
+    closing lines after it: the fields and the whole rows before the cut, marked incomplete;
+    None for any other text."""
+    lines = text.split("\n")
+    if len(lines) < 3 or lines[0] != "{":
+        return None
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    doc, rows = {}, None
+    for line in lines[1:]:
+        body = line.rstrip().rstrip(",")
+        try:
+            if rows is not None:
+                if body == " ]":
+                    rows = None
+                    continue
+                # a row is one JSON object: whole when its closing brace was written (the
+                # writer goes forward), whatever older text the cut left after it
+                row, end = decoder.raw_decode(line, len(line) - len(line.lstrip()))
+                if not isinstance(row, dict) or (rows and row.keys() != rows[0].keys()):
+                    break
+                rows.append(row)
+                if line[end:].strip() not in ("", ","):
+                    break
+                continue
+            m = _FIELD.match(body)
+            if m is None:
+                break
+            key = json.loads(m.group(1))
+            if m.group(2) == "[":
+                doc[key] = rows = []
+            else:
+                doc[key] = json.loads(m.group(2), parse_constant=_no_constant)
+        except ValueError:
+            break
+    if not doc.get("command"):
+        return None
+    doc.update(complete=False, incomplete="the file was cut inside a write (the run was "
+               "killed while writing it): the rows before the cut are read")
+    return doc
 
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')

@@ -7,11 +7,15 @@ Files are created with mode 0666 less the user's umask, like any file the user's
 would create.
 
 A document is rendered in parts (one per top-level field and one per list element, the
-lists last), so that a new row rewrites only itself and the lines after it: the bytes
-written grow with the rows, not with their square. Every write() reaches the kernel before
-the caller prints the row, so a SIGKILL loses no row already printed; fsync (a machine
-crash) runs at most once a second and when the document ends. A JSON file that shrinks is
-padded with spaces rather than truncated, so that it never ends cut.
+lists last, the one that grows, "results", last of all), so that a new row rewrites only
+itself and the closing lines after it: the bytes written grow with the rows, not with their
+square. Every write() reaches the kernel before the caller prints the row, so a SIGKILL
+loses no row already printed; fsync (a machine crash) runs at most once a second and when
+the document ends. Only such an append is written in place: a kill inside it leaves the new
+row cut and the old closing lines after it, which document.mend() reads back as the rows
+before the cut. Any other change (a field or row already written, mostly at the end of a
+run) replaces the file whole, atomically. A JSON file that shrinks is padded with spaces
+rather than truncated, so that it never ends cut.
 """
 import csv
 import io
@@ -80,6 +84,9 @@ class ResultFile:
         old, i, n = self.parts, 0, min(len(self.parts), len(parts))
         while i < n and old[i] == parts[i]:
             i += 1
+        if old and i < len(old) - _closing(old):
+            self._replace(parts)            # not an append: never two versions in one file
+            return
         same = _common_start(old[i], parts[i]) if i < n else ""
         head = "".join(parts[:i] + [same])
         offset = len(head) if head.isascii() else len(head.encode())
@@ -95,6 +102,33 @@ class ResultFile:
         if doc.get("end_time") is not None or time.monotonic() - self.synced >= SYNC_SECONDS:
             os.fsync(self.fd)
             self.synced = time.monotonic()
+
+
+    def _replace(self, parts):
+        data = "".join(parts).encode()
+
+        def write(tmp):
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, os.stat(self.path).st_mode & 0o777)
+        replace_atomically(self.path, write)
+        os.close(self.fd)
+        self.fd = os.open(self.path, os.O_WRONLY)
+        self.parts, self.size, self.synced = parts, len(data), time.monotonic()
+
+
+# the parts after a JSON document's last row: its list's end, the ENDING fields, the brace
+_CLOSING = ("\n ]", ',\n "', "\n}")
+
+
+def _closing(parts):
+    """How many parts at the end are closing lines (none for CSV: one part a line)."""
+    k = 0
+    while k < len(parts) and parts[-1 - k].startswith(_CLOSING):
+        k += 1
+    return k
 
 
 def _common_start(a, b, step=4096):
@@ -144,8 +178,10 @@ def json_parts(doc, cache=True):
         _ENCODED_SINCE[0] = now
     def rows(value):
         return isinstance(value, list) and any(isinstance(x, (dict, list)) for x in value)
+    def order(key):
+        return 3 if key in ENDING else 2 if key == "results" else rows(doc[key])
     parts = ["{"]
-    for n, key in enumerate(sorted(doc, key=lambda k: 2 if k in ENDING else rows(doc[k]))):
+    for n, key in enumerate(sorted(doc, key=order)):
         value = doc[key]
         head = f"{',' if n else ''}\n {json.dumps(key)}: "
         if rows(value):
