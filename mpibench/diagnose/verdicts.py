@@ -2,11 +2,14 @@
 verdict from what was measured. PASS, FAIL (mpibench's figure cannot be trusted), LOW (a
 finding: mpibench's figure is below what the path gives, with the knobs to try), HIGH
 (mpibench above a peer tool: shown, not failed; the plausibility check judges whether a
-figure is possible at all),
-INFO (a figure shown, nothing to judge) and n/a (nothing to compare with, and why).
+figure is possible at all), INCONCLUSIVE (the figures scatter too much to say either:
+exit 0, with a note naming the spread and the rounds that would decide), INFO (a figure
+shown, nothing to judge) and n/a (nothing to compare with, and why).
 """
+import math
 from statistics import median
 
+from ..measure import iterstats
 from ..measure.sizes import format_size
 from ..results.numbers import us
 
@@ -14,6 +17,7 @@ CPU_TIMER_TOLERANCE = 0.05     # CPUs: within 5% at CPU_JUDGED and up (a shared 
 GPU_TIMER_TOLERANCE = 0.02     # GPUs: within 2% at GPU_JUDGED and up
 CPU_JUDGED = 1 << 20
 GPU_JUDGED = 64 << 20
+MOST_ROUNDS = 1000             # an estimate of the rounds a verdict needs is given up to this
 FLOOR = 0.8                    # a share of the peer's figure below this is a finding
 
 KNOBS_TCP = ("the interface the ranks use (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME, "
@@ -35,21 +39,61 @@ def spread(values):
     return (max(values) - min(values)) / m if m > 0 else None
 
 
-def timer(size, harness, bare, ratios, tolerance, judged_from):
-    """mpibench's loop against the bare loop at one size (seconds per call per round)."""
-    r = median(ratios)
+def timer(size, harness, bare, tolerance, judged_from):
+    """mpibench's loop against the bare loop at one size (seconds per call per round, the
+    rounds alternating which loop runs first). Judged from pairs of rounds, one in each
+    order (paired_ratios): PASS when the ratio's confidence interval lies within
+    the tolerance, FAIL when it lies wholly beyond it, INCONCLUSIVE when it straddles it."""
+    ratios = paired_ratios(harness, bare)
+    r = median(ratios) if ratios else median(h / b for h, b in zip(harness, bare))
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
     ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
     name = f"timer {format_size(size)}"
     if size < judged_from:
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
                      f"where one call's own cost differs, not judged")
-    if abs(r - 1) <= tolerance:
-        return check(name, fig, ref, r, "PASS")
-    side = "shorter" if r < 1 else "longer"
-    return check(name, fig, ref, r, "FAIL",
-                 f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop "
-                 f"(median of {len(ratios)} paired rounds; tolerance {tolerance:.0%})")
+    ci = iterstats.median_interval(ratios)
+    pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
+    if ci is None:
+        need = 2 * min(n for n in range(1, 64) if iterstats.median_interval(range(n)))
+        return dict(check(name, fig, ref, r, "INCONCLUSIVE",
+                          f"{pairs}: too few for a {iterstats.CONFIDENCE:.0%} interval; "
+                          f"{need} rounds would give one (--rounds {need})"), rounds_needed=need)
+    lo, hi, _ = ci
+    found = dict(check(name, fig, ref, r, "PASS"), interval=[lo, hi])
+    if 1 - tolerance <= lo and hi <= 1 + tolerance:
+        return found
+    within = f"{iterstats.CONFIDENCE:.0%} interval {lo:.3f}-{hi:.3f} over {pairs}"
+    if hi < 1 - tolerance or lo > 1 + tolerance:
+        side = "shorter" if r < 1 else "longer"
+        return dict(found, verdict="FAIL", reason=(
+            f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop: the ratio's "
+            f"{within} lies wholly beyond the tolerance ({tolerance:.0%})"))
+    need = rounds_needed(ratios, lo, hi, r, tolerance)
+    more = (f"about {need} rounds would decide (--rounds {need}, or a --budget that "
+            f"allows them)" if need else f"more than {MOST_ROUNDS} rounds would be needed: "
+            f"rerun on a quieter machine, or with larger sizes")
+    return dict(found, verdict="INCONCLUSIVE", rounds_needed=need, reason=(
+        f"the ratio's {within} straddles the tolerance ({tolerance:.0%}): the pairs scatter "
+        f"by {spread(ratios):.0%}; {more}"))
+
+
+def paired_ratios(harness, bare):
+    """harness / bare over each two rounds, one with each loop first (their geometric mean):
+    a round's loops ran back to back, so the ratio cancels the drift of a shared machine
+    that the medians of each loop alone keep, and the pair cancels what running first or
+    second does to a loop (here the first ran up to 1.3x slower)."""
+    r = [h / b for h, b in zip(harness, bare) if b > 0 and h > 0]
+    return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
+
+
+def rounds_needed(ratios, lo, hi, r, tolerance):
+    """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle
+    the tolerance (None when that would take more than MOST_ROUNDS)."""
+    width = max(math.log(hi / r), math.log(r / lo))
+    gap = min(abs(math.log(r / (1 + tolerance))), abs(math.log(r / (1 - tolerance))))
+    pairs = math.ceil(len(ratios) * (width / gap) ** 2) if gap > 0 else math.inf
+    return 2 * max(pairs, len(ratios) + 1) if 2 * pairs <= MOST_ROUNDS else None
 
 
 def per_call(harness_cost, gpu_launch, bound_size, smallest):
