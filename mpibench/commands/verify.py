@@ -206,6 +206,7 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
                         for label, graph in passes]
     # 4. The hosts' link rates (all of each host's links together).
     session.watch.arm("verify: the hosts' link rates")
+    found["ranks"] = session.size
     found["rates"] = session.comm.gather((session.hostname, hostfacts.total_line_rate(
         args.root.replace("{host}", session.hostname))), root=0)
     # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
@@ -281,7 +282,9 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
         checks.append(verdicts.correctness(rows, wrong, label))
     busbw = medians[max(timed)]["in_place"]["busbw_GBps"]
     per_host = dict(found["rates"])
-    checks.append(verdicts.plausibility(max(timed), busbw, per_host, timer_failed_short))
+    checks.append(verdicts.plausibility(
+        max(timed), busbw, per_host, timer_failed_short, found["ranks"],
+        verdicts.ring_only(backend.name, os.environ.get("NCCL_ALGO"))))
     for pair in found["pairs"]:
         checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.floor))
     peer = found["peer"]

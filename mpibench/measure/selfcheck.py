@@ -87,6 +87,8 @@ class BareLoops:
         self.backend = backend
         self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
         self.mpi = backend.name == "mpi"
+        # GPUs: a stream of its own, not the backend's (baretimer.py says why).
+        self.stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
         if self.mpi:
             self.MPI = session.comm.MPI
             self.comm = session.comm.world.Dup()
@@ -98,10 +100,10 @@ class BareLoops:
             if warmup:
                 baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], warmup)
             return baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], iters)
-        dist, stream = self.backend.dist, getattr(self.backend, "stream", None)
+        dist = self.backend.dist
         if warmup:
-            baretimer.torch_seconds(dist, self.bufs[size], warmup, stream)
-        return baretimer.torch_seconds(dist, self.bufs[size], iters, stream)
+            baretimer.torch_seconds(dist, self.bufs[size], warmup, self.stream)
+        return baretimer.torch_seconds(dist, self.bufs[size], iters, self.stream)
 
     def close(self):
         if self.mpi:
