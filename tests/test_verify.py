@@ -198,9 +198,10 @@ def _trees(tmp_path, mbps):
 
 # The timers' tolerance: 15% here, not the default 5%, and INCONCLUSIVE accepted: on this
 # machine (2 cores shared by several jobs, load average 13-33 while this was written) gloo
-# at 1 Gbit/s is CPU-bound and mpibench's loop came out 1.10-1.35x the bare loop's over 30
-# pairs of rounds at 4 MiB in one run; what must not happen is a FAIL of the correct
-# harness. The early-timer tests show the check failing where the timer is really wrong.
+# at 1 Gbit/s is CPU-bound, and in one run mpibench's loop took 1.25x the bare loop's at
+# 4 MiB (95% interval 1.10-1.35 over 30 pairs of rounds); what must not happen is a FAIL
+# of the correct harness. The early-timer tests show the check failing where the timer
+# is really wrong.
 @ROOT_ONLY
 @pytest.mark.skipif(bool(fakecluster.missing_tools()),
                     reason=f"missing tools: {fakecluster.missing_tools()}")
