@@ -71,11 +71,13 @@ def main():
     planted = ",".join(f"early:{r}:{a.early:g}" for r in range(a.np))
     kinds = [("correct", {}), (f"early {a.early:g}", {"MPIBENCH_FAULT": planted,
                                                       "MPIBENCH_TESTING": "1"})]
-    where = f"2 namespace hosts x 1 rank, links at {a.rate}" if a.rate else f"1 host x {a.np} ranks"
+    where = (f"2 namespace hosts x 1 rank, links at {a.rate}" if a.rate
+             else f"1 host x {a.np} ranks")
     print(f"# verify on {where}, {a.runs} runs of each kind, budget {a.budget:g} s, "
           f"{' '.join(a.verify) or 'default sizes and rounds'}; load: {a.load} busy "
           f"processes beside every other run")
-    print(f"{'kind':<12} {'run':>3} {'load':>4} {'exit':>4} {'s':>6}  timers (ratio, interval, verdict)")
+    print(f"{'kind':<12} {'run':>3} {'load':>4} {'exit':>4} {'s':>6}  "
+          f"timers (ratio, interval, verdict)")
     exits = {k: [] for k, _ in kinds}
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())

@@ -22,14 +22,15 @@ HELP = "check mpibench's own figures here: timer, per-call cost, correctness, pl
 DESCRIPTION = (
     "1. mpibench's timed loop against a bare loop that shares none of its code (CPUs: "
     "torch.distributed or mpi4py timed alone; GPUs: the host clock around a device-wide "
-    "synchronize), "
-    "alternated over --rounds and judged from pairs of rounds, one in each order: PASS when "
-    "the ratio's 95% interval lies within the tolerance (CPUs 5% from 1 MiB, GPUs 2% from "
-    "64 MiB), FAIL when it lies wholly beyond it, else more rounds up to --budget, then "
-    "INCONCLUSIVE (exit 0) with the rounds that would decide. 2. The per-call cost mpibench cannot remove and the "
-    "largest launch-bound size. 3. Every collective once, both modes, checked. 4. The "
-    "largest size's busbw against the link rates the hosts report (as doctor reads them): "
-    "above them, the timer stopped early or the byte count is wrong. 5. iperf3 between "
+    "synchronize), alternated over --rounds and judged from pairs of rounds, one in each "
+    "order: PASS when the ratio's 95% interval lies within the tolerance (CPUs 5% from "
+    "1 MiB, GPUs 2% from 64 MiB), FAIL when it lies wholly beyond it, else more rounds up "
+    "to --budget, then INCONCLUSIVE (exit 0) with the rounds that would decide. 2. The "
+    "per-call cost mpibench cannot remove and the largest launch-bound size. 3. Every "
+    "collective once, both modes, checked. 4. The largest size's busbw against the link "
+    "rates the hosts report (as doctor reads them): above them (for a ring; else above "
+    "what any algorithm can), the timer stopped early or the byte count is wrong. 5. "
+    "iperf3 between "
     "every pair of hosts (started by the ranks, bound to the benchmark's interface), and "
     "with --against a peer's output (NetPIPE, nccl-tests) measured again here, size by size. "
     "Exit 0 when every check passed, 1 when one failed (or a share fell below --floor), "
@@ -165,7 +166,8 @@ def execute(session, args):
     peer_rows = measured["peer"]["rows"] if measured["peer"] else None
     out.set(results=[medians[s] for s in timed] + (peer_rows or []))
     out.set(verify={"checks": checks, "rounds": args.rounds, "budget_s": args.budget,
-                    "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance, "judged_from": judged,
+                    "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
+                    "judged_from": judged,
                     "timers": _timers(measured["got"]), **figures,
                     "iperf3": measured["pairs"], "against": args.against})
     out.finish()
@@ -177,12 +179,11 @@ def _header(session, out, backend, args, records, versions, sizes, timed, tolera
     out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
     preamble.describe(session, out, [backend.name], records, versions,
                      {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
-                      "iters": args.iters,
-                      "warmup": args.warmup, "timer_tolerance": tolerance,
+                      "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
                       "floor": args.floor, "against": args.against})
     out.announce_files()
-    clock = ("host clock, device synchronize" if backend.cuda else "MPI_Wtime" if backend.name == "mpi"
-             else "monotonic clock")
+    clock = ("host clock, device synchronize" if backend.cuda
+             else "MPI_Wtime" if backend.name == "mpi" else "monotonic clock")
     out.say(f"# timers: {args.rounds + args.rounds % 2} rounds (more while a size is "
             f"inconclusive, up to {args.budget:g} s), each mpibench's loop and the bare loop "
             f"({clock}) in turn, {args.iters} iterations after {args.warmup} warm-up, "
@@ -235,8 +236,8 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
     def more(got):
         nonlocal last, last_todo, rounds
         now = time.monotonic()
-        todo = [s for s in timed if verdicts.timer(s, got[s]["harness"], got[s]["bare"],
-                                                   tolerance, judged)["verdict"] == "INCONCLUSIVE"]
+        todo = [s for s in timed if verdicts.timer(
+            s, got[s]["harness"], got[s]["bare"], tolerance, judged)["verdict"] == "INCONCLUSIVE"]
         # Two more rounds take what the last ones did, by the bytes of the sizes left.
         step = (now - last) * 2 / rounds * sum(todo) / sum(last_todo)
         last, last_todo, rounds = now, todo or last_todo, 2
