@@ -17,6 +17,8 @@ CPU_TIMER_TOLERANCE = 0.05     # CPUs: within 5% at CPU_JUDGED and up (a shared 
 GPU_TIMER_TOLERANCE = 0.02     # GPUs: within 2% at GPU_JUDGED and up
 CPU_JUDGED = 1 << 20
 GPU_JUDGED = 64 << 20
+PASS_CONFIDENCE = 0.95         # the timer check's interval for a PASS (and the one shown)
+FAIL_CONFIDENCE = 0.99         # ... and for a FAIL: at least 8 pairs of rounds
 MOST_ROUNDS = 1000             # an estimate of the rounds a verdict needs is given up to this
 FLOOR = 0.8                    # a share of the peer's figure below this is a finding
 
@@ -42,8 +44,9 @@ def spread(values):
 def timer(size, harness, bare, tolerance, judged_from):
     """mpibench's loop against the bare loop at one size (seconds per call per round, the
     rounds alternating which loop runs first). Judged from pairs of rounds, one in each
-    order (paired_ratios): PASS when the ratio's confidence interval lies within
-    the tolerance, FAIL when it lies wholly beyond it, INCONCLUSIVE when it straddles it."""
+    order (paired_ratios): PASS when the ratio's 95% interval lies within the tolerance,
+    FAIL when its 99% interval lies wholly beyond it (verify looks again after every two
+    rounds, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
     ratios = paired_ratios(harness, bare)
     r = median(ratios) if ratios else median(h / b for h, b in zip(harness, bare))
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
@@ -52,30 +55,36 @@ def timer(size, harness, bare, tolerance, judged_from):
     if size < judged_from:
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
                      f"where one call's own cost differs, not judged")
-    ci = iterstats.median_interval(ratios)
+    ci = iterstats.median_interval(ratios, PASS_CONFIDENCE)
+    sure = iterstats.median_interval(ratios, FAIL_CONFIDENCE)
     pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
     if ci is None:
-        need = 2 * min(n for n in range(1, 64) if iterstats.median_interval(range(n)))
+        need = 2 * next(n for n in range(64)
+                        if iterstats.median_interval(range(n), PASS_CONFIDENCE))
         return dict(check(name, fig, ref, r, "INCONCLUSIVE",
-                          f"{pairs}: too few for a {iterstats.CONFIDENCE:.0%} interval; "
+                          f"{pairs}: too few for a {PASS_CONFIDENCE:.0%} interval; "
                           f"{need} rounds would give one (--rounds {need})"), rounds_needed=need)
     lo, hi, _ = ci
     found = dict(check(name, fig, ref, r, "PASS"), interval=[lo, hi])
     if 1 - tolerance <= lo and hi <= 1 + tolerance:
         return found
-    within = f"{iterstats.CONFIDENCE:.0%} interval {lo:.3f}-{hi:.3f} over {pairs}"
-    if hi < 1 - tolerance or lo > 1 + tolerance:
+    if sure and (sure[1] < 1 - tolerance or sure[0] > 1 + tolerance):
         side = "shorter" if r < 1 else "longer"
-        return dict(found, verdict="FAIL", reason=(
+        return dict(found, verdict="FAIL", interval=list(sure[:2]), reason=(
             f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop: the ratio's "
-            f"{within} lies wholly beyond the tolerance ({tolerance:.0%})"))
-    need = rounds_needed(ratios, lo, hi, r, tolerance)
+            f"{FAIL_CONFIDENCE:.0%} interval {sure[0]:.3f}-{sure[1]:.3f} over {pairs} lies "
+            f"wholly beyond the tolerance ({tolerance:.0%})"))
+    beyond = hi < 1 - tolerance or lo > 1 + tolerance       # at 95%, not yet at 99%
+    need = rounds_needed(ratios, lo, hi, r, tolerance, beyond)
     more = (f"about {need} rounds would decide (--rounds {need}, or a --budget that "
             f"allows them)" if need else f"more than {MOST_ROUNDS} rounds would be needed: "
             f"rerun on a quieter machine, or with larger sizes")
+    where = (f"lies beyond the tolerance ({tolerance:.0%}), its {FAIL_CONFIDENCE:.0%} "
+             f"interval, which a FAIL needs, not yet" if beyond else
+             f"straddles the tolerance ({tolerance:.0%})")
     return dict(found, verdict="INCONCLUSIVE", rounds_needed=need, reason=(
-        f"the ratio's {within} straddles the tolerance ({tolerance:.0%}): the pairs scatter "
-        f"by {spread(ratios):.0%}; {more}"))
+        f"the ratio's {PASS_CONFIDENCE:.0%} interval {lo:.3f}-{hi:.3f} over {pairs} {where}: "
+        f"the pairs scatter by {spread(ratios):.0%}; {more}"))
 
 
 def paired_ratios(harness, bare):
@@ -87,10 +96,11 @@ def paired_ratios(harness, bare):
     return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
 
 
-def rounds_needed(ratios, lo, hi, r, tolerance):
+def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
     """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle
-    the tolerance (None when that would take more than MOST_ROUNDS)."""
-    width = max(math.log(hi / r), math.log(r / lo))
+    the tolerance (None when that would take more than MOST_ROUNDS); on the FAIL side the
+    99% interval's width, about 2.58/1.96 of the 95% one's."""
+    width = max(math.log(hi / r), math.log(r / lo)) * (2.576 / 1.960 if fail_side else 1)
     gap = min(abs(math.log(r / (1 + tolerance))), abs(math.log(r / (1 - tolerance))))
     pairs = math.ceil(len(ratios) * (width / gap) ** 2) if gap > 0 else math.inf
     return 2 * max(pairs, len(ratios) + 1) if 2 * pairs <= MOST_ROUNDS else None

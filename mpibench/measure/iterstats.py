@@ -4,8 +4,6 @@ ReduceProcessMaxIterTimes: each iteration's time is the slowest rank's, the summ
 the first -K iterations), and how sure a median of repeated figures is (median_interval)."""
 import math
 
-CONFIDENCE = 0.95
-
 
 def _percentile_index(n, percentile):
     return min(n - 1, (n * percentile + 99) // 100 - 1)
@@ -34,12 +32,12 @@ def report(per_rank, skip):
     return out
 
 
-def median_interval(values, confidence=CONFIDENCE):
+def median_interval(values, confidence):
     """The sign test's confidence interval of the median of values: (low, high, coverage),
     the order statistics j and n-1-j (0-based) with the largest j whose coverage, 1 - 2 P(B <= j)
     for B ~ Binomial(n, 1/2), is still at least `confidence`. It assumes nothing about the
     distribution (a loaded machine's timings have long tails). None when there are too few
-    values for that confidence (fewer than 6 for 95%)."""
+    values for that confidence (fewer than 6 for 95%, 8 for 99%)."""
     s = sorted(values)
     n = len(s)
     best, below = None, 0.0

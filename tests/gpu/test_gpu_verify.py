@@ -72,7 +72,7 @@ def test_verify_on_gpus_timers_agree_and_every_check_runs(tmp_path):
 def test_verify_on_gpus_early_timer_fails_the_timer_check(tmp_path):
     out = tmp_path / "v.json"
     fault = ",".join(f"early:{r}:100" for r in range(NP))
-    done = mpirun(NP, ["verify", "--backend", "nccl", "--sizes", "64M", "--rounds", "12",
+    done = mpirun(NP, ["verify", "--backend", "nccl", "--sizes", "64M", "--rounds", "16",
                        "--json", str(out)], env={"MPIBENCH_FAULT": fault}, timeout=900)
     assert done.returncode == 1, show(done)
     check = {c["check"]: c for c in json.loads(out.read_text())["verify"]["checks"]}["timer 64 MiB"]
