@@ -30,6 +30,7 @@ SCRIPTS = {
     "fabric_plan.py": ([PYTHON], r"^\s+512\s+8\s+\d+\s+\d+\.\d{3}\s+\d+\.\d\d$"),
     "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
     "results_io.py": ([PYTHON], r"^\s+100\s+2\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
+    "verify_alarms.py": ([PYTHON], r"^# correct harness: exit 1 in 0 of 1 runs"),
 }
 ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py"}
 NEEDS_PEERS = {"verify_hosts.py"}

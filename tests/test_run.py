@@ -246,6 +246,10 @@ def test_per_host_table_names_the_hosts(tmp_path):
     assert "2 hosts" in done.stdout
     assert done.stdout.count("# SLOW RANK ") == sum(len(h["slow_ranks"]) for h in doc["hosts"]
                                                     if h["symmetric"])
+    # Two hosts: neither is named slow; one consistently slower is said to be, as a pair.
+    assert "# SLOW HOST" not in done.stdout and all(not h["slow_hosts"] for h in doc["hosts"])
+    assert done.stdout.count("with two hosts a relative threshold cannot say") == \
+        sum(len(h["pairs"]) for h in doc["hosts"] if h["symmetric"])
     # every row's busbw against the hosts' line rate: namespace hosts report none (their
     # veths have no speed), so run says so; a saved file with rates shows each row's share
     rates = doc["line_rate_gbps"]
@@ -549,14 +553,26 @@ def test_stragglers_slow_host_and_rank_are_named():
     assert c["ratio"] == pytest.approx(1.6)
 
 
-def test_stragglers_two_hosts():
+def test_stragglers_two_hosts_name_neither_and_noise_hides_a_small_difference():
     times = _times(4, 10)
     for r in (2, 3):
         times[r] = [2e-3] * 10                   # host b twice as slow as host a
     out = stragglers.analyze(["a", "a", "b", "b"], times)
-    assert out["slow_hosts"] == ["b"]
-    out = stragglers.analyze(["a", "a", "b", "b"], _times(4, 10))
+    # Two of anything is not a population: the median is their mean; b is reported as the
+    # slower of the pair, and neither host nor rank is named slow.
     assert out["slow_hosts"] == [] and out["slow_ranks"] == []
+    assert out["pairs"] == [{"what": "host", "slower": "b", "faster": "a",
+                             "ratio": pytest.approx(2.0), "slow_iterations": 10}]
+    out = stragglers.analyze(["a", "a", "b", "b"], _times(4, 10))
+    assert out["slow_hosts"] == [] and out["slow_ranks"] == [] and out["pairs"] == []
+    # Host d 1.3x the others in every iteration: named where its peers keep within 5%, not
+    # where they themselves scatter by up to 1.5x the median in a third of the iterations.
+    hosts = ["a", "b", "c", "d"]
+    quiet = [[1e-3 * (1 + 0.05 * ((k + r) % 2)) for k in range(12)] for r in range(3)]
+    noisy = [[1e-3 * (1.5 if (k + r) % 3 == 0 else 1.0) for k in range(12)] for r in range(3)]
+    for peers, named in ((quiet, ["d"]), (noisy, [])):
+        out = stragglers.analyze(hosts, peers + [[1.3e-3] * 12])
+        assert out["slow_hosts"] == named and out["slow_ranks"] == [3] * len(named), out
 
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")

@@ -255,7 +255,10 @@ def test_slow_link_exposes_communication(tmp_path):
     assert sc["efficiency"] < 1
     assert f"scaling: {sc['speedup']:.2f}x on 1x the ranks: efficiency " \
            f"{sc['efficiency']:.2f}" in b.stdout, show(b)
-    assert [h["host"] for h in remote["train"]["hosts"]["hosts"]] == ["h1", "h2"]
+    hosts = remote["train"]["hosts"]    # two hosts: neither named slow, at most the slower
+    assert [h["host"] for h in hosts["hosts"]] == ["h1", "h2"] and hosts["slow_hosts"] == []
+    assert "# SLOW HOST" not in b.stdout
+    assert b.stdout.count("with two hosts a relative threshold cannot say") == len(hosts["pairs"])
 
 
 def test_sweep_of_train(tmp_path):

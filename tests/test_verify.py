@@ -23,7 +23,7 @@ PEER_PACKAGES = ["iperf3", "netpipe-openmpi"]
 NETPIPE = "/usr/bin/NPopenmpi"
 DEBIAN_MPIRUN = "/usr/bin/mpirun.openmpi"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="namespace hosts and apt need root")
-QUICK = ["--rounds", "3", "-n", "5", "-w", "1"]
+QUICK = ["--rounds", "12", "-n", "5", "-w", "1"]    # 12 rounds: the fewest for an interval
 
 
 def _peers_missing():
@@ -55,19 +55,33 @@ def _row(stdout, name):
 
 # ---- one host, real mpirun ----
 
-# One host, ranks on loopback, a machine shared with other jobs: the timers' agreement is
-# asserted at the default 5% on namespace hosts, where the link sets the time; here the
-# test is that verify runs every check and reports, so the tolerance is wide.
+# One host, ranks on loopback, a machine shared with other jobs: whether the timers agree
+# within 5% there is a matter of rounds (bench/verify_alarms.py counts them). Here: gloo with
+# too few rounds and no budget for more is INCONCLUSIVE, exit 0, with the rounds that would
+# give an interval; MPI with mpibench's timer stopping at 1/100 of its loop on every rank
+# FAILs its timer checks (every pair of rounds far outside the tolerance), exit 1.
 @pytest.mark.parametrize("np_,backend", [(2, "gloo"), (3, "mpi")])
 def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
     out = tmp_path / "v.json"
-    done = mpirun(np_, ["verify", "--backend", backend, "--sizes", "64K,1M", *QUICK,
-                        "--timer-tolerance", "0.9", "--json", str(out)], timeout=180)
-    assert done.returncode == 0, show(done)
+    early = backend == "mpi"
+    env = {"MPIBENCH_FAULT": ",".join(f"early:{r}:100" for r in range(np_))} if early else None
+    done = mpirun(np_, ["verify", "--backend", backend, "--sizes", "64K,1M", "-n", "5", "-w",
+                        "1", "--rounds", "16" if early else "3", "--budget", "0",
+                        "--json", str(out)], env=env, timeout=180)
+    assert done.returncode == (1 if early else 0), show(done)
     checks = _checks(out)
     assert {"timer 8 B", "timer 64 KiB", "timer 1 MiB", "per-call cost", "correctness",
             "plausibility 1 MiB"} <= set(checks), checks
-    assert checks["timer 1 MiB"]["verdict"] == "PASS"
+    timer = checks["timer 1 MiB"]
+    if early:
+        assert timer["verdict"] == "FAIL" and timer["interval"][1] < 0.05, timer
+        assert "99% interval" in timer["reason"] and "wholly beyond the tolerance (5%)" \
+            in timer["reason"]
+        assert "did not pass: timer 1 MiB (FAIL)" in done.stderr, show(done)
+    else:
+        assert timer["verdict"] == "INCONCLUSIVE" and timer["rounds_needed"] == 12, timer
+        assert ("# INCONCLUSIVE timer 1 MiB: 2 pairs of rounds (one in each order): too few "
+                "for a 95% interval; 12 rounds would give one") in done.stdout, show(done)
     assert checks["timer 64 KiB"]["verdict"] == "INFO"       # below 1 MiB: shown, not judged
     assert checks["correctness"]["verdict"] == "PASS"
     assert "0 wrong" in checks["correctness"]["figure"]
@@ -75,11 +89,35 @@ def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
     doc = json.loads(out.read_text())
     assert [r["size"] for r in doc["results"]] == [8, 64 << 10, 1 << 20]
     assert {r["backend"] for r in doc["results"]} == {backend}
-    assert len(doc["verify"]["timers"]["1048576"]["bare_s"]) == 3
+    assert len(doc["verify"]["timers"]["1048576"]["bare_s"]) == (16 if early else 4)
     assert "spread" in _row(done.stdout, "timer 1 MiB")
     # Its JSON reads back through report like every command's.
     rep = run([PYTHON, "-m", "mpibench", "report", str(out)])
     assert rep.returncode == 0, show(rep)
+
+
+def test_timer_verdict_from_the_interval_of_paired_rounds():
+    """The judgement alone, on rounds made up: the sign test's interval decides."""
+    bare = [1.0] * 16
+    wobble = [1 + 0.01 * ((k * 7) % 5 - 2) for k in range(16)]          # within +-2%
+    ok = verdicts.timer(1 << 20, wobble, bare, 0.05, 1 << 20)
+    assert ok["verdict"] == "PASS" and 0.95 < ok["interval"][0] <= ok["interval"][1] < 1.05
+    short = verdicts.timer(1 << 20, [0.8 * w for w in wobble], bare, 0.05, 1 << 20)
+    assert short["verdict"] == "FAIL" and short["interval"][1] < 0.95, short
+    assert "99% interval" in short["reason"]
+    # 6 pairs: the 95% interval is beyond the tolerance, a 99% one needs 8 pairs.
+    early = verdicts.timer(1 << 20, [0.8 * w for w in wobble[:12]], bare, 0.05, 1 << 20)
+    assert early["verdict"] == "INCONCLUSIVE" and "which a FAIL needs, not yet" in early["reason"]
+    # Round by round the loop run first is 1.3x slower: pairs cancel it, so this passes.
+    order = [w * (1.3 if k % 2 == 0 else 1 / 1.3) for k, w in enumerate(wobble)]
+    assert verdicts.timer(1 << 20, order, bare, 0.05, 1 << 20)["verdict"] == "PASS"
+    # Pairs scattering by +-10% around 0.9: the interval straddles 0.95.
+    wide = [0.9 * (1 + 0.1 * ((k // 2 * 5) % 7 - 3) / 3) for k in range(16)]
+    c = verdicts.timer(1 << 20, wide, bare, 0.05, 1 << 20)
+    assert c["verdict"] == "INCONCLUSIVE" and c["interval"][0] < 0.95 < c["interval"][1], c
+    assert c["rounds_needed"] > 16 and f"about {c['rounds_needed']} rounds" in c["reason"]
+    assert "straddles the tolerance (5%): the pairs scatter by" in c["reason"]
+    assert verdicts.failed([ok, short, c]) == [short]                   # exit 1 for FAIL only
 
 
 def _netpipe_line(size, usec):
@@ -163,10 +201,12 @@ def _trees(tmp_path, mbps):
     return f"{tmp_path}/sys/{{host}}"
 
 
-# The timers' tolerance: 15% here, not the default 5%. On this machine (2 cores shared by
-# several jobs, load average 13-30 while this was written) one loop of the pair came out
-# 8% slower than the other through three rounds of one run and not in the next; the
-# early-timer test below shows the check failing where the timer is really wrong.
+# The timers' tolerance: 15% here, not the default 5%, and INCONCLUSIVE accepted: on this
+# machine (2 cores shared by several jobs, load average 13-33 while this was written) gloo
+# at 1 Gbit/s is CPU-bound, and in one run mpibench's loop took 1.25x the bare loop's at
+# 4 MiB (95% interval 1.10-1.35 over 30 pairs of rounds); what must not happen is a FAIL
+# of the correct harness. The early-timer tests show the check failing where the timer
+# is really wrong.
 @ROOT_ONLY
 @pytest.mark.skipif(bool(fakecluster.missing_tools()),
                     reason=f"missing tools: {fakecluster.missing_tools()}")
@@ -193,7 +233,7 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
     assert 0.5 * gbit < tcp <= 1.05 * gbit, pair      # iperf3 saw the tc limit
     assert "iperf3 h2->h1" in done.stdout and f"{pair['ratio']:.3f}" in done.stdout
     assert checks["plausibility 4 MiB"]["verdict"] == "PASS"
-    assert checks["timer 4 MiB"]["verdict"] == "PASS"
+    assert checks["timer 4 MiB"]["verdict"] in ("PASS", "INCONCLUSIVE"), checks["timer 4 MiB"]
     netpipe = [c for name, c in checks.items() if name.startswith("NetPIPE sendrecv")]
     assert {c["check"] for c in netpipe} == {f"NetPIPE sendrecv {s} out-of-place"
                                             for s in ("2 MiB", "4 MiB")}
@@ -215,8 +255,9 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
 def test_an_early_timer_fails_the_plausibility_check(tmp_path):
     root = _trees(tmp_path, 10000)
     out = tmp_path / "v.json"
-    argv = [PYTHON, "-m", "mpibench", "verify", "--sizes", "1M", "--rounds", "1", "-n", "3",
-            "-w", "1", "--iperf-seconds", "0", "--sys-root", root, "--json", str(out)]
+    argv = [PYTHON, "-m", "mpibench", "verify", "--sizes", "1M", "--rounds", "16", "-n", "3",
+            "-w", "1", "--budget", "0", "--iperf-seconds", "0", "--sys-root", root, "--json",
+            str(out)]
     with FakeCluster(hosts=2, rates="200mbit") as c:
         done = c.mpirun(argv, ppn=1, env=base_env({"MPIBENCH_FAULT": "early:0:100,early:1:100"}),
                         timeout=180)

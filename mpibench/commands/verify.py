@@ -2,6 +2,7 @@
 independent one, the per-call cost it cannot remove, every collective checked, busbw
 against the hosts' link rates, and independent tools on the same path."""
 import os
+import time
 from statistics import median
 
 from ..diagnose import hostfacts, iperf, preamble, verdicts
@@ -20,15 +21,20 @@ from .common import guard, options
 HELP = "check mpibench's own figures here: timer, per-call cost, correctness, plausibility, peers"
 DESCRIPTION = (
     "1. mpibench's timed loop against a bare loop that shares none of its code (CPUs: "
-    "torch.distributed or mpi4py timed alone; GPUs: CUDA events on the same stream), "
-    "alternated over --rounds, medians compared at each size (CPUs within 5% from 1 MiB, "
-    "GPUs within 2% from 64 MiB). 2. The per-call cost mpibench cannot remove and the "
-    "largest launch-bound size. 3. Every collective once, both modes, checked. 4. The "
-    "largest size's busbw against the link rates the hosts report (as doctor reads them): "
-    "above them, the timer stopped early or the byte count is wrong. 5. iperf3 between "
+    "torch.distributed or mpi4py timed alone; GPUs: the host clock around a device-wide "
+    "synchronize), alternated over --rounds and judged from pairs of rounds, one in each "
+    "order: PASS when the ratio's 95% interval lies within the tolerance (CPUs 5% from "
+    "1 MiB, GPUs 2% from 64 MiB), FAIL when its 99% interval lies wholly beyond it, else "
+    "more rounds up to --budget, then INCONCLUSIVE (exit 0) with the rounds that would "
+    "decide. 2. The "
+    "per-call cost mpibench cannot remove and the largest launch-bound size. 3. Every "
+    "collective once, both modes, checked. 4. The largest size's busbw against the link "
+    "rates the hosts report (as doctor reads them): above them (for a ring; else above "
+    "what any algorithm can), the timer stopped early or the byte count is wrong. 5. "
+    "iperf3 between "
     "every pair of hosts (started by the ranks, bound to the benchmark's interface), and "
     "with --against a peer's output (NetPIPE, nccl-tests) measured again here, size by size. "
-    "Exit 0 when every check passed, 1 when one failed (or a share fell below --floor), "
+    "Exit 0 when every check passed, 1 when one failed (or a share fell below --min-share), "
     "2 on bad input. launch/verify.sh runs a peer tool and verify one after the other.")
 SESSION = "args"
 
@@ -55,8 +61,12 @@ def add_arguments(p):
     p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
                    help=f"sizes the two timers compare, comma-separated (default {CPU_SIZES} on "
                         f"CPUs, {GPU_SIZES} on GPUs); 8 bytes is added for the per-call cost")
-    p.add_argument("--rounds", type=options.int_at_least(1), default=5, metavar="N",
-                   help="rounds alternating the two timers (default 5)")
+    p.add_argument("--rounds", type=options.int_at_least(1), default=6, metavar="N",
+                   help="rounds alternating the two timers before the first judgement, "
+                        "made even (default 6)")
+    p.add_argument("--budget", type=options.number_arg, default=60.0, metavar="SECONDS",
+                   help="the timers add rounds while a size is inconclusive until they "
+                        "have taken SECONDS in all (default 60; 0: --rounds only)")
     p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20,
                    help="timed iterations per loop (default 20)")
     p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5,
@@ -87,6 +97,8 @@ def add_arguments(p):
 
 
 def check_args(args):
+    if args.budget < 0:
+        raise UsageError(f"--budget {args.budget:g}: give 0 (--rounds only) or more")
     if args.iperf_seconds < 0:
         raise UsageError(f"--iperf-seconds {args.iperf_seconds:g}: give 0 (off) or more")
 
@@ -142,7 +154,7 @@ def execute(session, args):
     records, versions = preamble.gather(session)
     if session.rank == 0:
         _header(session, out, backend, args, records, versions, sizes, timed, tolerance)
-    measured = _measure(session, out, backend, args, timed, judged, peer)
+    measured = _measure(session, out, backend, args, timed, tolerance, judged, peer)
     session.watch.disarm()
     if session.rank != 0:
         return _end(session, None)
@@ -153,8 +165,9 @@ def execute(session, args):
     # The rows as `run` writes them (the median round's), for report and compare.
     peer_rows = measured["peer"]["rows"] if measured["peer"] else None
     out.set(results=[medians[s] for s in timed] + (peer_rows or []))
-    out.set(verify={"checks": checks, "rounds": args.rounds, "iters": args.iters,
-                    "warmup": args.warmup, "timer_tolerance": tolerance, "judged_from": judged,
+    out.set(verify={"checks": checks, "rounds": args.rounds, "budget_s": args.budget,
+                    "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
+                    "judged_from": judged,
                     "timers": _timers(measured["got"]), **figures,
                     "iperf3": measured["pairs"], "against": args.against})
     out.finish()
@@ -165,22 +178,22 @@ def _header(session, out, backend, args, records, versions, sizes, timed, tolera
     """Rank 0: the job's description, the files, and what the timers will compare."""
     out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
     preamble.describe(session, out, [backend.name], records, versions,
-                     {"sizes": sizes, "rounds": args.rounds, "iters": args.iters,
-                      "warmup": args.warmup, "timer_tolerance": tolerance,
+                     {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
+                      "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
                       "floor": args.floor, "against": args.against})
     out.announce_files()
-    clock = ("CUDA events" if backend.cuda else "MPI_Wtime" if backend.name == "mpi"
-             else "monotonic clock")
-    out.say(f"# timers: {args.rounds} round{'s' if args.rounds != 1 else ''}, each "
-            f"mpibench's loop and the bare loop ({clock}) "
-            f"in turn, {args.iters} iterations after {args.warmup} warm-up, "
+    clock = ("host clock, device synchronize" if backend.cuda
+             else "MPI_Wtime" if backend.name == "mpi" else "monotonic clock")
+    out.say(f"# timers: {args.rounds + args.rounds % 2} rounds (more while a size is "
+            f"inconclusive, up to {args.budget:g} s), each mpibench's loop and the bare loop "
+            f"({clock}) in turn, {args.iters} iterations after {args.warmup} warm-up, "
             f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
 
 
-def _measure(session, out, backend, args, timed, judged, peer):
+def _measure(session, out, backend, args, timed, tolerance, judged, peer):
     """Every rank: what the five checks judge, as a dict (the gathered parts on rank 0)."""
     # 1. The timers.
-    found = {"got": _compare_timers(session, out, backend, args, timed)}
+    found = {"got": _compare_timers(session, out, backend, args, timed, tolerance, judged)}
     # 2. The per-call cost: GPUs the launch (measure/launchcost), CPUs the harness over the bare loop.
     found["gpu_launch"] = selfcheck.gpu_launch_seconds(session, backend, session.watch)
     small = [s for s in (sweep(8, judged // 4, 4) if backend.cuda else []) if s not in timed]
@@ -194,6 +207,7 @@ def _measure(session, out, backend, args, timed, judged, peer):
                         for label, graph in passes]
     # 4. The hosts' link rates (all of each host's links together).
     session.watch.arm("verify: the hosts' link rates")
+    found["ranks"] = session.size
     found["rates"] = session.comm.gather((session.hostname, hostfacts.total_line_rate(
         args.root.replace("{host}", session.hostname))), root=0)
     # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
@@ -205,9 +219,10 @@ def _measure(session, out, backend, args, timed, judged, peer):
     return found
 
 
-def _compare_timers(session, out, backend, args, timed):
-    """mpibench's loop and the bare loop in turn at every size; rank 0 writes each round
-    to the files as it comes."""
+def _compare_timers(session, out, backend, args, timed, tolerance, judged):
+    """mpibench's loop and the bare loop in turn at every size, two more rounds of the
+    sizes still inconclusive while the budget allows them; rank 0 writes each round to
+    the files as it comes."""
     progress = None
     if out is not None:       # what is measured is on disk as it comes
         def progress(got, size):
@@ -215,8 +230,20 @@ def _compare_timers(session, out, backend, args, timed):
             out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
                     f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
             out.set(verify={"timers": _timers(got), "complete": False})
+    start = last = time.monotonic()
+    last_todo, rounds = timed, args.rounds + args.rounds % 2
+
+    def more(got):
+        nonlocal last, last_todo, rounds
+        now = time.monotonic()
+        todo = [s for s in timed if verdicts.timer(
+            s, got[s]["harness"], got[s]["bare"], tolerance, judged)["verdict"] == "INCONCLUSIVE"]
+        # Two more rounds take what the last ones did, by the bytes of the sizes left.
+        step = (now - last) * 2 / rounds * sum(todo) / sum(last_todo)
+        last, last_todo, rounds = now, todo or last_todo, 2
+        return todo if now - start + step <= args.budget else []
     return selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
-                                    args.warmup, session.watch, progress)
+                                    args.warmup, session.watch, progress, more)
 
 
 def _measure_peer(session, backend, args, peer):
@@ -239,8 +266,7 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
     timer_failed_short = False
     for s in timed:
         g = got[s]
-        ratios = selfcheck.paired_ratios(g["harness"], g["bare"])
-        c = verdicts.timer(s, g["harness"], g["bare"], ratios, tolerance, judged)
+        c = verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)
         timer_failed_short |= c["verdict"] == "FAIL" and c["ratio"] < 1
         checks.append(c)
         medians[s] = selfcheck.median_row(g["rows"], g["harness"])
@@ -257,7 +283,9 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
         checks.append(verdicts.correctness(rows, wrong, label))
     busbw = medians[max(timed)]["in_place"]["busbw_GBps"]
     per_host = dict(found["rates"])
-    checks.append(verdicts.plausibility(max(timed), busbw, per_host, timer_failed_short))
+    checks.append(verdicts.plausibility(
+        max(timed), busbw, per_host, timer_failed_short, found["ranks"],
+        verdicts.ring_only(backend.name, os.environ.get("NCCL_ALGO"))))
     for pair in found["pairs"]:
         checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.floor))
     peer = found["peer"]

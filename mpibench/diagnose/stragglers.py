@@ -1,17 +1,24 @@
 """Who is slow: per-host figures and stragglers from every rank's per-iteration times.
 
-A rank or host is named slow only when it is slow consistently: in at least
-`consistency` of the iterations its time exceeds the median of that iteration by more
-than `margin`. One noisy iteration names nobody.
+A rank or host is named slow only when it is slow consistently and beyond the noise: in
+at least `consistency` of the iterations (each iteration a measurement of its own, so
+this is the sign test's "reproduces") its time exceeds the median of that iteration by
+more than `margin`, and by more than its peers scatter (the median over the others of
+each one's 90th percentile of the same ratio). One noisy iteration names nobody. With
+two hosts (or two ranks) the median is their mean and nothing says which of the two is
+off: the one consistently slower is reported in `pairs`, not named slow; nor is anyone
+named where half or more would be.
 """
 from statistics import median
+
+UPPER = 0.9         # a peer's scatter: this quantile of its per-iteration ratios
 
 
 def analyze(hosts, times, margin=0.2, consistency=0.8):
     """hosts[r]: host of rank r; times[r][k]: seconds of rank r in iteration k.
 
     Returns {'ranks': [...], 'hosts': [...], 'slowest': {...}, 'slow_hosts': [...],
-    'slow_ranks': [...], 'iterations': K, 'margin': m, 'consistency': c}.
+    'slow_ranks': [...], 'pairs': [...], 'iterations': K, 'margin': m, 'consistency': c}.
     """
     n = len(times)
     iters = min(len(t) for t in times) if times else 0
@@ -26,27 +33,72 @@ def analyze(hosts, times, margin=0.2, consistency=0.8):
            "median_rank_s": mid,
            "slowest": {"rank": slowest, "host": hosts[slowest], "median_s": rank_med[slowest],
                        "ratio": rank_med[slowest] / mid if mid > 0 else None},
-           "hosts": [], "slow_hosts": [], "slow_ranks": []}
+           "hosts": [], "slow_hosts": [], "slow_ranks": [], "pairs": []}
 
     host_iter = {h: [max(times[r][k] for r in members[h]) for k in range(iters)] for h in order}
-    iter_mid = [median(host_iter[h][k] for h in order) for k in range(iters)]
+    verdicts = _judge(host_iter, margin, consistency)
     for h in order:
         meds = [rank_med[r] for r in members[h]]
         worst = max(members[h], key=lambda r: rank_med[r])
-        verdict = consistently_slow(host_iter[h], iter_mid, margin, consistency)
+        v = verdicts[h]
         out["hosts"].append({"host": h, "ranks": members[h], "min_s": min(meds),
                              "median_s": median(meds), "max_s": max(meds), "slowest_rank": worst,
-                             "ratio": verdict["ratio"], "slow_iterations": verdict["slow_iterations"]})
-        if len(order) > 1 and verdict["slow"]:
+                             "ratio": v["ratio"], "slow_iterations": v["slow_iterations"],
+                             "threshold": v["threshold"]})
+        if v["slow"]:
             out["slow_hosts"].append(h)
+    out["pairs"] += _pair("host", host_iter, margin, consistency)
 
-    rank_mid = [median(times[r][k] for r in range(n)) for k in range(iters)]
+    by_rank = {r: times[r][:iters] for r in range(n)}
+    verdicts = _judge(by_rank, margin, consistency)
     for r in range(n):
-        verdict = consistently_slow(times[r][:iters], rank_mid, margin, consistency)
-        out["ranks"][r]["slow_iterations"] = verdict["slow_iterations"]
-        if n > 1 and verdict["slow"]:
+        out["ranks"][r]["slow_iterations"] = verdicts[r]["slow_iterations"]
+        out["ranks"][r]["threshold"] = verdicts[r]["threshold"]
+        if verdicts[r]["slow"]:
             out["slow_ranks"].append(r)
+    if len(order) == 1:         # else the hosts' pair says it
+        out["pairs"] += _pair("rank", by_rank, margin, consistency)
     return out
+
+
+def _judge(series, margin, consistency):
+    """Each member of series ({name: per-iteration seconds}) against the median of every
+    iteration: {name: consistently_slow's verdict, its 'threshold' raised to the peers'
+    scatter}; none is slow with fewer than three members."""
+    names = list(series)
+    iters = len(series[names[0]]) if names else 0
+    mid = [median(series[x][k] for x in names) for k in range(iters)]
+    upper = {x: _quantile([t / m for t, m in zip(series[x], mid) if m > 0], UPPER)
+             for x in names}
+    out = {}
+    for x in names:
+        peers = [upper[y] for y in names if y != x and upper[y] is not None]
+        floor = max(margin, (median(peers) - 1) if peers else 0.0)
+        out[x] = dict(consistently_slow(series[x], mid, floor, consistency), threshold=1 + floor)
+    # Half or more "slow" is two groups around a median between them: which is slow, the
+    # median cannot say (2 hosts x 2 ranks: each host's ranks against the other's).
+    slow = [x for x in names if out[x]["slow"]]
+    for x in names:
+        out[x]["slow"] = x in slow and len(names) >= 3 and 2 * len(slow) < len(names)
+    return out
+
+
+def _pair(what, series, margin, consistency):
+    """With exactly two members: the one consistently slower than the other, as
+    [{'what', 'slower', 'faster', 'ratio', 'slow_iterations'}] (else [])."""
+    if len(series) != 2:
+        return []
+    a, b = series
+    if median(series[a]) > median(series[b]):
+        a, b = b, a
+    v = consistently_slow(series[b], series[a], margin, consistency)
+    return [{"what": what, "slower": b, "faster": a, "ratio": v["ratio"],
+             "slow_iterations": v["slow_iterations"]}] if v["slow"] else []
+
+
+def _quantile(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else None
 
 
 def consistently_slow(times, reference, margin, consistency):

@@ -2,11 +2,14 @@
 verdict from what was measured. PASS, FAIL (mpibench's figure cannot be trusted), LOW (a
 finding: mpibench's figure is below what the path gives, with the knobs to try), HIGH
 (mpibench above a peer tool: shown, not failed; the plausibility check judges whether a
-figure is possible at all),
-INFO (a figure shown, nothing to judge) and n/a (nothing to compare with, and why).
+figure is possible at all), INCONCLUSIVE (the figures scatter too much to say either:
+exit 0, with a note naming the spread and the rounds that would decide), INFO (a figure
+shown, nothing to judge) and n/a (nothing to compare with, and why).
 """
+import math
 from statistics import median
 
+from ..measure import iterstats
 from ..measure.sizes import format_size
 from ..results.numbers import us
 
@@ -14,6 +17,9 @@ CPU_TIMER_TOLERANCE = 0.05     # CPUs: within 5% at CPU_JUDGED and up (a shared 
 GPU_TIMER_TOLERANCE = 0.02     # GPUs: within 2% at GPU_JUDGED and up
 CPU_JUDGED = 1 << 20
 GPU_JUDGED = 64 << 20
+PASS_CONFIDENCE = 0.95         # the timer check's interval for a PASS (and the one shown)
+FAIL_CONFIDENCE = 0.99         # ... and for a FAIL: at least 8 pairs of rounds
+MOST_ROUNDS = 1000             # an estimate of the rounds a verdict needs is given up to this
 FLOOR = 0.8                    # a share of the peer's figure below this is a finding
 
 KNOBS_TCP = ("the interface the ranks use (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME, "
@@ -35,21 +41,69 @@ def spread(values):
     return (max(values) - min(values)) / m if m > 0 else None
 
 
-def timer(size, harness, bare, ratios, tolerance, judged_from):
-    """mpibench's loop against the bare loop at one size (seconds per call per round)."""
-    r = median(ratios)
+def timer(size, harness, bare, tolerance, judged_from):
+    """mpibench's loop against the bare loop at one size (seconds per call per round, the
+    rounds alternating which loop runs first). Judged from pairs of rounds, one in each
+    order (paired_ratios): PASS when the ratio's 95% interval lies within the tolerance,
+    FAIL when its 99% interval lies wholly beyond it (verify looks again after every two
+    rounds, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
+    ratios = paired_ratios(harness, bare)
+    r = median(ratios) if ratios else median(h / b for h, b in zip(harness, bare))
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
     ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
     name = f"timer {format_size(size)}"
     if size < judged_from:
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
                      f"where one call's own cost differs, not judged")
-    if abs(r - 1) <= tolerance:
-        return check(name, fig, ref, r, "PASS")
-    side = "shorter" if r < 1 else "longer"
-    return check(name, fig, ref, r, "FAIL",
-                 f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop "
-                 f"(median of {len(ratios)} paired rounds; tolerance {tolerance:.0%})")
+    ci = iterstats.median_interval(ratios, PASS_CONFIDENCE)
+    sure = iterstats.median_interval(ratios, FAIL_CONFIDENCE)
+    pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
+    if ci is None:
+        need = 2 * next(n for n in range(64)
+                        if iterstats.median_interval(range(n), PASS_CONFIDENCE))
+        return dict(check(name, fig, ref, r, "INCONCLUSIVE",
+                          f"{pairs}: too few for a {PASS_CONFIDENCE:.0%} interval; "
+                          f"{need} rounds would give one (--rounds {need})"), rounds_needed=need)
+    lo, hi, _ = ci
+    found = dict(check(name, fig, ref, r, "PASS"), interval=[lo, hi])
+    if 1 - tolerance <= lo and hi <= 1 + tolerance:
+        return found
+    if sure and (sure[1] < 1 - tolerance or sure[0] > 1 + tolerance):
+        side = "shorter" if r < 1 else "longer"
+        return dict(found, verdict="FAIL", interval=list(sure[:2]), reason=(
+            f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop: the ratio's "
+            f"{FAIL_CONFIDENCE:.0%} interval {sure[0]:.3f}-{sure[1]:.3f} over {pairs} lies "
+            f"wholly beyond the tolerance ({tolerance:.0%})"))
+    beyond = hi < 1 - tolerance or lo > 1 + tolerance       # at 95%, not yet at 99%
+    need = rounds_needed(ratios, lo, hi, r, tolerance, beyond)
+    more = (f"about {need} rounds would decide (--rounds {need}, or a --budget that "
+            f"allows them)" if need else f"more than {MOST_ROUNDS} rounds would be needed: "
+            f"rerun on a quieter machine, or with larger sizes")
+    where = (f"lies beyond the tolerance ({tolerance:.0%}), its {FAIL_CONFIDENCE:.0%} "
+             f"interval, which a FAIL needs, not yet" if beyond else
+             f"straddles the tolerance ({tolerance:.0%})")
+    return dict(found, verdict="INCONCLUSIVE", rounds_needed=need, reason=(
+        f"the ratio's {PASS_CONFIDENCE:.0%} interval {lo:.3f}-{hi:.3f} over {pairs} {where}: "
+        f"the pairs scatter by {spread(ratios):.0%}; {more}"))
+
+
+def paired_ratios(harness, bare):
+    """harness / bare over each two rounds, one with each loop first (their geometric mean):
+    a round's loops ran back to back, so the ratio cancels the drift of a shared machine
+    that the medians of each loop alone keep, and the pair cancels what running first or
+    second does to a loop (here the first ran up to 1.3x slower)."""
+    r = [h / b for h, b in zip(harness, bare) if b > 0 and h > 0]
+    return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
+
+
+def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
+    """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle
+    the tolerance (None when that would take more than MOST_ROUNDS); on the FAIL side the
+    99% interval's width, about 2.58/1.96 of the 95% one's."""
+    width = max(math.log(hi / r), math.log(r / lo)) * (2.576 / 1.960 if fail_side else 1)
+    gap = min(abs(math.log(r / (1 + tolerance))), abs(math.log(r / (1 - tolerance))))
+    pairs = math.ceil(len(ratios) * (width / gap) ** 2) if gap > 0 else math.inf
+    return 2 * max(pairs, len(ratios) + 1) if 2 * pairs <= MOST_ROUNDS else None
 
 
 def per_call(harness_cost, gpu_launch, bound_size, smallest):
@@ -90,9 +144,29 @@ def correctness(rows, wrong, label):
     return check(label, fig, "0 wrong", None, "PASS")
 
 
-def plausibility(size, busbw_GBps, rates, timer_failed_short):
+def ring_only(backend, nccl_algo):
+    """Whether all_reduce is known to run as a flat ring: gloo's, or NCCL's where NCCL_ALGO
+    allows it nothing else ('Ring', or per collective 'allreduce:ring;...')."""
+    if backend == "gloo":
+        return True
+    for part in (nccl_algo or "").lower().replace(" ", "").split(";") if backend == "nccl" else []:
+        coll, _, algos = part.rpartition(":")
+        if coll in ("", "allreduce"):
+            return algos == "ring"
+    return False
+
+
+def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True):
     """The largest size's busbw against the slowest host's link rates (Gbit/s per host,
-    None where the host says none). One host: nothing the hosts report bounds it."""
+    None where the host says none). One host: nothing the hosts report bounds it.
+
+    A ring moves 2(n-1)/n of the data through every host's links, as busbw counts, so its
+    busbw is at most their rate. Hierarchical algorithms (NCCL's tree, NVLS tree, MPI's
+    han) reduce inside a host first and move 2(h-1)/h over h hosts' links, in-network
+    reduction (CollNet/SHARP, NVLS with SHARP) each host's data once each way: their busbw
+    can exceed the links by 2(n-1)/n over that (1.875x at 2 hosts x 8 ranks). Where the
+    algorithm is not known to be ring (`ring`), busbw above the links is INFO up to the
+    in-network bound, and FAIL only beyond it."""
     name = f"plausibility {format_size(size)}"
     gbit = busbw_GBps * 8 if busbw_GBps else None
     fig = "n/a" if gbit is None else f"busbw {gbit:.3f} Gbit/s"
@@ -110,12 +184,21 @@ def plausibility(size, busbw_GBps, rates, timer_failed_short):
     ratio = gbit / limit
     if ratio <= 1:
         return check(name, fig, ref, ratio, "PASS")
+    hosts = len(rates)
+    tree = (ranks - 1) * hosts / (ranks * (hosts - 1))
+    in_network = 2 * (ranks - 1) / ranks
+    if not ring and ratio <= in_network:        # in_network >= tree for 2 hosts or more
+        return check(name, fig, ref, ratio, "INFO",
+                     f"busbw is {ratio:.2f}x the links, which only a ring bounds: the algorithm "
+                     f"is not known to be ring (NCCL_ALGO=Ring makes it so); {ranks} ranks on "
+                     f"{hosts} hosts allow up to {tree:.3f}x for tree or NVLS and "
+                     f"{in_network:.3f}x with in-network reduction (CollNet/SHARP)")
     cause = ("mpibench's timer stopped early: its loop took less time than the bare loop's"
              if timer_failed_short else
              "the byte count (size or busbw factor) is wrong: both timers agree on the time")
-    return check(name, fig, ref, ratio, "FAIL",
-                 f"busbw is {ratio:.2f}x the physical rate: {cause} (with NCCL on 2 nodes, "
-                 f"NCCL_ALGO=Tree can overstate; retry with NCCL_ALGO=Ring)")
+    bound = "the physical rate" if ring else \
+        f"the physical rate, beyond what any algorithm can ({in_network:.3f}x)"
+    return check(name, fig, ref, ratio, "FAIL", f"busbw is {ratio:.2f}x {bound}: {cause}")
 
 
 def iperf_share(pair, size, busbw_GBps, backend, floor):

@@ -1,11 +1,13 @@
 """A second timer for `verify`, sharing no code with the engine's loops (backends/timing.py):
 a bare loop of in-place all_reduce calls on one buffer, timed alone.
 
-GPUs: two CUDA events recorded on the stream the calls run in, around the loop; the time
-is what the device saw between them, whatever the host clock says. CPUs: torch.distributed
-calls (gloo) timed by the monotonic clock in nanoseconds; mpi4py calls (the MPI library)
-timed by MPI_Wtime. Before each loop a barrier of the library being timed, not the side
-channel's, so that nothing of mpibench's own comes between the two timestamps.
+GPUs: the host clock between two device-wide synchronizes, the calls on a stream of the
+bare loop's own: work left on any stream (the backend's, NCCL's internal one) is inside
+the time, so a stream-ordering bug in mpibench cannot fool this timer as it would events
+on the backend's own stream. CPUs: torch.distributed calls (gloo) timed by the monotonic
+clock in nanoseconds; mpi4py calls (the MPI library) timed by MPI_Wtime. Before each loop
+a barrier of the library being timed, not the side channel's, so that nothing of
+mpibench's own comes between the two timestamps.
 """
 import time
 
@@ -13,7 +15,7 @@ import time
 def torch_seconds(dist, tensor, iters, stream=None):
     """Seconds per call of `iters` blocking all_reduce calls of tensor (in place).
 
-    stream: the CUDA stream the calls run in (GPU tensors; None: the current stream)."""
+    stream: the CUDA stream the calls run in (GPU tensors: the bare loop's own)."""
     if tensor.is_cuda:
         return _cuda_seconds(dist, tensor, iters, stream)
     dist.barrier()
@@ -25,18 +27,14 @@ def torch_seconds(dist, tensor, iters, stream=None):
 
 def _cuda_seconds(dist, tensor, iters, stream):
     import torch
-    stream = stream or torch.cuda.current_stream(tensor.device)
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    dist.barrier()
-    stream.synchronize()
     with torch.cuda.stream(stream):
-        start.record(stream)
+        dist.barrier()
+        torch.cuda.synchronize(tensor.device)
+        t0 = time.monotonic_ns()
         for _ in range(iters):
             dist.all_reduce(tensor)
-        stop.record(stream)
-    stop.synchronize()
-    return start.elapsed_time(stop) * 1e-3 / iters
+        torch.cuda.synchronize(tensor.device)
+        return (time.monotonic_ns() - t0) * 1e-9 / iters
 
 
 def mpi_seconds(MPI, comm, array, iters):

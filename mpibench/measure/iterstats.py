@@ -1,6 +1,7 @@
-"""nccl-tests' per-iteration report (-I 1), as 2.19.6 computes it (src/util.cu
-computeIterStats, writePerIterReport; src/common.cu ReduceProcessMaxIterTimes): each
-iteration's time is the slowest rank's, the summary skips the first -K iterations."""
+"""Figures of repeated timings: nccl-tests' per-iteration report (-I 1), as 2.19.6 computes
+it (src/util.cu computeIterStats, writePerIterReport; src/common.cu
+ReduceProcessMaxIterTimes: each iteration's time is the slowest rank's, the summary skips
+the first -K iterations), and how sure a median of repeated figures is (median_interval)."""
 import math
 
 
@@ -29,3 +30,20 @@ def report(per_rank, skip):
     out["times_us"] = [t * 1e6 for t in times]
     out["per_process_max_times_us"] = [[t * 1e6 for t in rank] for rank in per_rank]
     return out
+
+
+def median_interval(values, confidence):
+    """The sign test's confidence interval of the median of values: (low, high, coverage),
+    the order statistics j and n-1-j (0-based) with the largest j whose coverage, 1 - 2 P(B <= j)
+    for B ~ Binomial(n, 1/2), is still at least `confidence`. It assumes nothing about the
+    distribution (a loaded machine's timings have long tails). None when there are too few
+    values for that confidence (fewer than 6 for 95%, 8 for 99%)."""
+    s = sorted(values)
+    n = len(s)
+    best, below = None, 0.0
+    for j in range((n + 1) // 2):
+        below += math.comb(n, j) / 2 ** n          # P(B <= j)
+        if 1 - 2 * below < confidence:
+            break
+        best = (s[j], s[n - 1 - j], 1 - 2 * below)
+    return best

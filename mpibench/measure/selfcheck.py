@@ -87,6 +87,8 @@ class BareLoops:
         self.backend = backend
         self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
         self.mpi = backend.name == "mpi"
+        # GPUs: a stream of its own, not the backend's (baretimer.py says why).
+        self.stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
         if self.mpi:
             self.MPI = session.comm.MPI
             self.comm = session.comm.world.Dup()
@@ -98,10 +100,10 @@ class BareLoops:
             if warmup:
                 baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], warmup)
             return baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], iters)
-        dist, stream = self.backend.dist, getattr(self.backend, "stream", None)
+        dist = self.backend.dist
         if warmup:
-            baretimer.torch_seconds(dist, self.bufs[size], warmup, stream)
-        return baretimer.torch_seconds(dist, self.bufs[size], iters, stream)
+            baretimer.torch_seconds(dist, self.bufs[size], warmup, self.stream)
+        return baretimer.torch_seconds(dist, self.bufs[size], iters, self.stream)
 
     def close(self):
         if self.mpi:
@@ -109,20 +111,24 @@ class BareLoops:
         self.bufs = self.arrays = None
 
 
-def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progress=None):
+def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progress=None,
+                   more=None):
     """Both timers at every size: per round and size the two loops back to back (which goes
     first alternates from round to round), so that both see the same state of a shared
     machine.
 
     Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
     round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None.
-    progress(got, size), on rank 0, after every size of every round."""
+    progress(got, size), on rank 0, after every size of every round. more(got), on rank 0
+    after `rounds` rounds and after every two more: the sizes that need two more rounds
+    (one with each loop first); every rank follows its answer."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
     got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
+    todo, k = list(sizes), 0
     try:
-        for k in range(rounds):
-            for s in sizes:
+        while todo:
+            for s in todo:
                 rows, mine = None, None
                 for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
                     if which == "harness":
@@ -137,6 +143,10 @@ def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progre
                     got[s]["bare"].append(sum(gathered) / len(gathered))
                     if progress is not None:
                         progress(got, s)
+            k += 1
+            if k >= rounds and k % 2 == 0:
+                todo = session.comm.bcast(more(got) if more and session.rank == 0 else [],
+                                          root=0)
     finally:
         bare.close()
     return got if session.rank == 0 else None
@@ -146,12 +156,6 @@ def median_row(rows, times):
     """The engine row of the median round (the lower median for an even count)."""
     order = sorted(range(len(times)), key=times.__getitem__)
     return rows[order[(len(order) - 1) // 2]]
-
-
-def paired_ratios(harness, bare):
-    """harness / bare of each round: a round's two loops ran back to back, so their ratio
-    cancels the drift of a shared machine that medians of each alone keep."""
-    return [h / b for h, b in zip(harness, bare) if b > 0]
 
 
 def gpu_launch_seconds(session, backend, watch):

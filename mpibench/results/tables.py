@@ -126,16 +126,32 @@ def host_cells(h, time):
 
 
 def slow_host_lines(analysis, unit):
-    """A line per host found consistently slow (probes' and train's); unit: what the
-    analysis counted (iterations, steps)."""
-    pct = int(round(analysis["margin"] * 100))
+    """A line per host found consistently slow (probes' and train's), and per pair of two
+    where one was consistently slower; unit: what the analysis counted (iterations, steps)."""
     lines = []
     for name in analysis["slow_hosts"]:
         h = next(x for x in analysis["hosts"] if x["host"] == name)
-        lines.append(f"# SLOW HOST {name}: more than {pct}% over the median host in "
+        lines.append(f"# SLOW HOST {name}: more than {_over(analysis, h)} the median host in "
                      f"{h['slow_iterations']} of {analysis['iterations']} {unit} "
                      f"({h['ratio']:.2f}x)")
-    return lines
+    return lines + pair_lines(analysis, unit)
+
+
+def _over(analysis, member):
+    """What a slow one exceeded: the margin, or its peers' scatter where that was wider."""
+    pct = int(round(analysis["margin"] * 100))
+    limit = member.get("threshold", 1 + analysis["margin"])
+    return (f"{pct}% over" if limit <= 1 + analysis["margin"] + 1e-9 else
+            f"{limit:.2f}x (its peers' own scatter, wider than {pct}%),")
+
+
+def pair_lines(analysis, unit):
+    """Two hosts or two ranks, one consistently slower: which is slow, nothing here says."""
+    return [f"# {p['what']} {p['slower']} took {p['ratio']:.2f}x {p['what']} {p['faster']}'s "
+            f"time in {p['slow_iterations']} of {analysis['iterations']} {unit}: with two "
+            f"{p['what']}s a relative threshold cannot say which one is slow (a third "
+            f"{p['what']} or an absolute floor, check --expect, would)"
+            for p in analysis.get("pairs", [])]
 
 
 def host_table(analysis, bw_bytes, factor, fmt="simple"):
@@ -172,17 +188,18 @@ def straggler_lines(analysis, size, symmetric=True):
     k = analysis["iterations"]
     pct = int(round(analysis["margin"] * 100))
     if several:
-        if analysis["slow_hosts"]:
-            lines += slow_host_lines(analysis, "iterations")
-        else:
+        lines += slow_host_lines(analysis, "iterations")
+        if not analysis["slow_hosts"] and not analysis.get("pairs"):
             lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of {k} iterations)")
+    elif analysis.get("pairs"):
+        lines += pair_lines(analysis, "iterations")
     mid = analysis["median_rank_s"]
     for r in analysis["slow_ranks"]:
         x = analysis["ranks"][r]
         vs = f", {x['median_s'] / mid:.2f}x the median rank ({us(mid)} us)" if mid > 0 else ""
         lines.append(f"# SLOW RANK {r} (host {x['host']}) at {format_size(size)}: "
-                     f"{us(x['median_s'])} us{vs}, more than {pct}% over the median rank in "
-                     f"{x['slow_iterations']} of {k} iterations")
+                     f"{us(x['median_s'])} us{vs}, more than {_over(analysis, x)} the median "
+                     f"rank in {x['slow_iterations']} of {k} iterations")
     return lines
 
 

@@ -1,11 +1,17 @@
-"""`verify`'s table: check, figure, reference, ratio, verdict; then one line per check
-that did not pass, with its reason."""
+"""`verify`'s table: check, figure, reference, ratio (with its confidence interval where
+it has one), verdict; then one line per check that did not pass, with its reason."""
 from tabulate import tabulate
 
 
+def _ratio(c):
+    if c["ratio"] is None:
+        return ""
+    ci = c.get("interval")
+    return f"{c['ratio']:.3f}" + (f" ({ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
+
+
 def lines(checks):
-    table = tabulate([[c["check"], c["figure"], c["reference"],
-                       "" if c["ratio"] is None else f"{c['ratio']:.3f}", c["verdict"]]
+    table = tabulate([[c["check"], c["figure"], c["reference"], _ratio(c), c["verdict"]]
                       for c in checks],
                      headers=["check", "figure", "reference", "ratio", "verdict"],
                      disable_numparse=True)
