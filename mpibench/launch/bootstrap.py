@@ -300,6 +300,16 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     session.addresses = [f[1] for f in facts]
     _same_start(session, [f[2] for f in facts], argv)
     session.watch = Watchdog(session, timeout)
+    try:
+        return _started(session, backend, init_pg, timeout, env, link)
+    except BaseException:
+        # the caller gets no session to close: its watchdog thread must not poll MPI
+        # while the job ends (MPI_Finalize, or the abort)
+        session.close()
+        raise
+
+
+def _started(session, backend, init_pg, timeout, env, link):
     if session.local_rank is None or session.local_size is None:
         local_rank, local_size = _local_ranks(session)
         session.local_rank = local_rank if session.local_rank is None else session.local_rank

@@ -38,7 +38,7 @@ def slow_call():
 fast = per_call_seconds(call, 100, wait_all)
 done = all(w.is_completed() for w in works)
 slow = per_call_seconds(slow_call, 20, wait_all)
-cpu = TorchBackend(SimpleNamespace(backend="gloo", device=torch.device("cpu")))
+cpu = TorchBackend(SimpleNamespace(backend="gloo", device=torch.device("cpu"), rank=rank))
 backend = of_backend(cpu, dist.barrier, 50)
 each = " ".join(f"{name}={of_collective(cpu, coll, dist.barrier, size - 1, 50):.9f}"
                 for name, coll in REGISTRY.items())
