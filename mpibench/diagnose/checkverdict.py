@@ -1,19 +1,71 @@
 """`check`'s judgement on rank 0, without processes: each figure as it comes held to its
-limits (limits.py), pass or fail per host, per pair of hosts and per rail, the links the
-failed paths name (fabricplan and tomography decide which) and the verdict: the hosts to
-drain, the suspect links. Everything goes into the document's "check"."""
-from statistics import median
+limits (limits.py), with the spread of its per-call times, pass or fail per host, per pair
+of hosts and per rail, the links the failed paths name (fabricplan and tomography decide
+which) and the verdict: the hosts to drain, the suspect links. Nothing is condemned on one
+measurement: a host below its floor inside the host is measured again alone (after a host
+that passed, as the reference, where the floor is relative), the whole job again, and a
+path is tested again or with partners proven good (fabricplan); a miss that comes back,
+by more than its spread, is condemned, one that does not is transient: named, never
+drained. Everything goes into the document's "check"."""
+from statistics import mean, median
 
 from ..launch.slurm import compress_hostlist
 from ..measure.collectives.base import algbw, busbw
-from ..results.checktext import bw, limit_text, plural
+from ..measure.iterstats import slowest, spread_pct
+from ..results.checktext import bw, limit_text, plural, retest_text, spread_text
 from . import counters, limits as thresholds, pairs
+
+RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
 
 
 def figure(rec):
-    """{'time_us', 'algbw_GBps', 'busbw_GBps'} of one timed collective (seconds per call)."""
+    """{'time_us', 'algbw_GBps', 'busbw_GBps', 'spread_pct'} of one timed collective
+    (seconds per call; the spread of its per-call seconds 'times', where given)."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
-    return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"])}
+    return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"]),
+            "spread_pct": spread_pct(rec["times"]) if rec.get("times") else None}
+
+
+def joint(recs):
+    """The figure of ranks that timed one collective together: the mean of their times per
+    call (nccl-tests' -a 1), each call's time the slowest rank's."""
+    return figure(dict(recs[0], seconds=mean(r["seconds"] for r in recs),
+                       times=slowest([r["times"] for r in recs]) if recs[0].get("times") else None))
+
+
+def per_host(gathered):
+    """{host: joint figure of its ranks} from the records of the ranks that took part."""
+    by = {}
+    for rec in gathered:
+        if rec:
+            by.setdefault(rec["host"], []).append(rec)
+    return {h: joint(recs) for h, recs in by.items()}
+
+
+def shortfall(fig, lim):
+    """How far a figure misses its limits, as a share of the limit (0 when it meets them)."""
+    out = 0.0
+    low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")
+    if low and fig["busbw_GBps"] is not None:
+        out = max(out, 1 - fig["busbw_GBps"] / low)
+    if high:
+        out = max(out, fig["time_us"] / high - 1)
+    return out
+
+
+def sure(fig, lim):
+    """Whether a miss is larger than the figure's own spread (not measured: taken as sure)."""
+    return shortfall(fig, lim) * 100 > (fig.get("spread_pct") or 0)
+
+
+def reason(fig, lim):
+    """Why a figure misses its limits, how far and against what spread; None when it meets them."""
+    why = thresholds.below(fig, lim)
+    if why is None:
+        return None
+    miss = shortfall(fig, lim)
+    return why + (f", {miss * 100:.0f}% beyond it" if miss < 1 else f", {miss + 1:.3g} times it") \
+        + spread_text(fig)
 
 
 class Judge:
@@ -31,27 +83,75 @@ class Judge:
         self.doc = {"config": dict(config, thresholds={t: limits.get(t) for t in thresholds.TESTS}),
                     "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
                     "figures": self.figures}
+        self.doc["transient"] = []
         self.pair_limit = limits.get("pair")
         self.job_failed = None
+        self.suspects = {}            # host: why it missed inside the host at first
 
     def intra(self, gathered):
-        """Test 1: each host's figure (the mean time of its ranks), judged; the busbws."""
-        per_host = {}
-        for rec in gathered:
-            per_host.setdefault(rec["host"], []).append(rec)
-        for h, recs in per_host.items():
-            mean = dict(recs[0], seconds=sum(r["seconds"] for r in recs) / len(recs))
-            self.hosts[h]["intra"] = figure(mean)
+        """Test 1: each host's figure, held to its floor; the busbws. A host below it is a
+        suspect until its retest (intra_retests)."""
+        for h, fig in per_host(gathered).items():
+            self.hosts[h]["intra"] = fig
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
+        n = len(self.names)
         lim = self.limits.get("intra") or {
             "min_busbw_GBps": thresholds.relative(self.figures["intra"]),
-            "source": f"{thresholds.RELATIVE:g} x the median host"}
+            "source": f"{thresholds.RELATIVE:g} x the median host" + (
+                "" if n >= 3 else f" of {n}, too few to say which is slow: the retest decides")}
         self.doc["config"]["thresholds"]["intra"] = lim
-        for h in self.names:
-            why = thresholds.below(self.hosts[h]["intra"], lim)
-            if why:
-                self._fail(h, f"inside the host: {why}")
+        self.suspects = {h: why for h in self.names
+                         for why in [reason(self.hosts[h]["intra"], lim)] if why}
         return self.figures["intra"]
+
+    def intra_retests(self):
+        """The retest's steps, each the hosts whose intra test runs while the others wait:
+        with a relative floor first a host that passed (the one nearest the median), the
+        reference of the new floor; then each suspect alone (RETESTS of them), any more
+        together. [] when no host missed."""
+        sus = list(self.suspects)
+        if not sus:
+            return []
+        steps = []
+        if "intra" not in self.limits:
+            passed = sorted((h for h in self.names if h not in self.suspects),
+                            key=lambda h: self.hosts[h]["intra"]["busbw_GBps"])
+            steps += [[passed[len(passed) // 2]]] if passed else []
+        return steps + [[h] for h in sus[:RETESTS]] + ([sus[RETESTS:]] if sus[RETESTS:] else [])
+
+    def intra_retest(self, steps, found):
+        """The retest's figures (found: per step, every rank's record or None): a suspect
+        that misses again, by more than its spread, fails; otherwise it is transient.
+        Returns one line of words per step."""
+        figs = [per_host(g) for g in found]
+        lim, lines = self.doc["config"]["thresholds"]["intra"], []
+        if steps[0][0] not in self.suspects:          # the reference, measured alone
+            ref, f = steps[0][0], figs[0][steps[0][0]]
+            lim = {"min_busbw_GBps": thresholds.RELATIVE * f["busbw_GBps"],
+                   "source": f"{thresholds.RELATIVE:g} x {ref} alone"}
+            lines.append(retest_text(f"{ref} alone", f, None, "the reference"))
+        self.doc["intra_retest"] = {"threshold": lim, "steps": steps,
+                                    "figures": [{h: f for h, f in per.items()} for per in figs]}
+        for hosts, per in zip(steps, figs):
+            for h in (x for x in hosts if x in self.suspects):
+                how = "alone" if len(hosts) == 1 else f"with {len(hosts) - 1} other suspects"
+                self.hosts[h]["intra_retest"] = per[h]
+                lines.append(self._settle(f"{h} inside the host", f"{h} {how}", self.suspects[h],
+                                          per[h], lim, lambda why, h=h, how=how: self._fail(
+                                              h, f"inside the host: {self.suspects[h]}; again, "
+                                                 f"{how}: {why}")))
+        return lines
+
+    def _settle(self, what, where, first, fig, lim, condemn):
+        """One retest's outcome: condemn(why) when the figure misses again by more than its
+        spread; else recorded as transient. The words of the retest's line."""
+        why = reason(fig, lim)
+        if why and sure(fig, lim):
+            condemn(why)
+            return retest_text(where, fig, lim, "FAIL, the miss came back, beyond its spread")
+        again = retest_text(where, fig, lim, "within its spread" if why else "passed")
+        self.doc["transient"].append({"what": what, "first": first, "again": again})
+        return again + ": transient, not condemned"
 
     def pair_round(self, todo, records, seconds, moved):
         """One round's host pairs (host indices), from every rank's PairBench records: a
@@ -63,14 +163,18 @@ class Judge:
             figs[(a, b)] = []
             for i in range(self.ppn):
                 ra, rb = self.members[self.names[a]][i], self.members[self.names[b]][i]
-                t = median(times[(ra, rb)])        # both ends record (ra, rb): both ways at once
+                each = times[(ra, rb)]            # both ends record (ra, rb): both ways at once
+                t = median(each)
                 speed = algbw(self.size, t)
-                figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": speed, "busbw_GBps": speed})
+                figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": speed, "busbw_GBps": speed,
+                                     "spread_pct": spread_pct(each)})
         if self.pair_limit is None:       # relative: the first round sets the reference
-            self.pair_limit = {"min_busbw_GBps": thresholds.relative(
-                [f["busbw_GBps"] for per in figs.values() for f in per]),
-                "source": f"{thresholds.RELATIVE:g} x the median "
-                          + ("pair" if self.ppn == 1 else "rail of a pair")}
+            first = [f["busbw_GBps"] for per in figs.values() for f in per]
+            self.pair_limit = {"min_busbw_GBps": thresholds.relative(first),
+                               "source": f"{thresholds.RELATIVE:g} x the median "
+                               + ("pair" if self.ppn == 1 else "rail of a pair") + (
+                                   "" if len(first) >= 3 else f" of {len(first)}, too few to say "
+                                   "which is slow: a failed path is tested again")}
             self.doc["config"]["thresholds"]["pair"] = self.pair_limit
         result = {pair: self._judge_pair(pair, per) for pair, per in figs.items()}
         self.doc["rounds"].append([[self.names[a], self.names[b]] for a, b in todo])
@@ -84,7 +188,7 @@ class Judge:
         ha, hb = self.names[pair[0]], self.names[pair[1]]
         oks = []
         for i, f in enumerate(per):
-            why = thresholds.below(f, self.pair_limit)
+            why = reason(f, self.pair_limit)
             oks.append(why is None)
             for me, other in ((ha, hb), (hb, ha)):
                 self.hosts[me]["pairs"].append({"partner": other, "round": k, "rail": i, **f,
@@ -113,7 +217,8 @@ class Judge:
         failed with."""
         timed = "max_latency_us" in self.pair_limit
         return ", ".join(f"{p['partner']} ({bw(p['busbw_GBps'])} GB/s"
-                         + (f", {p['time_us']:.0f} us)" if timed else ")")
+                         + (f", {p['time_us']:.0f} us" if timed else "")
+                         + spread_text(p) + ")"
                          for p in self.hosts[host]["pairs"]
                          if not p["passed"] and (rail is None or p["rail"] == rail))
 
@@ -134,9 +239,14 @@ class Judge:
         for a, b, r in verdict["unexplained"]:
             suspects.append(f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
                             + " (each of its links passed on other paths)")
-        self.doc["transient"] = [f"path {names[a]}-{names[b]}"
-                                 + (f" rail {r}" if fabric.rails > 1 else "")
-                                 for a, b, r in verdict["transient"]]
+        for a, b, r in verdict["transient"]:
+            tests = [p for p in self.hosts[names[a]]["pairs"] if p["partner"] == names[b]
+                     and p["rail"] == r]
+            self.doc["transient"].append({
+                "what": f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else ""),
+                "first": next(f"round {p['round']}: {p['why']}" for p in tests if not p["passed"]),
+                "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
+                              for p in tests if p["passed"])})
         self.doc["suspect_links"] = [[names[a], names[b]] for a, b, _ in verdict["unexplained"]]
         self.doc["suspects"] = suspects
         self.doc["pair_rounds"] = verdict["rounds"]
@@ -182,13 +292,25 @@ class Judge:
         return suspects
 
     def job(self, gathered):
-        """Test 3: the whole job's figure (the mean time of every rank), judged."""
-        mean = dict(gathered[0], seconds=sum(r["seconds"] for r in gathered) / len(gathered))
-        fig = figure(mean)
+        """Test 3: the whole job's figure (the mean time of every rank), judged; a miss is
+        measured again (job_retest) before it fails."""
+        fig = joint(gathered)
         self.doc["job"] = fig
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
-        self.job_failed = thresholds.below(fig, self.limits.get("job"))
-        return fig, mean
+        self.job_failed = reason(fig, self.limits.get("job"))
+        return fig
+
+    def job_retest(self, gathered):
+        """The whole job measured again: the words of its line; job_failed stays only when
+        the miss came back beyond its spread."""
+        first, fig = self.job_failed, joint(gathered)
+        self.doc["job_retest"] = fig
+        self.job_failed = None
+
+        def condemn(why):
+            self.job_failed = f"{first}; again: {why}"
+        return self._settle("the whole job", "the whole job again", first, fig,
+                            self.limits["job"], condemn)
 
     def counter_warnings(self):
         """[(host, counters that moved)] for the hosts that passed all the same."""

@@ -21,6 +21,10 @@ that run backwards, an average its rows contradict, a stray or repeated rank lin
 that its fuzz test can prove it notices what those checks stop.
 "counter:1[:NAME]": check reads an error counter NAME (default symbol_error) as moved by
 one on that rank's host in every round.
+"slow:1:intra" / "slowonce:1:intra": check's times on that rank in its test TEST (intra,
+pair or job) stretched 4 times, in every measurement of it, or in its first one only
+(a fault that a retest does not find again); "slow:1:job/50" stretches them 50 times.
+In the pair test the rank's rail is slowed on every path it is on.
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use.
 """
@@ -56,6 +60,19 @@ def early_factor(rank):
         return max(1.0, float(arg)) if arg else 1.0
     except ValueError:
         return 1.0
+
+
+def slowdown(rank, test, first):
+    """The factor by which slow:RANK:TEST[/F] (every measurement) or slowonce:RANK:TEST[/F]
+    (the rank's first measurement of TEST only) stretch this rank's times (1.0: off)."""
+    for kind, r, arg in _entries():
+        name, _, factor = arg.partition("/")
+        if r == rank and name == test and (kind == "slow" or (kind == "slowonce" and first)):
+            try:
+                return max(1.0, float(factor or 4))
+            except ValueError:
+                return 4.0
+    return 1.0
 
 
 def row_faults(rank):
