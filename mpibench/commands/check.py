@@ -133,7 +133,7 @@ def execute(session, args):
         gathered = session.comm.gather(intra(args, "inside each host"), root=0)
         if report:
             report.intra(gathered)
-        _intra_retest(session, backend, args, intra, partial(backend.dist.barrier, group=mine),
+        _intra_retest(session, args, intra, partial(backend.dist.barrier, group=mine),
                       report)
         intra = None                  # its buffer, before the pair rounds allocate theirs
     elif report:
@@ -191,12 +191,17 @@ def _limits(args, size, ppn, world):
     return out
 
 
-def _intra_retest(session, backend, args, intra, barrier, report):
-    """Test 1 again for the hosts below their floor (the judge's steps, from rank 0): in
-    each step the ranks of the step's hosts time their host's collective (intra, with
-    their host's barrier) while the others wait without spinning, so that nothing else
-    runs beside it."""
-    steps = session.comm.bcast(report.judge.intra_retests() if report else None, root=0)
+def _intra_retest(session, args, intra, barrier, report):
+    """Test 1 again for the hosts below their floor, in rounds (the judge's steps, from
+    rank 0): in each step the ranks of the step's hosts time their host's collective
+    (intra, with their host's barrier) while the others wait without spinning, so that
+    nothing else runs beside it."""
+    while steps := session.comm.bcast(report.judge.intra_retests() if report else None, root=0):
+        _intra_round(session, args, intra, barrier, report, steps)
+
+
+def _intra_round(session, args, intra, barrier, report, steps):
+    """One retest round: its steps one after another; the judge's words printed."""
     found = []
     for hosts in steps:
         mine = session.hosts[session.rank] in hosts
@@ -205,7 +210,7 @@ def _intra_retest(session, backend, args, intra, barrier, report):
         t = intra(args, "again inside " + ", ".join(hosts), barrier) if mine else None
         session.comm.polite_barrier()
         found.append(session.comm.gather(t, root=0))
-    if report and steps:
+    if report:
         report.say_retest(1, report.judge.intra_retest(steps, found))
 
 

@@ -4,9 +4,10 @@ of hosts and per rail, the links the failed paths name (fabricplan and tomograph
 which) and the verdict: the hosts to drain, the suspect links. Nothing is condemned on one
 measurement: a host below its floor inside the host is measured again alone (after a host
 that passed, as the reference, where the floor is relative), the whole job again, and a
-path is tested again or with partners proven good (fabricplan); a miss that comes back,
-by more than its spread, is condemned, one that does not is transient: named, never
-drained. Everything goes into the document's "check"."""
+path is tested again or with partners proven good (fabricplan). A miss that comes back
+beyond its spread (even the fastest call of the retest misses: other work on a machine
+only slows calls, a lasting fault slows every one) is condemned, one that does not is
+transient: named, never drained. Everything goes into the document's "check"."""
 from statistics import mean, median
 
 from ..launch.slurm import compress_hostlist
@@ -16,14 +17,25 @@ from ..results.checktext import bw, limit_text, plural, retest_text, spread_text
 from . import counters, limits as thresholds, pairs
 
 RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
+ROUNDS = 2         # a suspect host is condemned when it misses in each of this many retests
 
 
 def figure(rec):
-    """{'time_us', 'algbw_GBps', 'busbw_GBps', 'spread_pct'} of one timed collective
-    (seconds per call; the spread of its per-call seconds 'times', where given)."""
+    """{'time_us', 'algbw_GBps', 'busbw_GBps', 'spread_pct', 'best_us'} of one timed
+    collective (seconds per call; from its per-call seconds 'times', where given, their
+    spread and the fastest call)."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
+    times = rec.get("times")
     return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"]),
-            "spread_pct": spread_pct(rec["times"]) if rec.get("times") else None}
+            "spread_pct": spread_pct(times) if times else None,
+            "best_us": min(times) * 1e6 if times else None}
+
+
+def fastest(fig):
+    """The figure its fastest call alone would give (itself when calls were not timed)."""
+    if not fig.get("best_us") or not fig["busbw_GBps"]:
+        return fig
+    return dict(fig, time_us=fig["best_us"], busbw_GBps=fig["busbw_GBps"] * fig["time_us"] / fig["best_us"])
 
 
 def joint(recs):
@@ -54,8 +66,9 @@ def shortfall(fig, lim):
 
 
 def sure(fig, lim):
-    """Whether a miss is larger than the figure's own spread (not measured: taken as sure)."""
-    return shortfall(fig, lim) * 100 > (fig.get("spread_pct") or 0)
+    """Whether a miss is beyond the figure's own spread: even its fastest call misses.
+    Other work on a host only slows calls; a lasting fault slows every one."""
+    return thresholds.below(fastest(fig), lim) is not None
 
 
 def reason(fig, lim):
@@ -86,7 +99,8 @@ class Judge:
         self.doc["transient"] = []
         self.pair_limit = limits.get("pair")
         self.job_failed = None
-        self.suspects = {}            # host: why it missed inside the host at first
+        self.suspects = self.pending = {}     # host: why it missed inside the host at first
+        self.doc["intra_retest"] = []
 
     def intra(self, gathered):
         """Test 1: each host's figure, held to its floor; the busbws. A host below it is a
@@ -102,15 +116,16 @@ class Judge:
         self.doc["config"]["thresholds"]["intra"] = lim
         self.suspects = {h: why for h in self.names
                          for why in [reason(self.hosts[h]["intra"], lim)] if why}
+        self.pending = {h: [] for h in self.suspects}    # its misses in the retests so far
         return self.figures["intra"]
 
     def intra_retests(self):
-        """The retest's steps, each the hosts whose intra test runs while the others wait:
-        with a relative floor first a host that passed (the one nearest the median), the
-        reference of the new floor; then each suspect alone (RETESTS of them), any more
-        together. [] when no host missed."""
-        sus = list(self.suspects)
-        if not sus:
+        """The next retest round's steps, each the hosts whose intra test runs while the
+        others wait: with a relative floor first a host that passed (the one nearest the
+        median), the reference of the new floor; then each suspect alone (RETESTS of them),
+        any more together. [] when no suspect is left or after ROUNDS rounds."""
+        sus = list(self.pending)
+        if not sus or len(self.doc["intra_retest"]) >= ROUNDS:
             return []
         steps = []
         if "intra" not in self.limits:
@@ -120,9 +135,9 @@ class Judge:
         return steps + [[h] for h in sus[:RETESTS]] + ([sus[RETESTS:]] if sus[RETESTS:] else [])
 
     def intra_retest(self, steps, found):
-        """The retest's figures (found: per step, every rank's record or None): a suspect
-        that misses again, by more than its spread, fails; otherwise it is transient.
-        Returns one line of words per step."""
+        """One retest round's figures (found: per step, every rank's record or None): a
+        suspect that passes, or misses by less than its spread, is transient; one that
+        misses beyond its spread in every round fails. One line of words per step."""
         figs = [per_host(g) for g in found]
         lim, lines = self.doc["config"]["thresholds"]["intra"], []
         if steps[0][0] not in self.suspects:          # the reference, measured alone
@@ -130,26 +145,35 @@ class Judge:
             lim = {"min_busbw_GBps": thresholds.RELATIVE * f["busbw_GBps"],
                    "source": f"{thresholds.RELATIVE:g} x {ref} alone"}
             lines.append(retest_text(f"{ref} alone", f, None, "the reference"))
-        self.doc["intra_retest"] = {"threshold": lim, "steps": steps,
-                                    "figures": [{h: f for h, f in per.items()} for per in figs]}
+        self.doc["intra_retest"].append({"threshold": lim, "steps": steps, "figures": figs})
+        last = len(self.doc["intra_retest"]) == ROUNDS
         for hosts, per in zip(steps, figs):
-            for h in (x for x in hosts if x in self.suspects):
+            for h in (x for x in hosts if x in self.pending):
                 how = "alone" if len(hosts) == 1 else f"with {len(hosts) - 1} other suspects"
-                self.hosts[h]["intra_retest"] = per[h]
-                lines.append(self._settle(f"{h} inside the host", f"{h} {how}", self.suspects[h],
-                                          per[h], lim, lambda why, h=h, how=how: self._fail(
-                                              h, f"inside the host: {self.suspects[h]}; again, "
-                                                 f"{how}: {why}")))
+                self.hosts[h].setdefault("intra_retest", []).append(per[h])
+                lines.append(self._settle(f"{h} inside the host", f"{h} {how}", f", {how}",
+                                          self.suspects[h], per[h], lim, self.pending[h], last))
+        for h in list(self.pending):
+            if not self.pending[h][-1]:               # settled as transient
+                del self.pending[h]
+            elif last:
+                self._fail(h, f"inside the host: {self.suspects[h]}; "
+                              + "; ".join(self.pending.pop(h)))
         return lines
 
-    def _settle(self, what, where, first, fig, lim, condemn):
-        """One retest's outcome: condemn(why) when the figure misses again by more than its
-        spread; else recorded as transient. The words of the retest's line."""
+    def _settle(self, what, where, how, first, fig, lim, misses, last):
+        """One retest's outcome: a miss beyond the figure's spread is appended to misses
+        (condemned after the last retest); else recorded as transient (None appended). The
+        words of the retest's line (where: what was measured; how: ', alone' or '')."""
         why = reason(fig, lim)
+        best = f"even its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
         if why and sure(fig, lim):
-            condemn(why)
-            return retest_text(where, fig, lim, "FAIL, the miss came back, beyond its spread")
-        again = retest_text(where, fig, lim, "within its spread" if why else "passed")
+            misses.append(f"again{how}: {why}, {best} missed")
+            return retest_text(where, fig, lim, f"FAIL, the miss came back every time, {best}"
+                               if last else f"missed again, {best}: once more")
+        misses.append(None)
+        again = retest_text(where, fig, lim, f"within its spread, its fastest call ("
+                            f"{bw(fastest(fig)['busbw_GBps'])} GB/s) met it" if why else "passed")
         self.doc["transient"].append({"what": what, "first": first, "again": again})
         return again + ": transient, not condemned"
 
@@ -303,14 +327,12 @@ class Judge:
     def job_retest(self, gathered):
         """The whole job measured again: the words of its line; job_failed stays only when
         the miss came back beyond its spread."""
-        first, fig = self.job_failed, joint(gathered)
+        first, fig, misses = self.job_failed, joint(gathered), []
         self.doc["job_retest"] = fig
-        self.job_failed = None
-
-        def condemn(why):
-            self.job_failed = f"{first}; again: {why}"
-        return self._settle("the whole job", "the whole job again", first, fig,
-                            self.limits["job"], condemn)
+        line = self._settle("the whole job", "the whole job again", "", first, fig,
+                            self.limits["job"], misses, True)
+        self.job_failed = misses[0] and f"{first}; {misses[0]}"
+        return line
 
     def counter_warnings(self):
         """[(host, counters that moved)] for the hosts that passed all the same."""
