@@ -28,8 +28,9 @@ SCRIPTS = {
     "train_hosts.py": ([PYTHON], r"^\| 2 hosts x 1 rank \| 1gbit \| \d+ \|"),
     "fabric_plan.py": ([PYTHON], r"^\s+512\s+8\s+\d+\s+\d+\.\d{3}\s+\d+\.\d\d$"),
     "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
+    "verdicts.py": ([PYTHON], r"^\| host \| 1 \| \d+ \| \d \| \d \| \d+ \| \d+ \| [\d.]+, [\d.]+ \|$"),
 }
-ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py"}
+ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py", "verdicts.py"}
 NEEDS_PEERS = {"verify_hosts.py"}      # iperf3 and NetPIPE, installed as tests/test_verify.py does
 
 
