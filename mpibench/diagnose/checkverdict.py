@@ -95,12 +95,11 @@ class Judge:
         self.figures = {"intra": [], "pair": [], "job": []}
         self.doc = {"config": dict(config, thresholds={t: limits.get(t) for t in thresholds.TESTS}),
                     "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
-                    "figures": self.figures}
-        self.doc["transient"] = []
+                    "figures": self.figures, "intra_retest": [], "transient": []}
         self.pair_limit = limits.get("pair")
         self.job_failed = None
-        self.suspects = self.pending = {}     # host: why it missed inside the host at first
-        self.doc["intra_retest"] = []
+        self.suspects = {}        # host: why it missed inside the host at first
+        self.pending = {}         # suspect: its misses in the retests so far (None: passed)
 
     def intra(self, gathered):
         """Test 1: each host's figure, held to its floor; the busbws. A host below it is a
@@ -116,7 +115,7 @@ class Judge:
         self.doc["config"]["thresholds"]["intra"] = lim
         self.suspects = {h: why for h in self.names
                          for why in [reason(self.hosts[h]["intra"], lim)] if why}
-        self.pending = {h: [] for h in self.suspects}    # its misses in the retests so far
+        self.pending = {h: [] for h in self.suspects}
         return self.figures["intra"]
 
     def intra_retests(self):
