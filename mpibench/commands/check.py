@@ -196,8 +196,13 @@ def _intra_retest(session, args, intra, barrier, report):
     rank 0): in each step the ranks of the step's hosts time their host's collective
     (intra, with their host's barrier) while the others wait without spinning, so that
     nothing else runs beside it."""
+    k = 0
     while steps := session.comm.bcast(report.judge.intra_retests() if report else None, root=0):
+        if k:
+            session.watch.arm("check: a pause between retests inside the host")
+            time.sleep(checkverdict.PAUSE)
         _intra_round(session, args, intra, barrier, report, steps)
+        k += 1
 
 
 def _intra_round(session, args, intra, barrier, report, steps):

@@ -17,7 +17,8 @@ from ..results.checktext import bw, limit_text, plural, retest_text, spread_text
 from . import counters, limits as thresholds, pairs
 
 RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
-ROUNDS = 2         # a suspect host is condemned when it misses in each of this many retests
+ROUNDS = 3         # a suspect host is condemned when it misses in each of this many retests,
+PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine lasts about one
 
 
 def figure(rec):
