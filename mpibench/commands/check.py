@@ -37,9 +37,10 @@ DESCRIPTION = (
     "host or rail pair of the first round). Exit 0 when every host and link passed, 1 when "
     "any failed, 2 on bad input. Nothing is condemned on one measurement: a host below its "
     "floor inside the host is measured again alone, after a host that passed (the new "
-    "floor's reference), a failed path again or with partners proven good, the whole job "
-    "again; a miss that comes back by more than its spread fails, one that does not is "
-    "reported as transient.")
+    "floor's reference), up to three times a second apart; a failed path again or with "
+    "partners proven good; the whole job again. A miss fails only when even the fastest "
+    "call of each retest misses (beyond its spread); one that does not is reported as "
+    "transient, with both figures, and drains nothing.")
 SESSION = "args"
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")   # no root: symmetric
