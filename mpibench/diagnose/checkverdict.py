@@ -78,7 +78,7 @@ def reason(fig, lim):
     if why is None:
         return None
     miss = shortfall(fig, lim)
-    return why + (f", {miss * 100:.0f}% beyond it" if miss < 1 else f", {miss + 1:.3g} times it") \
+    return why + (f", {miss * 100:.0f}% beyond it" if miss < 1 else f", {miss + 1:.1f} times it") \
         + spread_text(fig)
 
 
