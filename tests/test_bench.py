@@ -31,14 +31,15 @@ SCRIPTS = {
     "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
     "results_io.py": ([PYTHON], r"^\s+100\s+2\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
     "verify_alarms.py": ([PYTHON], r"^# correct harness: exit 1 in 0 of 1 runs"),
+    "verdicts.py": ([PYTHON], r"^\| host \| 1 \| \d+ \| \d \| \d \| \d+ \| \d+ \| [\d.]+, [\d.]+ \|$"),
 }
-ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py"}
-NEEDS_PEERS = {"verify_hosts.py"}
+ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py", "verdicts.py"}
+NEEDS_PEERS = {"verify_hosts.py"}      # iperf3 and NetPIPE, installed as tests/test_verify.py does
 sys.path.insert(0, str(ROOT / "bench"))
 import predict_real  # noqa: E402
 needs_data = pytest.mark.skipif(predict_real.data_dir() is None, reason="shared/realworld/scaling "
                                 "(published runs) is absent beside the repository")
-NEEDS_DATA = {"predict_real.py"}      # iperf3 and NetPIPE, installed as tests/test_verify.py does
+NEEDS_DATA = {"predict_real.py"}
 
 
 def test_every_bench_script_is_covered():

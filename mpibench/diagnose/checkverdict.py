@@ -1,19 +1,85 @@
 """`check`'s judgement on rank 0, without processes: each figure as it comes held to its
-limits (limits.py), pass or fail per host, per pair of hosts and per rail, the links the
-failed paths name (fabricplan and tomography decide which) and the verdict: the hosts to
-drain, the suspect links. Everything goes into the document's "check"."""
-from statistics import median
+limits (limits.py), with the spread of its per-call times, pass or fail per host, per pair
+of hosts and per rail, the links the failed paths name (fabricplan and tomography decide
+which) and the verdict: the hosts to drain, the suspect links. Nothing is condemned on one
+measurement: a host below its floor inside the host is measured again alone (after a host
+that passed, as the reference, where the floor is relative), the whole job again, and a
+path is tested again or with partners proven good (fabricplan). A miss that comes back
+beyond its spread (even the fastest call of the retest misses: other work on a machine
+only slows calls, a lasting fault slows every one) is condemned, one that does not is
+transient: named, never drained. Everything goes into the document's "check"."""
+from statistics import mean, median
 
 from ..launch.slurm import compress_hostlist
 from ..measure.collectives.base import algbw, busbw
-from ..results.checktext import bw, limit_text, plural
+from ..measure.iterstats import slowest, spread_pct
+from ..results.checktext import bw, limit_text, plural, retest_text, spread_text
 from . import counters, limits as thresholds, pairs
+
+RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
+ROUNDS = 3         # a suspect host is condemned when it misses in each of this many retests,
+PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine lasts about one
 
 
 def figure(rec):
-    """{'time_us', 'algbw_GBps', 'busbw_GBps'} of one timed collective (seconds per call)."""
+    """{'time_us', 'algbw_GBps', 'busbw_GBps', 'spread_pct', 'best_us'} of one timed
+    collective (seconds per call; from its per-call seconds 'times', where given, their
+    spread and the fastest call)."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
-    return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"])}
+    times = rec.get("times")
+    return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"]),
+            "spread_pct": spread_pct(times) if times else None,
+            "best_us": min(times) * 1e6 if times else None}
+
+
+def fastest(fig):
+    """The figure its fastest call alone would give (itself when calls were not timed)."""
+    if not fig.get("best_us") or not fig["busbw_GBps"]:
+        return fig
+    return dict(fig, time_us=fig["best_us"], busbw_GBps=fig["busbw_GBps"] * fig["time_us"] / fig["best_us"])
+
+
+def joint(recs):
+    """The figure of ranks that timed one collective together: the mean of their times per
+    call (nccl-tests' -a 1), each call's time the slowest rank's."""
+    return figure(dict(recs[0], seconds=mean(r["seconds"] for r in recs),
+                       times=slowest([r["times"] for r in recs]) if recs[0].get("times") else None))
+
+
+def per_host(gathered):
+    """{host: joint figure of its ranks} from the records of the ranks that took part."""
+    by = {}
+    for rec in gathered:
+        if rec:
+            by.setdefault(rec["host"], []).append(rec)
+    return {h: joint(recs) for h, recs in by.items()}
+
+
+def shortfall(fig, lim):
+    """How far a figure misses its limits, as a share of the limit (0 when it meets them)."""
+    out = 0.0
+    low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")
+    if low and fig["busbw_GBps"] is not None:
+        out = max(out, 1 - fig["busbw_GBps"] / low)
+    if high:
+        out = max(out, fig["time_us"] / high - 1)
+    return out
+
+
+def sure(fig, lim):
+    """Whether a miss is beyond the figure's own spread: even its fastest call misses.
+    Other work on a host only slows calls; a lasting fault slows every one."""
+    return thresholds.below(fastest(fig), lim) is not None
+
+
+def reason(fig, lim):
+    """Why a figure misses its limits, how far and against what spread; None when it meets them."""
+    why = thresholds.below(fig, lim)
+    if why is None:
+        return None
+    miss = shortfall(fig, lim)
+    return why + (f", {miss * 100:.0f}% beyond it" if miss < 1 else f", {miss + 1:.1f} times it") \
+        + spread_text(fig)
 
 
 class Judge:
@@ -30,28 +96,86 @@ class Judge:
         self.figures = {"intra": [], "pair": [], "job": []}
         self.doc = {"config": dict(config, thresholds={t: limits.get(t) for t in thresholds.TESTS}),
                     "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
-                    "figures": self.figures}
+                    "figures": self.figures, "intra_retest": [], "transient": []}
         self.pair_limit = limits.get("pair")
         self.job_failed = None
+        self.suspects = {}        # host: why it missed inside the host at first
+        self.pending = {}         # suspect: its misses in the retests so far (None: passed)
 
     def intra(self, gathered):
-        """Test 1: each host's figure (the mean time of its ranks), judged; the busbws."""
-        per_host = {}
-        for rec in gathered:
-            per_host.setdefault(rec["host"], []).append(rec)
-        for h, recs in per_host.items():
-            mean = dict(recs[0], seconds=sum(r["seconds"] for r in recs) / len(recs))
-            self.hosts[h]["intra"] = figure(mean)
+        """Test 1: each host's figure, held to its floor; the busbws. A host below it is a
+        suspect until its retest (intra_retests)."""
+        for h, fig in per_host(gathered).items():
+            self.hosts[h]["intra"] = fig
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
+        n = len(self.names)
         lim = self.limits.get("intra") or {
             "min_busbw_GBps": thresholds.relative(self.figures["intra"]),
-            "source": f"{thresholds.RELATIVE:g} x the median host"}
+            "source": f"{thresholds.RELATIVE:g} x the median host" + (
+                "" if n >= 3 else f" of {n}, too few to say which is slow: the retest decides")}
         self.doc["config"]["thresholds"]["intra"] = lim
-        for h in self.names:
-            why = thresholds.below(self.hosts[h]["intra"], lim)
-            if why:
-                self._fail(h, f"inside the host: {why}")
+        self.suspects = {h: why for h in self.names
+                         for why in [reason(self.hosts[h]["intra"], lim)] if why}
+        self.pending = {h: [] for h in self.suspects}
         return self.figures["intra"]
+
+    def intra_retests(self):
+        """The next retest round's steps, each the hosts whose intra test runs while the
+        others wait: with a relative floor first a host that passed (the one nearest the
+        median), the reference of the new floor; then each suspect alone (RETESTS of them),
+        any more together. [] when no suspect is left or after ROUNDS rounds."""
+        sus = list(self.pending)
+        if not sus or len(self.doc["intra_retest"]) >= ROUNDS:
+            return []
+        steps = []
+        if "intra" not in self.limits:
+            passed = sorted((h for h in self.names if h not in self.suspects),
+                            key=lambda h: self.hosts[h]["intra"]["busbw_GBps"])
+            steps += [[passed[len(passed) // 2]]] if passed else []
+        return steps + [[h] for h in sus[:RETESTS]] + ([sus[RETESTS:]] if sus[RETESTS:] else [])
+
+    def intra_retest(self, steps, found):
+        """One retest round's figures (found: per step, every rank's record or None): a
+        suspect that passes, or misses by less than its spread, is transient; one that
+        misses beyond its spread in every round fails. One line of words per step."""
+        figs = [per_host(g) for g in found]
+        lim, lines = self.doc["config"]["thresholds"]["intra"], []
+        if steps[0][0] not in self.suspects:          # the reference, measured alone
+            ref, f = steps[0][0], figs[0][steps[0][0]]
+            lim = {"min_busbw_GBps": thresholds.RELATIVE * f["busbw_GBps"],
+                   "source": f"{thresholds.RELATIVE:g} x {ref} alone"}
+            lines.append(retest_text(f"{ref} alone", f, None, "the reference"))
+        self.doc["intra_retest"].append({"threshold": lim, "steps": steps, "figures": figs})
+        last = len(self.doc["intra_retest"]) == ROUNDS
+        for hosts, per in zip(steps, figs):
+            for h in (x for x in hosts if x in self.pending):
+                how = "alone" if len(hosts) == 1 else f"with {len(hosts) - 1} other suspects"
+                self.hosts[h].setdefault("intra_retest", []).append(per[h])
+                lines.append(self._settle(f"{h} inside the host", f"{h} {how}", f", {how}",
+                                          self.suspects[h], per[h], lim, self.pending[h], last))
+        for h in list(self.pending):
+            if not self.pending[h][-1]:               # settled as transient
+                del self.pending[h]
+            elif last:
+                self._fail(h, f"inside the host: {self.suspects[h]}; "
+                              + "; ".join(self.pending.pop(h)))
+        return lines
+
+    def _settle(self, what, where, how, first, fig, lim, misses, last):
+        """One retest's outcome: a miss beyond the figure's spread is appended to misses
+        (condemned after the last retest); else recorded as transient (None appended). The
+        words of the retest's line (where: what was measured; how: ', alone' or '')."""
+        why = reason(fig, lim)
+        best = f"even its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
+        if why and sure(fig, lim):
+            misses.append(f"again{how}: {why}, {best} missed")
+            return retest_text(where, fig, lim, f"FAIL, the miss came back every time, {best}"
+                               if last else f"missed again, {best}: once more")
+        misses.append(None)
+        again = retest_text(where, fig, lim, f"within its spread, its fastest call ("
+                            f"{bw(fastest(fig)['busbw_GBps'])} GB/s) met it" if why else "passed")
+        self.doc["transient"].append({"what": what, "first": first, "again": again})
+        return again + ": transient, not condemned"
 
     def pair_round(self, todo, records, seconds, moved):
         """One round's host pairs (host indices), from every rank's PairBench records: a
@@ -63,14 +187,18 @@ class Judge:
             figs[(a, b)] = []
             for i in range(self.ppn):
                 ra, rb = self.members[self.names[a]][i], self.members[self.names[b]][i]
-                t = median(times[(ra, rb)])        # both ends record (ra, rb): both ways at once
+                each = times[(ra, rb)]            # both ends record (ra, rb): both ways at once
+                t = median(each)
                 speed = algbw(self.size, t)
-                figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": speed, "busbw_GBps": speed})
+                figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": speed, "busbw_GBps": speed,
+                                     "spread_pct": spread_pct(each), "best_us": min(each) * 1e6})
         if self.pair_limit is None:       # relative: the first round sets the reference
-            self.pair_limit = {"min_busbw_GBps": thresholds.relative(
-                [f["busbw_GBps"] for per in figs.values() for f in per]),
-                "source": f"{thresholds.RELATIVE:g} x the median "
-                          + ("pair" if self.ppn == 1 else "rail of a pair")}
+            first = [f["busbw_GBps"] for per in figs.values() for f in per]
+            self.pair_limit = {"min_busbw_GBps": thresholds.relative(first),
+                               "source": f"{thresholds.RELATIVE:g} x the median "
+                               + ("pair" if self.ppn == 1 else "rail of a pair") + (
+                                   "" if len(first) >= 3 else f" of {len(first)}, too few to say "
+                                   "which is slow: a failed path is tested again")}
             self.doc["config"]["thresholds"]["pair"] = self.pair_limit
         result = {pair: self._judge_pair(pair, per) for pair, per in figs.items()}
         self.doc["rounds"].append([[self.names[a], self.names[b]] for a, b in todo])
@@ -79,16 +207,20 @@ class Judge:
         return result, figs
 
     def _judge_pair(self, pair, per):
-        """Each rail of one pair of hosts against the pair limit, on both hosts' records."""
+        """Each rail of one pair of hosts against the pair limit, on both hosts' records. A
+        rail fails only when even its fastest call misses: a median below the limit with
+        a fastest call above it is within its spread (noted, passed)."""
         k = len(self.doc["rounds"]) + 1
         ha, hb = self.names[pair[0]], self.names[pair[1]]
         oks = []
         for i, f in enumerate(per):
-            why = thresholds.below(f, self.pair_limit)
-            oks.append(why is None)
+            why = reason(f, self.pair_limit)
+            failed = why is not None and sure(f, self.pair_limit)
+            oks.append(not failed)
             for me, other in ((ha, hb), (hb, ha)):
                 self.hosts[me]["pairs"].append({"partner": other, "round": k, "rail": i, **f,
-                                                "passed": why is None, "why": why})
+                                                "passed": not failed, "why": why if failed else None,
+                                                "within_spread": why if why and not failed else None})
             self.figures["pair"].append(f["busbw_GBps"])
         return oks
 
@@ -113,7 +245,8 @@ class Judge:
         failed with."""
         timed = "max_latency_us" in self.pair_limit
         return ", ".join(f"{p['partner']} ({bw(p['busbw_GBps'])} GB/s"
-                         + (f", {p['time_us']:.0f} us)" if timed else ")")
+                         + (f", {p['time_us']:.0f} us" if timed else "")
+                         + spread_text(p) + ")"
                          for p in self.hosts[host]["pairs"]
                          if not p["passed"] and (rail is None or p["rail"] == rail))
 
@@ -134,9 +267,14 @@ class Judge:
         for a, b, r in verdict["unexplained"]:
             suspects.append(f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
                             + " (each of its links passed on other paths)")
-        self.doc["transient"] = [f"path {names[a]}-{names[b]}"
-                                 + (f" rail {r}" if fabric.rails > 1 else "")
-                                 for a, b, r in verdict["transient"]]
+        for a, b, r in verdict["transient"]:
+            tests = [p for p in self.hosts[names[a]]["pairs"] if p["partner"] == names[b]
+                     and p["rail"] == r]
+            self.doc["transient"].append({
+                "what": f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else ""),
+                "first": next(f"round {p['round']}: {p['why']}" for p in tests if not p["passed"]),
+                "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
+                              for p in tests if p["passed"])})
         self.doc["suspect_links"] = [[names[a], names[b]] for a, b, _ in verdict["unexplained"]]
         self.doc["suspects"] = suspects
         self.doc["pair_rounds"] = verdict["rounds"]
@@ -182,13 +320,23 @@ class Judge:
         return suspects
 
     def job(self, gathered):
-        """Test 3: the whole job's figure (the mean time of every rank), judged."""
-        mean = dict(gathered[0], seconds=sum(r["seconds"] for r in gathered) / len(gathered))
-        fig = figure(mean)
+        """Test 3: the whole job's figure (the mean time of every rank), judged; a miss is
+        measured again (job_retest) before it fails."""
+        fig = joint(gathered)
         self.doc["job"] = fig
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
-        self.job_failed = thresholds.below(fig, self.limits.get("job"))
-        return fig, mean
+        self.job_failed = reason(fig, self.limits.get("job"))
+        return fig
+
+    def job_retest(self, gathered):
+        """The whole job measured again: the words of its line; job_failed stays only when
+        the miss came back beyond its spread."""
+        first, fig, misses = self.job_failed, joint(gathered), []
+        self.doc["job_retest"] = fig
+        line = self._settle("the whole job", "the whole job again", "", first, fig,
+                            self.limits["job"], misses, True)
+        self.job_failed = misses[0] and f"{first}; {misses[0]}"
+        return line
 
     def counter_warnings(self):
         """[(host, counters that moved)] for the hosts that passed all the same."""

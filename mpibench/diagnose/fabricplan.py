@@ -22,7 +22,9 @@ Four rounds at most, whatever the host count:
    round settles what rounds 1-2 left open, a second what the first left (a tie with
    no such pair, e.g. the two uplinks of a two-leaf tree, stays a tie and is said so).
    A failed pair whose every link passed elsewhere is tested once more in them too: a
-   pass then makes it a passing disturbance, not a fault.
+   pass then makes it a passing disturbance, not a fault; so is a failed pair that is the
+   one failed measurement of the link it names, when no pair decided it (two hosts, or
+   a tie no pair can decide): nothing is condemned on one measurement.
 Every round is computed in O(hosts x rails).
 """
 from . import tomography
@@ -189,15 +191,14 @@ class FabricRounds:
             pairs = []
         else:
             v = self.verdict()
-            if not v["any_passed"]:
-                return []
-            pairs, chosen = deciding_pairs(self.fabric, v, self.tested)
+            pairs, chosen = deciding_pairs(self.fabric, v, self.tested) if v["any_passed"] \
+                else ([], {})
             for link, pair in chosen.items():
                 self.deciders.setdefault(link, pair)
             # a failed path whose every link passed elsewhere: tested once more, to tell
             # a lasting fault between the two from a passing disturbance
             busy = {h for p in pairs for h in p}
-            for a, b, _ in v["unexplained"]:
+            for a, b, _ in v["unexplained"] + v["once"]:
                 if (a, b) not in self.retested and a not in busy and b not in busy:
                     pairs.append((a, b))
                     busy.update((a, b))

@@ -4,6 +4,7 @@ too), and which pairs and hosts are slow in the resulting matrix. Pure logic, no
 communication."""
 from statistics import median
 
+from ..measure.iterstats import slowest
 from . import stragglers
 
 
@@ -68,7 +69,7 @@ def slower_end(gathered):
     for records in gathered:
         for rec in records:
             ends.setdefault((rec["from"], rec["to"]), []).append(rec["times"])
-    return {key: [max(ts) for ts in zip(*series)] for key, series in ends.items()}
+    return {key: slowest(series) for key, series in ends.items()}
 
 
 def analyze(labels, links, threshold=0.8, consistency=0.8):

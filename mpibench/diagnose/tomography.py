@@ -10,8 +10,10 @@ tie, said as such. A failed path whose every link passed elsewhere is unexplaine
 flaky or routing fault between those two, not a link; fabricplan tests it once more, and
 one that passes then is transient). A named link that one failed path alone accuses (its
 other failed paths are explained by another named link) is thin: fabricplan tests it
-with a partner proven good before it is condemned. With no path passed at all there
-is nothing to compare: every link on a failed path is named.
+with a partner proven good before it is condemned. A named or tied link that one failed
+measurement alone accuses (its only failed path, tested once: two hosts, or a tie no
+pair can decide) is once: fabricplan tests that path again before it is condemned. With
+no path passed at all there is nothing to compare: every link on a failed path is named.
 
 A host fails when all its rails are named (rails whose switch is named left aside: they
 say nothing of the host); hosts are never blamed for an uplink.
@@ -77,6 +79,7 @@ def localise(fabric, results):
      'unproven': [link on failed paths only, not needed by the verdict],
      'transient': [(a, b, rail) that failed once and passed when tested again],
      'thin': [named link that one failed path alone accuses],
+     'once': [(a, b, rail) failed once, the only failure of a named or tied link],
      'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
     good, failed, passed = _sort_paths(fabric, results)
     if not good:                       # nothing to compare with: every link is suspect
@@ -95,6 +98,7 @@ def localise(fabric, results):
     unexplained = [p for p in unexplained if p not in passed]
     return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
             "unproven": unproven, "transient": transient, "thin": thin,
+            "once": _once(failed, settled),
             "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
 
 
@@ -182,6 +186,16 @@ def _thin(named, cands, cover):
     def alone(x, i):                   # x is the only named link on failed path i
         return not any(y != x and y in named_set for y in cands[i])
     return [x for x in named if sum(alone(x, i) for i in cover[x]) == 1]
+
+
+def _once(failed, settled):
+    """The failed paths that are the one failed measurement of a named or tied link."""
+    count = {}
+    for _, links in failed:
+        for x in links:
+            count[x] = count.get(x, 0) + 1
+    return list(dict.fromkeys(p for p, links in failed
+                              if any(count[x] == 1 for x in links if x in settled)))
 
 
 def _failed_hosts(fabric, named):

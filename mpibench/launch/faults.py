@@ -29,6 +29,10 @@ one on that rank's host in every round.
 "slowhost:1[:HOST]": check --health's test inside the host reports that rank's time 10000
 times longer (on host HOST only, when given): a host whose GPUs are slow, for the drain
 tests (give it for every rank of the host, as a collective waits for its slowest rank).
+"slow:1:intra" / "slowonce:1:intra": check's times on that rank in its test TEST (intra,
+pair or job) stretched 4 times, in every measurement of it, or in its first one only
+(a fault that a retest does not find again); "slow:1:job/50" stretches them 50 times.
+In the pair test the rank's rail is slowed on every path it is on.
 Tests use them to prove that a fault on one rank is caught and named; nothing sets
 them in normal use. The switches that act inside the engine and the backend (row faults,
 early, corrupt, graphcorrupt, oom) are installed by measure.switches.install(): with none
@@ -76,6 +80,19 @@ def get(kind, rank):
 
 
 ROW_FAULTS = ("hang", "die", "crash")
+
+
+def slowdown(rank, test, first):
+    """The factor by which slow:RANK:TEST[/F] (every measurement) or slowonce:RANK:TEST[/F]
+    (the rank's first measurement of TEST only) stretch this rank's times (1.0: off)."""
+    for kind, r, arg in _entries():
+        name, _, factor = arg.partition("/")
+        if r == rank and name == test and (kind == "slow" or (kind == "slowonce" and first)):
+            try:
+                return max(1.0, float(factor or 4))
+            except ValueError:
+                return 4.0
+    return 1.0
 
 
 def trip(kind):

@@ -19,14 +19,26 @@ def stats(times):
             "stdev": math.sqrt(sum((x - avg) ** 2 for x in s) / n)}
 
 
+def spread_pct(times):
+    """The spread of per-call times: their population stdev as a share of their mean, in %
+    (nccl-tests' cv%)."""
+    st = stats(times)
+    return st["stdev"] / st["avg"] * 100.0 if st["avg"] > 0 else 0.0
+
+
+def slowest(per_rank):
+    """Each iteration's time: the slowest rank's (per_rank[r][i])."""
+    return [max(column) for column in zip(*per_rank)]
+
+
 def report(per_rank, skip):
     """The per-iteration object of one row and mode from every rank's per-iteration
     seconds (per_rank[r][i]), in nccl-tests' JSON keys (microseconds)."""
-    times = [max(column) for column in zip(*per_rank)]
+    times = slowest(per_rank)
     st = stats(times[skip:])
     out = {"skipped_iterations": skip}
     out.update({f"{k}_us": v * 1e6 for k, v in st.items()})
-    out["cv_pct"] = st["stdev"] / st["avg"] * 100.0 if st["avg"] > 0 else 0.0
+    out["cv_pct"] = spread_pct(times[skip:])
     out["times_us"] = [t * 1e6 for t in times]
     out["per_process_max_times_us"] = [[t * 1e6 for t in rank] for rank in per_rank]
     return out

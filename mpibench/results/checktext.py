@@ -55,9 +55,11 @@ def threshold_lines(tests, limits, ppn, relative):
     return out
 
 
-def intra_line(collective, ppn, busbws):
+def intra_line(collective, ppn, busbws, suspects):
+    """Test 1's line; suspects {host: why it missed}, each measured again next."""
     return (f"# 1. inside each host: {collective} among its {ppn} ranks, all hosts "
-            f"at once; median busbw {median(busbws):.3f} GB/s")
+            f"at once; median busbw {median(busbws):.3f} GB/s"
+            + "".join(f"; {h} below its floor, measured again: {why}" for h, why in suspects.items()))
 
 
 def round_line(k, pairs, ppn, seconds):
@@ -75,12 +77,29 @@ def round_line(k, pairs, ppn, seconds):
             + f" ({seconds:.2f} s)")
 
 
+def spread_text(fig):
+    """', spread +-12%': the spread of a figure's per-call times, where measured."""
+    return f", spread +-{fig['spread_pct']:.0f}%" if fig.get("spread_pct") is not None else ""
+
+
+def retest_text(where, fig, lim, outcome):
+    """'h2 alone: busbw 0.452 GB/s, spread +-5%, against min_busbw_GBps 0.37 (0.8 x h1
+    alone): passed': one measurement of a retest, its limits (None: none) and outcome."""
+    return (f"{where}: busbw {bw(fig['busbw_GBps'])} GB/s, {fig['time_us']:.1f} us per call"
+            + spread_text(fig) + (f", against {limit_text(lim)}" if lim else "") + f": {outcome}")
+
+
+def retest_lines(test, lines):
+    """The lines of a test's retest ('# 1. retest: h2 alone: ...')."""
+    return [f"# {test}. retest: {line}" for line in lines]
+
+
 def job_line(collective, n, fig, failed):
     return (f"# 3. the whole job: {collective} over {n} {plural(n, 'rank')}, "
             + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None
                else "busbw n/a (not defined for one rank)")
-            + f", {fig['time_us']:.1f} us per call"
-            + (f": FAIL, {failed}" if failed else ""))
+            + f", {fig['time_us']:.1f} us per call" + spread_text(fig)
+            + (f": below its limit, measured again: {failed}" if failed else ""))
 
 
 def host_table(hosts):
@@ -106,11 +125,13 @@ def host_table(hosts):
 
 
 def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
-    """The closing lines: counters that moved where all passed, paths that failed once, the
-    hosts to drain (and the scontrol line that drains them), the suspect links."""
+    """The closing lines: counters that moved where all passed, what missed once and not
+    when measured again (transient: both figures), the hosts to drain (and the scontrol
+    line that drains them), the suspect links."""
     out = ["#"]
     out += [f"# WARNING {h} passed, but its counters moved: {moved}" for h, moved in warnings]
-    out += [f"# WARNING {path} failed once and passed when tested again" for path in transient]
+    out += [f"# TRANSIENT {t['what']}: at first {t['first']}; then {t['again']}; nobody drained "
+            f"for it" for t in transient]
     if failing:
         out.append(f"# FAILING HOSTS ({len(failing)} of {hosts}): {hostlist}")
         out.append(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')
