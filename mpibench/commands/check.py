@@ -122,7 +122,12 @@ def execute(session, args):
     limits = _limits(args, size, ppn, session.size)
     if args.health:
         guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
-        return health.run(session, args, backend, coll, size, members, limits, _collective_time)
+        args.measured = {}
+        return health.run(session, args, coll, size, members, limits,
+                          lambda: _collective(session, backend, coll, size, session.size, None,
+                                              "inside the host"),
+                          lambda intra, report: _intra_retest(session, args, intra,
+                                                              session.comm.barrier, report))
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
     rates = session.comm.gather(line_rate(), root=0)

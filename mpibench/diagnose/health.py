@@ -49,40 +49,64 @@ def node_name(hostname):
     return os.environ.get("SLURMD_NODENAME") or hostname.split(".")[0]
 
 
-def run(session, args, backend, coll, size, members, limits, intra_time):
-    """Every rank of one host: the test inside it (intra_time: check's timed collective),
-    its facts; rank 0 judges, prints the line, drains. Exit 0 healthy, else CheckFailed."""
+def run(session, args, coll, size, members, limits, make_intra, retest):
+    """Every rank of one host: the test inside it (make_intra(): check's timed collective
+    over the host's ranks), measured again before a miss condemns it (retest(intra,
+    report): check's retest rounds), its facts; rank 0 judges, prints the line, drains.
+    Exit 0 healthy, else CheckFailed."""
     if len(members) > 1:
         raise UsageError(f"check --health tests one host; this job has {len(members)}: "
                          f"start it on each host alone (sbatch/healthcheck.sh)")
     out = open_output(session, "check", args)
     session.watch.arm("check --health: this host's facts")
     facts = hostfacts.collect(session) if session.rank == 0 else None
-    host = session.hostname
-    gathered = None
+    judge = _judge(session, args, coll, size, members, limits) if session.rank == 0 else None
     if session.size > 1:
         session.watch.arm("check --health: inside the host")
-        t = intra_time(session, backend, coll, size, session.size, args, None, "inside the host")
-        fault = faults.get("slowhost", session.rank)
-        if fault is not None and fault in ("", host):      # test-only: a slow GPU
-            t["seconds"] *= SLOWED
-        gathered = session.comm.gather(t, root=0)
+        timed = make_intra()
+
+        def intra(a, where, barrier=None):
+            return _slowed(session, timed(a, where, barrier))
+        gathered = session.comm.gather(intra(args, "inside the host"), root=0)
+        if judge:
+            judge.intra(gathered)
+        retest(intra, _Retests(judge) if judge else None)
     session.watch.disarm()
-    failed = session.comm.bcast(_judge(session, out, args, coll, size, members, limits, facts,
-                                       gathered) if session.rank == 0 else None, root=0)
+    failed = session.comm.bcast(_verdict(session, out, args, judge, facts)
+                                if session.rank == 0 else None, root=0)
     if failed:
         raise CheckFailed("")       # the line said it all
     return 0
 
 
-def _judge(session, out, args, coll, size, members, limits, facts, gathered):
+class _Retests:
+    """What check's retest rounds need of rank 0's report: the judge, and where its words
+    go (kept in the results file: the health check prints one line)."""
+    def __init__(self, judge):
+        self.judge = judge
+
+    def say_retest(self, test, lines):
+        pass
+
+
+def _slowed(session, t):
+    """Test-only: slowhost:RANK[:HOST] stretches every call of this rank's test."""
+    fault = faults.get("slowhost", session.rank)
+    if fault is None or fault not in ("", session.hostname):
+        return t
+    return dict(t, seconds=t["seconds"] * SLOWED, times=[x * SLOWED for x in t["times"]])
+
+
+def _judge(session, args, coll, size, members, limits):
+    config = {"collective": coll.name, "size": size, "ranks_per_host": session.size,
+              "world": session.size, "hosts": [session.hostname], "iters": args.iters,
+              "warmup": args.warmup}
+    return checkverdict.Judge(config, members, limits, {session.hostname: hostfacts.line_rate()})
+
+
+def _verdict(session, out, args, judge, facts):
     """Rank 0: the verdict, the line, the drain; True when the host is not healthy."""
     host = session.hostname
-    config = {"collective": coll.name, "size": size, "ranks_per_host": session.size,
-              "world": session.size, "hosts": [host], "iters": args.iters, "warmup": args.warmup}
-    judge = checkverdict.Judge(config, members, limits, {host: hostfacts.line_rate()})
-    if gathered:
-        judge.intra(gathered)
     entry = judge.hosts[host]
     errors = [f[1] for f in findings.findings({host: facts}, True)
               if findings.severity(f) == findings.ERROR]

@@ -143,7 +143,10 @@ def open_output(session, command, args):
         session.results = out
         switches = faults.notice()      # MPIBENCH_FAULT set: the header and the document say so
         if switches:
-            out.say(switches[0])
+            if getattr(args, "health", None):   # its stdout is the one line a plugin reads
+                sys.stderr.write(switches[0] + "\n")
+            else:
+                out.say(switches[0])
             out.set(test_switches=switches[1])
         if getattr(session, "watch", None) is not None:
             session.watch.keep_results(out.abandon)   # a hang or a signal: what was measured stays
