@@ -91,7 +91,7 @@ def bare_worker(maxbytes, iters, warmup, reps=5):
     from mpibench.measure.engine import iteration_views
     comm = MPIComm()                       # MPI started exactly as mpibench starts it
     MPI, world = comm.MPI, comm.world
-    backend = MPIBackend(SimpleNamespace(comm=comm, launcher="openmpi"))
+    backend = MPIBackend(SimpleNamespace(comm=comm, launcher="openmpi", rank=comm.rank))
     dt = DTYPES["float32"]
     buf = backend.typed(backend.alloc(maxbytes, world.rank), dt)
     perf = time.perf_counter
