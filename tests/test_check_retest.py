@@ -161,7 +161,7 @@ def test_two_hosts_all_gather_no_drain_on_a_difference_the_retest_does_not_find(
     # path is tested again and stays suspect, no host drained for it
     out = tmp_path / "c.json"
     with FakeCluster(hosts=2, rates=RATE) as c:
-        r = check_on_hosts(c, "h1:2,h2:2", ["--collective", "all_gather", "-b", "2M", "-n", "3",
+        r = check_on_hosts(c, "h1:2,h2:2", ["--collectives", "all_gather", "-b", "2M", "-n", "3",
                                             "-w", "1", "--json", out],
                            {"MPIBENCH_FAULT": "slowonce:1:intra,slow:3:pair"}, timeout=180)
     assert r.returncode == 1, r.stdout + r.stderr
