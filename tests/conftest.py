@@ -35,10 +35,10 @@ def base_env(env=None):
            if not k.startswith(_LAUNCHER_PREFIXES) and k not in _LAUNCHER_NAMES}
     out.update(OMP_NUM_THREADS="1", MPIBENCH_INIT_TIMEOUT="30", PYTHONUNBUFFERED="1")
     out.update(env or {})
-    return testing(out)
+    return switches_honoured(out)
 
 
-def testing(env):
+def switches_honoured(env):
     """env, with MPIBENCH_TESTING=1 added when it sets MPIBENCH_FAULT (and not the former)."""
     if "MPIBENCH_FAULT" in env:
         env.setdefault("MPIBENCH_TESTING", "1")

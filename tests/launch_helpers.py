@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "launch"))
-from conftest import testing  # noqa: E402
+from conftest import switches_honoured  # noqa: E402
 from slurmcluster import apt_install  # noqa: E402
 
 VENV = Path(os.environ.get("MPIBENCH_VENV", sys.prefix))
@@ -37,7 +37,7 @@ def env(**extra):
     e.pop("MPIBENCH_FAULT", None)
     e.pop("MPIBENCH_TESTING", None)
     e.update({k: str(v) for k, v in extra.items()})
-    return testing(e)
+    return switches_honoured(e)
 
 
 # check's link rates on namespace hosts. Links, not this 2-core machine, must be what limits

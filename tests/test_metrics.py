@@ -44,7 +44,7 @@ def prom_files(tmp_path_factory):
         extra = ["--json", str(files["run.json"])] if name == "run" else []
         done = mpirun(np, args + extra + ["--metrics", str(path)], timeout=180)
         assert done.returncode == 0, show(done)
-        assert f"# writing {path}" in done.stdout, show(done)
+        assert f"# Writing metrics to {path} (replaced whole at each write)" in done.stdout, show(done)
         files[name] = path
     assert not [p for p in folder.iterdir() if not p.name.endswith(".prom")]   # no temporary left
     return files

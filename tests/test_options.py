@@ -207,7 +207,7 @@ RENAMED = [
     (["doctor", "--root", "/"], ["doctor", "--sys-root", "/"], "root", "/"),
     (["verify", "--root", "/"], ["verify", "--sys-root", "/"], "root", "/"),
     (["predict", "a", "b", "--ranks", "4", "--check", "c"],
-     ["predict", "a", "b", "--ranks", "4", "--measured", "c"], "check", "c"),
+     ["predict", "a", "b", "--ranks", "4", "--measured", "c"], "check", ["c"]),
     (["check", "--collective", "all_gather"], ["check", "--collectives", "all_gather"],
      "collective", "all_gather"),
     (["p2p", "--ranks"], ["p2p", "--every-rank"], "ranks", True),

@@ -16,7 +16,7 @@ import pytest
 
 from mpibench.results import document as resultsfile
 from mpibench.errors import UsageError
-from conftest import testing
+from conftest import switches_honoured
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -39,7 +39,7 @@ class Job:
         full_env = dict(os.environ)
         full_env.pop("MPIBENCH_FAULT", None)
         full_env.update(env or {})
-        testing(full_env)
+        switches_honoured(full_env)
         if cmd is None:
             cmd = [MPIRUN, *ROOTFLAGS, "--oversubscribe", "-np", str(np),
                    PY, "-m", "mpibench", *args]

@@ -85,6 +85,9 @@ class MetricsFile:
         self.path = self.requested = path
         self.renamed = False
 
+    def announcement(self):
+        return f"# Writing metrics to {self.path} (replaced whole at each write)"
+
     def write(self, doc):
         text = render(doc)
 
