@@ -120,9 +120,9 @@ def execute(session, args):
     members = {h: [r for r, x in enumerate(session.hosts) if x == h] for h in names}
     ppn = _ranks_per_host(members)
     limits = _limits(args, size, ppn, session.size)
+    args.measured = {}               # test: this rank's measurements of it (fault switches)
     if args.health:
         guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
-        args.measured = {}
         return health.run(session, args, coll, size, members, limits,
                           lambda: _collective(session, backend, coll, size, session.size, None,
                                               "inside the host"),
@@ -139,7 +139,6 @@ def execute(session, args):
     if report:
         report.header(records, versions)
         out.csv_from(checktext.csv)
-    args.measured = {}               # test: this rank's measurements of it (fault switches)
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
     session.watch.arm("check: a process group per host")
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []

@@ -82,6 +82,11 @@ def get(kind, rank):
 ROW_FAULTS = ("hang", "die", "crash")
 
 
+def row_faults(rank):
+    """[(size as written, kind)] of the row faults switched on for RANK."""
+    return [(arg, kind) for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank]
+
+
 def slowdown(rank, test, first):
     """The factor by which slow:RANK:TEST[/F] (every measurement) or slowonce:RANK:TEST[/F]
     (the rank's first measurement of TEST only) stretch this rank's times (1.0: off)."""
@@ -104,8 +109,3 @@ def trip(kind):
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "crash":
         raise RuntimeError("test fault switch MPIBENCH_FAULT=crash made this rank fail")
-
-
-def row_faults(rank):
-    """[(size as written, kind)] of the row faults switched on for RANK."""
-    return [(arg, kind) for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank]

@@ -9,6 +9,10 @@ the last one returns, the calls completed afterwards, untimed.
 """
 import time
 
+from .collectives import REGISTRY
+from .collectives.base import Ctx
+from .dtypes import DTYPES
+
 # A row whose time per call is within this factor of the launch cost is launch-bound.
 LAUNCH_BOUND_FACTOR = 1.5
 
@@ -89,8 +93,6 @@ def of_collective(backend, coll, barrier, root=0, n=LAUNCHES):
     calls bound as the timed loops bind them (async_op=False, queued on the backend's
     stream), elsewhere async_op=True. Each collective pays its own host cost: a
     batch_isend_irecv or a gather's list of chunks costs more than one all_reduce."""
-    from .collectives.base import Ctx
-    from .dtypes import DTYPES
     torch, dist = backend.torch, backend.dist
     dt, ranks = DTYPES["float32"], dist.get_world_size()
     c = coll.counts(4 * ranks, dt.size, ranks)
@@ -111,5 +113,4 @@ def of_collective(backend, coll, barrier, root=0, n=LAUNCHES):
 
 def of_backend(backend, barrier, n=LAUNCHES):
     """of_collective for a one-element-per-rank all_reduce: the cheapest call there is."""
-    from .collectives import REGISTRY
     return of_collective(backend, REGISTRY["all_reduce"], barrier, n=n)

@@ -44,6 +44,18 @@ def replace_atomically(path, write):
         raise
 
 
+def write_whole(path, data, mode):
+    """data (bytes) replaces path in one rename, on disk (fsync) before it; the file gets
+    mode."""
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+    replace_atomically(path, write)
+
+
 class ResultFile:
     def __init__(self, path, render, kind="JSON"):
         """render(doc) -> text, or a list of parts that join into it (None: the caller writes
@@ -106,14 +118,7 @@ class ResultFile:
 
     def _replace(self, parts):
         data = "".join(parts).encode()
-
-        def write(tmp):
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, os.stat(self.path).st_mode & 0o777)
-        replace_atomically(self.path, write)
+        write_whole(self.path, data, os.stat(self.path).st_mode & 0o777)
         os.close(self.fd)
         self.fd = os.open(self.path, os.O_WRONLY)
         self.parts, self.size, self.synced = parts, len(data), time.monotonic()

@@ -18,7 +18,7 @@ import math
 import os
 
 from ..errors import UsageError
-from .files import replace_atomically
+from .files import write_whole
 
 GAUGE = "gauge"
 _ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
@@ -89,15 +89,7 @@ class MetricsFile:
         return f"# Writing metrics to {self.path} (replaced whole at each write)"
 
     def write(self, doc):
-        text = render(doc)
-
-        def fill(tmp):
-            with open(tmp, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)     # the exporter may run as its own user
-        replace_atomically(self.path, fill)
+        write_whole(self.path, render(doc).encode(), 0o644)   # the exporter may run as its own user
 
 
 def render(doc):
