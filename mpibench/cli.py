@@ -17,7 +17,7 @@ from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
 from .commands.common import guard, options
 from .launch import bootstrap, launcher, verdict
-from .launch.comm import LAST_OUT
+from .launch.comm import ABORT_WAIT, LAST_OUT
 from .launch.session import quiet_stdout
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
@@ -230,11 +230,6 @@ def _failed(exc, place, session, comm, name):
     if comm is not None and comm.size > 1:
         (watch or comm).abort(1)
     return 1
-
-
-# How long a rank waits for another rank's abort to reach it (a signal's end agreed, a lower
-# failed rank reporting) before it leaves with the code itself.
-ABORT_WAIT = 30.0
 
 
 def end(session, comm, place, name, code):

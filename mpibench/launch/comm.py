@@ -14,6 +14,10 @@ import time
 # the launcher: a launcher that sees one failed process, the last, adds no text of its own.
 LAST_OUT = 1.0
 
+# How long a rank waits for another rank's abort to reach it (a signal's end agreed, a lower
+# failed rank reporting) before it leaves with the code itself.
+ABORT_WAIT = 30.0
+
 
 class Comm:
     kind = "self"
@@ -128,7 +132,7 @@ class MPIComm(Comm):
         if self.library_version().startswith("Open MPI v4"):
             if self.rank == 0:
                 self.abort(code)
-            time.sleep(30.0)      # stopped by rank 0's abort; if not, leave with the code
+            time.sleep(ABORT_WAIT)    # stopped by rank 0's abort; if not, leave with the code
             return code
         self.MPI.Finalize()
         if self.rank != 0:
