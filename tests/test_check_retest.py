@@ -117,7 +117,9 @@ def _table(stdout):
 @needs_hosts
 def test_retests_on_four_hosts_transient_and_persistent(tmp_path):
     # rank 2 is h2's first, rank 4 h3's first (rail 0), rank 0 h1's; the whole job is held
-    # to a floor far below it, which the job slowed 1000 times misses
+    # to a floor far below it, which the job slowed 1000 times misses. h2's plant is 1000x
+    # too: a 20x plant once met its first floor, four hosts' intra tests sharing two cores
+    # (the floor is 0.8 x the median host, which the healthy hosts' slowdowns pull down)
     expect = tmp_path / "expect.json"
     expect.write_text('{"job": {"min_busbw_GBps": 0.0005}}')
     runs = {}
@@ -125,7 +127,7 @@ def test_retests_on_four_hosts_transient_and_persistent(tmp_path):
         spec = ",".join(f"{h}:2" for h in c.hosts)
         for kind in ("slowonce", "slow"):
             out = tmp_path / f"{kind}.json"
-            faults = f"{kind}:2:intra/20,{kind}:4:pair,{kind}:0:job/1000"
+            faults = f"{kind}:2:intra/1000,{kind}:4:pair,{kind}:0:job/1000"
             runs[kind] = (check_on_hosts(c, spec, ["-b", "2M", "-n", "3", "-w", "1", "--expect",
                                                    expect, "--json", out],
                                          {"MPIBENCH_FAULT": faults}, timeout=240), out)
@@ -133,7 +135,7 @@ def test_retests_on_four_hosts_transient_and_persistent(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(out.read_text())["check"]
     what = {t["what"] for t in doc["transient"]}
-    assert {"h2 inside the host", "path h3-h4 rail 0", "the whole job"} <= what, doc["transient"]
+    assert {"h2 inside the host", "path h3-h4 rail 0", "the whole job"} <= what, r.stdout
     assert re.search(r"^# 1\. retest: h\d alone: busbw .*: the reference$", r.stdout, re.M)
     assert re.search(r"^# 1\. retest: h2 alone: busbw .* \(0\.8 x h\d alone\): (passed|within its "
                      r"spread, its fastest call .*): transient, not condemned$", r.stdout, re.M)
