@@ -97,7 +97,6 @@ def check_args(args):
             railbind.parse(args.rails)
         except ValueError as exc:
             raise UsageError(str(exc).replace(railbind.VAR, "--rails")) from None
-        os.environ[railbind.VAR] = args.rails      # bootstrap binds each rank from it
 
 
 def read_inputs(session, args):

@@ -285,12 +285,13 @@ def _primary_address():
     return addr
 
 
-def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None, link=None):
+def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None, link=None,
+          rails_spec=None):
     """Build the Session. backend: auto|nccl|gloo, or None for no torch process group.
 
     timeout bounds each step (the rendezvous here, rows later) through the watchdog;
     argv (the command line) must be the same on every rank; link: connect()'s, made here
-    when not given."""
+    when not given; rails_spec: the rails to bind (rails.py), else the environment's."""
     env = os.environ if env is None else env
     link = connect(place, env) if link is None else link
     comm = link.comm
@@ -301,7 +302,7 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     _same_start(session, [f[2] for f in facts], argv)
     session.watch = Watchdog(session, timeout)
     try:
-        return _started(session, backend, init_pg, timeout, env, link)
+        return _started(session, backend, init_pg, timeout, env, link, rails_spec)
     except BaseException:
         # the caller gets no session to close: its watchdog thread must not poll MPI
         # while the job ends (MPI_Finalize, or the abort)
@@ -309,7 +310,7 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
         raise
 
 
-def _started(session, backend, init_pg, timeout, env, link):
+def _started(session, backend, init_pg, timeout, env, link, rails_spec):
     if session.local_rank is None or session.local_size is None:
         local_rank, local_size = _local_ranks(session)
         session.local_rank = local_rank if session.local_rank is None else session.local_rank
@@ -322,7 +323,8 @@ def _started(session, backend, init_pg, timeout, env, link):
     if backend is None:
         return session
     backend = _agreed_backend(session, backend)
-    session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname)
+    session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname,
+                                    rails_spec)
     session.agree(error)
     device, error = _pick_device(session, backend, env)
     session.agree(error)

@@ -24,11 +24,11 @@ def parse(spec):
     return names
 
 
-def bind(local_rank, local_size, env, hostname):
-    """Point this rank at its rail: (rail index, interface) or None without rails, and an
-    error text (or None) for Session.agree."""
+def bind(local_rank, local_size, env, hostname, spec=None):
+    """Point this rank at its rail (spec: check's --rails, else env's VAR): (rail index,
+    interface) or None without rails, and an error text (or None) for Session.agree."""
     try:
-        names = parse(env.get(VAR))
+        names = parse(spec or env.get(VAR))
     except ValueError as exc:
         return None, str(exc)
     if names is None:
