@@ -315,7 +315,8 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
     """The rounds: rank 0 plans host pairs (fabricplan), every local rank i of a pair's
     hosts exchanges with its rank i, every pair and rail at once; counters are read on
     each host's first rank before and after each round."""
-    bench = PairBench(session, backend, size, 1, args.iters, args.warmup, 1, True)
+    bench = PairBench(session, backend, size, iters=args.iters, warmup=args.warmup,
+                      bidirectional=True)
     session.agree(bench.allocate(True), 1)
     rounds = fabricplan.FabricRounds(fabric) if report else None
     reader_rank = session.local_rank == 0

@@ -59,8 +59,9 @@ def execute(session, args):
     out = open_output(session, "p2p", args)
     png = _reserve_png(session, args.png)
     rounds = pairs.schedule(ranks, session.hosts)
-    bench = PairBench(session, backend, size, args.latency_size, args.iters, args.warmup,
-                      args.latency_iters, args.bidirectional)
+    bench = PairBench(session, backend, size, iters=args.iters, warmup=args.warmup,
+                      bidirectional=args.bidirectional, latency_size=args.latency_size,
+                      latency_iters=args.latency_iters)
     session.agree(bench.allocate(session.rank in ranks), 1)
     labels = [f"{h}:{r}" if args.ranks else h for r, h in enumerate(session.hosts)]
     if session.rank == 0:

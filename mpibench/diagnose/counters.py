@@ -9,7 +9,7 @@ Only error counters are kept (byte and packet counts move on every healthy link)
 """
 import os
 
-from .hostfacts import _listdir as _ls, _read
+from .hostfacts import listdir, read_text
 
 IB_ERRORS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
              "port_xmit_discards", "port_rcv_remote_physical_errors",
@@ -33,21 +33,21 @@ def snapshot(root="/"):
     (device/port) or 'eth1' (interface; loopback left out)."""
     out = {}
     ib = os.path.join(root, "sys/class/infiniband")
-    for dev in _ls(ib):
-        for port in _ls(os.path.join(ib, dev, "ports")):
+    for dev in listdir(ib):
+        for port in listdir(os.path.join(ib, dev, "ports")):
             d = os.path.join(ib, dev, "ports", port)
-            found = {c: _int(_read(os.path.join(d, "counters", c))) for c in IB_ERRORS}
-            state = (_read(os.path.join(d, "state")) or "unknown").split(":")[-1].strip()
-            out[f"{dev}/{port}"] = {"state": state, "speed": _read(os.path.join(d, "rate")),
+            found = {c: _int(read_text(os.path.join(d, "counters", c))) for c in IB_ERRORS}
+            state = (read_text(os.path.join(d, "state")) or "unknown").split(":")[-1].strip()
+            out[f"{dev}/{port}"] = {"state": state, "speed": read_text(os.path.join(d, "rate")),
                                     "counters": {c: v for c, v in found.items() if v is not None}}
     net = os.path.join(root, "sys/class/net")
-    for name in _ls(net):
+    for name in listdir(net):
         if name == "lo":
             continue
         d = os.path.join(net, name)
-        found = {c: _int(_read(os.path.join(d, "statistics", c))) for c in NET_ERRORS}
-        out[name] = {"state": _read(os.path.join(d, "operstate")) or "unknown",
-                     "speed": _read(os.path.join(d, "speed")),
+        found = {c: _int(read_text(os.path.join(d, "statistics", c))) for c in NET_ERRORS}
+        out[name] = {"state": read_text(os.path.join(d, "operstate")) or "unknown",
+                     "speed": read_text(os.path.join(d, "speed")),
                      "counters": {c: v for c, v in found.items() if v is not None}}
     return out
 

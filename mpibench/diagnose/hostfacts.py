@@ -17,7 +17,7 @@ RDMA_MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_ib", "mlx4_
 TIMEOUT = 20
 
 
-def _read(path):
+def read_text(path):
     try:
         with open(path) as f:
             return f.read().strip()
@@ -25,7 +25,7 @@ def _read(path):
         return None
 
 
-def _listdir(path):
+def listdir(path):
     try:
         return sorted(os.listdir(path))
     except OSError:
@@ -36,15 +36,15 @@ def interfaces(root):
     """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
     base = os.path.join(root, "sys/class/net")
     out = []
-    for name in _listdir(base):
+    for name in listdir(base):
         if name == "lo":
             continue
-        speed = _read(os.path.join(base, name, "speed"))
+        speed = read_text(os.path.join(base, name, "speed"))
         try:
             speed = int(speed) if speed is not None and int(speed) > 0 else None
         except ValueError:
             speed = None
-        out.append({"name": name, "state": _read(os.path.join(base, name, "operstate")) or "unknown",
+        out.append({"name": name, "state": read_text(os.path.join(base, name, "operstate")) or "unknown",
                     "speed_mbps": speed})
     return out
 
@@ -53,14 +53,14 @@ def rdma_ports(root):
     """[{'device', 'port', 'state', 'rate', 'rate_gbps', 'link_layer'}] from /sys/class/infiniband."""
     base = os.path.join(root, "sys/class/infiniband")
     out = []
-    for dev in _listdir(base):
-        for port in _listdir(os.path.join(base, dev, "ports")):
+    for dev in listdir(base):
+        for port in listdir(os.path.join(base, dev, "ports")):
             d = os.path.join(base, dev, "ports", port)
-            state = _read(os.path.join(d, "state")) or "unknown"      # "4: ACTIVE"
-            rate = _read(os.path.join(d, "rate"))                      # "200 Gb/sec (4X HDR)"
+            state = read_text(os.path.join(d, "state")) or "unknown"      # "4: ACTIVE"
+            rate = read_text(os.path.join(d, "rate"))                      # "200 Gb/sec (4X HDR)"
             out.append({"device": dev, "port": port, "state": state.split(":")[-1].strip(),
                         "rate": rate, "rate_gbps": _gbps(rate),
-                        "link_layer": _read(os.path.join(d, "link_layer")) or "unknown"})
+                        "link_layer": read_text(os.path.join(d, "link_layer")) or "unknown"})
     return out
 
 
@@ -97,7 +97,7 @@ def total_line_rate(root="/"):
 
 def rdma_modules(root):
     """RDMA-related kernel modules loaded, from /proc/modules (None if unreadable)."""
-    text = _read(os.path.join(root, "proc/modules"))
+    text = read_text(os.path.join(root, "proc/modules"))
     if text is None:
         return None
     loaded = {line.split()[0] for line in text.splitlines() if line.strip()}

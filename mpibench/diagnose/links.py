@@ -39,7 +39,7 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
     if len(ranks) < 2 or iters == 0:
         return None
     size = min(size, default_size(backend))
-    bench = PairBench(session, backend, size, 1, iters, warmup, 1, False)
+    bench = PairBench(session, backend, size, iters=iters, warmup=warmup, bidirectional=False)
     session.agree(bench.allocate(session.rank in ranks), 1)
     rounds = pairs.schedule(ranks, session.hosts)
     if session.rank == 0:

@@ -239,8 +239,8 @@ class Engine:
                     for mode in self.modes_run(coll):
                         ctx.in_place = mode == "in"
                         self.watch.arm(f"{row} {MODE_TEXT[mode]}")
-                        local[mode] = self._measure(coll, send_t, recv_t, c, mode, ctx,
-                                                    plan.check if not inexact else 0)
+                        local[mode] = self.measure(coll, send_t, recv_t, c, mode, ctx,
+                                                   plan.check if not inexact else 0)
                     self.watch.arm(row, "gathering the row's times")
                     gathered = s.comm.gather(local, root=0)
                     if s.rank == 0:
@@ -253,7 +253,7 @@ class Engine:
         return s.comm.bcast(wrong_total, root=0)
 
     # ---- one row, one mode: warm up, time, check ----
-    def _measure(self, coll, send_t, recv_t, c, mode, ctx, check_rounds):
+    def measure(self, coll, send_t, recv_t, c, mode, ctx, check_rounds):
         plan, s = self.plan, self.s
         z = plan.blocking
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
@@ -277,7 +277,7 @@ class Engine:
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
-        wrong = self._check(coll, views[0], ctx, check_rounds) if check_rounds else None
+        wrong = self.check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1, each
 
     def _initialize(self, views, ctx):
@@ -292,7 +292,7 @@ class Engine:
             fill_chunks(torch, sv, values)    # in place, inside rv
         self.b.sync()
 
-    def _check(self, coll, view, ctx, rounds):
+    def check(self, coll, view, ctx, rounds):
         sv, rv = view
         call = self.b.bind(coll, sv, rv, ctx, False)
         graph = None

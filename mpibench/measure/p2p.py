@@ -7,7 +7,7 @@ Each rank returns its own figures; rank 0 gathers them per round.
 """
 from functools import partial
 
-from .collectives.sendrecv import _blocking as exchange, exchange_ops
+from .collectives.sendrecv import exchange, exchange_ops
 
 
 def directions(pair, bidirectional):
@@ -31,8 +31,10 @@ class PingPong:
 
 
 class PairBench:
-    def __init__(self, session, backend, size, latency_size, iters, warmup, latency_iters,
-                 bidirectional):
+    """Transfers of `size` bytes between the ranks of each pair (both ways at once when
+    bidirectional); with a round's latency, ping-pongs of latency_size bytes."""
+    def __init__(self, session, backend, size, *, iters, warmup, bidirectional,
+                 latency_size=1, latency_iters=1):
         self.s = session
         self.b = backend
         self.dist = backend.dist

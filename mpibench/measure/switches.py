@@ -27,7 +27,7 @@ def install(target, rank):
 def _wrap_measure(engine, rows, early):
     """Row faults trip at the first row of their size or more; early:RANK:X divides every
     timed loop's seconds by X (the timer stops early)."""
-    measure = engine._measure
+    measure = engine.measure
     try:
         factor = max(1.0, float(early)) if early else 1.0
     except ValueError:
@@ -38,14 +38,14 @@ def _wrap_measure(engine, rows, early):
             faults.trip(rows.pop(0)[1])
         seconds, *rest = measure(coll, send_t, recv_t, c, mode, ctx, check_rounds)
         return (seconds / factor, *rest)
-    engine._measure = _measure
+    engine.measure = _measure
 
 
 def _wrap_check(engine, corrupt, graphcorrupt):
     """Within the data check only: its call leaves a wrong first element (corrupt: the
     poison value, what recv held before the call; corrupt:RANK:nan: NaN), or its captured
     graph also adds 1 to it, which only a replay does (graphcorrupt, -G)."""
-    check, b = engine._check, engine.b
+    check, b = engine.check, engine.b
 
     def _check(coll, view, ctx, rounds):
         rv, bind, captured = view[1], b.bind, b.captured
@@ -62,7 +62,7 @@ def _wrap_check(engine, corrupt, graphcorrupt):
             return check(coll, view, ctx, rounds)
         finally:
             b.bind, b.captured = bind, captured
-    engine._check = _check
+    engine.check = _check
 
 
 def refuse(rank, nbytes):

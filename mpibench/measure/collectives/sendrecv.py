@@ -21,7 +21,7 @@ class SendRecv(Collective):
 
     def bind(self, dist, send, recv, ctx, async_op):
         ops = exchange_ops(dist, send, (ctx.rank + 1) % ctx.n, recv, (ctx.rank - 1) % ctx.n)
-        return partial(_async if async_op else _blocking, dist.batch_isend_irecv, ops)
+        return partial(_async if async_op else exchange, dist.batch_isend_irecv, ops)
 
     def bind_mpi(self, comm, send, recv, ctx, nonblocking):
         fn = comm.Isendrecv if nonblocking else comm.Sendrecv
@@ -55,7 +55,8 @@ def _async(batch, ops):
     return _Both(batch(ops))
 
 
-def _blocking(batch, ops):
+def exchange(batch, ops):
+    """Start the ops and wait for them all (the blocking call; p2p's too)."""
     for w in batch(ops):
         w.wait()
 
