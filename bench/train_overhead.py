@@ -52,7 +52,8 @@ def main():
     from mpibench.measure.training import Trainer
     session = bootstrap.start(launcher.detect(os.environ), backend="auto")
     shape = model.shape(args.model)
-    mine = Trainer(session, args.model, shape, args.batch, "ddp", 25.0, session.device)
+    mine = Trainer(session, args.model, shape, batch=args.batch, parallel="ddp", bucket_mb=25.0,
+                   device=session.device)
     session.agree(mine.fit_error(), code=1)
     mine.wrap()
 

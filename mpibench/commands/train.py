@@ -112,8 +112,8 @@ def execute(session, args):
     out = open_output(session, "train", args)
     guard.arm(session, args.timeout or DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
-    trainer = Trainer(session, preset, shape, args.batch, args.parallel, args.bucket_mb,
-                      session.device)
+    trainer = Trainer(session, preset, shape, batch=args.batch, parallel=args.parallel,
+                      bucket_mb=args.bucket_mb, device=session.device)
     train = {"model": {"preset": preset, **shape.as_dict(), "parameters": trainer.parameters},
              "parallel": args.parallel, "bucket_mb": args.bucket_mb,
              "batch_per_rank": args.batch, "precision": trainer.precision,

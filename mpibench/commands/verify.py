@@ -242,8 +242,9 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
         step = (now - last) * 2 / rounds * sum(todo) / sum(last_todo)
         last, last_todo, rounds = now, todo or last_todo, 2
         return todo if now - start + step <= args.budget else []
-    return selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
-                                    args.warmup, session.watch, progress, more)
+    return selfcheck.compare_timers(session, backend, timed, rounds=args.rounds, iters=args.iters,
+                                    warmup=args.warmup, watch=session.watch, progress=progress,
+                                    more=more)
 
 
 def _measure_peer(session, backend, args, peer):

@@ -2,8 +2,6 @@
 the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
-from statistics import median
-
 from . import baretimer, launchcost
 from .collectives import REGISTRY
 from .collectives.all_reduce import COLLECTIVE as ALL_REDUCE
@@ -111,7 +109,7 @@ class BareLoops:
         self.bufs = self.arrays = None
 
 
-def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progress=None,
+def compare_timers(session, backend, sizes, *, rounds, iters, warmup, watch, progress=None,
                    more=None):
     """Both timers at every size: per round and size the two loops back to back (which goes
     first alternates from round to round), so that both see the same state of a shared
@@ -174,7 +172,3 @@ def correctness(session, backend, size, graph=0):
                 ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
                 graph=graph, modes=("out", "in"), probe_iters=0)
     return engine_rows(session, backend, plan)
-
-
-def median_of(values):
-    return median(values) if values else None

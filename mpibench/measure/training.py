@@ -71,7 +71,7 @@ def _status(field):
 class Trainer:
     """One rank's model, optimizer and step functions for a --parallel mode."""
 
-    def __init__(self, session, preset, shape, batch, parallel, bucket_mb, device):
+    def __init__(self, session, preset, shape, *, batch, parallel, bucket_mb, device):
         import torch
         self.s, self.torch = session, torch
         self.preset, self.shape, self.batch, self.parallel = preset, shape, batch, parallel

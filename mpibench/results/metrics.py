@@ -68,7 +68,6 @@ METRICS = {
     "mpibench_verify_check_passed": ("verify: 1 when the check passed, 0 when it failed (checks that "
                                      "only inform are left out)", ("check",)),
 }
-COMMON = ("command", "slurm_job_id")
 
 
 class MetricsFile:

@@ -18,7 +18,6 @@ from ..measure.dtypes import DTYPES
 from .document import finite, new
 
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
-NCCL_TESTS_VERSION = "2.19.6"
 _BY_LABEL = {d.label: d.name for d in DTYPES.values()}
 PER_ITER_SUMMARY = ("min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct")
 
