@@ -1,31 +1,9 @@
 """Which host pairs `check` tests in each round, so that tomography.py can name the bad
 link, rail or uplink. A pair of hosts is tested on every rail at once (local rank i of
-one with local rank i of the other), every pair of a round at once.
-
-Four rounds at most, whatever the host count:
-1. inside each leaf: neighbours in the leaf paired (the odd host of each odd leaf is
-   paired with the odd host of another leaf);
-2. across leaves: the host in slot j of each leaf is paired with slot j of another leaf,
-   the leaf partner taken from round j of a round-robin over the leaves, so each leaf
-   talks to up to 32 different leaves (one leaf: neighbours shifted by one).
-   After these two, every host link is on two tested paths with different partners
-   (with an odd host count or uneven leaves, a few hosts on one path: one that passed
-   proves them good, one that failed is decided in round 3), and every uplink on
-   as many paths as its subtree has hosts, to different leaves. A bad link then fails two
-   paths whose other links pass elsewhere: one explanation, one link.
-3. and 4. deciding rounds: where two links explain the same failed paths (two bad links
-   met on one path, or both of a failed path's links were never proven good), or one
-   failed path alone accuses a link (its other path was with a bad host), each is
-   paired with a host proven good through links proven good, so that the path's only
-   unproven link is the one in doubt. Two such rounds, because a deciding pair's partner
-   is chosen before the round and is only proven good by the rounds before it: one
-   round settles what rounds 1-2 left open, a second what the first left (a tie with
-   no such pair, e.g. the two uplinks of a two-leaf tree, stays a tie and is said so).
-   A failed pair whose every link passed elsewhere is tested once more in them too: a
-   pass then makes it a passing disturbance, not a fault; so is a failed pair that is the
-   one failed measurement of the link it names, when no pair decided it (two hosts, or
-   a tie no pair can decide): nothing is condemned on one measurement.
-Every round is computed in O(hosts x rails).
+one with local rank i of the other), every pair of a round at once. Four rounds at most,
+whatever the host count: inside each leaf, across leaves, and two deciding rounds that
+pair a link in doubt with a host proven good; why four suffice: docs/fabric.md ("The
+rounds"). Every round is computed in O(hosts x rails).
 """
 from . import tomography
 from .pairs import round_robin

@@ -1,22 +1,14 @@
 """Which links explain the failed paths (network tomography), without processes.
 
-A tested path is rail r between hosts a and b: the set of links it crosses, namely a's
-link on rail r to its leaf, b's, the uplinks between their leaves (topology.py), and,
-when the job has more than one rail, rail r's switch (the one thing every path of the
-rail shares). A link on a path that passed is good. The verdict is the smallest set of
-links that explains every failed path, found greedily (the link on the most unexplained
-failed paths first); where two links explain exactly the same failed paths they are a
-tie, said as such. A failed path whose every link passed elsewhere is unexplained (a
-flaky or routing fault between those two, not a link; fabricplan tests it once more, and
-one that passes then is transient). A named link that one failed path alone accuses (its
-other failed paths are explained by another named link) is thin: fabricplan tests it
-with a partner proven good before it is condemned. A named or tied link that one failed
-measurement alone accuses (its only failed path, tested once: two hosts, or a tie no
-pair can decide) is once: fabricplan tests that path again before it is condemned. With
-no path passed at all there is nothing to compare: every link on a failed path is named.
-
-A host fails when all its rails are named (rails whose switch is named left aside: they
-say nothing of the host); hosts are never blamed for an uplink.
+A tested path is rail r between hosts a and b: a's link on rail r to its leaf, b's, the
+uplinks between their leaves (topology.py), and, with more than one rail, rail r's switch.
+A link on a path that passed is good. The verdict is the smallest set of links that
+explains every failed path, found greedily; two links that explain exactly the same failed
+paths are a tie (docs/fabric.md, "The verdict"). A failed path whose every link passed
+elsewhere is unexplained; a named link that one failed path alone accuses is thin; one that
+one failed measurement alone accuses is once: fabricplan tests each again before it is
+condemned. With no path passed, every link on a failed path is named. A host fails when
+all its rails are named (rails whose switch is named left aside); never for an uplink.
 Work: O(paths x links per path) plus a heap, i.e. O(hosts x rails log) per verdict.
 """
 import heapq

@@ -1,42 +1,8 @@
 """Test-only fault switches, read from MPIBENCH_FAULT and honoured only when MPIBENCH_TESTING=1
 is set as well: a variable left exported after a test session changes nothing. Whenever
 MPIBENCH_FAULT is set, every command's header and results document say so (notice()).
-
-Comma-separated entries KIND:RANK[:ARG], e.g. "raise:1", "corrupt:2", "oom:1:64K" (a
-buffer of 64K or more, or train's model state of that size, is refused as out of memory).
-Row faults, at the first row of size ARG or more: "hang:1:64K" (the rank stops making
-progress, its watchdog thread still answers), "die:1:64K" (SIGKILL, as the OOM killer
-would), "crash:1:64K" (an exception).
-"corrupt:1" writes the poison value (what recv held before the call) into the first
-output element of every checked call on that rank; "corrupt:1:nan" writes NaN (float types).
-"early:1:100": the engine's timer on rank 1 stops early, at 1/100 of the loop's time
-(what `verify`'s plausibility check must catch).
-"backend:1:nccl": --backend auto answers nccl on that rank, as if its torch saw a GPU.
-"graphcorrupt:1": with -G, the check's CUDA graph on that rank also adds 1 to the first
-received element, which only a replay of the graph does (GPU tests).
-"replica:1:1e-9": train's loss of that replica on the shared batch is off by that share.
-"ncclcheck:1": doctor starts its NCCL probe on that rank even without a GPU (the probe
-then fails to run, as a broken install would make it); "ncclcheck:1:ID/ID" also makes the
-rank see GPUs of those ids (default: one of its own) when doctor picks its device.
-Signals, when the rank starts a step (watchdog.arm) whose name holds ARG:
-"stop:1:round 1" (SIGSTOP), "sigterm:2:all_gather", "sigint:1:demo". Input files:
-"unreadable:0" (the rank cannot read any input file; only rank 0 reads them).
-"trustlogs:0": the nccl-tests log reader skips its checks of mixed or cut lines (sizes
-that run backwards, an average its rows contradict, a stray or repeated rank line), so
-that its fuzz test can prove it notices what those checks stop.
-"counter:1[:NAME]": check reads an error counter NAME (default symbol_error) as moved by
-one on that rank's host in every round.
-"slowhost:1[:HOST]": check --health's test inside the host reports that rank's time 10000
-times longer (on host HOST only, when given): a host whose GPUs are slow, for the drain
-tests (give it for every rank of the host, as a collective waits for its slowest rank).
-"slow:1:intra" / "slowonce:1:intra": check's times on that rank in its test TEST (intra,
-pair or job) stretched 4 times, in every measurement of it, or in its first one only
-(a fault that a retest does not find again); "slow:1:job/50" stretches them 50 times.
-In the pair test the rank's rail is slowed on every path it is on.
-Tests use them to prove that a fault on one rank is caught and named; nothing sets
-them in normal use. The switches that act inside the engine and the backend (row faults,
-early, corrupt, graphcorrupt, oom) are installed by measure.switches.install(): with none
-on, the timed code runs as it is, with no test branch in it.
+docs/testing.md lists the switches. Those that act inside the engine and the backend are
+installed by measure.switches.install(): with none on, the timed code has no test branch.
 """
 import os
 import signal
