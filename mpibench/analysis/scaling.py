@@ -1,23 +1,12 @@
 """How a collective's time grows with nodes: candidates of the shape NCCL's tuning model
-gives (src/graph/tuning.cc), their constants fitted to what was measured.
-
-A run is n ranks on N nodes, g = n / N per node. A candidate is an algorithm a and a
-protocol p; its time for nccl-tests' byte count S is
+gives (src/graph/tuning.cc), their constants fitted to what was measured. A candidate is
+an algorithm a and a protocol p; for nccl-tests' byte count S on n ranks and N nodes,
 
     t(a, p) = base_p + intra_p * I_a(n, N) + inter_p * E_a(n, N) + S * share_a(n) / (B_a * eff_p)
 
-I and E count the sequential steps within a node and across the network (a ring of n
-ranks crosses the network once per node, not once per rank), share the bytes per S a rank
-moves on its slowest link, B_a the algorithm's bandwidth, eff_p the protocol's share of it
-(Simple 1; LL trades bandwidth for latency). Rings serve the collectives, all_to_all and
-sendrecv exchange with peers (p2p); on NCCL all_reduce also has a tree of nodes (a chain
-within each), whose latency grows with log2 N. Runs on 1 or 2 nodes get a bandwidth factor
-of their own (NCCL's model gives them the intra-node bandwidth): with inputs on both sides
-of 2 nodes, the bandwidth at more nodes comes from the larger inputs. NCCL runs the
-fastest candidate per size, so the model's time is a (smoothed) minimum over them. Every
-constant is fitted, in log space (relative errors, small and large sizes weigh alike),
-from all sizes at two or more node counts; a spread of fits (several starts, resampled
-points) and the fit's residuals give each prediction its interval.
+NCCL runs the fastest candidate per size, so the model's time is a (smoothed) minimum over
+them. docs/commands/predict.md gives I, E and share per algorithm, how the constants are
+fitted (in log space, from all sizes at two or more node counts) and the interval.
 """
 from math import ceil, exp, log, log2
 

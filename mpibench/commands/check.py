@@ -23,24 +23,10 @@ from .common import classic, guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
 DESCRIPTION = (
-    "Three tests. 1. Inside each host, all hosts at once: the collective among the ranks "
-    "of one host, busbw per host. 2. Between hosts, in two to four rounds whatever the "
-    "host count: hosts in disjoint pairs, local rank i of one with local rank i of the "
-    "other (one rail per local rank), every rail of every pair at once, both directions at "
-    "once (nccl-tests' sendrecv between two ranks: busbw = size / time). Round 1 pairs "
-    "hosts inside each leaf switch, round 2 across leaves (--topology, or SLURM's), rounds "
-    "3-4 pair whatever two links could explain with a host proven good. The verdict is the "
-    "fewest links that explain every failed rail: a host's rail, a leaf's uplink, a rail's "
-    "switch; a host fails only when all its rails fail. Port error counters are read "
-    "before and after each round. 3. The collective over every rank. Thresholds: "
-    "--expect FILE, else --baseline FILE (x --min-share), else relative (below 0.8 of the median "
-    "host or rail pair of the first round). Exit 0 when every host and link passed, 1 when "
-    "any failed, 2 on bad input. Nothing is condemned on one measurement: a host below its "
-    "floor inside the host is measured again alone, after a host that passed (the new "
-    "floor's reference), up to three times a second apart; a failed path again or with "
-    "partners proven good; the whole job again. A miss fails only when even the fastest "
-    "call of each retest misses (beyond its spread); one that does not is reported as "
-    "transient, with both figures, and drains nothing.")
+    "Three tests: the collective inside each host, host pairs on every rail in two to four "
+    "rounds (the fewest links that explain every failed rail are named), and the collective "
+    "over every rank. A miss is measured again before it fails a host. Exit 0 when every host "
+    "and link passed, 1 when any failed, 2 on bad input. docs/commands/check.md says more.")
 SESSION = "args"
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")   # no root: symmetric

@@ -20,22 +20,12 @@ from .common import guard, options
 
 HELP = "check mpibench's own figures here: timer, per-call cost, correctness, plausibility, peers"
 DESCRIPTION = (
-    "1. mpibench's timed loop against a bare loop that shares none of its code (CPUs: "
-    "torch.distributed or mpi4py timed alone; GPUs: the host clock around a device-wide "
-    "synchronize), alternated over --rounds and judged from pairs of rounds, one in each "
-    "order: PASS when the ratio's 95% interval lies within the tolerance (CPUs 5% from "
-    "1 MiB, GPUs 2% from 64 MiB), FAIL when its 99% interval lies wholly beyond it, else "
-    "more rounds up to --budget, then INCONCLUSIVE (exit 0) with the rounds that would "
-    "decide. 2. The "
-    "per-call cost mpibench cannot remove and the largest launch-bound size. 3. Every "
-    "collective once, both modes, checked. 4. The largest size's busbw against the link "
-    "rates the hosts report (as doctor reads them): above them (for a ring; else above "
-    "what any algorithm can), the timer stopped early or the byte count is wrong. 5. "
-    "iperf3 between "
-    "every pair of hosts (started by the ranks, bound to the benchmark's interface), and "
-    "with --against a peer's output (NetPIPE, nccl-tests) measured again here, size by size. "
-    "Exit 0 when every check passed, 1 when one failed (or a share fell below --min-share), "
-    "2 on bad input. launch/verify.sh runs a peer tool and verify one after the other.")
+    "1. mpibench's timed loop against a bare loop that shares none of its code, over "
+    "--rounds (more up to --budget while inconclusive). 2. The per-call cost mpibench cannot "
+    "remove. 3. Every collective once, both modes, checked. 4. The largest size's busbw "
+    "against the hosts' link rates. 5. iperf3 between every pair of hosts, and with "
+    "--against a peer's output measured again here. Exit 0 when every check passed, 1 when "
+    "one failed, 2 on bad input. docs/verify.md says more.")
 SESSION = "args"
 
 CPU_SIZES = "1M,4M,16M"

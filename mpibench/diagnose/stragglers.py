@@ -1,13 +1,10 @@
 """Who is slow: per-host figures and stragglers from every rank's per-iteration times.
 
-A rank or host is named slow only when it is slow consistently and beyond the noise: in
-at least `consistency` of the iterations (each iteration a measurement of its own, so
-this is the sign test's "reproduces") its time exceeds the median of that iteration by
-more than `margin`, and by more than its peers scatter (the median over the others of
-each one's 90th percentile of the same ratio). One noisy iteration names nobody. With
-two hosts (or two ranks) the median is their mean and nothing says which of the two is
-off: the one consistently slower is reported in `pairs`, not named slow; nor is anyone
-named where half or more would be.
+A rank or host is named slow only when it is slow in at least `consistency` of the
+iterations (each a measurement of its own: the sign test's "reproduces") by more than
+`margin` over that iteration's median and more than its peers scatter; with two hosts (or
+ranks) nothing says which is off, nor where half or more would be named
+(docs/reading-results.md says how each is printed).
 """
 from statistics import median
 

@@ -66,10 +66,7 @@ def number_arg(text):
 
 
 def positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = number_arg(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be above 0: {text}")
     return value
