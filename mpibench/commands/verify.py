@@ -78,9 +78,8 @@ def add_arguments(p):
                    help="a peer's output (NetPIPE's or nccl-tests' printed output, nccl-tests' "
                         "-J JSON, an mpibench JSON): its collective measured here at its sizes, "
                         "ratio mpibench / peer per size")
-    p.add_argument("--timeout", type=options.positive_float, default=None, metavar="SECONDS",
-                   help="the longest one step may take before the job is called hung "
-                        "(default: 60 s plus the largest size's traffic at 1 GB/s)")
+    guard.add_timeout(p, "one check, or one round of a timer", None,
+                      "60 s plus the largest size's traffic at 1 GB/s")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     options.add_metrics(p)
     options.add_backend(p)

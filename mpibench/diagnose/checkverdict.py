@@ -1,13 +1,11 @@
 """`check`'s judgement on rank 0, without processes: each figure as it comes held to its
 limits (limits.py), with the spread of its per-call times, pass or fail per host, per pair
 of hosts and per rail, the links the failed paths name (fabricplan and tomography decide
-which) and the verdict: the hosts to drain, the suspect links. Nothing is condemned on one
-measurement: a host below its floor inside the host is measured again alone (after a host
-that passed, as the reference, where the floor is relative), the whole job again, and a
-path is tested again or with partners proven good (fabricplan). A miss that comes back
-beyond its spread (even the fastest call of the retest misses: other work on a machine
-only slows calls, a lasting fault slows every one) is condemned, one that does not is
-transient: named, never drained. Everything goes into the document's "check"."""
+which) and the verdict: the hosts to drain, the suspect links. A miss is measured again
+before it is condemned; one that does not come back beyond its spread is transient, named
+and never drained (docs/commands/check.md, "Nothing condemned on one measurement").
+Everything goes into the document's "check".
+"""
 from statistics import mean, median
 
 from ..launch.slurm import compress_hostlist

@@ -1,15 +1,10 @@
 """`check --health`: one host's health check, as SLURM's HealthCheckProgram, a prolog or a
 node-problem-detector plugin runs it: check's test inside the host on the host's own
-ranks (one per GPU) and doctor's findings on the host, judged, then one line and an exit
-code. Other hosts are not needed (HealthCheckProgram runs on every node at once and is
-killed after 60 s: tests between hosts belong in a job, sbatch/acceptance.sbatch).
-
-    nhc  host | Healthy            or  host | ERROR: mpibench: reason     (NHC's format)
-         unless --report-only: scontrol update nodename=host state=drain reason="mpibench: ..."
-    npd  one line of at most 80 characters; exit 0 healthy, 1 a problem, other: unknown
-
-The speed floor is --expect's "intra" limits; without them the host fails only on what
-needs no reference: doctor's errors, a test that fails or hangs.
+ranks and doctor's findings on the host, judged, then one line (nhc: NHC's `host | Healthy`
+or `host | ERROR: mpibench: reason`, and the node drained with scontrol unless
+--report-only; npd: at most 80 characters) and an exit code. The speed floor is --expect's
+"intra" limits; without them the host fails only on what needs no reference: doctor's
+errors, a test that fails or hangs. docs/commands/check.md says more.
 """
 import os
 import subprocess
