@@ -119,8 +119,8 @@ def execute(session, args):
     records, versions = preamble.gather(session)
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
-    report = Report(session, out, args, coll, size, ppn, names, members, limits, rates) \
-        if session.rank == 0 else None
+    report = Report(session, out, args, coll, size, members=members, limits=limits,
+                    rates=rates) if session.rank == 0 else None
     if report:
         report.header(records, versions)
         out.csv_from(checktext.csv)
@@ -340,11 +340,14 @@ class Report:
     """Rank 0: the figures as they come, judged (diagnose/checkverdict.py), printed
     (results/checktext.py) and written through the output."""
 
-    def __init__(self, session, out, args, coll, size, ppn, names, members, limits, rates):
+    def __init__(self, session, out, args, coll, size, *, members, limits, rates):
+        """members: {host: its ranks}, in host order; limits: _limits'; rates: each rank's
+        host's line rate (hostfacts.line_rate)."""
         self.s, self.out, self.args, self.coll = session, out, args, coll
-        self.size, self.ppn, self.names, self.limits = size, ppn, names, limits
-        config = {"collective": coll.name, "size": size, "ranks_per_host": ppn,
-                  "world": session.size, "hosts": names, "iters": args.iters,
+        self.names, self.size, self.limits = list(members), size, limits
+        self.ppn = len(members[self.names[0]])
+        config = {"collective": coll.name, "size": size, "ranks_per_host": self.ppn,
+                  "world": session.size, "hosts": self.names, "iters": args.iters,
                   "warmup": args.warmup}
         self.judge = checkverdict.Judge(config, members, limits,
                                         {session.hosts[r]: rate for r, rate in enumerate(rates)})

@@ -193,11 +193,8 @@ def _same_start(session, prints, argv):
     if len(set(prints)) <= 1:
         return
     told = session.comm.allgather((__version__, list(argv or [])))
-    groups = {}
-    for r, p in enumerate(prints):
-        groups.setdefault(p, []).append(r)
     parts = []
-    for ranks in sorted(groups.values()):
+    for ranks in sorted(_grouped(prints).values()):
         version, args = told[ranks[0]]
         hosts = ", ".join(dict.fromkeys(session.hosts[r] for r in ranks))
         parts.append(f"{_ranks(ranks)} (host {hosts}): mpibench {version} with "
