@@ -16,14 +16,10 @@ from .common import options
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
 DESCRIPTION = (
     "Reads results of the same sweep at two or more node counts (mpibench or nccl-tests JSON, "
-    "nccl-tests' printed logs) and fits per collective the candidates NCCL's tuning model "
-    "knows (ring, and tree for all_reduce; LL and Simple protocols on NCCL): latency per "
-    "step within a node and per network step, and bandwidth, with the fastest candidate "
-    "taken per size. Prints the fitted terms, then per size the predicted time, its "
-    "interval (the spread of several fits, widened by the fit's residuals) and busbw at "
-    "--hosts H (ranks = H x the inputs' ranks per host) or --ranks N. With --measured FILE (a "
-    "run at that count) it also prints each row's error, and the median and max error and "
-    "how many measured points fall inside their interval.")
+    "nccl-tests' printed logs), fits per collective the candidates of NCCL's tuning model "
+    "(ring, tree; LL and Simple) and prints per size the predicted time, its interval and "
+    "busbw at --hosts H or --ranks N; with --measured FILE, each row's error. "
+    "docs/commands/predict.md says more.")
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
 
@@ -158,11 +154,10 @@ def _target(docs, args):
         raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
     ppn = {per_host(p, d) for p, d in docs}
     if None in ppn or len(ppn) > 1:       # one host each, or hosts unknown: a flat model
+        why = "hosts unknown" if None in ppn else f"the inputs differ in ranks per host ({sorted(ppn)})"
         if not args.ranks:
             raise UsageError("predict: " + ("the inputs do not all say their hosts" if None in ppn
-                                             else f"the inputs differ in ranks per host "
-                                                  f"({sorted(ppn)})") + ": give --ranks")
-        why = "hosts unknown" if None in ppn else f"the inputs differ in ranks per host ({sorted(ppn)})"
+                                             else why) + ": give --ranks")
         return int(args.ranks), 1, why
     g = ppn.pop()
     n = int(args.ranks) if args.ranks else int(args.hosts) * g

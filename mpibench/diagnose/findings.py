@@ -25,12 +25,6 @@ def severity(finding):
     return getattr(finding, "severity", WARNING)
 
 
-def worst(found):
-    """ERROR if any finding is one, else WARNING if there are findings, else None."""
-    levels = {severity(f) for f in found}
-    return ERROR if ERROR in levels else (WARNING if levels else None)
-
-
 def version_findings(diffs):
     """ERROR for every version that differs between hosts (a rank may fail or disagree)."""
     return [Finding(None, f"{label.split(' ', 1)[1]} differs between hosts (" +
