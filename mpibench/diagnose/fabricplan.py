@@ -75,10 +75,6 @@ def first_rounds(fabric):
     return [r for r in (one, two) if r]
 
 
-def _clean(fabric, good, h, r):
-    return tomography.nic(h, r) in good
-
-
 def _decisive(fabric, good, a, b, target):
     """The rails on which path a-b has target as its only link not proven good."""
     out = []
@@ -96,7 +92,7 @@ def _partner_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
     for pool in (by_leaf[fabric.leaf[host]], range(fabric.n)):
         for b in pool:
             if b != host and b not in busy and tuple(sorted((host, b))) not in tested \
-                    and _clean(fabric, good, b, rail) and _decisive(fabric, good, host, b, target):
+                    and tomography.nic(b, rail) in good and _decisive(fabric, good, host, b, target):
                 return b
     return None
 
