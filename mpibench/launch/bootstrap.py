@@ -117,7 +117,7 @@ def _agreed_backend(session, name):
     session.agree(error)
     if name != "auto":
         return backend
-    forced = gpuhost.forced_backend(session.rank)
+    forced = faults.get("backend", session.rank) or None    # test switch: as if torch saw otherwise
     view = gpuhost.torch_view() + (" (test fault switch MPIBENCH_FAULT=backend)" if forced else "")
     told = session.comm.allgather((forced or backend, view))
     if len({b for b, _ in told}) > 1:

@@ -10,8 +10,6 @@ import os
 import shutil
 import subprocess
 
-from . import faults
-
 
 def nvidia_devices():
     """What says this host has NVIDIA GPUs ('/dev/nvidia0, /dev/nvidia1' or 'nvidia-smi
@@ -96,12 +94,6 @@ def shared_gpu(told, env):
                     f"CUDA_VISIBLE_DEVICES), or {DEVICE_VAR} on each rank")
         first[(host, gpu)] = r
     return None
-
-
-def forced_backend(rank):
-    """The backend the test switch MPIBENCH_FAULT=backend:RANK:NAME makes --backend auto
-    answer on that rank, as if its torch saw otherwise (None: no switch)."""
-    return faults.get("backend", rank) or None
 
 
 def no_cuda():
