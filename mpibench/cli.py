@@ -42,15 +42,7 @@ class Parser(argparse.ArgumentParser):
         args = sys.argv[1:] if args is None else args
         return super().parse_known_args(options.one_spelling(self, args), namespace)
 
-    def print_help(self, file=None):
-        if _RANK0:
-            super().print_help(file)
-
-    def print_usage(self, file=None):
-        if _RANK0:
-            super().print_usage(file)
-
-    def _print_message(self, message, file=None):
+    def _print_message(self, message, file=None):     # help, usage and --version
         if _RANK0:
             super()._print_message(message, file)
 
