@@ -1,7 +1,8 @@
-"""Rails on CPUs: MPIBENCH_RAILS=eth0,eth1 binds local rank i to interface i, as GPU i
-uses NIC i on a rail-optimised node. gloo reads GLOO_SOCKET_IFNAME when its process
-group is made, and the rendezvous address follows it (netaddr.reachable_address), so
-each rank's traffic leaves by its own interface. Without the variable nothing changes.
+"""Rails on CPUs: check --rails eth0,eth1 (or MPIBENCH_RAILS=eth0,eth1, for any command)
+binds local rank i to interface i, as GPU i uses NIC i on a rail-optimised node. gloo
+reads GLOO_SOCKET_IFNAME when its process group is made, and the rendezvous address
+follows it (netaddr.reachable_address), so each rank's traffic leaves by its own
+interface. Without either nothing changes.
 """
 import os
 

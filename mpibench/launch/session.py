@@ -28,7 +28,7 @@ class Session:
         self.watch = None            # the hang watchdog and signal handler (watchdog.py)
         self.command = None          # the command's name (for the verdict line)
         self.results = None          # rank 0: the command's results document, once opened
-        self.rail = None             # (index, interface) under MPIBENCH_RAILS (rails.py)
+        self.rail = None             # (index, interface) under check --rails or MPIBENCH_RAILS
 
     @property
     def launcher(self):
