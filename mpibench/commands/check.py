@@ -89,7 +89,7 @@ def read_inputs(session, args):
     """--expect and --baseline, read on rank 0 only (a path the other hosts may not see)."""
     args.limits = inputs.on_rank0(session, args.expect, thresholds.read_expect, "--expect") \
         if args.expect else None
-    # --collective also names the collective of a printed baseline that does not name it
+    # --collectives also names the collective of a printed baseline that does not name it
     args.baseline_doc = inputs.on_rank0(
         session, args.baseline, lambda path: reader.load(path, args.collective), "--baseline") \
         if args.baseline else None

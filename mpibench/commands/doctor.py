@@ -24,7 +24,7 @@ SESSION = None
 
 
 def add_arguments(p):
-    p.add_argument("--sys-root", dest="root", default="/", metavar="PATH",
+    p.add_argument("--sys-root", default="/", metavar="PATH",
                    help="read /sys and /proc under PATH (default /); '{host}' in it becomes "
                         "each host's name (for fabricated trees)")
     p.add_argument("--no-nccl", action="store_true",
@@ -38,7 +38,7 @@ def add_arguments(p):
 
 def execute(session, args):
     out = open_output(session, "doctor", args)
-    root = args.root.replace("{host}", session.hostname)
+    root = args.sys_root.replace("{host}", session.hostname)
     session.watch.arm("doctor: every host's facts")
     facts = hostfacts.collect(session, root)
     gathered = session.comm.gather(facts, root=0)

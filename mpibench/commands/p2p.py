@@ -33,7 +33,7 @@ def add_arguments(p):
                    help="ping-pong round trips per pair (default 50)")
     p.add_argument("--bidirectional", action="store_true",
                    help="both ranks of a pair send at once (bandwidth = bytes both ways / time)")
-    p.add_argument("--every-rank", dest="ranks", action="store_true",
+    p.add_argument("--every-rank", action="store_true",
                    help="every pair of ranks instead of one rank per host")
     options.add_min_share(p, "name links and hosts", "the others")
     p.add_argument("--png", metavar="PATH", help="also draw the bandwidth matrix as a heatmap "
@@ -48,11 +48,12 @@ def execute(session, args):
     from ..measure.backends.torchdist import TorchBackend
     backend = TorchBackend(session)
     size = args.size or links.default_size(backend)
-    ranks = pairs.participants(session.hosts, args.ranks)
+    ranks = pairs.participants(session.hosts, args.every_rank)
     if len(ranks) < 2:
-        raise UsageError("p2p needs two hosts (or, with --ranks, two ranks): this job has "
+        raise UsageError("p2p needs two hosts (or, with --every-rank, two ranks): this job has "
                          f"{session.size} rank{'s' if session.size != 1 else ''} on one host"
-                         + ("" if args.ranks else "; add --ranks to measure ranks on one host"))
+                         + ("" if args.every_rank else "; add --every-rank to measure ranks on "
+                                                       "one host"))
     if args.png:
         from ..analysis import heatmap
         session.agree(heatmap.unavailable() if session.rank == 0 else None)
@@ -63,7 +64,7 @@ def execute(session, args):
                       bidirectional=args.bidirectional, latency_size=args.latency_size,
                       latency_iters=args.latency_iters)
     session.agree(bench.allocate(session.rank in ranks), 1)
-    labels = [f"{h}:{r}" if args.ranks else h for r, h in enumerate(session.hosts)]
+    labels = [f"{h}:{r}" if args.every_rank else h for r, h in enumerate(session.hosts)]
     if session.rank == 0:
         _header(session, out, args, backend, ranks, rounds, size, png)
     collected, latency = links.measure(session, bench, rounds, labels, out, with_latency=True)
@@ -105,7 +106,7 @@ def _reserve_png(session, path):
 
 def _header(session, out, args, backend, ranks, rounds, size, png):
     hosts = list(dict.fromkeys(session.hosts))
-    who = "every rank" if args.ranks else "one rank per host, the lowest on each"
+    who = "every rank" if args.every_rank else "one rank per host, the lowest on each"
     out.say(f"# mpibench p2p: {len(ranks)} ranks on {len(hosts)} host{'s' if len(hosts) != 1 else ''} "
             f"take part ({who}), backend {backend.name}, launcher {session.launcher}")
     out.say(f"# bandwidth at {format_size(size)}: {args.iters} transfers per link after "

@@ -32,7 +32,7 @@ def add_arguments(p):
     target.add_argument("--ranks", type=options.positive_float, metavar="N", help="predict for N ranks")
     p.add_argument("--model", choices=scaling.MODELS, default="nccl",
                    help="nccl (default: the fastest of ring and tree per size), or only ring or tree")
-    p.add_argument("--measured", dest="check", metavar="FILE", action="append",
+    p.add_argument("--measured", metavar="FILE", action="append",
                    help="a run at the target count: report the error (once per file)")
     p.add_argument("--mode", choices=("out", "in"), default=None,
                    help="which mode to fit (default out-of-place where the collective has it)")
@@ -87,7 +87,7 @@ def match(size, n, keys):
 def execute(session, args):
     docs = [(p, reader.load(p, args.collective)) for p in args.files]
     target, g, flat = _target(docs, args)
-    checks = [(p, reader.load(p, args.collective)) for p in args.check or []]
+    checks = [(p, reader.load(p, args.collective)) for p in args.measured or []]
     for p, d in checks:
         if reader.ranks(d) != target:
             raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, "

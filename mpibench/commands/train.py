@@ -31,7 +31,7 @@ DEFAULT_TIMEOUT = 300.0
 
 
 def add_arguments(p):
-    p.add_argument("--preset", dest="model", default=None, metavar="NAME",
+    p.add_argument("--preset", default=None, metavar="NAME",
                    help=f"the model: {', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
     for field in model.FIELDS:
         p.add_argument(f"--{field}", type=options.int_at_least(1), default=None, metavar="N",
@@ -49,7 +49,7 @@ def add_arguments(p):
                    help="warm-up steps of each kind before timing (default 3)")
     p.add_argument("--alone-iters", type=options.int_at_least(0), default=10, metavar="N",
                    help="iterations of the step's collectives timed alone; 0 = off (default 10)")
-    p.add_argument("--scale-from", dest="baseline", metavar="FILE",
+    p.add_argument("--scale-from", metavar="FILE",
                    help="a train result of the same model with fewer ranks or hosts: prints "
                         "the speedup and scaling efficiency against it")
     options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
@@ -69,8 +69,8 @@ def _shape(args, preset):
 def check_args(args):
     """Input errors that need no rank: found alike everywhere, before torch loads. Without
     --preset the preset depends on the device (tiny or gpt2): execute checks the shape then."""
-    if args.model or (args.hidden and args.heads):
-        _shape(args, args.model or "tiny")
+    if args.preset or (args.hidden and args.heads):
+        _shape(args, args.preset or "tiny")
     if args.warmup > args.steps:
         raise UsageError(f"--warmup {args.warmup} is larger than --steps {args.steps}")
 
@@ -100,11 +100,11 @@ def _fields(d):
 
 def execute(session, args):
     backend = make_backend(session, args.backend[0])
-    preset = args.model or ("gpt2" if backend.cuda else "tiny")
+    preset = args.preset or ("gpt2" if backend.cuda else "tiny")
     shape = _shape(args, preset)
-    base = inputs.on_rank0(session, args.baseline,
+    base = inputs.on_rank0(session, args.scale_from,
                            lambda path: load_baseline(path, shape, session.size), "--scale-from") \
-        if args.baseline else None
+        if args.scale_from else None
     if args.parallel == "fsdp":
         reason = fsdp_unsupported(session.backend, backend.torch)
         if reason:

@@ -64,14 +64,14 @@ def add_arguments(p):
     p.add_argument("--timer-tolerance", type=options.positive_float, default=None, metavar="X",
                    help=f"the timers agree within X (default {verdicts.CPU_TIMER_TOLERANCE:g} "
                         f"on CPUs, {verdicts.GPU_TIMER_TOLERANCE:g} on GPUs)")
-    options.add_min_share(p, "a finding: a figure", "iperf3's or the peer's", verdicts.FLOOR, "floor")
+    options.add_min_share(p, "a finding: a figure", "iperf3's or the peer's", verdicts.FLOOR)
     p.add_argument("--check-size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes of the correctness check's calls (default 64K on CPUs, 1M on GPUs)")
     p.add_argument("--iperf-seconds", type=options.number_arg, default=3.0, metavar="S",
                    help="seconds of each iperf3 test between two hosts; 0 = off (default 3)")
     p.add_argument("--iperf-port", type=options.int_at_least(1), default=iperf.PORT,
                    metavar="PORT", help=f"iperf3's port (default {iperf.PORT})")
-    p.add_argument("--sys-root", dest="root", default="/", metavar="PATH",
+    p.add_argument("--sys-root", default="/", metavar="PATH",
                    help="read the link rates from /sys under PATH, as doctor (default /); "
                         "'{host}' in it becomes each host's name (for fabricated trees)")
     p.add_argument("--against", metavar="FILE",
@@ -169,7 +169,7 @@ def _header(session, out, backend, args, records, versions, sizes, timed, tolera
     preamble.describe(session, out, [backend.name], records, versions,
                      {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
                       "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
-                      "floor": args.floor, "against": args.against})
+                      "floor": args.min_share, "against": args.against})
     out.announce_files()
     clock = ("host clock, device synchronize" if backend.cuda
              else "MPI_Wtime" if backend.name == "mpi" else "monotonic clock")
@@ -198,7 +198,7 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
     session.watch.arm("verify: the hosts' link rates")
     found["ranks"] = session.size
     found["rates"] = session.comm.gather((session.hostname, hostfacts.total_line_rate(
-        args.root.replace("{host}", session.hostname))), root=0)
+        args.sys_root.replace("{host}", session.hostname))), root=0)
     # 5. iperf3 between every pair of hosts, then the peer's rows measured here.
     found["pairs"] = []
     if args.iperf_seconds > 0 and len(set(session.hosts)) > 1:
@@ -277,10 +277,10 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
         max(timed), busbw, per_host, timer_failed_short, found["ranks"],
         verdicts.ring_only(backend.name, os.environ.get("NCCL_ALGO"))))
     for pair in found["pairs"]:
-        checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.floor))
+        checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.min_share))
     peer = found["peer"]
     if peer is not None:
-        checks += verdicts.peer_rows(peer["rows"], peer["same"], peer["tool"], args.floor, judged)
+        checks += verdicts.peer_rows(peer["rows"], peer["same"], peer["tool"], args.min_share, judged)
         if peer["wrong"]:
             checks.append(verdicts.correctness(peer["rows"], peer["wrong"],
                                                f"{peer['tool']} rows checked"))

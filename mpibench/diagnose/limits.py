@@ -102,7 +102,7 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
     if not rows:
         have = sorted({r["collective"] for r in doc["results"]})
         raise UsageError(f"{where}: no {collective} in it (it has {', '.join(have) or 'no rows'}); "
-                         f"give --collective to match")
+                         f"give --collectives NAME to match")
     at = [r for r in rows if r["size"] == size or r["size"] in sizes]
     if not at:
         raise UsageError(f"{where}: no {collective} row at {size} bytes (its sizes: "

@@ -43,7 +43,7 @@ def round_robin(items):
 def schedule(ranks, hosts):
     """Rounds of rank pairs in which no host is in two pairs at once.
 
-    One rank per host: the circle method as it is. Several ranks per host (--ranks):
+    One rank per host: the circle method as it is. Several ranks per host (p2p --every-rank):
     each circle round is split greedily so that pairs sharing a host run apart.
     """
     out = []
