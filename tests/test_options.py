@@ -204,17 +204,17 @@ def test_min_busbw_from_nccl_tests_variable_and_option(tmp_path):
 
 # one name, one meaning: the names that meant two things, and what each command now calls them
 RENAMED = [
-    (["doctor", "--root", "/"], ["doctor", "--sys-root", "/"], "root", "/"),
-    (["verify", "--root", "/"], ["verify", "--sys-root", "/"], "root", "/"),
+    (["doctor", "--root", "/"], ["doctor", "--sys-root", "/"], "sys_root", "/"),
+    (["verify", "--root", "/"], ["verify", "--sys-root", "/"], "sys_root", "/"),
     (["predict", "a", "b", "--ranks", "4", "--check", "c"],
-     ["predict", "a", "b", "--ranks", "4", "--measured", "c"], "check", ["c"]),
+     ["predict", "a", "b", "--ranks", "4", "--measured", "c"], "measured", ["c"]),
     (["check", "--collective", "all_gather"], ["check", "--collectives", "all_gather"],
      "collective", "all_gather"),
-    (["p2p", "--ranks"], ["p2p", "--every-rank"], "ranks", True),
-    (["verify", "--floor", "0.7"], ["verify", "--min-share", "0.7"], "floor", 0.7),
+    (["p2p", "--ranks"], ["p2p", "--every-rank"], "every_rank", True),
+    (["verify", "--floor", "0.7"], ["verify", "--min-share", "0.7"], "min_share", 0.7),
     (["allreduce", "--trials", "3"], ["allreduce", "-n", "3"], "trials", 3),
-    (["train", "--model", "tiny"], ["train", "--preset", "tiny"], "model", "tiny"),
-    (["train", "--baseline", "a.json"], ["train", "--scale-from", "a.json"], "baseline", "a.json"),
+    (["train", "--model", "tiny"], ["train", "--preset", "tiny"], "preset", "tiny"),
+    (["train", "--baseline", "a.json"], ["train", "--scale-from", "a.json"], "scale_from", "a.json"),
     (["run", "--slow-margin", "0.25"], ["run", "--min-share", "0.8"], "min_share", 0.8),
 ]
 
@@ -243,7 +243,7 @@ def test_min_share_means_the_same_in_every_command(line):
     from mpibench import cli
     from mpibench.errors import UsageError
     _, args = cli.parse(line + ["--min-share", "0.7"])
-    assert (args.floor if line[0] == "verify" else args.min_share) == pytest.approx(0.7)
+    assert args.min_share == pytest.approx(0.7)
     with pytest.raises(UsageError, match="--min-share: must be above 0 and at most 1: 1.5"):
         cli.parse(line + ["--min-share", "1.5"])
 
