@@ -116,12 +116,6 @@ def matrices(entry):
     return out or f"no matrix ({', '.join(MATRICES)})"
 
 
-def draw_matrix(ax, fig, name, entry, title, unit, matrix, size, cmap):
-    heatmap.draw_on(fig, ax, entry["hosts"], matrix,
-                    f"{title} {unit}" + (f" at {format_size(size)}" if size else "") + f" ({name})",
-                    unit, cmap)
-
-
 def execute(session, args):
     docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
             for path in args.files]
@@ -150,8 +144,9 @@ def execute(session, args):
     flat = [ax for r in axes for ax in r]
     for ax, (coll, per) in zip(flat, lines.items()):
         _draw_lines(ax, coll, per, len(docs) > 1, args, matplotlib)
-    for ax, heat in zip(flat[len(lines):], good):
-        draw_matrix(ax, fig, *heat)
+    for ax, (name, entry, title, unit, matrix, size, cmap) in zip(flat[len(lines):], good):
+        at = f" at {format_size(size)}" if size else ""
+        heatmap.draw_on(fig, ax, entry["hosts"], matrix, f"{title} {unit}{at} ({name})", unit, cmap)
     for ax in flat[panels:]:
         ax.set_visible(False)
     if args.title:
