@@ -140,11 +140,17 @@ def _summary(results, target, files, prefix):
         if not rows:
             print(head + "no rows")
             continue
+        guesses, rows = len(rows), [r for r in rows if r[3] is not None]
+        guesses -= len(rows)
+        if not rows:
+            print(head + f"no rows predicted, {guesses} not (*)")
+            continue
         worst = max(rows, key=lambda r: abs(r[2]))
         inside = sum(1 for r in rows if r[3])
         print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
               f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
-              f"{inside} of {len(rows)} inside the interval")
+              f"{inside} of {len(rows)} inside the interval" + (f", {guesses} more not predicted "
+                                                                f"(*)" if guesses else ""))
 
 
 def _target(docs, args):
@@ -212,25 +218,26 @@ def _group(group, pts, checked, target, g, model):
         if not s:
             continue
         t, lo, hi, cand = scaling.predict(f, target, g, s)
-        note = "/".join(cand) + ("" if cand in f["chosen"] else " *")
-        unseen |= cand not in f["chosen"]
+        known = scaling.seen(f, cand, s)
+        unseen |= not known
         row = [format_size(key)] + [us(table.get(key, {}).get(n)) if n in table.get(key, {})
                                     else "-" for n in ns]
-        row += [us(t), f"{us(lo)}-{us(hi)}", f"{s / t / 1e9 * factor:.4g}", note]
+        row += [us(t), f"{us(lo)}-{us(hi)}" if known else "none", f"{s / t / 1e9 * factor:.4g}",
+                "/".join(cand) + ("" if known else " *")]
         if checked is not None:
             if key in by_key:
                 got = by_key[key][1]
-                err, inside = t / got - 1, lo <= got <= hi
+                err, inside = t / got - 1, (lo <= got <= hi) if known else None
                 results.append((coll, key, err, inside))
-                row += [us(got), f"{err:+.1%}", "yes" if inside else "no"]
+                row += [us(got), f"{err:+.1%}", {True: "yes", False: "no", None: "-"}[inside]]
             else:
                 row += ["-", "-", "-"]
         rows.append(row)
     print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
                                                  disable_numparse=True).splitlines()))
     if unseen:
-        print(f"#   * at {target} ranks the fastest fitted candidate is one that was never the "
-              f"fastest at the measured counts: a regime the inputs do not show, so that "
-              f"row's figure is a guess (its interval is the spread of fits)")
+        print(f"#   * not predicted: at {target} ranks NCCL's choice at that size is a candidate "
+              f"no input ran at a size within 4x of it, a regime the inputs do not show; the "
+              f"figure is a guess, without an interval, and the check leaves it out")
     return results
 
