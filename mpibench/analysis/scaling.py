@@ -7,17 +7,14 @@ protocol p; its time for nccl-tests' byte count S is
     t(a, p) = base_p + intra_p * I_a(n, N) + inter_p * E_a(n, N) + S * share_a(n) / (B_a * eff_p)
 
 I and E count the sequential steps within a node and across the network (a ring crosses
-the network once per node), share the bytes per S on the slowest link, B_a the
-algorithm's bandwidth, eff_p the protocol's share of it (Simple 1; LL trades bandwidth
-for latency). Rings serve the collectives, p2p exchanges all_to_all and sendrecv; NCCL's
-all_reduce also has a tree of nodes (a chain within each), its latency growing with
-log2 N. Runs on 1 or 2 nodes get a bandwidth factor of their own (NCCL's model gives them
-the intra-node bandwidth). NCCL runs the candidate its own estimate (its latency tables,
-the measured bus bandwidth) finds fastest, which is not always the fastest: a ring of
-540 nodes it estimates at milliseconds of latency, so it runs the tree even at 1 GiB.
-The constants are fitted in log space (relative errors) to all sizes at two or more node
-counts; a spread of fits (several starts, resampled points) and the fit's residuals give
-each prediction its interval.
+the network once per node; NCCL's all_reduce tree 2 log2 N times), share the bytes per S
+on the slowest link, B_a the algorithm's bandwidth, eff_p the protocol's share of it (LL
+trades bandwidth for latency). Runs on 1 or 2 nodes get a bandwidth factor of their own
+(NCCL's model gives them the intra-node bandwidth). NCCL runs the candidate its own
+estimate finds fastest, not the fastest: a ring of 540 nodes it estimates at milliseconds
+of latency, so it runs the tree even at 1 GiB. The constants are fitted in log space to
+all sizes at two or more node counts; several starts and resampled fits, widened by the
+fit's residuals, give each prediction its interval.
 """
 from math import ceil, exp, log, log2
 
@@ -38,20 +35,15 @@ def nccl_estimate(a, p, coll, n, g, s, bus):
     """NCCL's estimate (us) of a candidate at n ranks, g per node, s bytes and bus GB/s.
     Its tree correction at medium sizes is left out: the measured bus bandwidth, below
     NCCL's own (channels x link), already moves the tree-ring crossover to smaller sizes."""
-    nodes = max(n // g, 1)
     if a == "p2p":      # not estimated: the protocol follows the bytes per peer
         return 1.0 if (p == "LL") == (s / n <= P2P_LL) else 2.0
+    i, e, share = shape(a, coll, n, g)
     base, intra, inter = NCCL_LAT[a, p]
-    if a == "tree":
-        lat = base + 2 * ((g - 1) * intra + int(log2(nodes)) * inter)
-        return lat + s / (1000 * bus * 0.46 * (1 / 3.8 if p == "LL" else 1))
-    k = 2 if coll == "all_reduce" else 1
-    steps = k * (n - 1) if coll in ("all_reduce", "all_gather", "reduce_scatter") else n
-    net = (2 * nodes if k == 2 else nodes - 1 if steps == n - 1 else nodes) if nodes > 1 else 0
-    if nodes > 1:       # each step also pays the network's post overhead
+    if e and a == "ring":       # across nodes each step also pays the network's post overhead
         intra = max(intra, 3.0 if p == "Simple" else 1.0)
-    lat = (base + (steps - net) * intra + net * inter) * (1.4 if p == "Simple" and k == 2 and nodes > 1 else 1)
-    return lat + s / (1000 * bus * (0.25 if p == "LL" else 1) * n / steps)
+    lat = (base + i * intra + e * inter) * (1.4 if e and (a, p, coll) == ("ring", "Simple", "all_reduce") else 1)
+    eff = {("ring", "LL"): 0.25, ("tree", "LL"): 0.92 / 3.8, ("tree", "Simple"): 0.92}.get((a, p), 1.0)
+    return lat + s * share / (1000 * bus * eff)
 
 
 def shape(algo, coll, n, g):
@@ -91,17 +83,16 @@ class Model:
         self.cands = candidates(model, coll, backend)
         self.algos = sorted({a for a, _ in self.cands})
         self.protos = sorted({p for _, p in self.cands}, key=["LL", "Simple"].index)
-        # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple;
-        # ... and the bandwidth factor of runs on 1 or 2 nodes
+        # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple; 1-2 nodes
         self.size = 3 * len(self.protos) + len(self.algos) + len(self.protos)
 
     def features(self, pts, bus=None):
         """pts: [(n, g, S)] -> (candidates x 4 x points: I, E, S * share, on 1 or 2 nodes;
         candidates x points: NCCL's choice as weights, from bus {ranks: GB/s}, the largest
         count's for others; alike without bus)."""
-        a = np.array([[shape(a, self.coll, n, g) + (s, n // g <= 2) for n, g, s in pts]
+        v = np.array([[shape(a, self.coll, n, g) + (s, n // g <= 2) for n, g, s in pts]
                       for a, _ in self.cands], float).reshape(len(self.cands), -1, 5)
-        feats = np.stack([a[..., 0], a[..., 1], a[..., 2] * a[..., 3], a[..., 4]], axis=1)
+        feats = np.stack([v[..., 0], v[..., 1], v[..., 2] * v[..., 3], v[..., 4]], axis=1)
         if not bus or len(self.cands) == 1:
             return feats, np.full((len(self.cands), len(pts)), 1.0 / len(self.cands))
         est = np.array([[nccl_estimate(a, p, self.coll, n, g, s, bus.get(n, bus[max(bus)]))
@@ -110,16 +101,12 @@ class Model:
 
     def times(self, x, feats):
         """Every candidate's time at every point (candidates x points)."""
-        c = np.exp(x)
-        np_ = len(self.protos)
-        out = []
+        c, np_, out = np.exp(x), len(self.protos), []
         for (a, p), (i, e, b, two) in zip(self.cands, feats[0]):
             k = self.protos.index(p)
-            base, intra, inter = c[3 * k:3 * k + 3]
-            bw = c[3 * np_ + self.algos.index(a)]
             eff = 1.0 if p == "Simple" else _share(x[3 * np_ + len(self.algos) + k])
-            bw = bw * np.exp(x[-1] * two)
-            out.append(base + intra * i + inter * e + b / (bw * eff))
+            bw = c[3 * np_ + self.algos.index(a)] * np.exp(x[-1] * two) * eff
+            out.append(c[3 * k] + c[3 * k + 1] * i + c[3 * k + 2] * e + b / bw)
         return np.array(out)
 
     def time(self, x, feats):
@@ -129,12 +116,8 @@ class Model:
     def start(self, pts, secs):
         """Initial constants from the data: the smallest time as latency, the largest
         bytes / time as bandwidth."""
-        tmin = float(np.min(secs))
-        bw = float(np.max(self.features(pts)[0][:, 2] / secs))
-        x = []
-        for p in self.protos:
-            scale = 0.5 if p == "LL" else 1.0
-            x += [log(tmin * scale / 2), log(tmin * scale / 50), log(tmin * scale / 10)]
+        tmin, bw = float(np.min(secs)), float(np.max(self.features(pts)[0][:, 2] / secs))
+        x = [log(tmin * (0.5 if p == "LL" else 1.0) / d) for p in self.protos for d in (2, 50, 10)]
         x += [log(bw) + (log(0.9) if a == "tree" else 0.0) for a in self.algos]
         x += [log(0.3 / 0.7)] * (len(self.protos) - 1)
         return np.array(x + [0.0])
@@ -150,12 +133,7 @@ def _lm(residuals, x, iters=80):
     r = residuals(x)
     cost, lam = float(r @ r), 1e-2
     for _ in range(iters):
-        h = 1e-5
-        jac = np.empty((len(r), len(x)))
-        for j in range(len(x)):
-            d = x.copy()
-            d[j] += h
-            jac[:, j] = (residuals(d) - r) / h
+        jac = np.array([(residuals(x + 1e-5 * e) - r) / 1e-5 for e in np.eye(len(x))]).T
         a, grad = jac.T @ jac, jac.T @ r
         while True:
             try:
@@ -198,8 +176,7 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     fits.sort(key=lambda f: f[1])
     best = fits[0][0]
     members = [x for x, c in fits if c <= fits[0][1] * 1.5 + 1e-9]
-    for _ in range(resamples):      # refit on points drawn with replacement
-        idx = rng.integers(0, len(pts), len(pts))
+    for idx in rng.integers(0, len(pts), (resamples, len(pts))):    # points drawn again
         members.append(_lm(lambda x, idx=idx: res(x, idx), best.copy(), iters=30)[0])
     t = m.time(best, feats)
     chosen = {}
@@ -210,34 +187,28 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
 
 
 def residual_band(f, big):
-    """The 80th percentile of the best fit's |log error| at measured points of the same
-    band (sizes >= 1 MiB, or below)."""
+    """The 80th percentile of the best fit's |log error| at the measured sizes of the band."""
     e = [abs(log(1 + err)) for err, s in zip(f["errors"], f["sizes"]) if (s >= MIB) == big]
-    e = e or [abs(log(1 + err)) for err in f["errors"]]
-    return float(np.quantile(e, 0.8))
+    return float(np.quantile(e or [abs(log(1 + err)) for err in f["errors"]], 0.8))
 
 
 def predict(f, n, g, size):
-    """(time, low, high, the candidate NCCL runs) at n ranks, g per node, S = size."""
+    """(time, low, high, the candidate NCCL runs, whether NCCL ran it at an input size
+    within 4x: else extrapolated) at n ranks, g per node, S = size."""
     m = f["model"]
     feats = m.features([(n, g, size)], f["bus"])
     t = float(m.time(f["best"], feats)[0])
     ens = [float(m.time(x, feats)[0]) for x in f["members"]] + [t]
     q = residual_band(f, size >= MIB)
-    return t, min(ens) * np.exp(-q), max(ens) * np.exp(q), m.cands[int(np.argmax(feats[1][:, 0]))]
-
-
-def seen(f, cand, size):
-    """Whether the inputs ran cand at a size within 4x of this one (else its bandwidth or
-    latency there is an extrapolation)."""
-    return any(size / 4 <= s <= size * 4 for s in f["chosen"].get(cand, ()))
+    cand = m.cands[int(np.argmax(feats[1][:, 0]))]
+    known = any(size / 4 <= s <= size * 4 for s in f["chosen"].get(cand, ()))
+    return t, min(ens) * np.exp(-q), max(ens) * np.exp(q), cand, known
 
 
 def describe(f):
     """The fitted constants, one line per candidate algorithm and protocol."""
-    m, c = f["model"], np.exp(f["best"])
+    m, c, out = f["model"], np.exp(f["best"]), []
     np_ = len(m.protos)
-    out = []
     for a, p in m.cands:
         k = m.protos.index(p)
         bw = c[3 * np_ + m.algos.index(a)] * (
