@@ -214,10 +214,10 @@ def describe(f):
         bw = c[3 * np_ + m.algos.index(a)] * (
             1.0 if p == "Simple" else _share(f["best"][3 * np_ + len(m.algos) + k]))
         got = f["chosen"].get((a, p))
-        seen = f"run at {format_size(min(got))}-{format_size(max(got))}" if got else "never run"
+        seen = f"NCCL's at {format_size(min(got))}-{format_size(max(got))}" if got else "never NCCL's"
         out.append(f"{a}/{p}: base {c[3 * k] * 1e6:.1f} us, {c[3 * k + 1] * 1e6:.2f} us per "
                    f"intra-node step, {c[3 * k + 2] * 1e6:.2f} us per network step, "
-                   f"{bw / 1e9:.4g} GB/s ({seen} measured)")
+                   f"{bw / 1e9:.4g} GB/s ({seen} choice in the inputs)")
     if f["best"][-1]:
         out.append(f"runs on 1 or 2 nodes: bandwidth x {exp(f['best'][-1]):.3g}")
     return out
