@@ -175,9 +175,10 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     fits = [_lm(res, x0 + (rng.normal(0, 0.7, m.size) if k else 0)) for k in range(tries)]
     fits.sort(key=lambda f: f[1])
     best = fits[0][0]
-    members = [x for x, c in fits if c <= fits[0][1] * 1.5 + 1e-9]
-    for idx in rng.integers(0, len(pts), (resamples, len(pts))):    # points drawn again
-        members.append(_lm(lambda x, idx=idx: res(x, idx), best.copy(), iters=30)[0])
+    members = [x for x, _ in fits] + [_lm(lambda x, idx=idx: res(x, idx), best.copy(), iters=30)[0]
+                                      for idx in rng.integers(0, len(pts), (resamples, len(pts)))]
+    # the starts and fits to points drawn again that fit all points within 1.5x the best's cost
+    members = [x for x in members if float(res(x) @ res(x)) <= fits[0][1] * 1.5 + 1e-9]
     t = m.time(best, feats)
     chosen = {}
     for i, (_, _, s) in zip(np.argmax(feats[1], axis=0), pts):
@@ -195,11 +196,10 @@ def residual_band(f, big):
 def predict(f, n, g, size):
     """(time, low, high, the candidate NCCL runs, whether NCCL ran it at an input size
     within 4x: else extrapolated) at n ranks, g per node, S = size."""
-    m = f["model"]
+    m, q = f["model"], residual_band(f, size >= MIB)
     feats = m.features([(n, g, size)], f["bus"])
     t = float(m.time(f["best"], feats)[0])
     ens = [float(m.time(x, feats)[0]) for x in f["members"]] + [t]
-    q = residual_band(f, size >= MIB)
     cand = m.cands[int(np.argmax(feats[1][:, 0]))]
     known = any(size / 4 <= s <= size * 4 for s in f["chosen"].get(cand, ()))
     return t, min(ens) * np.exp(-q), max(ens) * np.exp(q), cand, known
