@@ -36,7 +36,7 @@ def nccl_estimate(a, p, coll, n, g, s, bus):
     Its tree correction at medium sizes is left out: the measured bus bandwidth, below
     NCCL's own (channels x link), already moves the tree-ring crossover to smaller sizes."""
     if a == "p2p":      # not estimated: the protocol follows the bytes per peer
-        return 1.0 if (p == "LL") == (s / n <= P2P_LL) else 2.0
+        return 1.0 if (p == "LL") == ((s if coll == "sendrecv" else s / n) <= P2P_LL) else 2.0
     i, e, share = shape(a, coll, n, g)
     base, intra, inter = NCCL_LAT[a, p]
     if e and a == "ring":       # across nodes each step also pays the network's post overhead
