@@ -90,10 +90,14 @@ def main():
     print("| dataset | collective | nodes | median error >= 1 MiB | max >= 1 MiB | inside >= 1 MiB "
           "| within +-35% | median error, all sizes | inside, all sizes |")
     print("|---|---|---|---|---|---|---|---|---|")
+
+    def cell(f, i):
+        return "-" if f is None else f"{f[i]:.1f}%"
+
+    def inside(f):
+        return "-" if f is None else f"{f[3]} of {f[2]}"
     for dataset, coll, nodes, found, narrow in rows:
         big, every = found.get(">= 1 MiB"), found.get("all")
-        cell = (lambda f, i: "-" if f is None else f"{f[i]:.1f}%")
-        inside = (lambda f: "-" if f is None else f"{f[3]} of {f[2]}")
         print(f"| {dataset} | {coll} | {nodes} | {cell(big, 0)} | {cell(big, 1)} | {inside(big)} "
               f"| {narrow[1]} of {narrow[0]} | {cell(every, 0)} | {inside(every)} |")
     big = [f[">= 1 MiB"] for *_, f, _ in rows if ">= 1 MiB" in f]

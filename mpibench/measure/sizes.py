@@ -1,5 +1,6 @@
 """Byte sizes as users write them (8, 64K, 1M, 4G: K/M/G/T binary) and the sweep between two."""
 import re
+from typing import List
 
 from ..errors import UsageError
 
@@ -42,7 +43,8 @@ def sweep(minbytes, maxbytes, stepfactor=2, stepbytes=None):
         raise UsageError(f"--minbytes {minbytes} is larger than --maxbytes {maxbytes}")
     if stepbytes is None and not stepfactor > 1:
         raise UsageError(f"--stepfactor {stepfactor} must be above 1 (or give --stepbytes)")
-    sizes, size = [], minbytes
+    sizes: List[int] = []
+    size = minbytes
     while size <= maxbytes:
         if len(sizes) == MAX_SIZES:
             raise UsageError(f"more than {MAX_SIZES} sizes from {minbytes} to {maxbytes}: "
