@@ -57,7 +57,7 @@ class _Row(TypedDict):
 class Row(_Row, total=False):
     backend: str                    # gloo, nccl, mpi
     dtype: str                      # the dtype's name (float32)
-    requested_size: int             # run: the size asked for, B, before rounding to whole elements
+    requested_size: Bytes           # run: the size asked for, B, before rounding to whole elements
     bw_bytes: Optional[Elements]    # S in algbw = S / t, B; null: no bandwidth defined (a time only)
     busbw_factor: Optional[Annotated[float, Range(0, 2)]]  # busbw = algbw x this (FIELD-NOTES 2)
     out_of_place: Optional[Figures]  # null: the mode was not measured

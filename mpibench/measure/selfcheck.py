@@ -2,7 +2,6 @@
 the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
-from statistics import median
 from typing import Any, Dict, List
 
 from . import baretimer, launchcost
@@ -176,7 +175,3 @@ def correctness(session, backend, size, graph=0):
                 ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
                 graph=graph, modes=("out", "in"), probe_iters=0)
     return engine_rows(session, backend, plan)
-
-
-def median_of(values):
-    return median(values) if values else None
