@@ -1,4 +1,4 @@
-# Two commands do all set-up on a fresh machine:
+# These commands do all set-up on a fresh machine:
 #   make demo   creates .venv and runs the benchmark under a real mpirun (gloo, 2 ranks)
 #   make lint   creates the same .venv and runs ruff (ruff.toml) and mypy (setup.cfg's [mypy])
 #   make test   creates the same .venv and runs the test suite (the slowest 25 tests listed;
