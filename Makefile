@@ -1,5 +1,6 @@
-# Two commands do all set-up on a fresh machine:
+# These commands do all set-up on a fresh machine:
 #   make demo   creates .venv and runs the benchmark under a real mpirun (gloo, 2 ranks)
+#   make lint   creates the same .venv and runs ruff (ruff.toml) and mypy (setup.cfg's [mypy])
 #   make test   creates the same .venv and runs the test suite (the slowest 25 tests listed;
 #               PYTEST_ARGS='-m "not cluster and not slow"' for a quick part, see setup.cfg)
 # torch is pinned to a CPU build: a plain `torch` pulls GBs of CUDA packages.
@@ -12,7 +13,7 @@ PY      = $(VENV)/bin/python
 MPIRUN  = $(VENV)/bin/mpirun
 ROOTFLAGS = $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 
-.PHONY: venv demo test test-deps clean
+.PHONY: venv demo lint test test-deps clean
 
 $(VENV)/.ready: setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,10 @@ test-deps:
 	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	       && { $(APT) >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && $(APT) >/dev/null 2>&1; }; } \
 	  || echo "test-deps: could not install $(TEST_DEBS); the tests that need them skip"; }
+
+lint: venv
+	$(VENV)/bin/ruff check mpibench tests bench
+	$(VENV)/bin/mypy
 
 test: venv test-deps
 	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)

@@ -315,8 +315,8 @@ SCALING = next((p / "realworld" / "scaling" for p in (Path(ROOT).parent / "share
 needs_scaling = pytest.mark.skipif(SCALING is None, reason="shared/realworld/scaling (the published "
                                    "runs predict is checked on) is absent beside the repository")
 CHECK_LINE = (r"^# prediction vs measured at (\d+) ranks \((.+)\)(, sizes >= 1 MiB)?: median \|error\| "
-              r"([\d.]+)%, max ([\d.]+)% \((\w+) ([\d]+ \w+)\), (\d+) rows, (\d+) of (\d+) inside the interval, "
-              r"(\d+) more not predicted \(\*\)$")
+              r"([\d.]+)%, max ([\d.]+)% \((\w+) ([\d]+ \w+)\), (\d+) rows, (\d+) of (\d+) inside the "
+              r"interval, (\d+) more not predicted \(\*\)$")
 
 
 def test_fit_recovers_synthetic_terms():
@@ -505,8 +505,8 @@ def test_sweep_timeout_and_sigterm_stop_the_launch(tmp_path):
     import subprocess
     import time
     out = str(tmp_path / "t.json")
-    done = lone(["sweep", "--set", "X=1", "--timeout", "1", "--json", out, "--", "sh", "-c", "sleep 60", "sh"],
-                timeout=30)
+    done = lone(["sweep", "--set", "X=1", "--timeout", "1", "--json", out, "--", "sh", "-c", "sleep 60",
+                 "sh"], timeout=30)
     assert done.returncode == 1 and done.elapsed < 20, show(done)
     assert "stopped after 1 s" in done.stdout, show(done)
     marker = str(tmp_path / "child.pid")

@@ -99,7 +99,7 @@ def test_a_path_that_is_a_links_one_failed_measurement_is_tested_again():
     for fails, verdict in ((1, "transient"), (9, "ties")):
         seen = []
 
-        def judge(pairs):
+        def judge(pairs, seen=seen, fails=fails):
             seen.append(pairs)
             return {p: [True, len(seen) > fails] for p in pairs}
         v = fabricplan.run(fabric, judge)

@@ -115,7 +115,8 @@ def test_consistently_slow_needs_most_iterations():
 FIXTURES = {
     "NET/IB": "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA\n"
               "gpu2:5120:5170 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [receive] via NET/IB/0/GDRDMA\n"
-              "gpu2:5120:5170 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [send] via NET/IBext_v8/1(2)/GDRDMA/Shared\n",
+              "gpu2:5120:5170 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [send] "
+              "via NET/IBext_v8/1(2)/GDRDMA/Shared\n",
     "NET/Socket": "gpu1:4011:4090 [0] NCCL INFO Using network Socket\n"
                   "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n"
                   "gpu2:5120:5170 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [receive] via NET/Socket/1\n",
@@ -245,7 +246,8 @@ def test_sysfs_ib_port_down(tmp_path):
 
 
 def test_sysfs_roce_and_no_ib_and_missing_modules(tmp_path):
-    roce = facts(make_tree(tmp_path / "a", ports=[("mlx5_0", 1, "ACTIVE", "100 Gb/sec (4X EDR)", "Ethernet")]))
+    roce = facts(make_tree(tmp_path / "a",
+                           ports=[("mlx5_0", 1, "ACTIVE", "100 Gb/sec (4X EDR)", "Ethernet")]))
     noib = facts(make_tree(tmp_path / "b"))
     nomod = facts(make_tree(tmp_path / "c", ports=[("mlx5_0", 1, "ACTIVE", HDR, "InfiniBand")],
                             modules=("ib_core", "mlx5_ib")))

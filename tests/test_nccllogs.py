@@ -562,7 +562,7 @@ def fuzz(sources, seed=22, count=25):
             mutated = _mutate(lines, rng)
             try:
                 doc = document.validate(document._read("\n".join(mutated).encode(), hint, path))
-            except document._Bad as exc:
+            except document.Bad as exc:
                 assert "\n" not in str(exc)
                 errors += 1
                 continue

@@ -63,11 +63,11 @@ class Job:
 
     @property
     def out(self):
-        return "\n".join(l for _, l in self.lines)
+        return "\n".join(text for _, text in self.lines)
 
     @property
     def stderr(self):
-        return "\n".join(l for _, l in self.err)
+        return "\n".join(text for _, text in self.err)
 
     def wait_row(self, timeout=START):
         """Time the first result row appeared."""
@@ -138,7 +138,7 @@ def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
     assert "1 rank never arrived" in err
     assert re.search(r"rank 1 \(host \S+\): alive but still at all_reduce 1 KiB", err), err
     assert err.count("never arrived") == 1, err          # reported once
-    last_row = max(t for t, l in j.lines if ROW.match(l))
+    last_row = max(t for t, text in j.lines if ROW.match(text))
     assert j.p.returncode is not None
     doc, sizes = rows_in(out)
     assert not doc["complete"] and doc["incomplete"].startswith("timed out")
@@ -193,7 +193,7 @@ def test_out_of_memory_skips_that_size_and_larger(job, tmp_path):
             np=2, env={"MPIBENCH_FAULT": "oom:1:64K"})
     rc = j.end(START)
     assert rc == 0, j.stderr
-    skips = [l for _, l in j.lines if l.startswith("# out of memory")]
+    skips = [text for _, text in j.lines if text.startswith("# out of memory")]
     assert [s.split()[5:7] for s in skips] == [["256", "KiB"], ["128", "KiB"], ["64", "KiB"]]
     assert all("on rank 1 (host" in s for s in skips)
     doc, sizes = rows_in(out)
@@ -233,7 +233,7 @@ def test_signal_to_one_rank_ends_job(job, tmp_path, victim, sig):
     rc = j.end(SLACK)
     assert rc == 128 + sig, j.stderr
     name = signal.Signals(sig).name
-    closing = [l for _, l in j.lines if l.startswith(f"# stopped by {name}")]
+    closing = [text for _, text in j.lines if text.startswith(f"# stopped by {name}")]
     assert len(closing) == 1, j.out
     assert "marked incomplete" in closing[0]
     assert "Traceback" not in j.stderr
@@ -248,11 +248,11 @@ def test_ranks_started_differently_are_refused(job):
     j = job([], cmd=cmd)
     rc = j.end(START)
     assert rc == 2, j.stderr
-    lines = [l for l in j.stderr.splitlines() if l.startswith("mpibench:")]
+    lines = [text for text in j.stderr.splitlines() if text.startswith("mpibench:")]
     assert len(lines) == 1, j.stderr
     assert "rank 0 (host" in lines[0] and "'run -n 3'" in lines[0]
     assert "rank 1 (host" in lines[0] and "'run -n 4'" in lines[0]
-    assert not any(ROW.match(l) for _, l in j.lines)
+    assert not any(ROW.match(text) for _, text in j.lines)
 
 
 # ---- 6. files ----
@@ -262,7 +262,7 @@ def test_unwritable_path_refused_before_benchmark(job, tmp_path):
     j = job(["--json", str(blocker / "r.json")], np=2)
     rc = j.end(START)
     assert rc == 2
-    lines = [l for l in j.stderr.splitlines() if l.startswith("mpibench:")]
+    lines = [text for text in j.stderr.splitlines() if text.startswith("mpibench:")]
     assert len(lines) == 1 and "is not a folder" in lines[0], j.stderr
     assert "Using devices" not in j.out
 
@@ -332,7 +332,7 @@ def _with(**changes):
     (json.dumps(GOOD).replace('"count": 2', '"count": 2, "count": 3'), "appears twice"),
     ('{"a": ' + "[" * 100000 + "]" * 100000 + "}", "nested deeper"),
     (json.dumps(_with(in_place=None)), "neither out_of_place nor in_place"),
-    (json.dumps(_with(per_rank_time_us={"in_place": ["x"]})), "not a time"),
+    (json.dumps(_with(per_rank_time_us={"in_place": ["x"]})), "per_rank_time_us.in_place[0]: str, expected"),
 ])
 def test_hostile_results_files_are_refused(tmp_path, text, problem):
     path = _write(tmp_path, text)

@@ -628,7 +628,9 @@ def test_iter_stats_follow_nccl_tests(n):
     from mpibench.measure import iterstats
     times = [((k * 37) % n + 1) * 1e-6 for k in range(n)]      # 1..n us, shuffled
     s = sorted(times)
-    ceil = lambda a, b: -(-a // b)
+
+    def ceil(a, b):
+        return -(-a // b)
     got = iterstats.stats(times)
     assert got["min"] == s[0] and got["max"] == s[-1] and got["p50"] == s[n // 2]
     assert got["p95"] == s[min(n - 1, ceil(n * 95, 100) - 1)]
@@ -645,4 +647,5 @@ def test_iter_report_takes_the_slowest_rank_and_skips():
     assert r["per_process_max_times_us"] == [pytest.approx([5, 1, 2, 9]), pytest.approx([3, 4, 1, 1])]
     assert r["skipped_iterations"] == 1
     assert (r["min_us"], r["max_us"], r["p50_us"]) == pytest.approx((2, 9, 4))
-    assert r["avg_us"] == pytest.approx(5) and r["cv_pct"] == pytest.approx(statistics.pstdev([4, 2, 9]) / 5 * 100)
+    assert r["avg_us"] == pytest.approx(5)
+    assert r["cv_pct"] == pytest.approx(statistics.pstdev([4, 2, 9]) / 5 * 100)

@@ -104,7 +104,8 @@ def test_healthcheck_drains_the_faulty_node_only(slurm, tmp_path):
     expect.write_text('{"intra": {"min_busbw_GBps": 0.001}}')     # 64K here: 0.02-0.2 GB/s
     config = tmp_path / "health.env"
     config.write_text(f"MPIBENCH_PYTHON={PY}\nMPIBENCH_HEALTH_RANKS=2\nMPIBENCH_HEALTH_ARGS=\"-b 64K "
-                      f"-n 2 -w 1 --timeout 120 --expect {expect} --metrics {tmp_path}/$SLURMD_NODENAME.prom\"\n")
+                      f"-n 2 -w 1 --timeout 120 --expect {expect} "
+                      f"--metrics {tmp_path}/$SLURMD_NODENAME.prom\"\n")
     extra = dict(MPIBENCH_HEALTH_CONFIG=config, MPIBENCH_TESTING=1,
                  MPIBENCH_FAULT="slowhost:0:h3,slowhost:1:h3")
 

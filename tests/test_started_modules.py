@@ -20,7 +20,8 @@ def _tracked():
     names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     for name in names:
-        if name.startswith("tests/data/") or name in ("tests/test_started_modules.py", "tests/test_docs.py") or not os.path.isfile(os.path.join(ROOT, name)):
+        if name.startswith("tests/data/") or name in ("tests/test_started_modules.py", "tests/test_docs.py") \
+                or not os.path.isfile(os.path.join(ROOT, name)):
             continue
         with open(os.path.join(ROOT, name), errors="replace") as fh:
             yield name, fh.read()

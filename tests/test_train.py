@@ -129,7 +129,7 @@ def test_saved_train_result_reads_back(ddp, tmp_path):
     broken["train"]["steps"][0]["unsynced_s"] = ["fast"]
     (tmp_path / "broken.json").write_text(json.dumps(broken))
     r = lone(["report", str(tmp_path / "broken.json")])
-    check_usage_error(r, "train.steps[0] is malformed", 30)
+    check_usage_error(r, "train.steps[0].unsynced_s[0]: str, expected number", 30)
 
 
 def test_fsdp_steps(tmp_path):
