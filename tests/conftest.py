@@ -20,6 +20,14 @@ MPIRUN = os.path.join(VENV, "bin", "mpirun")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "launch"))       # fakecluster, slurm's recipes
 
+# Every rank of every job imports mpibench and torch: where the environment turns bytecode
+# caching off (PYTHONDONTWRITEBYTECODE), each would compile them again. The tests' children
+# cache it outside the checkout.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(
+    os.environ.get("MPIBENCH_TEST_CACHE", os.path.join(os.path.expanduser("~"), ".cache",
+                                                       "mpibench-tests")), "pycache"))
+
 # Variables a launcher (or a user) may have left in the test's own environment; any of
 # them would change what launcher.detect() sees in the child processes.
 _LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "MPI_LOCAL", "MV2_", "SLURM_", "TORCHELASTIC_",
