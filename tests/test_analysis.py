@@ -25,7 +25,7 @@ MODES = ("out_of_place", "in_place")
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(procs, tmp_path_factory):
     """{'plain': path, 'trials': path} of two real runs."""
     d = tmp_path_factory.mktemp("runs")
     paths = {"plain": str(d / "plain.json"), "trials": str(d / "trials.json")}
@@ -90,12 +90,14 @@ def test_trials_keep_every_trial_and_report_median(runs):
     assert len(doc["hosts"]) == 2
 
 
+@pytest.mark.usefixtures("procs")
 def test_trials_bad_values_are_usage_errors():
     bad_input(mpirun(2, ["run", "--trials", "0"], timeout=60))
     bad_input(lone(["run", "--trials", "x"]))
 
 
 # ---------------- report ----------------
+@pytest.mark.usefixtures("procs")
 def test_report_text_prints_the_runs_rows(runs):
     sys.path.insert(0, ROOT)
     from mpibench.results import tables
@@ -109,6 +111,7 @@ def test_report_text_prints_the_runs_rows(runs):
     assert "# Avg bus bandwidth" in done.stdout
 
 
+@pytest.mark.usefixtures("procs")
 def test_report_markdown_and_csv(runs):
     done = lone(["report", "--format", "markdown", runs["trials"]])
     assert done.returncode == 0, show(done)
@@ -125,6 +128,7 @@ def test_report_markdown_and_csv(runs):
 
 
 # ---------------- compare ----------------
+@pytest.mark.usefixtures("procs")
 def test_compare_same_file_is_within_noise(runs):
     done = lone(["compare", runs["trials"], runs["trials"]])
     assert done.returncode == 0, show(done)
@@ -133,6 +137,7 @@ def test_compare_same_file_is_within_noise(runs):
     assert f"0 faster, 0 slower, {n} within noise of {n} rows" in done.stdout, show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_compare_two_runs_and_min_share(runs, tmp_path):
     done = lone(["compare", runs["plain"], runs["trials"]])
     assert done.returncode == 0, show(done)
@@ -153,6 +158,7 @@ def test_compare_two_runs_and_min_share(runs, tmp_path):
     assert done.returncode == 0 and f"{n} faster" in done.stdout, show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_compare_nothing_in_common(runs, tmp_path):
     doc = load(runs["plain"])
     for row in doc["results"]:
@@ -167,6 +173,7 @@ def png(path):
         return f.read(8) == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 10000
 
 
+@pytest.mark.usefixtures("procs")
 def test_plot_writes_png_never_overwrites(runs, tmp_path):
     out = str(tmp_path / "bw.png")
     done = lone(["plot", runs["plain"], runs["trials"], "--png", out])
@@ -177,6 +184,7 @@ def test_plot_writes_png_never_overwrites(runs, tmp_path):
     assert png(str(tmp_path / "bw.png.0")) and "never overwritten" in done.stdout
 
 
+@pytest.mark.usefixtures("procs")
 def test_plot_p2p_matrix(runs, tmp_path):
     doc = load(runs["plain"])
     # the shape mpibench p2p writes, and one that is wrong
@@ -192,6 +200,7 @@ def test_plot_p2p_matrix(runs, tmp_path):
     assert "p2p entry skipped: 'matrix' is not 1 x 1 numbers" in done.stdout, show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_plot_without_matplotlib_is_one_line(runs, tmp_path):
     code = ("import sys; sys.modules['matplotlib'] = None; sys.argv[0] = 'mpibench'; "
             "from mpibench.cli import main; main()")
@@ -225,6 +234,7 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
+@pytest.mark.usefixtures("procs")
 def test_malformed_json_is_one_line_exit_2(name, tmp_path, runs):
     path = tmp_path / name
     path.write_text(MALFORMED[name])
@@ -239,6 +249,7 @@ def test_malformed_json_is_one_line_exit_2(name, tmp_path, runs):
         assert name in mpibench_lines(done.stderr)[0], show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_missing_file_and_directory(tmp_path):
     bad_input(lone(["report", str(tmp_path / "nope.json")]))
     bad_input(lone(["report", str(tmp_path)]))
@@ -254,6 +265,7 @@ def launcher():
     return [MPIRUN] + root + ["--oversubscribe", "-np", "2", PYTHON] + SWEEP_RUN[1:]
 
 
+@pytest.mark.usefixtures("procs")
 def test_sweep_runs_each_setting_in_a_fresh_mpirun(tmp_path):
     out = str(tmp_path / "sweep.json")
     done = lone(["sweep", "--set", "OMPI_MCA_mpi_yield_when_idle=0,1", "--set",
@@ -283,6 +295,7 @@ def test_sweep_runs_each_setting_in_a_fresh_mpirun(tmp_path):
     assert done.returncode == 0 and "setting" in done.stdout, show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_sweep_default_nccl_settings_refused_on_gloo(tmp_path):
     done = lone(["sweep", "-q", "--json", str(tmp_path / "s.json"), "--"] + launcher(),
                 timeout=120)
@@ -291,6 +304,7 @@ def test_sweep_default_nccl_settings_refused_on_gloo(tmp_path):
     assert "setting 1 of 6" in done.stdout and "setting 2 of 6" not in done.stdout
 
 
+@pytest.mark.usefixtures("procs")
 def test_sweep_bad_input(tmp_path):
     bad_input(lone(["sweep", "--set", "NCCL_ALGO"]))
     bad_input(lone(["sweep", "--set", "1X=a"]))
@@ -300,6 +314,7 @@ def test_sweep_bad_input(tmp_path):
     bad_input(lone(["sweep", "--", "mpirun", "x", "--json", "y"]))
 
 
+@pytest.mark.usefixtures("procs")
 def test_sweep_failing_setting_is_reported(tmp_path):
     out = str(tmp_path / "f.json")
     done = lone(["sweep", "--set", "X=1,2", "--json", out, "--", "false"], timeout=30)
@@ -353,6 +368,7 @@ def test_fit_recovers_synthetic_terms():
                 s / 4 <= x <= 4 * s for x in f["chosen"][cand])), (cand, known, f["chosen"])
 
 
+@pytest.mark.usefixtures("procs")
 def test_predict_needs_two_rank_counts(runs):
     bad_input(lone(["predict", runs["plain"], runs["trials"], "--ranks", "4"]))
     bad_input(lone(["predict", runs["plain"]]))          # no target
@@ -381,6 +397,7 @@ def _predicted(stdout):
 
 
 @needs_scaling
+@pytest.mark.usefixtures("procs")
 def test_predict_reads_every_input_format_alike(tmp_path):
     """The same two runs (Polaris all_reduce at 2 and 8 nodes) as nccl-tests' printed log,
     that log in the pre-2.13 layout, nccl-tests' -J JSON and mpibench's JSON: predict reads
@@ -410,6 +427,7 @@ def test_predict_reads_every_input_format_alike(tmp_path):
 
 
 @needs_scaling
+@pytest.mark.usefixtures("procs")
 def test_predict_checks_all_gather_far_out_with_intervals(tmp_path):
     """all_gather logs do not name their collective: under a name that names nothing
     predict asks for --collective; their own names (N2_G4_all_gather.txt) name it. Then it
@@ -470,6 +488,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="fake hosts need root 
 
 
 @needs_root
+@pytest.mark.usefixtures("procs")
 def test_predict_four_hosts_from_two_and_three(tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "launch"))
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -499,6 +518,7 @@ def test_predict_four_hosts_from_two_and_three(tmp_path):
         assert 0.5 <= t / measured[size] <= 2.0, f"{label}: predicted {t} us, measured {measured[size]} us"
 
 
+@pytest.mark.usefixtures("procs")
 def test_sweep_timeout_and_sigterm_stop_the_launch(tmp_path):
     """A hanging setting is stopped after --timeout; a SIGTERM to sweep stops its launch."""
     import signal

@@ -31,7 +31,7 @@ TRACE = re.compile(r"^looptrace rank (\d+): (\S+) (\d+) \S+ \S+ (\S+) z(\d) wind
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory):
+def jobs(procs, tmp_path_factory):
     """{(np, z): (done, doc, traces)}; three jobs at a time (each mostly waits for torch)."""
     def one(job):
         np, z = job

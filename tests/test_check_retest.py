@@ -17,9 +17,7 @@ from launch_helpers import RATE, VENV, check_on_hosts
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
-needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools())
-                                 or not (VENV / "bin" / "mpirun").exists(),
-                                 reason="fake hosts need root, ip/tc and the venv's mpirun")
+needs_hosts = pytest.mark.usefixtures("hosts")
 
 
 # ---- the judge, without processes ----

@@ -6,6 +6,8 @@ import pytest
 
 from conftest import lone, mpibench_lines, mpirun, show
 
+pytestmark = pytest.mark.usefixtures("procs")
+
 BACKENDS = ("gloo", "mpi")
 RANKS = (2, 3)
 

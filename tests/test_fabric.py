@@ -222,6 +222,7 @@ def test_counters_that_moved_and_links_that_changed(tmp_path):
     assert counters.snapshot(str(tmp_path / "none")) == {}
 
 
+@pytest.mark.usefixtures("procs")
 def test_topology_from_scontrol_under_slurm(tmp_path, monkeypatch):
     fake = tmp_path / "scontrol"
     fake.write_text("#!/bin/sh\n[ \"$*\" = 'show topology' ] || exit 1\n"

@@ -127,6 +127,7 @@ def rows_in(path):
 
 
 # ---- 1. hangs ----
+@pytest.mark.usefixtures("procs")
 def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
     out = tmp_path / "r.json"
     j = job(["--collectives", "all_reduce", "-e", "4K", "--timeout", "4", "--json", str(out),
@@ -147,6 +148,7 @@ def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
 
 
 @pytest.mark.parametrize("victim", [1, 0])
+@pytest.mark.usefixtures("procs")
 def test_stopped_rank_is_named(job, tmp_path, victim):
     out = tmp_path / "r.json"
     j = job([*SLOW, "--timeout", "6", "--json", str(out)], np=2)
@@ -168,6 +170,7 @@ def test_stopped_rank_is_named(job, tmp_path, victim):
 
 # ---- 2. a rank dies ----
 @pytest.mark.parametrize("kind", ["die", "crash"])
+@pytest.mark.usefixtures("procs")
 def test_dead_rank_ends_job_and_keeps_rows(job, tmp_path, kind):
     out = tmp_path / "r.json"
     j = job(["--collectives", "all_reduce", "-e", "4K", "--json", str(out), "--probe-iters", "0"],
@@ -187,6 +190,7 @@ def test_dead_rank_ends_job_and_keeps_rows(job, tmp_path, kind):
 
 
 # ---- 3. out of memory at a size ----
+@pytest.mark.usefixtures("procs")
 def test_out_of_memory_skips_that_size_and_larger(job, tmp_path):
     out = tmp_path / "r.json"
     j = job(["--collectives", "all_reduce", "-b", "8K", "-e", "256K", "--json", str(out)],
@@ -202,6 +206,7 @@ def test_out_of_memory_skips_that_size_and_larger(job, tmp_path):
 
 
 # ---- 4. signals ----
+@pytest.mark.usefixtures("procs")
 def test_ctrl_c_to_mpirun_keeps_results(job, tmp_path):
     sig = signal.SIGINT
     out = tmp_path / "r.json"
@@ -219,6 +224,7 @@ def test_ctrl_c_to_mpirun_keeps_results(job, tmp_path):
 
 
 @pytest.mark.parametrize("victim,sig", [(0, signal.SIGTERM), (1, signal.SIGINT), (None, signal.SIGINT)])
+@pytest.mark.usefixtures("procs")
 def test_signal_to_one_rank_ends_job(job, tmp_path, victim, sig):
     out = tmp_path / "r.json"
     if victim is None:       # a lone process (no launcher): Ctrl-C
@@ -242,6 +248,7 @@ def test_signal_to_one_rank_ends_job(job, tmp_path, victim, sig):
 
 
 # ---- 5. mismatched ranks ----
+@pytest.mark.usefixtures("procs")
 def test_ranks_started_differently_are_refused(job):
     cmd = [MPIRUN, *ROOTFLAGS, "--oversubscribe", "-np", "1", PY, "-m", "mpibench", "run", "-n", "3",
            ":", "-np", "1", PY, "-m", "mpibench", "run", "-n", "4"]
@@ -256,6 +263,7 @@ def test_ranks_started_differently_are_refused(job):
 
 
 # ---- 6. files ----
+@pytest.mark.usefixtures("procs")
 def test_unwritable_path_refused_before_benchmark(job, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -268,6 +276,7 @@ def test_unwritable_path_refused_before_benchmark(job, tmp_path):
 
 
 @pytest.mark.parametrize("umask,mode", [(0o077, 0o600), (0o022, 0o644)])
+@pytest.mark.usefixtures("procs")
 def test_result_files_follow_umask_and_leave_no_temporaries(job, tmp_path, umask, mode):
     out = tmp_path / "r.json"
     csv = tmp_path / "r.csv"

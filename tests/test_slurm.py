@@ -12,15 +12,13 @@ import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 import slurmcluster  # noqa: E402
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="SLURM nodes need root (network namespaces)"),
-    pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                       reason=f"missing tools: {fakecluster.missing_tools()}"),
+    pytest.mark.usefixtures("slurm"),
     pytest.mark.skipif(not (VENV / "bin" / "mpirun").exists(), reason=f"no mpirun in {VENV}"),
 ]
 
 
 @pytest.fixture(scope="module")
-def slurm():
+def slurm(hosts):
     with slurmcluster.cluster_or_skip(pytest.skip, nodes=3, cpus=4) as sc:
         yield sc
 

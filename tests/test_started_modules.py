@@ -5,6 +5,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import PYTHON, ROOT
 
 # `python -m NAME` in shell, Makefile and docs (pytest's `-m MARKER` is no module), and
@@ -35,6 +37,7 @@ def _started(pattern):
     return found
 
 
+@pytest.mark.usefixtures("procs")
 def test_the_scan_sees_the_starters():
     """The patterns find what they must (else the checks below would pass on nothing)."""
     assert MODULE.findall('[sys.executable, "-m", "mpibench.diagnose.ncclprobe"]') == \
@@ -48,6 +51,7 @@ def test_the_scan_sees_the_starters():
     assert "launch/mpirun.sh" in _started(SCRIPT)
 
 
+@pytest.mark.usefixtures("procs")
 def test_every_module_started_with_dash_m_resolves():
     """Resolved in a fresh interpreter of the venv (find_spec imports parent packages)."""
     modules = sorted(_started(MODULE))
@@ -66,6 +70,7 @@ def test_every_module_started_with_dash_m_resolves():
     assert not missing, {m: sorted(where[m]) for m in missing}
 
 
+@pytest.mark.usefixtures("procs")
 def test_every_script_started_by_path_exists():
     """Paths are the repository's (launch/mpirun.sh) or, written short, the package's
     (launch/faults.py for mpibench/launch/faults.py)."""
