@@ -464,6 +464,7 @@ def test_predict_checks_all_gather_far_out_with_intervals(tmp_path):
 
 
 @needs_scaling
+@pytest.mark.usefixtures("procs")
 def test_predict_errors_on_published_runs_are_the_documented_ones():
     """bench/predict_real.py's table over every published dataset (one predict --measured
     per row, from the two smallest node counts) is the one docs/commands/predict.md shows:
