@@ -6,6 +6,8 @@ import pytest
 
 from conftest import lone, mpibench_lines, mpirun, show
 
+pytestmark = pytest.mark.usefixtures("procs")
+
 BACKENDS = ("gloo", "mpi")
 RANKS = (2, 3)
 
@@ -44,6 +46,7 @@ def test_allreduce(tmp_path, np, backend):
         assert alg > 0 and bus > 0
         assert bus == pytest.approx(alg * factor, rel=0.01, abs=0.002)
         assert float(alg_b) == pytest.approx(alg * 8, rel=0.01, abs=0.01)
+        assert float(bus_b) == pytest.approx(bus * 8, rel=0.01, abs=0.01)
     (row,) = doc["results"]      # one row: the trials' median, every trial kept
     assert row["backend"] == backend and row["size"] == 256 << 10 and len(row["trials"]) == 3
     for t in row["trials"]:   # nccl-tests' -a 1: the mean time over ranks, algbw = size / time
@@ -70,7 +73,7 @@ def test_latency(tmp_path, np, backend):
     rows = table_rows(done.stdout, "host:local_rank")
     assert len(rows) == np, show(done)
     labels = {f"{d['hostname']}:{d['local_rank']}" for d in doc["config"]["devices"]}
-    for label, rank, d1, alg1, bus1, dk, algk, busk, ratio in rows:
+    for label, _rank, d1, alg1, bus1, dk, algk, busk, ratio in rows:
         assert label in labels
         d1, dk, ratio = float(d1), float(dk), float(ratio)
         assert min(d1, dk, float(alg1), float(bus1), float(algk), float(busk)) > 0

@@ -15,11 +15,12 @@ from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
 DESCRIPTION = (
-    "Reads results of the same sweep at two or more node counts (mpibench or nccl-tests JSON, "
-    "nccl-tests' printed logs), fits per collective the candidates of NCCL's tuning model "
-    "(ring, tree; LL and Simple) and prints per size the predicted time, its interval and "
-    "busbw at --hosts H or --ranks N; with --measured FILE, each row's error. "
-    "docs/commands/predict.md says more.")
+    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed "
+    "logs) and fits per collective the candidates of NCCL's tuning model (ring, tree for "
+    "all_reduce, p2p; LL and Simple), each size run by the one NCCL's own estimate picks. "
+    "Prints per size at --hosts H or --ranks N the time, its interval and busbw; a row whose "
+    "candidate no input ran near that size is marked * and not predicted. --measured FILE "
+    "adds each row's error and a summary.")
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
 
@@ -31,7 +32,7 @@ def add_arguments(p):
                         help="predict for H hosts (ranks per host as in the inputs)")
     target.add_argument("--ranks", type=options.positive_float, metavar="N", help="predict for N ranks")
     p.add_argument("--model", choices=scaling.MODELS, default="nccl",
-                   help="nccl (default: the fastest of ring and tree per size), or only ring or tree")
+                   help="nccl (default: ring or tree, as NCCL picks per size), or only ring or tree")
     p.add_argument("--measured", metavar="FILE", action="append",
                    help="a run at the target count: report the error (once per file)")
     p.add_argument("--mode", choices=("out", "in"), default=None,
@@ -98,7 +99,7 @@ def execute(session, args):
     checked = {}
     for p, d in checks:
         for group, pts in points([(p, d)], wanted, only, g).items():     # any backend's run
-            checked.setdefault(_unbacked(group), []).extend((p,) + x for x in pts)
+            checked.setdefault(group[:1] + group[2:], []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
     for p, d in docs:
@@ -114,7 +115,7 @@ def execute(session, args):
               f"congestion at that scale are not in the data")
     results = []
     for group, pts in measured.items():
-        results += _group(group, pts, checked.get(_unbacked(group)), target, g, args.model)
+        results += _group(group, pts, checked.get(group[:1] + group[2:]), target, g, args.model)
     if checks:
         files = ", ".join(p for p, _ in checks)
         colls = sorted({r[0] for r in results})
@@ -124,23 +125,20 @@ def execute(session, args):
     return 0
 
 
-def _unbacked(group):
-    return group[:1] + group[2:]
-
-
 def _summary(results, target, files, prefix):
     """The check's lines: all sizes, then sizes >= 1 MiB."""
     print("#")
     for label, rows in (("", results), (", sizes >= 1 MiB", [r for r in results if r[1] >= scaling.MIB])):
         head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
+        guesses = sum(r[3] is None for r in rows)
+        rows = [r for r in rows if r[3] is not None]
         if not rows:
-            print(head + "no rows")
+            print(head + f"no rows predicted ({guesses} not, *)")
             continue
-        worst = max(rows, key=lambda r: abs(r[2]))
-        inside = sum(1 for r in rows if r[3])
+        worst, inside = max(rows, key=lambda r: abs(r[2])), sum(1 for r in rows if r[3])
         print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
               f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
-              f"{inside} of {len(rows)} inside the interval")
+              f"{inside} of {len(rows)} inside the interval, {guesses} more not predicted (*)")
 
 
 def _target(docs, args):
@@ -182,20 +180,16 @@ def _group(group, pts, checked, target, g, model):
     if len(ns) < 2:
         print(f"#\n# {title}: measured at one rank count only, not fitted")
         return []
-    low = min(ns)
-    keys = sorted({k for n, _, k, _, _ in pts if n == low})
+    keys = sorted({k for n, _, k, _, _ in pts if n == ns[0]})
     table = {}
     for n, _, size, _, t in pts:
         table.setdefault(match(size, n, keys), {})[n] = t
     f = scaling.fit(model, coll, backend, [(n, gg, s, t) for n, gg, _, s, t in pts])
-    errs = [abs(e) for e in f["errors"]]
     print(f"#\n# {title}: fitted to {len(pts)} points at {', '.join(map(str, ns))} ranks; "
-          f"fit error rms {scaling.rms(f['errors']):.1%}, max {max(errs):.1%}")
+          f"fit error rms {scaling.rms(f['errors']):.1%}, max {max(map(abs, f['errors'])):.1%}")
     for line in scaling.describe(f):
         print(f"#   {line}")
-    by_key = {}
-    for p, n, _, size, s, t in checked or []:
-        by_key[match(size, n, keys)] = (s, t)
+    by_key = {match(size, n, keys): (s, t) for _, n, _, size, s, t in checked or []}
     factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
     headers = ["size"] + [f"t us n={n}" for n in ns] + [
         f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]
@@ -206,26 +200,25 @@ def _group(group, pts, checked, target, g, model):
         s = by_key[key][0] if key in by_key else _target_bytes(coll, dtype, key, target)
         if not s:
             continue
-        t, lo, hi, cand = scaling.predict(f, target, g, s)
-        note = "/".join(cand) + ("" if cand in f["chosen"] else " *")
-        unseen |= cand not in f["chosen"]
+        t, lo, hi, cand, known = scaling.predict(f, target, g, s)
+        unseen |= not known
         row = [format_size(key)] + [us(table.get(key, {}).get(n)) if n in table.get(key, {})
                                     else "-" for n in ns]
-        row += [us(t), f"{us(lo)}-{us(hi)}", f"{s / t / 1e9 * factor:.4g}", note]
-        if checked is not None:
-            if key in by_key:
-                got = by_key[key][1]
-                err, inside = t / got - 1, lo <= got <= hi
-                results.append((coll, key, err, inside))
-                row += [us(got), f"{err:+.1%}", "yes" if inside else "no"]
-            else:
-                row += ["-", "-", "-"]
+        row += [us(t), f"{us(lo)}-{us(hi)}" if known else "none", f"{s / t / 1e9 * factor:.4g}",
+                "/".join(cand) + ("" if known else " *")]
+        if checked is not None and key in by_key:
+            got = by_key[key][1]
+            err, inside = t / got - 1, (lo <= got <= hi) if known else None
+            results.append((coll, key, err, inside))
+            row += [us(got), f"{err:+.1%}", {True: "yes", False: "no", None: "-"}[inside]]
+        elif checked is not None:
+            row += ["-", "-", "-"]
         rows.append(row)
     print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
                                                  disable_numparse=True).splitlines()))
     if unseen:
-        print(f"#   * at {target} ranks the fastest fitted candidate is one that was never the "
-              f"fastest at the measured counts: a regime the inputs do not show, so that "
-              f"row's figure is a guess (its interval is the spread of fits)")
+        print(f"#   * not predicted: at {target} ranks NCCL's choice at that size is a candidate "
+              f"no input ran at a size within 4x of it, a regime the inputs do not show; the "
+              f"figure is a guess, without an interval, and the check leaves it out")
     return results
 

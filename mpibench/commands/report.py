@@ -6,7 +6,7 @@ import sys
 from tabulate import tabulate
 
 from ..results import reader, summary, tables, traintext
-from ..results.document import MODES
+from ..measure.modes import MODES
 from ..results.files import CSV_FIELDS, csv_rows
 from .common import options
 

@@ -406,6 +406,7 @@ def plan_step(plan):
 
 
 def summary(session, out, wrong, names, threshold=None):
+    """nccl-tests' closing lines, and the --min-busbw verdict (None without a threshold)."""
     fields, lines = closing(out.doc["results"], names, session.size, wrong, threshold)
     for line in lines:
         out.say(line)
@@ -418,6 +419,7 @@ def summary(session, out, wrong, names, threshold=None):
                 f" ({format_size(sizes[0])} .. {format_size(sizes[-1])}): "
                 + launchcost.LAUNCH_BOUND_NOTE)
     out.set(**fields)
+    return fields.get("min_busbw")
 
 
 def comparison(out, backends):
@@ -530,6 +532,7 @@ def execute(session, args):
                                   "buffer_bytes": buffer_bytes,
                                   "device_peak_bytes": device_peak[0] if device_peak else None},
                                  root=0)
+    slow = None
     if session.rank == 0:
         if args.trials > 1:
             trials_summary(out, args)
@@ -540,9 +543,9 @@ def execute(session, args):
             comparison(out, backends)
         for line in line_rate_lines(out.doc):
             out.say(line)
-        summary(session, out, wrong, names, args.min_bw)
+        slow = summary(session, out, wrong, names, args.min_bw)
         out.finish()
-    slow = session.comm.bcast(out.doc.get("min_busbw") if out is not None else None, root=0)
+    slow = session.comm.bcast(slow, root=0)
     if slow and not slow["okay"] and not wrong:
         raise CheckFailed(f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s "
                           f"({slow['source']})")

@@ -2,6 +2,8 @@
 the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
+from typing import Any, Dict, List
+
 from . import baretimer, launchcost
 from .collectives import REGISTRY
 from .collectives.all_reduce import COLLECTIVE as ALL_REDUCE
@@ -106,7 +108,7 @@ class BareLoops:
     def close(self):
         if self.mpi:
             self.comm.Free()
-        self.bufs = self.arrays = None
+        self.bufs = self.arrays = {}
 
 
 def compare_timers(session, backend, sizes, *, rounds, iters, warmup, watch, progress=None,
@@ -122,12 +124,13 @@ def compare_timers(session, backend, sizes, *, rounds, iters, warmup, watch, pro
     (one with each loop first); every rank follows its answer."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
-    got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
+    got: Dict[int, Dict[str, List[Any]]] = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
     todo, k = list(sizes), 0
     try:
         while todo:
             for s in todo:
-                rows, mine = None, None
+                rows: Any = None
+                mine = None
                 for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
                     if which == "harness":
                         rows, _ = engine_rows(session, backend, plans[s])
