@@ -86,8 +86,12 @@ def table(data, quick=False):
     out = [("| dataset | collective | nodes | median error >= 1 MiB | max >= 1 MiB | inside >= 1 MiB "
             "| not predicted >= 1 MiB | within +-35% | median error, all sizes | inside, all sizes |"),
            "|---|---|---|---|---|---|---|---|---|---|"]
-    cell = (lambda f, i: "-" if f is None else f"{f[i]:.1f}%")
-    inside = (lambda f: "-" if f is None else f"{f[3]} of {f[2]}")
+
+    def cell(f, i):
+        return "-" if f is None else f"{f[i]:.1f}%"
+
+    def inside(f):
+        return "-" if f is None else f"{f[3]} of {f[2]}"
     for dataset, coll, nodes, found, narrow in rows:
         big, every = found.get(">= 1 MiB"), found.get("all")
         out.append(f"| {dataset} | {coll} | {nodes} | {cell(big, 0)} | {cell(big, 1)} | {inside(big)} "

@@ -7,7 +7,6 @@ installed by `make test-deps`; the tests that need them skip, saying why, withou
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path

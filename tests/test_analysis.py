@@ -450,11 +450,14 @@ def test_predict_checks_all_gather_far_out_with_intervals(tmp_path):
     rows = [line for line in lines if re.match(r"^#\s+\d+ (B|KiB|MiB|GiB)\s.*\s(yes|no)$", line)]
     big = [r for r in rows if r.split()[2] in ("MiB", "GiB")]
     # a row whose candidate no input ran near its size: no interval, not counted
-    guesses = [line for line in lines if re.match(r"^#\s+\d+ (B|KiB|MiB|GiB)\s.*\snone\s.* \*\s.*\s-$", line)]
-    assert guesses and any(line.startswith("#   * not predicted: at 2160 ranks") for line in lines), show(done)
+    guesses = [line for line in lines
+               if re.match(r"^#\s+\d+ (B|KiB|MiB|GiB)\s.*\snone\s.* \*\s.*\s-$", line)]
+    assert guesses and any(line.startswith("#   * not predicted: at 2160 ranks") for line in lines), \
+        show(done)
     last = [re.match(CHECK_LINE, line) for line in lines[-2:]]
     assert all(last) and last[0][3] is None and last[1][3], show(done)
-    for m, counted, unknown in zip(last, (rows, big), (guesses, [r for r in guesses if r.split()[2] in ("MiB", "GiB")])):
+    big_guesses = [r for r in guesses if r.split()[2] in ("MiB", "GiB")]
+    for m, counted, unknown in zip(last, (rows, big), (guesses, big_guesses)):
         assert m[1] == "2160" and m[2] == check and int(m[8]) == int(m[10]) == len(counted)
         assert int(m[9]) == sum(r.endswith("yes") for r in counted) and int(m[11]) == len(unknown)
     for r in rows:        # each row: a predicted figure inside its printed interval

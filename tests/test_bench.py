@@ -12,7 +12,6 @@ from test_verify import peers  # noqa: F401  (the fixture that installs iperf3 a
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "launch"))
-import fakecluster  # noqa: E402
 
 ROOTFLAGS = ["--allow-run-as-root"] if os.geteuid() == 0 else []
 UNDER_MPIRUN = [MPIRUN, *ROOTFLAGS, "--oversubscribe", "-np", "2", PYTHON]

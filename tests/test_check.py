@@ -3,7 +3,6 @@ pairing and hostlists as pure logic; check under real mpirun on one host and on
 namespace hosts with tc rates; nccl-tests' printed output and -J JSON as inputs of
 report, compare and check --baseline; run --json-format nccl-tests against its schema."""
 import json
-import os
 import random
 import re
 from pathlib import Path
@@ -17,8 +16,7 @@ from mpibench.results import checktext, nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
 
-from launch_helpers import QUARTER, RATE, VENV, check_on_hosts
-import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
+from launch_helpers import QUARTER, RATE, check_on_hosts
 from fakecluster import FakeCluster  # noqa: E402
 
 DATA = Path(ROOT) / "tests" / "data"

@@ -1,14 +1,12 @@
 """Every collective check accepts, on 2 namespace hosts x 2 ranks: the per-host test runs in
 a group of each host's ranks, whose buffers must be laid out by the rank in that group."""
 import json
-import os
 
 import pytest
 
 from mpibench.commands.check import COLLECTIVES
 
 from launch_helpers import LAUNCH, env
-import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
 needs_hosts = pytest.mark.usefixtures("hosts")

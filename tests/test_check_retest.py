@@ -4,7 +4,6 @@ on namespace hosts with the test-only switches slow (every measurement) and slow
 (the first only) planted in each retest path: intra, pair, rail and the whole job, and the
 two-host case where the median of two cannot say which host is slow."""
 import json
-import os
 import re
 
 import pytest
@@ -13,8 +12,7 @@ from conftest import mpibench_lines
 from mpibench.diagnose import checkverdict, fabricplan, tomography, topology
 from mpibench.results import checktext
 
-from launch_helpers import RATE, VENV, check_on_hosts
-import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
+from launch_helpers import RATE, check_on_hosts
 from fakecluster import FakeCluster  # noqa: E402
 
 needs_hosts = pytest.mark.usefixtures("hosts")

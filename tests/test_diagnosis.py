@@ -7,7 +7,6 @@ host's link throttled by tc to a quarter of the others.
 """
 import itertools
 import json
-import os
 import random
 import re
 import sys

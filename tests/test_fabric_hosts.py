@@ -2,14 +2,12 @@
 on their own bridges) with one rail of one host slowed; leaves joined through a spine
 with one uplink or one host link slowed; bad topology and rail input."""
 import json
-import os
 import re
 
 import pytest
 
 from conftest import mpibench_lines
-from launch_helpers import QUARTER, RATE, VENV, check_on_hosts
-import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
+from launch_helpers import QUARTER, RATE, check_on_hosts
 from fakecluster import FakeCluster, split_leaves  # noqa: E402
 
 needs_hosts = pytest.mark.usefixtures("hosts")

@@ -10,7 +10,6 @@ import torch
 
 from conftest import ROOT, check_usage_error, mpibench_lines, mpirun, show
 from launch_helpers import LAUNCH, PY, ensure_mpich, env, run
-import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 from mpibench.launch import gpuhost
 

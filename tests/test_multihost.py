@@ -2,13 +2,11 @@
 fake cluster: hostnames, local ranks and per-host tables for 2 and 3 hosts with 1 and 2
 ranks per host; variables reaching ranks whose daemon got a clean environment (as over
 ssh); Open MPI 4 across hosts; and a 1 Gbit/s link limit showing in all_reduce busbw."""
-import os
 
 import pytest
 
 from launch_helpers import (LAUNCH, PY, TINY_RUN, VENV, assert_run_ok, ensure_openmpi4, env,
                             host_table_hosts, info_rows, run_doc)
-import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
 pytestmark = [

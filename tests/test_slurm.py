@@ -2,13 +2,11 @@
 the sbatch scripts as a user submits them, and srun with and without PMIx.
 
 Needs root; SLURM is installed with apt when missing (skipped when that fails)."""
-import os
 
 import pytest
 
 from launch_helpers import (PY, ROOT, TINY_RUN, VENV, assert_run_ok, env, info_rows,
                             run_doc)
-import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 import slurmcluster  # noqa: E402
 
 pytestmark = [

@@ -16,7 +16,6 @@ sys.path.insert(0, str(HERE))
 import slurmcluster  # noqa: E402
 from slurmcluster import SlurmCluster  # noqa: E402
 
-import fakecluster  # noqa: E402  (slurmcluster put launch/ on sys.path)
 
 VENV = Path(os.environ.get("MPIBENCH_VENV", sys.prefix))
 SCRIPTS = HERE / "scripts"

@@ -16,7 +16,6 @@ from mpibench.diagnose import iperf, verdicts
 from mpibench.results import document
 from test_diagnosis import make_tree
 
-import fakecluster  # noqa: E402  (tests/launch_helpers put launch/ on the path)
 from fakecluster import FakeCluster  # noqa: E402
 
 PEER_PACKAGES = ["iperf3", "netpipe-openmpi"]
