@@ -39,7 +39,8 @@ def nccl_estimate(a, p, coll, n, g, s, bus):
     base, intra, inter = NCCL_LAT[a, p]
     if e and a == "ring":       # across nodes each step also pays the network's post overhead
         intra = max(intra, 3.0 if p == "Simple" else 1.0)
-    lat = (base + i * intra + e * inter) * (1.4 if e and (a, p, coll) == ("ring", "Simple", "all_reduce") else 1)
+    ring_ar = e and (a, p, coll) == ("ring", "Simple", "all_reduce")
+    lat = (base + i * intra + e * inter) * (1.4 if ring_ar else 1)
     eff = {("ring", "LL"): 0.25, ("tree", "LL"): 0.92 / 3.8, ("tree", "Simple"): 0.92}.get((a, p), 1.0)
     return lat + s * share / (1000 * bus * eff)
 

@@ -165,8 +165,8 @@ def host_lines(host, f, ranks):
     ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}"
              for p in f["rdma"]]
     mods = f["rdma_modules"]
-    lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
-                 + ("unknown (/proc/modules unreadable)" if mods is None else ", ".join(mods) or "none loaded"))
+    loaded = "unknown (/proc/modules unreadable)" if mods is None else ", ".join(mods) or "none loaded"
+    lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules " + loaded)
     if f["topology"]:
         lines.append("#   GPU topology (nvidia-smi topo -m):")
         lines += ["#     " + line for line in f["topology"].splitlines()]

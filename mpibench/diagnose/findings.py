@@ -123,8 +123,9 @@ def _rdma_findings(h, f, multi_host):
                        f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
     rates = {p["rate_gbps"] for p in _active_ports(f) if p["rate_gbps"]}
     if len(rates) > 1:
-        out.append((h, f"active RDMA ports run at different rates ({', '.join(f'{r:g}' for r in sorted(rates))} "
-                       f"Gb/s): NCCL's rings go at the slowest; check cables or set NCCL_IB_HCA"))
+        each = ", ".join(f"{r:g}" for r in sorted(rates))
+        out.append((h, f"active RDMA ports run at different rates ({each} Gb/s): NCCL's rings go "
+                       f"at the slowest; check cables or set NCCL_IB_HCA"))
     return out
 
 

@@ -84,7 +84,7 @@ def build(entries, job_hosts, source, strict=True):
     hosts are dropped."""
     job = set(job_hosts)
     leaf, parent, seen = {}, {}, {}
-    for name, hosts, subs, n in entries:
+    for name, _hosts, _subs, n in entries:
         if name in seen:
             raise UsageError(f"{source} line {n}: switch {name} is described twice "
                              f"(also line {seen[name]})")

@@ -18,7 +18,8 @@ MPI_LAUNCHERS = ("openmpi", "hydra", "mvapich2", "pmix", "slurm-pmix", "slurm-pm
 
 @dataclass
 class Placement:
-    launcher: str                  # openmpi, hydra, mvapich2, pmix, slurm-pmix, slurm-pmi2, slurm, torchrun, env, none
+    # openmpi, hydra, mvapich2, pmix, slurm-pmix, slurm-pmi2, slurm, torchrun, env, none
+    launcher: str
     rank: int
     size: Optional[int]            # None: ask MPI
     local_rank: Optional[int] = None

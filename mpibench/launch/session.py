@@ -63,7 +63,8 @@ class Session:
             rank, host, text = bad[0]
             where = f"rank {rank} (host {host})"
             others = len(bad) - 1
-            message = f"{where}: {text}" + (f" (and {others} more rank{'s' if others > 1 else ''})" if others else "")
+            more = f" (and {others} more rank{'s' if others > 1 else ''})" if others else ""
+            message = f"{where}: {text}{more}"
         raise Exit(message, code)
 
     def close(self):

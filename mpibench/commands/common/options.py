@@ -16,7 +16,8 @@ def add_backend(parser, choices=AUTO_AND_TORCH_BACKENDS + ("mpi",), several=Fals
         items = [t.strip().lower() for t in text.split(",") if t.strip()]
         for item in items:
             if item not in choices:
-                raise argparse.ArgumentTypeError(f"invalid choice: '{item}' (choose from {', '.join(choices)})")
+                raise argparse.ArgumentTypeError(
+                    f"invalid choice: '{item}' (choose from {', '.join(choices)})")
         if not items or len(set(items)) != len(items) or (len(items) > 1 and not several):
             raise argparse.ArgumentTypeError(
                 f"{text!r}: give {'distinct backends, comma-separated' if several else 'one backend'}")
