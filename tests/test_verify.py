@@ -97,7 +97,7 @@ def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
 
 
 def test_timer_verdict_from_the_interval_of_paired_rounds():
-    """The judgement alone, on rounds made up: the sign test's interval decides."""
+    """The judgement alone, on rounds made up: the signed-rank interval of the pairs decides."""
     bare = [1.0] * 16
     wobble = [1 + 0.01 * ((k * 7) % 5 - 2) for k in range(16)]          # within +-2%
     ok = verdicts.timer(1 << 20, wobble, bare, 0.05, 1 << 20)

@@ -220,9 +220,9 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
 
 
 def _compare_timers(session, out, backend, args, timed, tolerance, judged):
-    """mpibench's loop and the bare loop in turn at every size, two more rounds of the
-    sizes still inconclusive while the budget allows them; rank 0 writes each round to
-    the files as it comes."""
+    """mpibench's loop and the bare loop in turn at every size, then two more rounds at a
+    time of a size still inconclusive while the budget allows them; rank 0 writes each
+    round to the files as it comes."""
     progress = None
     if out is not None:       # what is measured is on disk as it comes
         def progress(got, size):
@@ -230,18 +230,18 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
             out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
                     f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
             out.set(verify={"timers": _timers(got), "complete": False})
-    start = last = time.monotonic()
-    last_todo, rounds = timed, args.rounds + args.rounds % 2
+    start = time.monotonic()
 
     def more(got):
-        nonlocal last, last_todo, rounds
-        now = time.monotonic()
-        todo = [s for s in timed if verdicts.timer(
-            s, got[s]["harness"], got[s]["bare"], tolerance, judged)["verdict"] == "INCONCLUSIVE"]
-        # Two more rounds take what the last ones did, by the bytes of the sizes left.
-        step = (now - last) * 2 / rounds * sum(todo) / sum(last_todo)
-        last, last_todo, rounds = now, todo or last_todo, 2
-        return todo if now - start + step <= args.budget else []
+        # The undecided size that has taken the least time, while two of its rounds still
+        # fit the budget: the cheaper sizes get more pairs in the same time. None after a
+        # FAIL: the exit is decided.
+        left = args.budget - (time.monotonic() - start)
+        said = {s: verdicts.timer(s, got[s]["harness"], got[s]["bare"], tolerance,
+                                  judged)["verdict"] for s in timed}
+        todo = sorted((got[s]["seconds"], s) for s in timed if said[s] == "INCONCLUSIVE")
+        fits = [s for spent, s in todo if 2 * spent / len(got[s]["bare"]) <= left]
+        return [] if "FAIL" in said.values() else fits[:1]
     return selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
                                     args.warmup, session.watch, progress, more)
 

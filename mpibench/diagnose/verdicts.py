@@ -44,35 +44,34 @@ def spread(values):
 def timer(size, harness, bare, tolerance, judged_from):
     """mpibench's loop against the bare loop at one size (seconds per call per round, the
     rounds alternating which loop runs first). Judged from pairs of rounds, one in each
-    order (paired_ratios): PASS when the ratio's 95% interval lies within the tolerance,
-    FAIL when its 99% interval lies wholly beyond it (verify looks again after every two
-    rounds, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
+    order (paired_ratios), by the signed-rank interval of their ratio (interval): PASS when
+    its 95% interval lies within the tolerance, FAIL when its 99% interval lies wholly
+    beyond it (verify looks again after every pair, and a CI gate acts on a FAIL),
+    INCONCLUSIVE otherwise."""
     ratios = paired_ratios(harness, bare)
-    r = median(ratios) if ratios else median(h / b for h, b in zip(harness, bare))
+    ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
+    r = ci[1] if ci else median(ratios or [h / b for h, b in zip(harness, bare)])
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
     ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
     name = f"timer {format_size(size)}"
     if size < judged_from:
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
                      f"where one call's own cost differs, not judged")
-    ci = iterstats.median_interval(ratios, PASS_CONFIDENCE)
-    sure = iterstats.median_interval(ratios, FAIL_CONFIDENCE)
     pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
     if ci is None:
-        need = 2 * next(n for n in range(64)
-                        if iterstats.median_interval(range(n), PASS_CONFIDENCE))
+        need = 2 * next(n for n in range(64) if interval([1.0] * n, PASS_CONFIDENCE))
         return dict(check(name, fig, ref, r, "INCONCLUSIVE",
                           f"{pairs}: too few for a {PASS_CONFIDENCE:.0%} interval; "
                           f"{need} rounds would give one (--rounds {need})"), rounds_needed=need)
-    lo, hi, _ = ci
+    lo, _, hi = ci
     found = dict(check(name, fig, ref, r, "PASS"), interval=[lo, hi])
     if 1 - tolerance <= lo and hi <= 1 + tolerance:
         return found
-    if sure and (sure[1] < 1 - tolerance or sure[0] > 1 + tolerance):
+    if sure and (sure[2] < 1 - tolerance or sure[0] > 1 + tolerance):
         side = "shorter" if r < 1 else "longer"
-        return dict(found, verdict="FAIL", interval=list(sure[:2]), reason=(
+        return dict(found, verdict="FAIL", interval=[sure[0], sure[2]], reason=(
             f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop: the ratio's "
-            f"{FAIL_CONFIDENCE:.0%} interval {sure[0]:.3f}-{sure[1]:.3f} over {pairs} lies "
+            f"{FAIL_CONFIDENCE:.0%} interval {sure[0]:.3f}-{sure[2]:.3f} over {pairs} lies "
             f"wholly beyond the tolerance ({tolerance:.0%})"))
     beyond = hi < 1 - tolerance or lo > 1 + tolerance       # at 95%, not yet at 99%
     need = rounds_needed(ratios, lo, hi, r, tolerance, beyond)
@@ -85,6 +84,16 @@ def timer(size, harness, bare, tolerance, judged_from):
     return dict(found, verdict="INCONCLUSIVE", rounds_needed=need, reason=(
         f"the ratio's {PASS_CONFIDENCE:.0%} interval {lo:.3f}-{hi:.3f} over {pairs} {where}: "
         f"the pairs scatter by {spread(ratios):.0%}; {more}"))
+
+
+def interval(ratios, confidence):
+    """(low, centre, high) of the ratio: the signed-rank interval of the pairs' log ratios.
+    Two identical loops give log ratios symmetric about 0 (a pair holds each loop once in
+    each place; swapping the loops' names swaps the pair's two rounds), which is all the
+    signed-rank test assumes; where the pairs scatter as a normal law does, it needs 2/3
+    of the pairs the sign test needs for as narrow an interval. None when too few."""
+    ci = iterstats.centre_interval([math.log(x) for x in ratios], confidence)
+    return tuple(math.exp(x) for x in ci[:3]) if ci else None
 
 
 def paired_ratios(harness, bare):

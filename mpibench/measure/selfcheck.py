@@ -2,6 +2,7 @@
 the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
+import time
 from statistics import median
 
 from . import baretimer, launchcost
@@ -119,17 +120,18 @@ def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progre
 
     Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
     round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None.
-    progress(got, size), on rank 0, after every size of every round. more(got), on rank 0
-    after `rounds` rounds and after every two more: the sizes that need two more rounds
-    (one with each loop first); every rank follows its answer."""
+    got[size]["seconds"]: the wall time of its rounds so far. progress(got, size), on rank
+    0, after every size of every round. more(got), on rank 0 after `rounds` rounds and after
+    every two more: the sizes that need two more rounds (one with each loop first); every
+    rank follows its answer."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
-    got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
+    got = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0} for s in sizes}
     todo, k = list(sizes), 0
     try:
         while todo:
             for s in todo:
-                rows, mine = None, None
+                rows, mine, t0 = None, None, time.monotonic()
                 for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
                     if which == "harness":
                         rows, _ = engine_rows(session, backend, plans[s])
@@ -141,6 +143,7 @@ def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progre
                     got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
                     got[s]["rows"].append(rows[0])
                     got[s]["bare"].append(sum(gathered) / len(gathered))
+                    got[s]["seconds"] += time.monotonic() - t0
                     if progress is not None:
                         progress(got, s)
             k += 1
