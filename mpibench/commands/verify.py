@@ -23,10 +23,10 @@ DESCRIPTION = (
     "1. mpibench's timed loop against a bare loop that shares none of its code (CPUs: "
     "torch.distributed or mpi4py timed alone; GPUs: the host clock around a device-wide "
     "synchronize), alternated over --rounds and judged from pairs of rounds, one in each "
-    "order: PASS when the ratio's 95% interval lies within the tolerance (CPUs 5% from "
-    "1 MiB, GPUs 2% from 64 MiB), FAIL when its 99% interval lies wholly beyond it, else "
-    "more rounds up to --budget, then INCONCLUSIVE (exit 0) with the rounds that would "
-    "decide. 2. The "
+    "order: PASS when the ratio's 95% signed-rank interval lies within the tolerance (CPUs "
+    "5% from 1 MiB, GPUs 2% from 64 MiB), FAIL when its 99% interval lies wholly beyond "
+    "it, else more pairs, each to the undecided size that took least time, up to --budget, "
+    "then INCONCLUSIVE (exit 0) with the rounds that would decide. 2. The "
     "per-call cost mpibench cannot remove and the largest launch-bound size. 3. Every "
     "collective once, both modes, checked. 4. The largest size's busbw against the link "
     "rates the hosts report (as doctor reads them): above them (for a ring; else above "
@@ -220,30 +220,28 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
 
 
 def _compare_timers(session, out, backend, args, timed, tolerance, judged):
-    """mpibench's loop and the bare loop in turn at every size, then two more rounds at a
-    time of a size still inconclusive while the budget allows them; rank 0 writes each
-    round to the files as it comes."""
-    progress = None
-    if out is not None:       # what is measured is on disk as it comes
-        def progress(got, size):
-            g = got[size]
-            out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
-                    f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
-            out.set(verify={"timers": _timers(got), "complete": False})
-    start = time.monotonic()
+    """mpibench's loop and the bare loop, a pair of rounds at a time: every size's --rounds
+    first, then more of the sizes still inconclusive while the budget allows them; rank 0
+    writes each round to the files as it comes."""
+    def progress(got, size):
+        g = got[size]
+        out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
+                f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
+        out.set(verify={"timers": _timers(got), "complete": False})
+    start, rounds = time.monotonic(), args.rounds + args.rounds % 2
 
-    def more(got):
-        # The undecided size that has taken the least time, while two of its rounds still
-        # fit the budget: the cheaper sizes get more pairs in the same time. None after a
-        # FAIL: the exit is decided.
+    def pick(got):
+        # Of the sizes owed their --rounds and the undecided ones whose next pair fits the
+        # budget, the one that has taken the least time: cheap sizes get more pairs in the
+        # same time. None after a FAIL: the exit is decided.
         left = args.budget - (time.monotonic() - start)
-        said = {s: verdicts.timer(s, got[s]["harness"], got[s]["bare"], tolerance,
-                                  judged)["verdict"] for s in timed}
-        todo = sorted((got[s]["seconds"], s) for s in timed if said[s] == "INCONCLUSIVE")
-        fits = [s for spent, s in todo if 2 * spent / len(got[s]["bare"]) <= left]
-        return [] if "FAIL" in said.values() else fits[:1]
-    return selfcheck.compare_timers(session, backend, timed, args.rounds, args.iters,
-                                    args.warmup, session.watch, progress, more)
+        said = {s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)["verdict"]
+                for s, g in got.items() if len(g["bare"]) >= rounds}
+        todo = [(got[s]["seconds"], s) for s in timed if s not in said or (
+            said[s] == "INCONCLUSIVE" and 2 * got[s]["seconds"] / len(got[s]["bare"]) <= left)]
+        return None if "FAIL" in said.values() or not todo else min(todo)[1]
+    return selfcheck.compare_timers(session, backend, timed, args.iters, args.warmup,
+                                    session.watch, progress, pick)
 
 
 def _measure_peer(session, backend, args, peer):

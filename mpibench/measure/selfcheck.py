@@ -112,31 +112,29 @@ class BareLoops:
         self.bufs = self.arrays = None
 
 
-def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progress=None,
-                   more=None):
-    """Both timers at every size: per round and size the two loops back to back (which goes
-    first alternates from round to round), so that both see the same state of a shared
-    machine.
+def compare_timers(session, backend, sizes, iters, warmup, watch, progress, pick):
+    """Both timers, a pair of rounds at a time at the size pick(got) names (on rank 0; every
+    rank follows its answer, None ends): in the first round mpibench's loop runs first, in
+    the second the bare loop, back to back (ABBA), so that both see the same state of a
+    shared machine and what running first does to a loop cancels in the pair.
 
     Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
-    round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None.
-    got[size]["seconds"]: the wall time of its rounds so far. progress(got, size), on rank
-    0, after every size of every round. more(got), on rank 0 after `rounds` rounds and after
-    every two more: the sizes that need two more rounds (one with each loop first); every
-    rank follows its answer."""
+    round], "seconds": the wall time of its rounds}}, times the mean over ranks
+    (nccl-tests' -a 1 on both sides); others None. progress(got, size), on rank 0, after
+    every round."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
     got = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0} for s in sizes}
-    todo, k = list(sizes), 0
     try:
-        while todo:
-            for s in todo:
+        while (s := session.comm.bcast(pick(got) if session.rank == 0 else None, root=0)):
+            for order in (("harness", "bare"), ("bare", "harness")):
                 rows, mine, t0 = None, None, time.monotonic()
-                for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
+                for which in order:
                     if which == "harness":
                         rows, _ = engine_rows(session, backend, plans[s])
                     else:
-                        watch.arm(f"verify: the bare loop at {s} bytes, round {k + 1}")
+                        watch.arm(f"verify: the bare loop at {s} bytes, round "
+                                  f"{len(got[s]['bare']) + 1}")
                         mine = bare.seconds(s, iters, warmup)
                 gathered = session.comm.gather(mine, root=0)
                 if session.rank == 0:
@@ -144,12 +142,7 @@ def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progre
                     got[s]["rows"].append(rows[0])
                     got[s]["bare"].append(sum(gathered) / len(gathered))
                     got[s]["seconds"] += time.monotonic() - t0
-                    if progress is not None:
-                        progress(got, s)
-            k += 1
-            if k >= rounds and k % 2 == 0:
-                todo = session.comm.bcast(more(got) if more and session.rank == 0 else [],
-                                          root=0)
+                    progress(got, s)
     finally:
         bare.close()
     return got if session.rank == 0 else None
