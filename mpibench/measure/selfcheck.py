@@ -88,6 +88,7 @@ class BareLoops:
         self.backend = backend
         self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
         self.mpi = backend.name == "mpi"
+        self.barrier = session.comm.barrier        # the one mpibench's loop has (baretimer.py)
         # GPUs: a stream of its own, not the backend's (baretimer.py says why).
         self.stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
         if self.mpi:
@@ -101,10 +102,10 @@ class BareLoops:
             if warmup:
                 baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], warmup)
             return baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], iters)
-        dist = self.backend.dist
+        dist, barrier = self.backend.dist, self.barrier
         if warmup:
-            baretimer.torch_seconds(dist, self.bufs[size], warmup, self.stream)
-        return baretimer.torch_seconds(dist, self.bufs[size], iters, self.stream)
+            baretimer.torch_seconds(dist, self.bufs[size], warmup, barrier, self.stream)
+        return baretimer.torch_seconds(dist, self.bufs[size], iters, barrier, self.stream)
 
     def close(self):
         if self.mpi:
