@@ -22,20 +22,19 @@ HELP = "check mpibench's own figures here: timer, per-call cost, correctness, pl
 DESCRIPTION = (
     "1. mpibench's timed loop against a bare loop that shares none of its code (CPUs: "
     "torch.distributed or mpi4py timed alone; GPUs: the host clock around a device-wide "
-    "synchronize), alternated over --rounds and judged from pairs of rounds, one in each "
-    "order: PASS when the ratio's 95% signed-rank interval lies within the tolerance (CPUs "
-    "5% from 1 MiB, GPUs 2% from 64 MiB), FAIL when its 99% interval lies wholly beyond "
-    "it, else more pairs, each to the undecided size that took least time, up to --budget, "
-    "then INCONCLUSIVE (exit 0) with the rounds that would decide. 2. The "
+    "synchronize), judged from pairs of rounds, one in each order: PASS when the ratio's "
+    "95% signed-rank interval lies within the tolerance (CPUs 5% from 1 MiB, GPUs 2% from "
+    "64 MiB), FAIL when its 99% interval lies wholly beyond it, else more pairs up to "
+    "--budget, then INCONCLUSIVE (exit 0) with the rounds that would decide. 2. The "
     "per-call cost mpibench cannot remove and the largest launch-bound size. 3. Every "
     "collective once, both modes, checked. 4. The largest size's busbw against the link "
     "rates the hosts report (as doctor reads them): above them (for a ring; else above "
-    "what any algorithm can), the timer stopped early or the byte count is wrong. 5. "
-    "iperf3 between "
-    "every pair of hosts (started by the ranks, bound to the benchmark's interface), and "
-    "with --against a peer's output (NetPIPE, nccl-tests) measured again here, size by size. "
-    "Exit 0 when every check passed, 1 when one failed (or a share fell below --min-share), "
-    "2 on bad input. launch/verify.sh runs a peer tool and verify one after the other.")
+    "what any algorithm can), the timer stopped early or the byte count is wrong. 5. iperf3 "
+    "between every pair of hosts (started by the ranks, bound to the benchmark's "
+    "interface), and with --against a peer's output (NetPIPE, nccl-tests) measured again "
+    "here, size by size. Exit 0 when every check passed, 1 when one failed (or a share "
+    "fell below --min-share), 2 on bad input. launch/verify.sh runs a peer tool and verify "
+    "one after the other.")
 SESSION = "args"
 
 CPU_SIZES = "1M,4M,16M"
@@ -62,11 +61,11 @@ def add_arguments(p):
                    help=f"sizes the two timers compare, comma-separated (default {CPU_SIZES} on "
                         f"CPUs, {GPU_SIZES} on GPUs); 8 bytes is added for the per-call cost")
     p.add_argument("--rounds", type=options.int_at_least(1), default=6, metavar="N",
-                   help="rounds alternating the two timers before the first judgement, "
-                        "made even (default 6)")
+                   help="rounds of the two timers at every size before its first "
+                        "judgement, made even (default 6)")
     p.add_argument("--budget", type=options.number_arg, default=60.0, metavar="SECONDS",
-                   help="the timers add rounds while a size is inconclusive until they "
-                        "have taken SECONDS in all (default 60; 0: --rounds only)")
+                   help="the timers add pairs of rounds while a size is inconclusive until "
+                        "they have taken SECONDS in all (default 60; 0: --rounds only)")
     p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20,
                    help="timed iterations per loop (default 20)")
     p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5,
@@ -220,9 +219,8 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
 
 
 def _compare_timers(session, out, backend, args, timed, tolerance, judged):
-    """mpibench's loop and the bare loop, a pair of rounds at a time: every size's --rounds
-    first, then more of the sizes still inconclusive while the budget allows them; rank 0
-    writes each round to the files as it comes."""
+    """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk
+    (rank 0) as it comes."""
     def progress(got, size):
         g = got[size]
         out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
@@ -232,8 +230,7 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
 
     def pick(got):
         # Of the sizes owed their --rounds and the undecided ones whose next pair fits the
-        # budget, the one that has taken the least time: cheap sizes get more pairs in the
-        # same time. None after a FAIL: the exit is decided.
+        # budget, the one that took least time (cheap sizes get more); none after a FAIL.
         left = args.budget - (time.monotonic() - start)
         said = {s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)["verdict"]
                 for s, g in got.items() if len(g["bare"]) >= rounds}

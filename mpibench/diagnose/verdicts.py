@@ -42,12 +42,10 @@ def spread(values):
 
 
 def timer(size, harness, bare, tolerance, judged_from):
-    """mpibench's loop against the bare loop at one size (seconds per call per round, the
-    rounds alternating which loop runs first). Judged from pairs of rounds, one in each
-    order (paired_ratios), by the signed-rank interval of their ratio (interval): PASS when
-    its 95% interval lies within the tolerance, FAIL when its 99% interval lies wholly
-    beyond it (verify looks again after every pair, and a CI gate acts on a FAIL),
-    INCONCLUSIVE otherwise."""
+    """mpibench's loop against the bare loop at one size (seconds per call per round),
+    judged from pairs of rounds (paired_ratios) by interval(): PASS when the 95% one lies
+    within the tolerance, FAIL when the 99% one lies wholly beyond it (verify looks again
+    after every pair, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
     ratios = paired_ratios(harness, bare)
     ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
     r = ci[1] if ci else median(ratios or [h / b for h, b in zip(harness, bare)])
@@ -87,20 +85,17 @@ def timer(size, harness, bare, tolerance, judged_from):
 
 
 def interval(ratios, confidence):
-    """(low, centre, high) of the ratio: the signed-rank interval of the pairs' log ratios.
-    Two identical loops give log ratios symmetric about 0 (a pair holds each loop once in
-    each place; swapping the loops' names swaps the pair's two rounds), which is all the
-    signed-rank test assumes; where the pairs scatter as a normal law does, it needs 2/3
-    of the pairs the sign test needs for as narrow an interval. None when too few."""
+    """(low, centre, high) of the ratio: the signed-rank interval of the pairs' log ratios,
+    symmetric about 0 for two identical loops (swapping the loops' names swaps a pair's two
+    rounds), all the test assumes; for normal scatter it needs 2/3 of the pairs the sign
+    test does for as narrow an interval. None when too few."""
     ci = iterstats.centre_interval([math.log(x) for x in ratios], confidence)
-    return tuple(math.exp(x) for x in ci[:3]) if ci else None
+    return tuple(math.exp(x) for x in ci) if ci else None
 
 
 def paired_ratios(harness, bare):
-    """harness / bare over each two rounds, one with each loop first (their geometric mean):
-    a round's loops ran back to back, so the ratio cancels the drift of a shared machine
-    that the medians of each loop alone keep, and the pair cancels what running first or
-    second does to a loop (here the first ran up to 1.3x slower)."""
+    """harness / bare of each two rounds, one with each loop first (their geometric mean):
+    the drift of a shared machine and what running first does to a loop cancel in it."""
     r = [h / b for h, b in zip(harness, bare) if b > 0 and h > 0]
     return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
 

@@ -6,10 +6,9 @@ bare loop's own: work left on any stream (the backend's, NCCL's internal one) is
 the time, so a stream-ordering bug in mpibench cannot fool this timer as it would events
 on the backend's own stream. CPUs: torch.distributed calls (gloo) timed by the monotonic
 clock in nanoseconds; mpi4py calls (the MPI library) timed by MPI_Wtime. Before each loop
-an MPI barrier, as before mpibench's (and nccl-tests'): with more runnable processes than
-cores, gloo's loop after Open MPI's polling barrier ran 1.4-1.9x slower than after gloo's
-own sleeping one (4 MiB, 1 host x 2 ranks, load average 13-22), which would set apart
-what precedes the two loops, not their timers. Nothing comes between the timestamps.
+the MPI barrier mpibench's has (nccl-tests' too): with more runnable processes than cores,
+a gloo loop after Open MPI's polling barrier ran 1.4-1.9x slower than after gloo's sleeping
+one (4 MiB, 1 host x 2 ranks), which is no matter of the timers.
 """
 import time
 

@@ -45,29 +45,24 @@ def report(per_rank, skip):
 
 
 def centre_interval(values, confidence):
-    """The Wilcoxon signed-rank interval of the centre of values, which it takes to be
-    symmetric about it (nothing more: a loaded machine's timings have long tails):
-    (low, centre, high, coverage) from the n(n+1)/2 averages of two values (each with
-    itself too), sorted: the c-th from each end for the largest c whose coverage,
-    1 - 2 P(T < c) for T the signed-rank statistic of n values, is still at least
-    `confidence`, and their median (Hodges-Lehmann's centre). None when there are too few
-    values for that confidence (fewer than 6 for 95%, 8 for 99%)."""
-    n = len(values)
-    below, c = 0.0, 0
+    """The Wilcoxon signed-rank interval of the centre of values (taken to be symmetric
+    about it, nothing more: a loaded machine's timings have long tails): (low, centre,
+    high), the c-th of the n(n+1)/2 averages of two values (one with itself too) from each
+    end, c the largest whose coverage 1 - 2 P(T < c) (T: the signed-rank statistic) is at
+    least `confidence`, and their median (Hodges-Lehmann's). None when too few values
+    (fewer than 6 for 95%, 8 for 99%)."""
+    n, below, c = len(values), 0.0, 0
     for p in _signed_ranks(n):          # P(T < c) grows with c
         if 1 - 2 * (below + p) < confidence:
             break
         below, c = below + p, c + 1
-    if c == 0:
-        return None
     pairs = sorted((values[i] + values[j]) / 2 for i in range(n) for j in range(i, n))
     m = len(pairs)
-    return pairs[c - 1], (pairs[(m - 1) // 2] + pairs[m // 2]) / 2, pairs[m - c], 1 - 2 * below
+    return (pairs[c - 1], (pairs[(m - 1) // 2] + pairs[m // 2]) / 2, pairs[m - c]) if c else None
 
 
 def _signed_ranks(n):
-    """P(T = t) for t = 0, 1, ... (the lower half) of the signed-rank statistic of n values:
-    exact up to 60 values, then its normal approximation."""
+    """P(T = t), t up to half the top, of the signed-rank statistic (exact to n = 60)."""
     top = n * (n + 1) // 2
     if n <= 60:
         ways = [1] + [0] * top          # subsets of the ranks 1..n by their sum

@@ -3,7 +3,6 @@ the bare loop of baretimer.py, alternated over rounds; the per-call cost; one ch
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
 import time
-from statistics import median
 
 from . import baretimer, launchcost
 from .collectives import REGISTRY
@@ -20,17 +19,13 @@ class Rows:
     def __init__(self):
         self.rows = []
 
-    def set(self, **items):
-        pass
-
-    def table_header(self, collective):
-        pass
-
     def add_row(self, row):
         self.rows.append(row)
 
-    def add_probe(self, *args):
-        pass
+    def set(self, *args, **items):
+        """Nothing else of a report is kept."""
+
+    table_header = add_probe = set
 
 
 class Quiet:
@@ -114,15 +109,12 @@ class BareLoops:
 
 
 def compare_timers(session, backend, sizes, iters, warmup, watch, progress, pick):
-    """Both timers, a pair of rounds at a time at the size pick(got) names (on rank 0; every
-    rank follows its answer, None ends): in the first round mpibench's loop runs first, in
-    the second the bare loop, back to back (ABBA), so that both see the same state of a
-    shared machine and what running first does to a loop cancels in the pair.
-
+    """Both timers, a pair of rounds at a time at the size pick(got) names (on rank 0; all
+    follow, None ends): mpibench's loop, the bare loop, the bare loop, mpibench's loop, so
+    that both see the same state of a shared machine and running first cancels in a pair.
     Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
-    round], "seconds": the wall time of its rounds}}, times the mean over ranks
-    (nccl-tests' -a 1 on both sides); others None. progress(got, size), on rank 0, after
-    every round."""
+    round], "seconds": the wall time of its rounds}}, times the mean over ranks (nccl-tests'
+    -a 1 on both sides); others None. progress(got, size), on rank 0, after every round."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
     got = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0} for s in sizes}
@@ -171,7 +163,3 @@ def correctness(session, backend, size, graph=0):
                 ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
                 graph=graph, modes=("out", "in"), probe_iters=0)
     return engine_rows(session, backend, plan)
-
-
-def median_of(values):
-    return median(values) if values else None
