@@ -18,7 +18,7 @@ GPU_TIMER_TOLERANCE = 0.02     # GPUs: within 2% at GPU_JUDGED and up
 CPU_JUDGED = 1 << 20
 GPU_JUDGED = 64 << 20
 PASS_CONFIDENCE = 0.95         # the timer check's interval for a PASS (and the one shown)
-FAIL_CONFIDENCE = 0.99         # ... and for a FAIL: at least 8 pairs of rounds
+FAIL_CONFIDENCE = 0.999        # ... and for a FAIL: at least 11 pairs of rounds
 MOST_ROUNDS = 1000             # an estimate of the rounds a verdict needs is given up to this
 FLOOR = 0.8                    # a share of the peer's figure below this is a finding
 
@@ -44,7 +44,7 @@ def spread(values):
 def timer(size, harness, bare, tolerance, judged_from):
     """mpibench's loop against the bare loop at one size (seconds per call per round),
     judged from pairs of rounds (paired_ratios) by interval(): PASS when the 95% one lies
-    within the tolerance, FAIL when the 99% one lies wholly beyond it (verify looks again
+    within the tolerance, FAIL when the 99.9% one lies wholly beyond it (verify looks again
     after every pair, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
     ratios = paired_ratios(harness, bare)
     ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
@@ -69,14 +69,14 @@ def timer(size, harness, bare, tolerance, judged_from):
         side = "shorter" if r < 1 else "longer"
         return dict(found, verdict="FAIL", interval=[sure[0], sure[2]], reason=(
             f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop: the ratio's "
-            f"{FAIL_CONFIDENCE:.0%} interval {sure[0]:.3f}-{sure[2]:.3f} over {pairs} lies "
+            f"{FAIL_CONFIDENCE:.1%} interval {sure[0]:.3f}-{sure[2]:.3f} over {pairs} lies "
             f"wholly beyond the tolerance ({tolerance:.0%})"))
-    beyond = hi < 1 - tolerance or lo > 1 + tolerance       # at 95%, not yet at 99%
+    beyond = hi < 1 - tolerance or lo > 1 + tolerance       # at 95%, not yet at 99.9%
     need = rounds_needed(ratios, lo, hi, r, tolerance, beyond)
     more = (f"about {need} rounds would decide (--rounds {need}, or a --budget that "
             f"allows them)" if need else f"more than {MOST_ROUNDS} rounds would be needed: "
             f"rerun on a quieter machine, or with larger sizes")
-    where = (f"lies beyond the tolerance ({tolerance:.0%}), its {FAIL_CONFIDENCE:.0%} "
+    where = (f"lies beyond the tolerance ({tolerance:.0%}), its {FAIL_CONFIDENCE:.1%} "
              f"interval, which a FAIL needs, not yet" if beyond else
              f"straddles the tolerance ({tolerance:.0%})")
     return dict(found, verdict="INCONCLUSIVE", rounds_needed=need, reason=(
@@ -103,8 +103,8 @@ def paired_ratios(harness, bare):
 def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
     """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle
     the tolerance (None when that would take more than MOST_ROUNDS); on the FAIL side the
-    99% interval's width, about 2.58/1.96 of the 95% one's."""
-    width = max(math.log(hi / r), math.log(r / lo)) * (2.576 / 1.960 if fail_side else 1)
+    99.9% interval's width, about 3.29/1.96 of the 95% one's."""
+    width = max(math.log(hi / r), math.log(r / lo)) * (3.291 / 1.960 if fail_side else 1)
     gap = min(abs(math.log(r / (1 + tolerance))), abs(math.log(r / (1 - tolerance))))
     pairs = math.ceil(len(ratios) * (width / gap) ** 2) if gap > 0 else math.inf
     return 2 * max(pairs, len(ratios) + 1) if 2 * pairs <= MOST_ROUNDS else None
