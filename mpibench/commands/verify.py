@@ -24,7 +24,7 @@ DESCRIPTION = (
     "torch.distributed or mpi4py timed alone; GPUs: the host clock around a device-wide "
     "synchronize), judged from pairs of rounds, one in each order: PASS when the ratio's "
     "95% signed-rank interval lies within the tolerance (CPUs 5% from 1 MiB, GPUs 2% from "
-    "64 MiB), FAIL when its 99% interval lies wholly beyond it, else more pairs up to "
+    "64 MiB), FAIL when its 99.9% interval lies wholly beyond it, else more pairs up to "
     "--budget, then INCONCLUSIVE (exit 0) with the rounds that would decide. 2. The "
     "per-call cost mpibench cannot remove and the largest launch-bound size. 3. Every "
     "collective once, both modes, checked. 4. The largest size's busbw against the link "
