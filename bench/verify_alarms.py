@@ -8,7 +8,8 @@ each, whose tc-limited link sets the time.
     python bench/verify_alarms.py [--runs 10] [--np 2] [--load 2] [--early 1.25]
                                   [--budget 60] [--rate 200mbit] [--quick] [-- VERIFY-ARGS]
 
---load N: N busy processes beside every other run (the machine's own load comes on top).
+--load N: N busy processes beside every other run (the machine's own load comes on top);
+"avg" is the 1-minute load average as each run ended. The 8 B timer (INFO) is left out.
 Target: exit 1 in none of the correct runs, in every run with the planted error.
 --quick (seconds, for CI): one run of each kind, 1 MiB only, 2 short rounds, no budget.
 """
@@ -27,6 +28,8 @@ BIN = os.path.dirname(sys.executable)      # the venv this runs in: its mpirun a
 MPIRUN = os.path.join(BIN, "mpirun")
 BUSY = "while True: pass"
 sys.path.insert(0, os.path.join(ROOT, "launch"))
+sys.path.insert(0, ROOT)
+from mpibench.measure.sizes import format_size
 
 
 def verify(args, env, out, hosts):
@@ -46,8 +49,12 @@ def verify(args, env, out, hosts):
     if not os.path.exists(out):
         print(done.stdout[-2000:], done.stderr[-2000:])
         return done.returncode, [], took
-    checks = json.load(open(out))["verify"]["checks"]
-    return done.returncode, [c for c in checks if c["check"].startswith("timer ")], took
+    with open(out) as f:
+        found = json.load(f)["verify"]
+    pairs = {f"timer {format_size(int(s))}": len(t["bare_s"]) // 2
+             for s, t in found["timers"].items()}
+    return done.returncode, [dict(c, pairs=pairs[c["check"]]) for c in found["checks"]
+                             if c["check"].startswith("timer ")], took
 
 
 def main():
@@ -76,8 +83,8 @@ def main():
     print(f"# verify on {where}, {a.runs} runs of each kind, budget {a.budget:g} s, "
           f"{' '.join(a.verify) or 'default sizes and rounds'}; load: {a.load} busy "
           f"processes beside every other run")
-    print(f"{'kind':<12} {'run':>3} {'load':>4} {'exit':>4} {'s':>6}  "
-          f"timers (ratio, interval, verdict)")
+    print(f"{'kind':<12} {'run':>3} {'load':>4} {'avg':>5} {'exit':>4} {'s':>6}  "
+          f"timers (ratio, interval, verdict, pairs of rounds)")
     exits = {k: [] for k, _ in kinds}
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
@@ -100,8 +107,9 @@ def main():
                 cells = "; ".join(
                     f"{c['check'][6:]} {c['ratio']:.3f}"
                     + (" [{:.3f}-{:.3f}]".format(*c["interval"]) if c.get("interval") else "")
-                    + f" {c['verdict']}" for c in timers)
-                print(f"{kind:<12} {k + 1:>3} {load:>4} {rc:>4} {took:6.1f}  {cells}", flush=True)
+                    + f" {c['verdict']} {c['pairs']}" for c in timers if c["check"] != "timer 8 B")
+                print(f"{kind:<12} {k + 1:>3} {load:>4} {os.getloadavg()[0]:5.1f} {rc:>4} "
+                      f"{took:6.1f}  {cells}", flush=True)
     for kind, _ in kinds:
         rcs = exits[kind]
         print(f"# {kind} harness: exit 1 in {rcs.count(1)} of {len(rcs)} runs, exit 0 in "

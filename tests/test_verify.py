@@ -64,7 +64,7 @@ def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
     early = backend == "mpi"
     env = {"MPIBENCH_FAULT": ",".join(f"early:{r}:100" for r in range(np_))} if early else None
     done = mpirun(np_, ["verify", "--backend", backend, "--sizes", "64K,1M", "-n", "5", "-w",
-                        "1", "--rounds", "16" if early else "3", "--budget", "0",
+                        "1", "--rounds", "22" if early else "3", "--budget", "0",
                         "--json", str(out)], env=env, timeout=180)
     assert done.returncode == (1 if early else 0), show(done)
     checks = _checks(out)
@@ -73,7 +73,7 @@ def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
     timer = checks["timer 1 MiB"]
     if early:
         assert timer["verdict"] == "FAIL" and timer["interval"][1] < 0.05, timer
-        assert "99% interval" in timer["reason"] and "wholly beyond the tolerance (5%)" \
+        assert "99.9% interval" in timer["reason"] and "wholly beyond the tolerance (5%)" \
             in timer["reason"]
         assert "did not pass: timer 1 MiB (FAIL)" in done.stderr, show(done)
     else:
@@ -87,7 +87,7 @@ def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
     doc = json.loads(out.read_text())
     assert [r["size"] for r in doc["results"]] == [8, 64 << 10, 1 << 20]
     assert {r["backend"] for r in doc["results"]} == {backend}
-    assert len(doc["verify"]["timers"]["1048576"]["bare_s"]) == (16 if early else 4)
+    assert len(doc["verify"]["timers"]["1048576"]["bare_s"]) == (22 if early else 4)
     assert "spread" in _row(done.stdout, "timer 1 MiB")
     # Its JSON reads back through report like every command's.
     rep = run([PYTHON, "-m", "mpibench", "report", str(out)])
@@ -95,15 +95,15 @@ def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
 
 
 def test_timer_verdict_from_the_interval_of_paired_rounds():
-    """The judgement alone, on rounds made up: the sign test's interval decides."""
-    bare = [1.0] * 16
-    wobble = [1 + 0.01 * ((k * 7) % 5 - 2) for k in range(16)]          # within +-2%
+    """The judgement alone, on rounds made up: the signed-rank interval of the pairs decides."""
+    bare = [1.0] * 22
+    wobble = [1 + 0.01 * ((k * 7) % 5 - 2) for k in range(22)]          # within +-2%
     ok = verdicts.timer(1 << 20, wobble, bare, 0.05, 1 << 20)
     assert ok["verdict"] == "PASS" and 0.95 < ok["interval"][0] <= ok["interval"][1] < 1.05
     short = verdicts.timer(1 << 20, [0.8 * w for w in wobble], bare, 0.05, 1 << 20)
     assert short["verdict"] == "FAIL" and short["interval"][1] < 0.95, short
-    assert "99% interval" in short["reason"]
-    # 6 pairs: the 95% interval is beyond the tolerance, a 99% one needs 8 pairs.
+    assert "99.9% interval" in short["reason"]
+    # 6 pairs: the 95% interval is beyond the tolerance, a 99.9% one needs 11 pairs.
     early = verdicts.timer(1 << 20, [0.8 * w for w in wobble[:12]], bare, 0.05, 1 << 20)
     assert early["verdict"] == "INCONCLUSIVE" and "which a FAIL needs, not yet" in early["reason"]
     # Round by round the loop run first is 1.3x slower: pairs cancel it, so this passes.
@@ -253,7 +253,7 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
 def test_an_early_timer_fails_the_plausibility_check(tmp_path):
     root = _trees(tmp_path, 10000)
     out = tmp_path / "v.json"
-    argv = [PYTHON, "-m", "mpibench", "verify", "--sizes", "1M", "--rounds", "16", "-n", "3",
+    argv = [PYTHON, "-m", "mpibench", "verify", "--sizes", "1M", "--rounds", "22", "-n", "3",
             "-w", "1", "--budget", "0", "--iperf-seconds", "0", "--sys-root", root, "--json",
             str(out)]
     with FakeCluster(hosts=2, rates="200mbit") as c:

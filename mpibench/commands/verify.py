@@ -52,11 +52,11 @@ def add_arguments(p):
                    help=f"sizes the two timers compare, comma-separated (default {CPU_SIZES} on "
                         f"CPUs, {GPU_SIZES} on GPUs); 8 bytes is added for the per-call cost")
     p.add_argument("--rounds", type=options.int_at_least(1), default=6, metavar="N",
-                   help="rounds alternating the two timers before the first judgement, "
-                        "made even (default 6)")
+                   help="rounds of the two timers at every size before its first "
+                        "judgement, made even (default 6)")
     p.add_argument("--budget", type=options.number_arg, default=60.0, metavar="SECONDS",
-                   help="the timers add rounds while a size is inconclusive until they "
-                        "have taken SECONDS in all (default 60; 0: --rounds only)")
+                   help="the timers add pairs of rounds while a size is inconclusive until "
+                        "they have taken SECONDS in all (default 60; 0: --rounds only)")
     p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20,
                    help="timed iterations per loop (default 20)")
     p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5,
@@ -209,31 +209,26 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
 
 
 def _compare_timers(session, out, backend, args, timed, tolerance, judged):
-    """mpibench's loop and the bare loop in turn at every size, two more rounds of the
-    sizes still inconclusive while the budget allows them; rank 0 writes each round to
-    the files as it comes."""
-    progress = None
-    if out is not None:       # what is measured is on disk as it comes
-        def progress(got, size):
-            g = got[size]
-            out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
-                    f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
-            out.set(verify={"timers": _timers(got), "complete": False})
-    start = last = time.monotonic()
-    last_todo, rounds = timed, args.rounds + args.rounds % 2
+    """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk
+    (rank 0) as it comes."""
+    def progress(got, size):
+        g = got[size]
+        out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
+                f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
+        out.set(verify={"timers": _timers(got), "complete": False})
+    start, rounds = time.monotonic(), args.rounds + args.rounds % 2
 
-    def more(got):
-        nonlocal last, last_todo, rounds
-        now = time.monotonic()
-        todo = [s for s in timed if verdicts.timer(
-            s, got[s]["harness"], got[s]["bare"], tolerance, judged)["verdict"] == "INCONCLUSIVE"]
-        # Two more rounds take what the last ones did, by the bytes of the sizes left.
-        step = (now - last) * 2 / rounds * sum(todo) / sum(last_todo)
-        last, last_todo, rounds = now, todo or last_todo, 2
-        return todo if now - start + step <= args.budget else []
-    return selfcheck.compare_timers(session, backend, timed, rounds=args.rounds, iters=args.iters,
-                                    warmup=args.warmup, watch=session.watch, progress=progress,
-                                    more=more)
+    def pick(got):
+        # Of the sizes owed their --rounds and the undecided ones whose next pair fits the
+        # budget, the one that took least time (cheap sizes get more); none after a FAIL.
+        left = args.budget - (time.monotonic() - start)
+        said = {s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)["verdict"]
+                for s, g in got.items() if len(g["bare"]) >= rounds}
+        todo = [(got[s]["seconds"], s) for s in timed if s not in said or (
+            said[s] == "INCONCLUSIVE" and 2 * got[s]["seconds"] / len(got[s]["bare"]) <= left)]
+        return None if "FAIL" in said.values() or not todo else min(todo)[1]
+    return selfcheck.compare_timers(session, backend, timed, iters=args.iters, warmup=args.warmup,
+                                    watch=session.watch, progress=progress, pick=pick)
 
 
 def _measure_peer(session, backend, args, peer):

@@ -18,7 +18,7 @@ GPU_TIMER_TOLERANCE = 0.02     # GPUs: within 2% at GPU_JUDGED and up
 CPU_JUDGED = 1 << 20
 GPU_JUDGED = 64 << 20
 PASS_CONFIDENCE = 0.95         # the timer check's interval for a PASS (and the one shown)
-FAIL_CONFIDENCE = 0.99         # ... and for a FAIL: at least 8 pairs of rounds
+FAIL_CONFIDENCE = 0.999        # ... and for a FAIL: at least 11 pairs of rounds
 MOST_ROUNDS = 1000             # an estimate of the rounds a verdict needs is given up to this
 FLOOR = 0.8                    # a share of the peer's figure below this is a finding
 
@@ -42,44 +42,41 @@ def spread(values):
 
 
 def timer(size, harness, bare, tolerance, judged_from):
-    """mpibench's loop against the bare loop at one size (seconds per call per round, the
-    rounds alternating which loop runs first). Judged from pairs of rounds, one in each
-    order (paired_ratios): PASS when the ratio's 95% interval lies within the tolerance,
-    FAIL when its 99% interval lies wholly beyond it (verify looks again after every two
-    rounds, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
+    """mpibench's loop against the bare loop at one size (seconds per call per round),
+    judged from pairs of rounds (paired_ratios) by interval(): PASS when the 95% one lies
+    within the tolerance, FAIL when the 99.9% one lies wholly beyond it (verify looks again
+    after every pair, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
     ratios = paired_ratios(harness, bare)
-    r = median(ratios) if ratios else median(h / b for h, b in zip(harness, bare))
+    ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
+    r = ci[1] if ci else median(ratios or [h / b for h, b in zip(harness, bare)])
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
     ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
     name = f"timer {format_size(size)}"
     if size < judged_from:
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
                      f"where one call's own cost differs, not judged")
-    ci = iterstats.median_interval(ratios, PASS_CONFIDENCE)
-    sure = iterstats.median_interval(ratios, FAIL_CONFIDENCE)
     pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
     if ci is None:
-        need = 2 * next(n for n in range(64)
-                        if iterstats.median_interval(range(n), PASS_CONFIDENCE))
+        need = 2 * next(n for n in range(64) if interval([1.0] * n, PASS_CONFIDENCE))
         return dict(check(name, fig, ref, r, "INCONCLUSIVE",
                           f"{pairs}: too few for a {PASS_CONFIDENCE:.0%} interval; "
                           f"{need} rounds would give one (--rounds {need})"), rounds_needed=need)
-    lo, hi, _ = ci
+    lo, _, hi = ci
     found = dict(check(name, fig, ref, r, "PASS"), interval=[lo, hi])
     if 1 - tolerance <= lo and hi <= 1 + tolerance:
         return found
-    if sure and (sure[1] < 1 - tolerance or sure[0] > 1 + tolerance):
+    if sure and (sure[2] < 1 - tolerance or sure[0] > 1 + tolerance):
         side = "shorter" if r < 1 else "longer"
-        return dict(found, verdict="FAIL", interval=list(sure[:2]), reason=(
+        return dict(found, verdict="FAIL", interval=[sure[0], sure[2]], reason=(
             f"mpibench's loop is {abs(r - 1):.0%} {side} than the bare loop: the ratio's "
-            f"{FAIL_CONFIDENCE:.0%} interval {sure[0]:.3f}-{sure[1]:.3f} over {pairs} lies "
+            f"{FAIL_CONFIDENCE:.1%} interval {sure[0]:.3f}-{sure[2]:.3f} over {pairs} lies "
             f"wholly beyond the tolerance ({tolerance:.0%})"))
-    beyond = hi < 1 - tolerance or lo > 1 + tolerance       # at 95%, not yet at 99%
+    beyond = hi < 1 - tolerance or lo > 1 + tolerance       # at 95%, not yet at 99.9%
     need = rounds_needed(ratios, lo, hi, r, tolerance, beyond)
     more = (f"about {need} rounds would decide (--rounds {need}, or a --budget that "
             f"allows them)" if need else f"more than {MOST_ROUNDS} rounds would be needed: "
             f"rerun on a quieter machine, or with larger sizes")
-    where = (f"lies beyond the tolerance ({tolerance:.0%}), its {FAIL_CONFIDENCE:.0%} "
+    where = (f"lies beyond the tolerance ({tolerance:.0%}), its {FAIL_CONFIDENCE:.1%} "
              f"interval, which a FAIL needs, not yet" if beyond else
              f"straddles the tolerance ({tolerance:.0%})")
     return dict(found, verdict="INCONCLUSIVE", rounds_needed=need, reason=(
@@ -87,11 +84,18 @@ def timer(size, harness, bare, tolerance, judged_from):
         f"the pairs scatter by {spread(ratios):.0%}; {more}"))
 
 
+def interval(ratios, confidence):
+    """(low, centre, high) of the ratio: the signed-rank interval of the pairs' log ratios,
+    symmetric about 0 for two identical loops (swapping the loops' names swaps a pair's two
+    rounds), all the test assumes; for normal scatter it needs 2/3 of the pairs the sign
+    test does for as narrow an interval. None when too few."""
+    ci = iterstats.centre_interval([math.log(x) for x in ratios], confidence)
+    return tuple(math.exp(x) for x in ci) if ci else None
+
+
 def paired_ratios(harness, bare):
-    """harness / bare over each two rounds, one with each loop first (their geometric mean):
-    a round's loops ran back to back, so the ratio cancels the drift of a shared machine
-    that the medians of each loop alone keep, and the pair cancels what running first or
-    second does to a loop (here the first ran up to 1.3x slower)."""
+    """harness / bare of each two rounds, one with each loop first (their geometric mean):
+    the drift of a shared machine and what running first does to a loop cancel in it."""
     r = [h / b for h, b in zip(harness, bare) if b > 0 and h > 0]
     return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
 
@@ -99,8 +103,8 @@ def paired_ratios(harness, bare):
 def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
     """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle
     the tolerance (None when that would take more than MOST_ROUNDS); on the FAIL side the
-    99% interval's width, about 2.58/1.96 of the 95% one's."""
-    width = max(math.log(hi / r), math.log(r / lo)) * (2.576 / 1.960 if fail_side else 1)
+    99.9% interval's width, about 3.29/1.96 of the 95% one's."""
+    width = max(math.log(hi / r), math.log(r / lo)) * (3.291 / 1.960 if fail_side else 1)
     gap = min(abs(math.log(r / (1 + tolerance))), abs(math.log(r / (1 - tolerance))))
     pairs = math.ceil(len(ratios) * (width / gap) ** 2) if gap > 0 else math.inf
     return 2 * max(pairs, len(ratios) + 1) if 2 * pairs <= MOST_ROUNDS else None

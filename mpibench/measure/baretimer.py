@@ -6,29 +6,31 @@ bare loop's own: work left on any stream (the backend's, NCCL's internal one) is
 the time, so a stream-ordering bug in mpibench cannot fool this timer as it would events
 on the backend's own stream. CPUs: torch.distributed calls (gloo) timed by the monotonic
 clock in nanoseconds; mpi4py calls (the MPI library) timed by MPI_Wtime. Before each loop
-a barrier of the library being timed, not the side channel's, so that nothing of
-mpibench's own comes between the two timestamps.
+the MPI barrier mpibench's has (nccl-tests' too): with more runnable processes than cores,
+a gloo loop after Open MPI's polling barrier ran 1.4-1.9x slower than after gloo's sleeping
+one (4 MiB, 1 host x 2 ranks), which is no matter of the timers.
 """
 import time
 
 
-def torch_seconds(dist, tensor, iters, stream=None):
-    """Seconds per call of `iters` blocking all_reduce calls of tensor (in place).
+def torch_seconds(dist, tensor, iters, barrier, stream=None):
+    """Seconds per call of `iters` blocking all_reduce calls of tensor (in place), after
+    barrier().
 
     stream: the CUDA stream the calls run in (GPU tensors: the bare loop's own)."""
     if tensor.is_cuda:
-        return _cuda_seconds(dist, tensor, iters, stream)
-    dist.barrier()
+        return _cuda_seconds(dist, tensor, iters, barrier, stream)
+    barrier()
     t0 = time.monotonic_ns()
     for _ in range(iters):
         dist.all_reduce(tensor)
     return (time.monotonic_ns() - t0) * 1e-9 / iters
 
 
-def _cuda_seconds(dist, tensor, iters, stream):
+def _cuda_seconds(dist, tensor, iters, barrier, stream):
     import torch
     with torch.cuda.stream(stream):
-        dist.barrier()
+        barrier()
         torch.cuda.synchronize(tensor.device)
         t0 = time.monotonic_ns()
         for _ in range(iters):

@@ -1,7 +1,7 @@
 """Figures of repeated timings: nccl-tests' per-iteration report (-I 1), as 2.19.6 computes
 it (src/util.cu computeIterStats, writePerIterReport; src/common.cu
 ReduceProcessMaxIterTimes: each iteration's time is the slowest rank's, the summary skips
-the first -K iterations), and how sure a median of repeated figures is (median_interval)."""
+the first -K iterations), and how sure the centre of repeated figures is (centre_interval)."""
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -45,19 +45,33 @@ def report(per_rank: Sequence[Sequence[float]], skip: int) -> Dict[str, Any]:
     return out
 
 
-def median_interval(values: Sequence[float],
+def centre_interval(values: Sequence[float],
                     confidence: float) -> Optional[Tuple[float, float, float]]:
-    """The sign test's confidence interval of the median of values: (low, high, coverage),
-    the order statistics j and n-1-j (0-based) with the largest j whose coverage, 1 - 2 P(B <= j)
-    for B ~ Binomial(n, 1/2), is still at least `confidence`. It assumes nothing about the
-    distribution (a loaded machine's timings have long tails). None when there are too few
-    values for that confidence (fewer than 6 for 95%, 8 for 99%)."""
-    s = sorted(values)
-    n = len(s)
-    best, below = None, 0.0
-    for j in range((n + 1) // 2):
-        below += math.comb(n, j) / 2 ** n          # P(B <= j)
-        if 1 - 2 * below < confidence:
+    """The Wilcoxon signed-rank interval of the centre of values (taken to be symmetric
+    about it, nothing more: a loaded machine's timings have long tails): (low, centre,
+    high), the c-th of the n(n+1)/2 averages of two values (one with itself too) from each
+    end, c the largest whose coverage 1 - 2 P(T < c) (T: the signed-rank statistic) is at
+    least `confidence`, and their median (Hodges-Lehmann's). None when too few values
+    (fewer than 6 for 95%, 8 for 99%)."""
+    n, below, c = len(values), 0.0, 0
+    for p in _signed_ranks(n):          # P(T < c) grows with c
+        if 1 - 2 * (below + p) < confidence:
             break
-        best = (s[j], s[n - 1 - j], 1 - 2 * below)
-    return best
+        below, c = below + p, c + 1
+    pairs = sorted((values[i] + values[j]) / 2 for i in range(n) for j in range(i, n))
+    m = len(pairs)
+    return (pairs[c - 1], (pairs[(m - 1) // 2] + pairs[m // 2]) / 2, pairs[m - c]) if c else None
+
+
+def _signed_ranks(n: int) -> List[float]:
+    """P(T = t), t up to half the top, of the signed-rank statistic (exact to n = 60)."""
+    top = n * (n + 1) // 2
+    if n <= 60:
+        ways = [1] + [0] * top          # subsets of the ranks 1..n by their sum
+        for r in range(1, n + 1):
+            for t in range(top, r - 1, -1):
+                ways[t] += ways[t - r]
+        return [w / 2 ** n for w in ways[:top // 2 + 1]]
+    mu, sd = top / 2, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    cdf = [0.5 * math.erfc((mu - t - 0.5) / sd / math.sqrt(2)) for t in range(top // 2 + 1)]
+    return [b - a for a, b in zip([0.0] + cdf, cdf)]

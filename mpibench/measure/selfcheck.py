@@ -2,6 +2,7 @@
 the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
+import time
 from typing import Any, Dict, List
 
 from . import baretimer, launchcost
@@ -19,17 +20,13 @@ class Rows:
     def __init__(self):
         self.rows = []
 
-    def set(self, **items):
-        pass
-
-    def table_header(self, collective):
-        pass
-
     def add_row(self, row):
         self.rows.append(row)
 
-    def add_probe(self, *args):
-        pass
+    def set(self, *args, **items):
+        """Nothing else of a report is kept."""
+
+    table_header = add_probe = set
 
 
 class Quiet:
@@ -87,6 +84,7 @@ class BareLoops:
         self.backend = backend
         self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
         self.mpi = backend.name == "mpi"
+        self.barrier = session.comm.barrier        # the one mpibench's loop has (baretimer.py)
         # GPUs: a stream of its own, not the backend's (baretimer.py says why).
         self.stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
         if self.mpi:
@@ -100,10 +98,10 @@ class BareLoops:
             if warmup:
                 baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], warmup)
             return baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], iters)
-        dist = self.backend.dist
+        dist, barrier = self.backend.dist, self.barrier
         if warmup:
-            baretimer.torch_seconds(dist, self.bufs[size], warmup, self.stream)
-        return baretimer.torch_seconds(dist, self.bufs[size], iters, self.stream)
+            baretimer.torch_seconds(dist, self.bufs[size], warmup, barrier, self.stream)
+        return baretimer.torch_seconds(dist, self.bufs[size], iters, barrier, self.stream)
 
     def close(self):
         if self.mpi:
@@ -111,43 +109,36 @@ class BareLoops:
         self.bufs = self.arrays = {}
 
 
-def compare_timers(session, backend, sizes, *, rounds, iters, warmup, watch, progress=None,
-                   more=None):
-    """Both timers at every size: per round and size the two loops back to back (which goes
-    first alternates from round to round), so that both see the same state of a shared
-    machine.
-
+def compare_timers(session, backend, sizes, *, iters, warmup, watch, progress, pick):
+    """Both timers, a pair of rounds at a time at the size pick(got) names (on rank 0; all
+    follow, None ends): mpibench's loop, the bare loop, the bare loop, mpibench's loop, so
+    that both see the same state of a shared machine and running first cancels in a pair.
     Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
-    round]}}, times the mean over ranks (nccl-tests' -a 1 on both sides); others None.
-    progress(got, size), on rank 0, after every size of every round. more(got), on rank 0
-    after `rounds` rounds and after every two more: the sizes that need two more rounds
-    (one with each loop first); every rank follows its answer."""
+    round], "seconds": the wall time of its rounds}}, times the mean over ranks (nccl-tests'
+    -a 1 on both sides); others None. progress(got, size), on rank 0, after every round."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
-    got: Dict[int, Dict[str, List[Any]]] = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
-    todo, k = list(sizes), 0
+    got: Dict[int, Dict[str, Any]] = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0}
+                                      for s in sizes}
     try:
-        while todo:
-            for s in todo:
+        while (s := session.comm.bcast(pick(got) if session.rank == 0 else None, root=0)):
+            for order in (("harness", "bare"), ("bare", "harness")):
                 rows: Any = None
-                mine = None
-                for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
+                mine, t0 = None, time.monotonic()
+                for which in order:
                     if which == "harness":
                         rows, _ = engine_rows(session, backend, plans[s])
                     else:
-                        watch.arm(f"verify: the bare loop at {s} bytes, round {k + 1}")
+                        watch.arm(f"verify: the bare loop at {s} bytes, round "
+                                  f"{len(got[s]['bare']) + 1}")
                         mine = bare.seconds(s, iters, warmup)
                 gathered = session.comm.gather(mine, root=0)
                 if session.rank == 0:
                     got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
                     got[s]["rows"].append(rows[0])
                     got[s]["bare"].append(sum(gathered) / len(gathered))
-                    if progress is not None:
-                        progress(got, s)
-            k += 1
-            if k >= rounds and k % 2 == 0:
-                todo = session.comm.bcast(more(got) if more and session.rank == 0 else [],
-                                          root=0)
+                    got[s]["seconds"] += time.monotonic() - t0
+                    progress(got, s)
     finally:
         bare.close()
     return got if session.rank == 0 else None

@@ -37,7 +37,7 @@ start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timi
 with torch.cuda.stream(other):
     start.record(); torch.cuda._sleep(CYCLES); stop.record()
 stop.synchronize()
-print(start.elapsed_time(stop) * 1e-3, baretimer.torch_seconds(Shim, t, 5, torch.cuda.Stream()))
+print(start.elapsed_time(stop) * 1e-3, baretimer.torch_seconds(Shim, t, 5, Shim.barrier, torch.cuda.Stream()))
 dist.destroy_process_group()
 """
 
