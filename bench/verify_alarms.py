@@ -29,7 +29,7 @@ MPIRUN = os.path.join(BIN, "mpirun")
 BUSY = "while True: pass"
 sys.path.insert(0, os.path.join(ROOT, "launch"))
 sys.path.insert(0, ROOT)
-from mpibench.measure.sizes import format_size
+from mpibench.measure.sizes import format_size  # noqa: E402  (the checkout, put on sys.path above)
 
 
 def verify(args, env, out, hosts):

@@ -3,7 +3,7 @@ the bare loop of baretimer.py, alternated over rounds; the per-call cost; one ch
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 from . import baretimer, launchcost
 from .collectives import REGISTRY
