@@ -13,6 +13,27 @@ def intro(out, size, nrounds, iters):
             f"collective equally slow; pairs show which it is):")
 
 
+def p2p_header(out, args, nranks, nhosts, backend, launcher, size, rounds):
+    who = "every rank" if args.ranks else "one rank per host, the lowest on each"
+    out.say(f"# mpibench p2p: {nranks} ranks on {nhosts} host{'s' if nhosts != 1 else ''} "
+            f"take part ({who}), backend {backend}, launcher {launcher}")
+    out.say(f"# bandwidth at {format_size(size)}: {args.iters} transfers per link after "
+            f"{args.warmup} warm-up{'s' if args.warmup != 1 else ''}, each after a barrier, "
+            + ("both ranks sending at once (bytes both ways / time)" if args.bidirectional
+               else "one direction at a time (row sends to column)"))
+    out.say(f"# latency at {format_size(args.latency_size)}: half the round trip of "
+            f"{args.latency_iters} ping-pongs")
+    npairs = sum(len(r) for r in rounds)
+    out.say(f"# schedule: {npairs} pair{'s' if npairs != 1 else ''} in {len(rounds)} "
+            f"round{'s' if len(rounds) != 1 else ''}, no host in two pairs at once; "
+            f"ranks not in a pair wait at an MPI barrier")
+
+
+def heatmap(out, png, when=":"):
+    if png:
+        out.say(f"# heatmap{when} {png}")
+
+
 def matrices(out, names, size, bidirectional, bandwidth, latency_size, latency):
     """The bandwidth matrix (GB/s) and the latency one (us), each unless None."""
     if bandwidth is not None:
