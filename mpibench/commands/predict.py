@@ -1,16 +1,10 @@
 """mpibench predict: fit the shape of NCCL's cost model to runs at several node counts and
 predict a larger one, with an interval (models in mpibench/analysis/scaling.py)."""
-import statistics
-
-from tabulate import tabulate
-
 from ..analysis import scaling
 from ..errors import UsageError
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
-from ..measure.sizes import format_size
-from ..results import reader
-from ..results.numbers import us
+from ..results import predicttext as text, reader
 from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
@@ -105,17 +99,8 @@ def execute(session, args):
             checked.setdefault(_unbacked(group), []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
-    for p, d in docs:
-        print(reader.describe(p, d))
     largest = max(reader.ranks(d) for _, d in docs)
-    print(f"# predicting {target} ranks ({target // g} nodes x {g}) with the {args.model} "
-          f"model (see mpibench predict --help)")
-    if flat:
-        print(f"# {flat}: every rank counted as a node of its own")
-    if target >= FAR * largest:
-        where = f"{target} ranks" if flat else f"{target // g} nodes"
-        print(f"# {where} is {int(target / largest)}x the largest input: routing and "
-              f"congestion at that scale are not in the data")
+    text.intro(docs, target, g, args.model, flat, target / largest if target >= FAR * largest else None)
     results = []
     for group, pts in measured.items():
         results += _group(group, pts, checked.get(_unbacked(group)), target, g, args.model)
@@ -123,28 +108,13 @@ def execute(session, args):
         files = ", ".join(p for p, _ in checks)
         colls = sorted({r[0] for r in results})
         for coll in colls if len(colls) > 1 else []:
-            _summary([r for r in results if r[0] == coll], target, files, f"{coll}: ")
-        _summary(results, target, files, "")
+            text.summary([r for r in results if r[0] == coll], target, files, f"{coll}: ")
+        text.summary(results, target, files, "")
     return 0
 
 
 def _unbacked(group):
     return group[:1] + group[2:]
-
-
-def _summary(results, target, files, prefix):
-    """The check's lines: all sizes, then sizes >= 1 MiB."""
-    print("#")
-    for label, rows in (("", results), (", sizes >= 1 MiB", [r for r in results if r[1] >= scaling.MIB])):
-        head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
-        if not rows:
-            print(head + "no rows")
-            continue
-        worst = max(rows, key=lambda r: abs(r[2]))
-        inside = sum(1 for r in rows if r[3])
-        print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
-              f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
-              f"{inside} of {len(rows)} inside the interval")
 
 
 def _target(docs, args):
@@ -185,7 +155,7 @@ def _group(group, pts, checked, target, g, model):
     ns = sorted({n for n, *_ in pts})
     title = f"{coll} {dtype}{'' if redop == 'none' else ' ' + redop} {mode.replace('_', '-')} ({backend})"
     if len(ns) < 2:
-        print(f"#\n# {title}: measured at one rank count only, not fitted")
+        text.unfitted(title)
         return []
     low = min(ns)
     keys = sorted({k for n, _, k, _, _ in pts if n == low})
@@ -193,44 +163,21 @@ def _group(group, pts, checked, target, g, model):
     for n, _, size, _, t in pts:
         table.setdefault(match(size, n, keys), {})[n] = t
     f = scaling.fit(model, coll, backend, [(n, gg, s, t) for n, gg, _, s, t in pts])
-    errs = [abs(e) for e in f["errors"]]
-    print(f"#\n# {title}: fitted to {len(pts)} points at {', '.join(map(str, ns))} ranks; "
-          f"fit error rms {scaling.rms(f['errors']):.1%}, max {max(errs):.1%}")
-    for line in scaling.describe(f):
-        print(f"#   {line}")
     by_key = {}
     for p, n, _, size, s, t in checked or []:
         by_key[match(size, n, keys)] = (s, t)
     factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
-    headers = ["size"] + [f"t us n={n}" for n in ns] + [
-        f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]
-    if checked is not None:
-        headers += [f"measured t us n={target}", "error", "inside"]
-    rows, results, unseen = [], [], False
+    rows, results = [], []
     for key in sorted(set(table) | set(by_key)):
         s = by_key[key][0] if key in by_key else _target_bytes(coll, dtype, key, target)
         if not s:
             continue
         t, lo, hi, cand = scaling.predict(f, target, g, s)
-        note = "/".join(cand) + ("" if cand in f["chosen"] else " *")
-        unseen |= cand not in f["chosen"]
-        row = [format_size(key)] + [us(table.get(key, {}).get(n)) if n in table.get(key, {})
-                                    else "-" for n in ns]
-        row += [us(t), f"{us(lo)}-{us(hi)}", f"{s / t / 1e9 * factor:.4g}", note]
-        if checked is not None:
-            if key in by_key:
-                got = by_key[key][1]
-                err, inside = t / got - 1, lo <= got <= hi
-                results.append((coll, key, err, inside))
-                row += [us(got), f"{err:+.1%}", "yes" if inside else "no"]
-            else:
-                row += ["-", "-", "-"]
-        rows.append(row)
-    print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
-                                                 disable_numparse=True).splitlines()))
-    if unseen:
-        print(f"#   * at {target} ranks the fastest fitted candidate is one that was never the "
-              f"fastest at the measured counts: a regime the inputs do not show, so that "
-              f"row's figure is a guess (its interval is the spread of fits)")
+        got = by_key[key][1] if key in by_key else None
+        if got is not None:
+            results.append((coll, key, t / got - 1, lo <= got <= hi))
+        rows.append((key, [table.get(key, {}).get(n) for n in ns], t, lo, hi, s / t / 1e9 * factor,
+                     "/".join(cand), cand in f["chosen"], got))
+    text.fitted(title, len(pts), ns, scaling.rms(f["errors"]), f["errors"], scaling.describe(f), rows, target,
+                checked is not None)
     return results
-
