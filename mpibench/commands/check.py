@@ -150,12 +150,12 @@ def execute(session, args):
                       report)
         intra = None                  # its buffer, before the pair rounds allocate theirs
     elif report:
-        report.say("# 1. inside each host: skipped, one rank per host")
+        report.say(checktext.SKIPPED[1])
     # 2. between hosts, in rounds of disjoint host pairs, every rail at once
     if len(names) > 1:
         _pair_rounds(session, backend, size, args, names, members, fabric, report)
     elif report:
-        report.say("# 2. between hosts: skipped, the job has one host")
+        report.say(checktext.SKIPPED[2])
     # 3. the whole job, and once more when it missed its limit
     job = _collective(session, backend, coll, size, session.size, None, "the whole job")
     gathered = session.comm.gather(job(args, "the whole job"), root=0)

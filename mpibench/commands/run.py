@@ -318,7 +318,7 @@ def run_trials(session, engine, args):
     probe_iters, wrong = plan.probe_iters, 0
     for k in range(args.trials):
         plan.probe_iters = probe_iters if k == args.trials - 1 else 0
-        session.out(f"#\n# trial {k + 1} of {args.trials}")
+        session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
         wrong += engine.run()
     plan.probe_iters = probe_iters
     return wrong
@@ -347,7 +347,7 @@ def execute(session, args):
     wrong, buffer_bytes = 0, 0
     for backend, plan in zip(backends, plans):
         if len(backends) > 1:
-            session.out(f"#\n# ======== backend {backend.name} ========")
+            session.out(runtext.banner(f"======== backend {backend.name} ========"))
         engine = Engine(session, backend, plan, Sink(out, session.hosts) if out is not None else None)
         engine.launch_cost = launch.get(backend.name)
         wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()

@@ -36,6 +36,11 @@ def settings(out, versions, plan, average, blocking, modes, notes, clock, timeou
     out.say(f"# watchdog: a row that takes over {timeout:g} s is called hung (--timeout)")
 
 
+def banner(text):
+    """The line that opens a trial, or a backend's sweep (rank 0 prints it)."""
+    return f"#\n# {text}"
+
+
 def call_notes(out, missing, notes):
     """The header's last lines. missing: (mode, why, collectives without that call) per
     backend and mode; notes: (backend, collective, text) where torch's call differs."""
