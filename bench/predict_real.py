@@ -21,7 +21,8 @@ PLACES = [ROOT.parent / "shared" / "realworld" / "scaling", Path("/work/shared/r
 NAME = re.compile(r"N(\d+)_G(\d+)_([a-z_]+?)(?:__(\w+))?\.txt$")
 LOGNAME = {"alltoall": "all_to_all"}       # the log's *_perf name -> mpibench's
 SUMMARY = re.compile(r"^# prediction vs measured at (\d+) ranks \(.*\)(, sizes >= 1 MiB)?: "
-                     r"median \|error\| ([\d.]+)%, max ([\d.]+)% \(.*\), (\d+) rows, (\d+) of \d+ inside")
+                     r"median \|error\| ([\d.]+)%, max ([\d.]+)% \(.*\), (\d+) rows, (\d+) of \d+ inside "
+                     r"the interval, (\d+) more not predicted")
 ROW = re.compile(r"^#\s+(\d+) (B|KiB|MiB|GiB)\s.*\s([\d.]+)\s+([\d.]+)-([\d.]+)\s+\S+\s+\S+(?: \*)?"
                  r"\s+([\d.]+)\s+([-+][\d.]+)%\s+(yes|no)$")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
@@ -48,7 +49,8 @@ def cases(data):
 
 
 def run_case(files, collective, target):
-    """The summary lines of one predict --measured run: {label: (median, max, rows, inside)}."""
+    """The summary lines of one predict --measured run: {label: (median, max, rows, inside,
+    not predicted)}."""
     nodes = sorted(files)[:2]
     done = subprocess.run([sys.executable, "-m", "mpibench", "predict", *(str(files[n]) for n in nodes),
                            "--hosts", str(target), "--measured", str(files[target]),
@@ -61,13 +63,44 @@ def run_case(files, collective, target):
     for line in done.stdout.splitlines():
         m = SUMMARY.match(line)
         if m:
-            found[">= 1 MiB" if m[2] else "all"] = (float(m[3]), float(m[4]), int(m[5]), int(m[6]))
+            found[">= 1 MiB" if m[2] else "all"] = (float(m[3]), float(m[4]), int(m[5]), int(m[6]),
+                                                    int(m[7]))
         m = ROW.match(line)
         if m and int(m[1]) * UNITS[m[2]] >= 1 << 20 and abs(float(m[7])) <= 20:
             t, lo, hi = float(m[3]), float(m[4]), float(m[5])
             narrow[0] += 1          # within 20%: is the interval within +-35%?
             narrow[1] += lo >= 0.65 * t and hi <= 1.35 * t
     return nodes, found, narrow
+
+
+def table(data, quick=False):
+    """The table's lines: one row per prediction, then a total."""
+    rows = []
+    for dataset, coll, variant, files, g in cases(data):
+        for target in sorted(files)[2:]:
+            if quick and (dataset, coll, variant, target) != QUICK:
+                continue
+            nodes, found, narrow = run_case(files, coll, target)
+            rows.append((dataset + (f" ({variant})" if variant else ""), coll,
+                         f"{nodes[0]},{nodes[1]} -> {target} (x{g})", found, narrow))
+    out = [("| dataset | collective | nodes | median error >= 1 MiB | max >= 1 MiB | inside >= 1 MiB "
+            "| not predicted >= 1 MiB | within +-35% | median error, all sizes | inside, all sizes |"),
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    cell = (lambda f, i: "-" if f is None else f"{f[i]:.1f}%")
+    inside = (lambda f: "-" if f is None else f"{f[3]} of {f[2]}")
+    for dataset, coll, nodes, found, narrow in rows:
+        big, every = found.get(">= 1 MiB"), found.get("all")
+        out.append(f"| {dataset} | {coll} | {nodes} | {cell(big, 0)} | {cell(big, 1)} | {inside(big)} "
+                   f"| {big[4] if big else '-'} | {narrow[1]} of {narrow[0]} | {cell(every, 0)} "
+                   f"| {inside(every)} |")
+    big = [f[">= 1 MiB"] for *_, f, _ in rows if ">= 1 MiB" in f]
+    if big:
+        inside, total, guesses = (sum(f[k] for f in big) for k in (3, 2, 4))
+        narrow = [sum(r[4][k] for r in rows) for k in (0, 1)]
+        out.append(f"# {len(rows)} predictions; sizes >= 1 MiB: {inside} of {total} predicted points "
+                   f"inside the interval ({inside / total:.0%}), {narrow[1]} of the {narrow[0]} within "
+                   f"20% with an interval within +-35%, {guesses} more not predicted")
+    return out
 
 
 def main():
@@ -78,29 +111,7 @@ def main():
     data = data_dir(args.data)
     if data is None:
         sys.exit(f"no data: none of {', '.join(map(str, PLACES))} exists (give --data DIR)")
-    rows = []
-    for dataset, coll, variant, files, g in cases(data):
-        counts = sorted(files)
-        for target in counts[2:]:
-            if args.quick and (dataset, coll, variant, target) != QUICK:
-                continue
-            nodes, found, narrow = run_case(files, coll, target)
-            rows.append((dataset + (f" ({variant})" if variant else ""), coll,
-                         f"{nodes[0]},{nodes[1]} -> {target} (x{g})", found, narrow))
-    print("| dataset | collective | nodes | median error >= 1 MiB | max >= 1 MiB | inside >= 1 MiB "
-          "| within +-35% | median error, all sizes | inside, all sizes |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for dataset, coll, nodes, found, narrow in rows:
-        big, every = found.get(">= 1 MiB"), found.get("all")
-        cell = (lambda f, i: "-" if f is None else f"{f[i]:.1f}%")
-        inside = (lambda f: "-" if f is None else f"{f[3]} of {f[2]}")
-        print(f"| {dataset} | {coll} | {nodes} | {cell(big, 0)} | {cell(big, 1)} | {inside(big)} "
-              f"| {narrow[1]} of {narrow[0]} | {cell(every, 0)} | {inside(every)} |")
-    big = [f[">= 1 MiB"] for *_, f, _ in rows if ">= 1 MiB" in f]
-    if big:
-        inside, total = sum(f[3] for f in big), sum(f[2] for f in big)
-        print(f"# {len(rows)} predictions; sizes >= 1 MiB: {inside} of {total} measured points inside "
-              f"the interval ({inside / total:.0%})")
+    print("\n".join(table(data, args.quick)))
 
 
 if __name__ == "__main__":

@@ -68,8 +68,8 @@ def one(tree, np_, rows, json_path):
         report = os.path.join(tmp, "rank0.json")
         root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
         mpirun = os.path.join(sys.prefix, "bin", "mpirun")
-        cmd = [mpirun if os.path.exists(mpirun) else "mpirun", *root, "--oversubscribe", "-np", str(np_), sys.executable,
-               os.path.abspath(__file__), "--rank-job", report, "--", *args]
+        cmd = [mpirun if os.path.exists(mpirun) else "mpirun", *root, "--oversubscribe", "-np", str(np_),
+               sys.executable, os.path.abspath(__file__), "--rank-job", report, "--", *args]
         env = dict(os.environ, PYTHONPATH=tree)
         t0 = time.monotonic()
         done = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)

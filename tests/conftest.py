@@ -5,7 +5,6 @@ torch, mpi4py and Open MPI's mpirun. Every helper returns a CompletedProcess (te
 stdout and stderr captured) with `.elapsed` seconds added, and kills the whole process
 group if the command outlives its timeout, so that no test can hang.
 """
-import inspect
 import os
 import re
 import signal
@@ -19,6 +18,15 @@ VENV = sys.prefix
 PYTHON = os.path.join(VENV, "bin", "python")
 MPIRUN = os.path.join(VENV, "bin", "mpirun")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "launch"))       # fakecluster, slurm's recipes
+
+# Every rank of every job imports mpibench and torch: where the environment turns bytecode
+# caching off (PYTHONDONTWRITEBYTECODE), each would compile them again. The tests' children
+# cache it outside the checkout.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(
+    os.environ.get("MPIBENCH_TEST_CACHE", os.path.join(os.path.expanduser("~"), ".cache",
+                                                       "mpibench-tests")), "pycache"))
 
 # Variables a launcher (or a user) may have left in the test's own environment; any of
 # them would change what launcher.detect() sees in the child processes.
@@ -154,29 +162,82 @@ def show(done):
             f"\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
 
 
-# ---- markers (registered in setup.cfg): by file, and by what a test itself starts ----
-_FILE_MARKERS = {
-    "test_slurm.py": ("slurm", "cluster", "root", "slow"),
-    "test_slurmcluster.py": ("slurm", "cluster", "root", "slow"),
-    "test_fakecluster.py": ("cluster", "root", "slow"),
-    "test_multihost.py": ("cluster", "root", "slow"),
-    "test_reliability.py": ("slow",),
-    "test_train.py": ("slow",),
-    "test_blocking_modes.py": ("slow",),
-}
-_CLUSTER_WORDS = ("FakeCluster", "fakecluster.", "slurmcluster.")
+# ---- the parts: a test says what it starts by the fixture it takes, and its marker follows ----
+# fixture -> marker, the widest first; a test that takes none is pure logic (marker `logic`)
+# and may start no process at all (pytest_runtest_protocol holds it to that).
+PARTS = (("slurm", "slurm"), ("hosts", "hosts"), ("procs", "mpi"))
+
+
+def hosts_missing():
+    """Why namespace hosts cannot be started here ('' when they can)."""
+    from fakecluster import missing_tools
+    if os.geteuid() != 0:
+        return "namespace hosts need root"
+    missing = missing_tools() + ([] if os.path.exists(MPIRUN) else [MPIRUN])
+    return f"namespace hosts need {', '.join(missing)}" if missing else ""
+
+
+@pytest.fixture(scope="session")
+def procs():
+    """The test starts processes on this machine: mpirun, torchrun, python, a tool (part `mpi`)."""
+
+
+@pytest.fixture(scope="session")
+def hosts(procs):
+    """The test starts hosts in network namespaces (part `hosts`); skipped, saying why, where
+    they cannot be had."""
+    why = hosts_missing()
+    if why:
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def slurm(hosts):
+    """The test starts a SLURM cluster on namespace hosts (part `slurm`)."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test that took none of the parts' fixtures starts no process, nor do the fixtures
+    set up for it."""
+    if {f for f, _ in PARTS} & set(getattr(item, "fixturenames", ())):
+        yield
+        return
+
+    def refuse(*args, **kwargs):
+        pytest.fail(f"{item.nodeid} starts a process: it must take the `procs` fixture "
+                    f"(or `hosts`, `slurm`), whose marker selects it")
+    real = subprocess.Popen._execute_child
+    subprocess.Popen._execute_child = refuse
+    try:
+        yield
+    finally:
+        subprocess.Popen._execute_child = real
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        names = set(_FILE_MARKERS.get(os.path.basename(str(item.fspath)), ()))
+        names = set(getattr(item, "fixturenames", ()))
+        part = next((m for f, m in PARTS if f in names), "logic")
+        item.add_marker(part)
+        item.user_properties.append(("part", part))          # its reports carry it
         if os.path.basename(os.path.dirname(str(item.fspath))) == "gpu":      # tests/gpu/
-            names.add("gpu")
-        try:
-            source = inspect.getsource(item.function)
-        except (AttributeError, OSError, TypeError):
-            source = ""
-        if any(word in source for word in _CLUSTER_WORDS):
-            names |= {"cluster", "root", "slow"}
-        for name in sorted(names):
-            item.add_marker(getattr(pytest.mark, name))
+            item.add_marker(pytest.mark.gpu)
+
+
+_PART_TIMES = {}     # part: [seconds of setup, call and teardown, tests]
+
+
+def pytest_runtest_logreport(report):
+    part = dict(report.user_properties).get("part")
+    if part:
+        t = _PART_TIMES.setdefault(part, [0.0, 0])
+        t[0] += report.duration
+        t[1] += report.when == "call" or bool(report.skipped and report.when == "setup")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _PART_TIMES:
+        terminalreporter.write_line("parts: " + "; ".join(
+            f"{part} {t[1]} tests {t[0] / 60:.1f} min" for part, t in
+            sorted(_PART_TIMES.items(), key=lambda x: ("logic", "mpi", "hosts", "slurm").index(x[0]))))

@@ -1,8 +1,8 @@
 """Helpers shared by the launcher tests: the MPI installs they need, and reading what
 mpibench's `info` and `run` report about ranks, local ranks and hosts.
 
-Installs happen here, on first use, so that a fresh clone's `make test` does them:
-Debian's Open MPI 4 (apt) and MPICH (pip, in its own venv under a cache folder).
+Debian's Open MPI 4 (apt) and MPICH (pip, in its own venv under a cache folder) are
+installed by `make test-deps`; the tests that need them skip, saying why, without them.
 """
 import glob
 import json
@@ -72,7 +72,7 @@ def debian_libmpi():
 
 
 def ensure_openmpi4():
-    """(mpirun, libmpi) of Debian's Open MPI 4, installed with apt when missing.
+    """(mpirun, libmpi) of Debian's Open MPI 4 (`make test-deps` installs it).
 
     The project's mpi4py loads Open MPI 4's library instead of the venv's Open MPI 5
     when MPI4PY_LIBMPI names it (the same soname, so the MPI module binds to it)."""
@@ -84,20 +84,14 @@ def ensure_openmpi4():
 
 
 def ensure_mpich():
-    """(mpiexec, libmpi) of MPICH from pip, in its own venv beside the project's.
+    """(mpiexec, libmpi) of MPICH from pip, in its own venv (`make test-deps` makes it).
 
     Only MPICH goes there: the ranks run the project's python, whose mpi4py loads
     MPICH's library through MPI4PY_LIBMPI (launcher and library from one install)."""
     venv = CACHE / "venv-mpich"
     mpiexec, lib = venv / "bin" / "mpiexec", venv / "lib" / "libmpi.so.12"
     if not (mpiexec.exists() and lib.exists()):
-        shutil.rmtree(venv, ignore_errors=True)
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        r = run([sys.executable, "-m", "venv", venv], timeout=120)
-        if r.returncode == 0:
-            r = run([venv / "bin" / "python", "-m", "pip", "install", "-q", "mpich"], timeout=600)
-        if r.returncode != 0 or not lib.exists():
-            raise RuntimeError(f"pip could not install mpich into {venv}: {r.stderr[-500:]}")
+        raise RuntimeError(f"no MPICH in {venv}: `make test-deps` installs it there")
     return str(mpiexec), str(lib)
 
 

@@ -31,7 +31,7 @@ TRACE = re.compile(r"^looptrace rank (\d+): (\S+) (\d+) \S+ \S+ (\S+) z(\d) wind
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory):
+def jobs(procs, tmp_path_factory):
     """{(np, z): (done, doc, traces)}; three jobs at a time (each mostly waits for torch)."""
     def one(job):
         np, z = job
@@ -66,7 +66,7 @@ def test_barriers_and_calls_in_flight(jobs, np, z):
     loops = sum(1 for r in doc["results"] for m in ("out_of_place", "in_place") if r[m])
     assert len(traces) == np * loops, show(done)        # every rank, every timed loop
     assert {int(t[0]) for t in traces} == set(range(np))
-    for rank, coll, count, mode, zz, window, calls, barriers, most, sharing in traces:
+    for _rank, _coll, _count, _mode, zz, window, calls, barriers, most, sharing in traces:
         assert int(zz) == z and int(calls) == ITERS
         # nccl-tests: -z 1 and -z 3 barrier after every timed iteration, -z 0 and -z 2 never
         assert int(barriers) == (ITERS if z in (1, 3) else 0)
@@ -123,7 +123,7 @@ def test_windowed_loop_never_exceeds_its_window():
     for n, window in [(7, 1), (7, 3), (3, 5), (10, 10)]:
         log, live, most = [], set(), 0
 
-        def make(i):
+        def make(i, log=log):
             def call():
                 log.append(("launch", i))
                 return FakeHandle(log, i)

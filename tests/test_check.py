@@ -241,6 +241,7 @@ def test_expect_reads_limits(tmp_path):
                                               "job": {"max_latency_us": 50.5}}
 
 
+@pytest.mark.usefixtures("procs")
 def test_bad_expect_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     path = tmp_path / "expect.json"
     path.write_text('{"pair": {"min_busbw_GBps": -3}}')
@@ -289,6 +290,7 @@ def test_damaged_nccl_tests_output_is_one_clear_error(tmp_path, text, words):
         resultsfile.load(str(path))
 
 
+@pytest.mark.usefixtures("procs")
 def test_report_and_compare_read_nccl_tests_files():
     r = lone(["report", str(NCCL_TEXT), str(NCCL_JSON)])
     assert r.returncode == 0, show(r)
@@ -300,6 +302,7 @@ def test_report_and_compare_read_nccl_tests_files():
     assert "4 within noise of 4 rows" in r.stdout, show(r)
 
 
+@pytest.mark.usefixtures("procs")
 def test_plot_reads_nccl_tests_files(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "p.png"
@@ -321,6 +324,7 @@ ROW = {"size", "count", "type", "redop", "root", "out_of_place", "in_place", "ac
 MODE = {"time", "alg_bw", "bus_bw", "nwrong"}
 
 
+@pytest.mark.usefixtures("procs")
 def test_run_json_format_nccl_tests_writes_its_schema(tmp_path):
     path = tmp_path / "nccl.json"
     r = mpirun(2, ["run", "--collectives", "all_reduce,all_gather", "-b", "1K", "-e", "4K",
@@ -350,6 +354,7 @@ PER_ITER = {"skipped_iterations", "min_us", "max_us", "avg_us", "p50_us", "p95_u
             "stdev_us", "cv_pct", "times_us", "per_process_max_times_us"}
 
 
+@pytest.mark.usefixtures("procs")
 def test_run_json_format_nccl_tests_per_iteration_fields(tmp_path):
     path = tmp_path / "nccl.json"
     r = mpirun(3, ["run", "--backend", "mpi", "--collectives", "all_gather", "-b", "1K", "-e", "2K",
@@ -389,6 +394,7 @@ def nccltests_fmt(value):
 
 
 # ---- check on one host: the nccl-tests output as --baseline ----
+@pytest.mark.usefixtures("procs")
 def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
     out = tmp_path / "c.json"
     r = mpirun(2, ["check", *SMALL, "--baseline", str(NCCL_TEXT), "--json", str(out)])
@@ -414,6 +420,7 @@ def test_check_on_one_host_with_an_nccl_tests_baseline(tmp_path):
 
 @pytest.mark.parametrize("collective,mode", [("all_gather", "in_place"),
                                              ("all_to_all", "out_of_place")])
+@pytest.mark.usefixtures("procs")
 def test_check_other_collectives_on_one_host(tmp_path, collective, mode):
     out = tmp_path / "c.json"
     r = mpirun(3, ["check", "--collectives", collective, *SMALL, "--json", str(out)])
@@ -430,11 +437,13 @@ def test_check_other_collectives_on_one_host(tmp_path, collective, mode):
     (["-b", "512K"], "no all_reduce row at 524288 bytes"),
     (["--collectives", "all_gather"], "no all_gather in it"),
 ])
+@pytest.mark.usefixtures("procs")
 def test_check_refuses_a_baseline_of_another_size_or_collective(args, words):
     r = mpirun(2, ["check", "-n", "1", "-w", "0", "--baseline", str(NCCL_TEXT), *args])
     check_usage_error(r, words, 60)
 
 
+@pytest.mark.usefixtures("procs")
 def test_check_with_an_earlier_check_as_baseline(tmp_path):
     first = tmp_path / "first.json"
     r = mpirun(2, ["check", *SMALL, "--json", str(first)])
@@ -449,6 +458,7 @@ def test_check_with_an_earlier_check_as_baseline(tmp_path):
                          "check runs all_reduce at 2097152 bytes", 60)
 
 
+@pytest.mark.usefixtures("procs")
 def test_check_latency_limits_from_expect(tmp_path):
     expect = tmp_path / "expect.json"
     expect.write_text('{"intra": {"max_latency_us": 1e9}, "job": {"max_latency_us": 1}}')
@@ -471,6 +481,7 @@ def test_baseline_from_a_malformed_check_file_gives_no_limit_rather_than_a_trace
         limits.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
 
 
+@pytest.mark.usefixtures("procs")
 def test_check_takes_an_expect_or_a_baseline_not_both(tmp_path):
     path = tmp_path / "expect.json"
     path.write_text('{"job": {"min_busbw_GBps": 1}}')
@@ -478,15 +489,14 @@ def test_check_takes_an_expect_or_a_baseline_not_both(tmp_path):
                       "give --expect or --baseline, not both", 30)
 
 
+@pytest.mark.usefixtures("procs")
 def test_check_refuses_a_baseline_of_another_rank_layout():
     r = mpirun(3, ["check", *SMALL, "--baseline", str(NCCL_TEXT)])
     check_usage_error(r, "measured on 2 ranks; this check runs 3 ranks", 60)
 
 
 # ---- check across namespace hosts ----
-needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools())
-                                 or not (VENV / "bin" / "mpirun").exists(),
-                                 reason="fake hosts need root, ip/tc and the venv's mpirun")
+needs_hosts = pytest.mark.usefixtures("hosts")
 
 
 def _check(hosts, args, rates=None, ppn=1):

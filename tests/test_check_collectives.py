@@ -11,8 +11,7 @@ from launch_helpers import LAUNCH, env
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
-needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools()),
-                                 reason="namespace hosts need root, ip, unshare and tc")
+needs_hosts = pytest.mark.usefixtures("hosts")
 
 # Floors far below anything real: this test is about every rank finishing every test with
 # figures, not about this two-core machine's noise between hosts.

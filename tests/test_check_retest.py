@@ -17,9 +17,7 @@ from launch_helpers import RATE, VENV, check_on_hosts
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
-needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools())
-                                 or not (VENV / "bin" / "mpirun").exists(),
-                                 reason="fake hosts need root, ip/tc and the venv's mpirun")
+needs_hosts = pytest.mark.usefixtures("hosts")
 
 
 # ---- the judge, without processes ----
@@ -99,7 +97,7 @@ def test_a_path_that_is_a_links_one_failed_measurement_is_tested_again():
     for fails, verdict in ((1, "transient"), (9, "ties")):
         seen = []
 
-        def judge(pairs):
+        def judge(pairs, seen=seen, fails=fails):
             seen.append(pairs)
             return {p: [True, len(seen) > fails] for p in pairs}
         v = fabricplan.run(fabric, judge)

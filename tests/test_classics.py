@@ -7,6 +7,8 @@ import pytest
 from conftest import lone, mpibench_lines, mpirun, show
 from mpibench.measure.dtypes import DTYPES
 
+pytestmark = pytest.mark.usefixtures("procs")
+
 BACKENDS = ("gloo", "mpi")
 RANKS = (2, 3)
 
@@ -45,6 +47,7 @@ def test_allreduce(tmp_path, np, backend):
         assert alg > 0 and bus > 0
         assert bus == pytest.approx(alg * factor, rel=0.01, abs=0.002)
         assert float(alg_b) == pytest.approx(alg * 8, rel=0.01, abs=0.01)
+        assert float(bus_b) == pytest.approx(bus * 8, rel=0.01, abs=0.01)
     (row,) = doc["results"]      # one row: the trials' median, every trial kept
     assert row["backend"] == backend and row["size"] == 256 << 10 and len(row["trials"]) == 3
     for t in row["trials"]:   # nccl-tests' -a 1: the mean time over ranks, algbw = size / time
@@ -71,7 +74,7 @@ def test_latency(tmp_path, np, backend):
     rows = table_rows(done.stdout, "host:local_rank")
     assert len(rows) == np, show(done)
     labels = {f"{d['hostname']}:{d['local_rank']}" for d in doc["config"]["devices"]}
-    for label, rank, d1, alg1, bus1, dk, algk, busk, ratio in rows:
+    for label, _rank, d1, alg1, bus1, dk, algk, busk, ratio in rows:
         assert label in labels
         d1, dk, ratio = float(d1), float(dk), float(ratio)
         assert min(d1, dk, float(alg1), float(bus1), float(algk), float(busk)) > 0
@@ -144,7 +147,8 @@ def test_demo_fails_on_a_corrupted_rank(tmp_path, backend):
     assert re.search(rf"^2 +\S+ +2 +\[{poison}, 1, 2\] +FAIL$", done.stdout, re.M), show(done)
     assert len(re.findall(r"^[01] +\S+ .* PASS$", done.stdout, re.M)) == 8, show(done)
     lines = mpibench_lines(done.stderr)
-    assert len(lines) == 1 and "demo FAILED: all_reduce" in lines[0] and "(first: all_reduce on rank 2" in lines[0]
+    assert len(lines) == 1 and "demo FAILED: all_reduce" in lines[0]
+    assert "(first: all_reduce on rank 2" in lines[0]
 
 
 BAD = [

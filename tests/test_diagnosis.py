@@ -24,9 +24,7 @@ import fakecluster  # noqa: E402
 
 FAST, SLOW = "1gbit", "250mbit"     # a quarter
 
-needs_hosts = pytest.mark.skipif(
-    os.geteuid() != 0 or bool(fakecluster.missing_tools()),
-    reason="namespace hosts need root and ip/tc/nsenter/unshare")
+needs_hosts = pytest.mark.usefixtures("hosts")
 
 
 # ---------------------------------------------------------------- schedule
@@ -115,7 +113,8 @@ def test_consistently_slow_needs_most_iterations():
 FIXTURES = {
     "NET/IB": "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA\n"
               "gpu2:5120:5170 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [receive] via NET/IB/0/GDRDMA\n"
-              "gpu2:5120:5170 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [send] via NET/IBext_v8/1(2)/GDRDMA/Shared\n",
+              "gpu2:5120:5170 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [send] "
+              "via NET/IBext_v8/1(2)/GDRDMA/Shared\n",
     "NET/Socket": "gpu1:4011:4090 [0] NCCL INFO Using network Socket\n"
                   "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n"
                   "gpu2:5120:5170 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [receive] via NET/Socket/1\n",
@@ -245,7 +244,8 @@ def test_sysfs_ib_port_down(tmp_path):
 
 
 def test_sysfs_roce_and_no_ib_and_missing_modules(tmp_path):
-    roce = facts(make_tree(tmp_path / "a", ports=[("mlx5_0", 1, "ACTIVE", "100 Gb/sec (4X EDR)", "Ethernet")]))
+    roce = facts(make_tree(tmp_path / "a",
+                           ports=[("mlx5_0", 1, "ACTIVE", "100 Gb/sec (4X EDR)", "Ethernet")]))
     noib = facts(make_tree(tmp_path / "b"))
     nomod = facts(make_tree(tmp_path / "c", ports=[("mlx5_0", 1, "ACTIVE", HDR, "InfiniBand")],
                             modules=("ib_core", "mlx5_ib")))
@@ -292,6 +292,7 @@ def test_gpu_topology_pcie_only():
     assert hostfacts.gpu_links(nvlink) == {"NV#"}
 
 
+@pytest.mark.usefixtures("procs")
 def test_doctor_reads_a_fabricated_tree_and_writes_json(tmp_path):
     root = make_tree(tmp_path / "tree", ports=[("mlx5_0", 1, "DOWN", HDR, "InfiniBand")])
     out = tmp_path / "doctor.json"
@@ -307,6 +308,7 @@ def test_doctor_reads_a_fabricated_tree_and_writes_json(tmp_path):
 
 
 # ---------------------------------------------------------------- p2p on one host
+@pytest.mark.usefixtures("procs")
 def test_p2p_ranks_on_one_host_json_and_png(tmp_path):
     pytest.importorskip("matplotlib")
     js, png = tmp_path / "p2p.json", tmp_path / "p2p.png"
@@ -322,6 +324,7 @@ def test_p2p_ranks_on_one_host_json_and_png(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.usefixtures("procs")
 def test_p2p_bidirectional():
     done = mpirun(2, ["p2p", "--every-rank", "--bidirectional", "-b", "64K", "-n", "2",
                       "--latency-iters", "3"], timeout=90)
@@ -335,6 +338,7 @@ def test_p2p_bidirectional():
     (["p2p", "-b", "0"], "must be at least 1 byte"),
     (["p2p", "--every-rank", "--backend", "mpi"], "invalid choice: 'mpi'"),
 ])
+@pytest.mark.usefixtures("procs")
 def test_p2p_bad_input_is_one_line_and_exit_2(args, text):
     done = mpirun(2, args, timeout=60)
     lines = mpibench_lines(done.stderr)

@@ -2,7 +2,11 @@
 fails to run makes doctor fail (exit 1 on every rank), not a quiet 'findings' line."""
 import json
 
+import pytest
+
 from conftest import mpibench_lines, mpirun, show
+
+pytestmark = pytest.mark.usefixtures("procs")
 
 
 def test_doctor_exits_1_when_its_nccl_check_fails_to_run(tmp_path):

@@ -17,10 +17,8 @@ from conftest import PYTHON, ROOT, base_env, lone, mpibench_lines, mpirun, show
 sys.path.insert(0, str(Path(ROOT) / "launch"))
 import fakecluster  # noqa: E402
 
-needs_hosts = pytest.mark.skipif(
-    os.geteuid() != 0 or bool(fakecluster.missing_tools())
-    or not (Path(sys.prefix) / "bin" / "mpirun").exists(),
-    reason="namespace hosts need root, ip/tc/nsenter/unshare and the venv's mpirun")
+needs_hosts = pytest.mark.usefixtures("hosts")
+pytestmark = pytest.mark.usefixtures("procs")
 
 VERDICT = re.compile(r"^mpibench-verdict: exit=(\d+) status=(\w+) command=([\w-]+)$")
 # Runs of each case in a row in the suite; more by hand with MPIBENCH_EXIT_REPS=N.

@@ -124,7 +124,7 @@ def test_scale_names_exactly_the_planted_faults_in_at_most_4_rounds(hosts):
         fabric = tomography.Fabric(names, rails, topo)
         bad_hosts, bad_rails, bad_ups, bad_switch, bad = _plant(names, topo, rails, rng)
 
-        def judge(pairs):
+        def judge(pairs, fabric=fabric, bad=bad):
             return {(a, b): [not (set(fabric.path(a, b, r)) & bad) for r in range(rails)]
                     for a, b in pairs}
         t0 = time.perf_counter()
@@ -222,6 +222,7 @@ def test_counters_that_moved_and_links_that_changed(tmp_path):
     assert counters.snapshot(str(tmp_path / "none")) == {}
 
 
+@pytest.mark.usefixtures("procs")
 def test_topology_from_scontrol_under_slurm(tmp_path, monkeypatch):
     fake = tmp_path / "scontrol"
     fake.write_text("#!/bin/sh\n[ \"$*\" = 'show topology' ] || exit 1\n"

@@ -12,9 +12,7 @@ from launch_helpers import QUARTER, RATE, VENV, check_on_hosts
 import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster, split_leaves  # noqa: E402
 
-needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools())
-                                 or not (VENV / "bin" / "mpirun").exists(),
-                                 reason="fake hosts need root, ip/tc and the venv's mpirun")
+needs_hosts = pytest.mark.usefixtures("hosts")
 pytestmark = needs_hosts
 # Small enough for a few seconds a round, large enough that a quarter-rate link stands
 # out: 2 MiB both ways at once takes ~45 ms at 400 Mbit/s and ~180 ms at 100 Mbit/s.

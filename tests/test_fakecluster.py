@@ -23,9 +23,7 @@ PY = VENV / "bin" / "python"
 MPIRUN = VENV / "bin" / "mpirun"
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="fake hosts need root (network namespaces)"),
-    pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                       reason=f"missing tools: {fakecluster.missing_tools()}"),
+    pytest.mark.usefixtures("hosts"),
 ]
 
 

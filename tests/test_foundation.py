@@ -9,7 +9,7 @@ import pytest
 
 from conftest import MPIRUN, check_usage_error, lone, mpibench_lines, mpirun, run, show, torchrun
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("procs")]
 
 HOST = socket.gethostname()
 

@@ -35,6 +35,7 @@ def fake_gpus(tmp_path):
     return f"{folder}:{os.environ['PATH']}"
 
 
+@pytest.mark.usefixtures("procs")
 def test_backend_auto_is_agreed_before_the_rendezvous():
     """Rank 2 answers nccl (test switch), ranks 0 and 1 gloo: every rank exits 2 at once
     with one line naming both choices, their ranks and hosts and what torch saw, instead
@@ -48,6 +49,7 @@ def test_backend_auto_is_agreed_before_the_rendezvous():
     assert "--backend gloo" in line
 
 
+@pytest.mark.usefixtures("procs")
 def test_an_explicit_backend_needs_no_agreement():
     """The switch changes only what auto answers: --backend gloo runs."""
     done = mpirun(2, ["info", "--backend", "gloo"], env={"MPIBENCH_FAULT": "backend:1:nccl"})
@@ -56,6 +58,7 @@ def test_an_explicit_backend_needs_no_agreement():
 
 @pytest.mark.parametrize("command", [["run", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0"],
                                      ["info"], ["doctor"]])
+@pytest.mark.usefixtures("procs")
 def test_gpus_that_torch_does_not_see_are_named_in_one_warning(fake_gpus, command):
     done = mpirun(2, command, env={"PATH": fake_gpus}, timeout=120)
     assert done.returncode == 0, show(done)
@@ -66,6 +69,7 @@ def test_gpus_that_torch_does_not_see_are_named_in_one_warning(fake_gpus, comman
         assert "fix: install a CUDA build of torch" in warnings[0]
 
 
+@pytest.mark.usefixtures("procs")
 def test_no_warning_without_gpus():
     if gpuhost.nvidia_devices():
         pytest.skip("this host has NVIDIA GPUs")
@@ -73,6 +77,7 @@ def test_no_warning_without_gpus():
     assert done.returncode == 0 and "WARNING" not in done.stderr, show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_nvidia_smi_that_fails_or_lists_nothing_is_no_gpu(tmp_path, monkeypatch):
     for body in ("#!/bin/sh\nexit 9\n", "#!/bin/sh\necho 'No devices were found'\n"):
         smi = tmp_path / "nvidia-smi"
@@ -92,6 +97,7 @@ def _script_env(path, **extra):
     return e
 
 
+@pytest.mark.usefixtures("procs")
 def test_mpirun_sh_refuses_a_default_python_without_cuda_on_a_gpu_host(fake_gpus):
     if torch.version.cuda:
         pytest.skip("this checkout's torch has CUDA")
@@ -104,6 +110,7 @@ def test_mpirun_sh_refuses_a_default_python_without_cuda_on_a_gpu_host(fake_gpus
     assert "set MPIBENCH_PYTHON" in lines[0] and r.stdout == ""
 
 
+@pytest.mark.usefixtures("procs")
 def test_mpirun_sh_takes_the_python_it_is_given_and_mpibench_warns(fake_gpus):
     r = run([LAUNCH / "mpirun.sh", "--np", "2", "--oversubscribe", "info"],
             env=_script_env(fake_gpus, MPIBENCH_PYTHON=PY), timeout=120)
@@ -112,6 +119,7 @@ def test_mpirun_sh_takes_the_python_it_is_given_and_mpibench_warns(fake_gpus):
     assert len(warnings) == 1 and "torch has no CUDA there" in warnings[0], r.stderr
 
 
+@pytest.mark.usefixtures("procs")
 def test_mpirun_sh_takes_the_default_python_on_a_host_without_gpus():
     if gpuhost.nvidia_devices():
         pytest.skip("this host has NVIDIA GPUs")
@@ -122,6 +130,7 @@ def test_mpirun_sh_takes_the_default_python_on_a_host_without_gpus():
 
 
 @pytest.mark.parametrize("gpus", [True, False])
+@pytest.mark.usefixtures("procs")
 def test_sbatch_common_sh_picks_the_python_as_mpirun_sh(fake_gpus, tmp_path, gpus):
     """common.sh sourced as the sbatch scripts do (SLURM's job variables given by hand)."""
     if gpus and torch.version.cuda:
@@ -142,8 +151,7 @@ def test_sbatch_common_sh_picks_the_python_as_mpirun_sh(fake_gpus, tmp_path, gpu
 
 
 # ---- CUDA_VISIBLE_DEVICES is each host's own --------------------------------------
-needs_hosts = pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools()),
-                                 reason="namespace hosts need root, ip, unshare and tc")
+needs_hosts = pytest.mark.usefixtures("hosts")
 
 # As ssh does: the remote host's own environment, where SLURM would have set h2's value.
 AGENT = """#!/bin/sh
@@ -208,6 +216,7 @@ def test_device_choice_of_ranks_bound_per_task_or_sharing_all(monkeypatch):
     assert "(NCCL_TESTS_DEVICE=2)" in gpuhost.shared_gpu(forced, {"NCCL_TESTS_DEVICE": "2"})
 
 
+@pytest.mark.usefixtures("procs")
 def test_doctor_agrees_on_devices_through_the_side_channel(tmp_path):
     """Three ranks under mpirun on one host, each seeing two GPUs of the same ids (the test
     switch stands for them): local ranks 0 and 2 both take device 0 (Open MPI may number

@@ -3,8 +3,12 @@ characters, exit 0 healthy, 1 a problem, anything else unknown. The NHC mode and
 scontrol drain run on the real SLURM cluster (test_slurm.py)."""
 import json
 
+import pytest
+
 from conftest import check_usage_error, lone, mpirun, show
 from mpibench.diagnose import health
+
+pytestmark = pytest.mark.usefixtures("procs")
 
 
 def test_npd_line_and_exit_code_of_a_host_with_a_slow_test(tmp_path):

@@ -16,6 +16,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.usefixtures("procs")
 def test_launch_cost_of_real_gloo_calls():
     """Two gloo ranks: the cost is positive and finite, every call issued is completed by
     finish, and a call that spends 2 ms on the host costs at least that (the timer sees

@@ -11,6 +11,8 @@ import pytest
 from launch_helpers import (LAUNCH, PY, TINY_RUN, VENV, assert_run_ok, ensure_mpich,
                             ensure_openmpi4, env, info_rows, run, run_doc)
 
+pytestmark = pytest.mark.usefixtures("procs")
+
 HOST = socket.gethostname()
 needs_venv = pytest.mark.skipif(not (VENV / "bin" / "mpirun").exists(),
                                 reason=f"no mpirun in {VENV} (make venv)")

@@ -19,7 +19,7 @@ from mpibench.results import metrics
 
 TOOLS = ("promtool", "prometheus", "prometheus-node-exporter")
 MISSING = [t for t in TOOLS if shutil.which(t) is None]
-pytestmark = pytest.mark.slow       # five mpirun jobs, two servers
+pytestmark = pytest.mark.usefixtures("procs")       # five mpirun jobs, two servers
 needs_tools = pytest.mark.skipif(bool(MISSING), reason=f"missing {', '.join(MISSING)} "
                                  f"(Debian packages prometheus, prometheus-node-exporter: make test-deps)")
 
@@ -36,7 +36,7 @@ JOBS = {
 
 
 @pytest.fixture(scope="module")
-def prom_files(tmp_path_factory):
+def prom_files(procs, tmp_path_factory):
     folder = tmp_path_factory.mktemp("textfile")
     files = {"run.json": tmp_path_factory.mktemp("json") / "run.json"}
     for name, (np, args) in JOBS.items():

@@ -12,6 +12,7 @@ MPI_DTYPES = {"float", "double", "int32", "int64", "int8", "uint8"}
 
 
 @pytest.mark.parametrize("np", (2, 3))
+@pytest.mark.usefixtures("procs")
 def test_every_dtype_and_op_checks_clean(tmp_path, np):
     path = tmp_path / "mpi.json"
     done = mpirun(np, ["run", "--backend", "mpi", "--collectives", "all", "-d", "all", "-o", "all",
@@ -27,7 +28,8 @@ def test_every_dtype_and_op_checks_clean(tmp_path, np):
     assert {row["collective"] for row in rows} == {"all_reduce", "all_gather", "reduce_scatter",
                                                    "broadcast", "reduce", "all_to_all", "sendrecv",
                                                    "gather", "scatter"}
-    assert {row["redop"] for row in rows if row["collective"] == "all_reduce"} == {"sum", "prod", "min", "max"}
+    assert {row["redop"] for row in rows if row["collective"] == "all_reduce"} == \
+        {"sum", "prod", "min", "max"}
     # MPI's all_reduce and reduce run out of place too; its reduce_scatter in place does not.
     ar = [row for row in rows if row["collective"] == "all_reduce"]
     assert all(row["out_of_place"] and row["in_place"] for row in ar)
@@ -36,6 +38,7 @@ def test_every_dtype_and_op_checks_clean(tmp_path, np):
     assert "all_reduce float32 avg: skipped, MPI has no average op" in done.stdout
 
 
+@pytest.mark.usefixtures("procs")
 def test_nonblocking_mpi_checks_clean(tmp_path):
     path = tmp_path / "nb.json"
     done = mpirun(2, ["run", "--backend", "mpi", "-z", "0", "--json", str(path)] + SMALL)
@@ -45,6 +48,7 @@ def test_nonblocking_mpi_checks_clean(tmp_path):
     assert len(doc["results"]) >= 9
 
 
+@pytest.mark.usefixtures("procs")
 def test_corrupted_rank_is_caught_on_mpi():
     done = mpirun(2, ["run", "--backend", "mpi", "--collectives", "all_gather"] + SMALL,
                   env={"MPIBENCH_FAULT": "corrupt:1"})
@@ -52,6 +56,7 @@ def test_corrupted_rank_is_caught_on_mpi():
     assert "FAILED" in done.stdout and len(mpibench_lines(done.stderr)) == 1
 
 
+@pytest.mark.usefixtures("procs")
 def test_gather_and_scatter_wrong_values_are_caught(tmp_path):
     """Rank 1 is the root: a wrong value in what it gathers, and in what it is scattered."""
     path = tmp_path / "bad.json"
@@ -68,6 +73,7 @@ def test_gather_and_scatter_wrong_values_are_caught(tmp_path):
             assert r["per_rank_nwrong"][m][1] == 1 and r["per_rank_nwrong"][m][0] in (0, None)
 
 
+@pytest.mark.usefixtures("procs")
 def test_gloo_and_mpi_side_by_side(tmp_path):
     path = tmp_path / "both.json"
     done = mpirun(2, ["run", "--backend", "gloo,mpi", "--collectives", "all_reduce,all_gather",
@@ -101,6 +107,7 @@ def test_gloo_and_mpi_side_by_side(tmp_path):
     (["--backend", "gloo,nccl"], "one torch backend per job"),
     (["--backend", "mpi,mpi"], "distinct backends"),
 ], ids=["float16", "avg", "two-torch", "twice"])
+@pytest.mark.usefixtures("procs")
 def test_bad_mpi_input_one_line_exit_2(args, message):
     base = ["run", "--backend", "mpi"] if "--backend" not in args else ["run"]
     done = mpirun(2, base + args + SMALL, timeout=60)
@@ -109,6 +116,7 @@ def test_bad_mpi_input_one_line_exit_2(args, message):
     assert len(lines) == 1 and message in lines[0], show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_mpi_without_an_mpi_launcher_exits_2():
     done = lone(["run", "--backend", "mpi"] + SMALL)
     assert done.returncode == 2, show(done)

@@ -12,9 +12,7 @@ import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 from fakecluster import FakeCluster  # noqa: E402
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="fake hosts need root (network namespaces)"),
-    pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                       reason=f"missing tools: {fakecluster.missing_tools()}"),
+    pytest.mark.usefixtures("hosts"),
     pytest.mark.skipif(not (VENV / "bin" / "mpirun").exists(), reason=f"no mpirun in {VENV}"),
 ]
 

@@ -141,7 +141,7 @@ def _expected_rows(spec):
 
 
 @pytest.fixture(scope="module")
-def reports():
+def reports(procs):
     """report's csv and text of every log: one run for the logs that name their collective
     (or whose rows decide it), one per --collective the others need."""
     out = {}
@@ -203,6 +203,7 @@ def test_report_reads_every_real_log_with_its_figures(key, reports):
 
 
 @pytest.mark.parametrize("key", ["01", "13"])
+@pytest.mark.usefixtures("procs")
 def test_a_log_that_does_not_name_its_collective_says_which_fit(key, tmp_path):
     # the two old alltoall logs read by their file names (above); under a name that
     # names nothing, their rows fit two collectives and nothing else decides
@@ -233,6 +234,7 @@ def test_launcher_labels_on_every_line_read_as_without(label, tmp_path):
         _same_reading(reader.load(str(path)), reader.load(log(key)))
 
 
+@pytest.mark.usefixtures("procs")
 def test_in_place_wrong_na_on_every_row_names_alltoall(tmp_path):
     # log 06's alltoall table alone, its name and command gone: nccl-tests checks no
     # in-place alltoall, so that column is N/A on every row, which all_gather never prints
@@ -306,6 +308,7 @@ def _interleave(a, b, at, step=1):
     return out
 
 
+@pytest.mark.usefixtures("procs")
 def test_two_runs_in_one_stream_read_both_or_are_refused_naming_both(tmp_path):
     a = Path(log("04")).read_text().splitlines()
     b = Path(log("17")).read_text().splitlines()
@@ -329,6 +332,7 @@ def test_two_runs_in_one_stream_read_both_or_are_refused_naming_both(tmp_path):
     assert "and this row fits both: split the log by run" in r.stderr
 
 
+@pytest.mark.usefixtures("procs")
 def test_a_collective_the_rows_contradict_is_refused():
     # all_reduce rows: a reduction op, which all_gather has not; busbw / algbw = 1.97,
     # which sendrecv (1) never gives
@@ -340,6 +344,7 @@ def test_a_collective_the_rows_contradict_is_refused():
                       "1.961-1.975, not 1", 30)
 
 
+@pytest.mark.usefixtures("procs")
 def test_rows_mixed_from_two_tests_are_refused(tmp_path):
     text = Path(log("06")).read_text().splitlines()
     rows = [i for i, x in enumerate(text) if re.match(r"\s+\d+\s+\d+\s+double", x)]
@@ -350,6 +355,7 @@ def test_rows_mixed_from_two_tests_are_refused(tmp_path):
     check_usage_error(lone(["report", str(path)]), "is not the mean of the 20 busbw figures", 30)
 
 
+@pytest.mark.usefixtures("procs")
 def test_a_row_cut_from_a_table_is_refused_by_the_sweep_its_header_asks_for(tmp_path):
     text = Path(log("09")).read_text().splitlines()
     row = next(i for i, x in enumerate(text) if x.split()[:1] == ["1048576"])
@@ -373,6 +379,7 @@ def test_one_sweep_per_type_reads_as_one_test(tmp_path):
 
 
 # ---- compare and plot: which test, which rows ----
+@pytest.mark.usefixtures("procs")
 def test_compare_two_logs_of_one_collective_says_what_it_drops():
     r = lone(["compare", log("04"), log("17")])
     assert r.returncode == 0, show(r)
@@ -387,6 +394,7 @@ def test_compare_two_logs_of_one_collective_says_what_it_drops():
     assert re.search(r"of 4 rows; geometric mean ratio", r.stdout), show(r)
 
 
+@pytest.mark.usefixtures("procs")
 def test_compare_and_plot_say_which_test_of_a_log_they_use(tmp_path):
     r = lone(["compare", log("18"), log("18")])
     assert r.returncode == 0, show(r)
@@ -408,7 +416,7 @@ def test_compare_and_plot_say_which_test_of_a_log_they_use(tmp_path):
 
 # ---- mpibench's own output and JSON against a log ----
 @pytest.fixture(scope="module")
-def own_run(tmp_path_factory):
+def own_run(procs, tmp_path_factory):
     """A real 2-rank run of all_to_all at 32 MiB of float64 (a size of log 16)."""
     folder = tmp_path_factory.mktemp("own")
     path = folder / "run.json"
@@ -420,6 +428,7 @@ def own_run(tmp_path_factory):
     return path, printed
 
 
+@pytest.mark.usefixtures("procs")
 def test_compare_a_log_with_mpibench_json_of_the_same_collective(own_run):
     path, printed = own_run
     r = lone(["compare", log("16"), str(path)])
@@ -458,6 +467,7 @@ def _as_nccl_tests_header(text):
 
 
 # ---- check --baseline ----
+@pytest.mark.usefixtures("procs")
 def test_check_judges_against_a_multi_host_all_reduce_log():
     # log 15: 8 ranks on 2 hosts; its 1 MiB row: out-of-place busbw 13.94, in-place 12.84
     r = mpirun(8, ["check", "-b", "1M", "-n", "1", "-w", "0", "--baseline", log("15")],
@@ -562,7 +572,7 @@ def fuzz(sources, seed=22, count=25):
             mutated = _mutate(lines, rng)
             try:
                 doc = document.validate(document._read("\n".join(mutated).encode(), hint, path))
-            except document._Bad as exc:
+            except document.Bad as exc:
                 assert "\n" not in str(exc)
                 errors += 1
                 continue

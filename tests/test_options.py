@@ -16,6 +16,7 @@ TINY = ["--collectives", "all_reduce", "-b", "1K", "-e", "2K", "-n", "2", "-w", 
         "--probe-iters", "0"]
 
 
+@pytest.mark.usefixtures("procs")
 def test_top_level_help_groups_commands_and_says_how_to_launch_and_exit_codes():
     from mpibench import commands
     done = lone(["--help"])
@@ -30,6 +31,7 @@ def test_top_level_help_groups_commands_and_says_how_to_launch_and_exit_codes():
         assert re.search(rf"^  {re.escape(code)}", text, re.M), code
 
 
+@pytest.mark.usefixtures("procs")
 def test_nccl_tests_command_line_pastes_in(tmp_path):
     """nccl-tests' long options with '_' or '-', and those mpibench runs at one value at that
     value; -J into an existing name writes FILE.0 and says so, as nccl-tests does."""
@@ -85,6 +87,7 @@ FIXED = [
 ]
 
 
+@pytest.mark.usefixtures("procs")
 def test_nccl_tests_options_mpibench_cannot_honour_are_refused():
     """Pure parsing, every case; then two of them as a user meets them, on every rank."""
     from mpibench import cli
@@ -178,6 +181,7 @@ def test_docs_table_of_every_option_is_the_parsers():
         "`--per-rank`: docs/options.md says run, p2p, the parsers run"]
 
 
+@pytest.mark.usefixtures("procs")
 def test_min_busbw_from_nccl_tests_variable_and_option(tmp_path):
     path = tmp_path / "low.json"
     # a threshold no machine reaches: exit 1, as nccl-tests (below 0.9 of it)
@@ -248,12 +252,14 @@ def test_min_share_means_the_same_in_every_command(line):
         cli.parse(line + ["--min-share", "1.5"])
 
 
+@pytest.mark.usefixtures("procs")
 def test_check_min_share_without_baseline_is_refused():
     check_usage_error(lone(["check", "--min-share", "0.5"]),
                       "--min-share needs --baseline: it is the share of the baseline's figure "
                       "below which check fails", 30)
 
 
+@pytest.mark.usefixtures("procs")
 def test_min_share_runs_in_run_and_compare(tmp_path):
     """run --min-share 0.8 is a host margin of 1/0.8 - 1; compare --min-share fails a half-speed
     file."""

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import PYTHON, ROOT, base_env
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.usefixtures("procs")
 
 
 def clean_env(extra=None):

@@ -63,11 +63,11 @@ class Job:
 
     @property
     def out(self):
-        return "\n".join(l for _, l in self.lines)
+        return "\n".join(text for _, text in self.lines)
 
     @property
     def stderr(self):
-        return "\n".join(l for _, l in self.err)
+        return "\n".join(text for _, text in self.err)
 
     def wait_row(self, timeout=START):
         """Time the first result row appeared."""
@@ -127,6 +127,7 @@ def rows_in(path):
 
 
 # ---- 1. hangs ----
+@pytest.mark.usefixtures("procs")
 def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
     out = tmp_path / "r.json"
     j = job(["--collectives", "all_reduce", "-e", "4K", "--timeout", "4", "--json", str(out),
@@ -138,7 +139,7 @@ def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
     assert "1 rank never arrived" in err
     assert re.search(r"rank 1 \(host \S+\): alive but still at all_reduce 1 KiB", err), err
     assert err.count("never arrived") == 1, err          # reported once
-    last_row = max(t for t, l in j.lines if ROW.match(l))
+    last_row = max(t for t, text in j.lines if ROW.match(text))
     assert j.p.returncode is not None
     doc, sizes = rows_in(out)
     assert not doc["complete"] and doc["incomplete"].startswith("timed out")
@@ -147,6 +148,7 @@ def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
 
 
 @pytest.mark.parametrize("victim", [1, 0])
+@pytest.mark.usefixtures("procs")
 def test_stopped_rank_is_named(job, tmp_path, victim):
     out = tmp_path / "r.json"
     j = job([*SLOW, "--timeout", "6", "--json", str(out)], np=2)
@@ -168,6 +170,7 @@ def test_stopped_rank_is_named(job, tmp_path, victim):
 
 # ---- 2. a rank dies ----
 @pytest.mark.parametrize("kind", ["die", "crash"])
+@pytest.mark.usefixtures("procs")
 def test_dead_rank_ends_job_and_keeps_rows(job, tmp_path, kind):
     out = tmp_path / "r.json"
     j = job(["--collectives", "all_reduce", "-e", "4K", "--json", str(out), "--probe-iters", "0"],
@@ -187,13 +190,14 @@ def test_dead_rank_ends_job_and_keeps_rows(job, tmp_path, kind):
 
 
 # ---- 3. out of memory at a size ----
+@pytest.mark.usefixtures("procs")
 def test_out_of_memory_skips_that_size_and_larger(job, tmp_path):
     out = tmp_path / "r.json"
     j = job(["--collectives", "all_reduce", "-b", "8K", "-e", "256K", "--json", str(out)],
             np=2, env={"MPIBENCH_FAULT": "oom:1:64K"})
     rc = j.end(START)
     assert rc == 0, j.stderr
-    skips = [l for _, l in j.lines if l.startswith("# out of memory")]
+    skips = [text for _, text in j.lines if text.startswith("# out of memory")]
     assert [s.split()[5:7] for s in skips] == [["256", "KiB"], ["128", "KiB"], ["64", "KiB"]]
     assert all("on rank 1 (host" in s for s in skips)
     doc, sizes = rows_in(out)
@@ -202,6 +206,7 @@ def test_out_of_memory_skips_that_size_and_larger(job, tmp_path):
 
 
 # ---- 4. signals ----
+@pytest.mark.usefixtures("procs")
 def test_ctrl_c_to_mpirun_keeps_results(job, tmp_path):
     sig = signal.SIGINT
     out = tmp_path / "r.json"
@@ -219,6 +224,7 @@ def test_ctrl_c_to_mpirun_keeps_results(job, tmp_path):
 
 
 @pytest.mark.parametrize("victim,sig", [(0, signal.SIGTERM), (1, signal.SIGINT), (None, signal.SIGINT)])
+@pytest.mark.usefixtures("procs")
 def test_signal_to_one_rank_ends_job(job, tmp_path, victim, sig):
     out = tmp_path / "r.json"
     if victim is None:       # a lone process (no launcher): Ctrl-C
@@ -233,7 +239,7 @@ def test_signal_to_one_rank_ends_job(job, tmp_path, victim, sig):
     rc = j.end(SLACK)
     assert rc == 128 + sig, j.stderr
     name = signal.Signals(sig).name
-    closing = [l for _, l in j.lines if l.startswith(f"# stopped by {name}")]
+    closing = [text for _, text in j.lines if text.startswith(f"# stopped by {name}")]
     assert len(closing) == 1, j.out
     assert "marked incomplete" in closing[0]
     assert "Traceback" not in j.stderr
@@ -242,32 +248,35 @@ def test_signal_to_one_rank_ends_job(job, tmp_path, victim, sig):
 
 
 # ---- 5. mismatched ranks ----
+@pytest.mark.usefixtures("procs")
 def test_ranks_started_differently_are_refused(job):
     cmd = [MPIRUN, *ROOTFLAGS, "--oversubscribe", "-np", "1", PY, "-m", "mpibench", "run", "-n", "3",
            ":", "-np", "1", PY, "-m", "mpibench", "run", "-n", "4"]
     j = job([], cmd=cmd)
     rc = j.end(START)
     assert rc == 2, j.stderr
-    lines = [l for l in j.stderr.splitlines() if l.startswith("mpibench:")]
+    lines = [text for text in j.stderr.splitlines() if text.startswith("mpibench:")]
     assert len(lines) == 1, j.stderr
     assert "rank 0 (host" in lines[0] and "'run -n 3'" in lines[0]
     assert "rank 1 (host" in lines[0] and "'run -n 4'" in lines[0]
-    assert not any(ROW.match(l) for _, l in j.lines)
+    assert not any(ROW.match(text) for _, text in j.lines)
 
 
 # ---- 6. files ----
+@pytest.mark.usefixtures("procs")
 def test_unwritable_path_refused_before_benchmark(job, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     j = job(["--json", str(blocker / "r.json")], np=2)
     rc = j.end(START)
     assert rc == 2
-    lines = [l for l in j.stderr.splitlines() if l.startswith("mpibench:")]
+    lines = [text for text in j.stderr.splitlines() if text.startswith("mpibench:")]
     assert len(lines) == 1 and "is not a folder" in lines[0], j.stderr
     assert "Using devices" not in j.out
 
 
 @pytest.mark.parametrize("umask,mode", [(0o077, 0o600), (0o022, 0o644)])
+@pytest.mark.usefixtures("procs")
 def test_result_files_follow_umask_and_leave_no_temporaries(job, tmp_path, umask, mode):
     out = tmp_path / "r.json"
     csv = tmp_path / "r.csv"
@@ -332,7 +341,7 @@ def _with(**changes):
     (json.dumps(GOOD).replace('"count": 2', '"count": 2, "count": 3'), "appears twice"),
     ('{"a": ' + "[" * 100000 + "]" * 100000 + "}", "nested deeper"),
     (json.dumps(_with(in_place=None)), "neither out_of_place nor in_place"),
-    (json.dumps(_with(per_rank_time_us={"in_place": ["x"]})), "not a time"),
+    (json.dumps(_with(per_rank_time_us={"in_place": ["x"]})), "per_rank_time_us.in_place[0]: str, expected"),
 ])
 def test_hostile_results_files_are_refused(tmp_path, text, problem):
     path = _write(tmp_path, text)

@@ -51,6 +51,7 @@ def measured(doc):
 
 
 @pytest.mark.parametrize("command", list(SHORT))
+@pytest.mark.usefixtures("procs")
 def test_every_commands_json_reads_back(command, tmp_path):
     path, done = written(command, tmp_path)
     doc = document.load(path)        # validated: the run row's shape
@@ -86,6 +87,7 @@ def test_every_commands_json_reads_back(command, tmp_path):
         assert plot.returncode == 0 and png.stat().st_size > 0, show(plot)
 
 
+@pytest.mark.usefixtures("procs")
 def test_allreduce_trials_make_one_row_with_its_spread(tmp_path):
     path, done = written("allreduce", tmp_path)
     doc = json.loads(open(path).read())
@@ -98,6 +100,7 @@ def test_allreduce_trials_make_one_row_with_its_spread(tmp_path):
     assert "median of the trials per row" in report.stdout, show(report)
 
 
+@pytest.mark.usefixtures("procs")
 def test_run_comparison_of_two_backends_reads_back(tmp_path):
     path = tmp_path / "both.json"
     done = mpirun(2, SHORT["run"] + ["--backend", "gloo,mpi", "--json", str(path)], timeout=240)
@@ -111,6 +114,7 @@ def test_run_comparison_of_two_backends_reads_back(tmp_path):
     assert "# gloo vs mpi: busbw ratio mpi/gloo" in report.stdout
 
 
+@pytest.mark.usefixtures("procs")
 def test_sweep_json_reads_back(tmp_path):
     path = tmp_path / "sweep.json"
     root = ["--allow-run-as-root"] if __import__("os").geteuid() == 0 else []
@@ -125,6 +129,7 @@ def test_sweep_json_reads_back(tmp_path):
 
 # ---- printed output reads back: nccl-tests' reader takes what run printed ----
 
+@pytest.mark.usefixtures("procs")
 def test_printed_output_of_every_collective_reads_back(tmp_path):
     """What run prints (the sbatch scripts' output.txt) is nccl-tests 2.19.6's text: its
     reader finds every collective's rows with the JSON's figures, to the printed digits."""
@@ -163,6 +168,7 @@ def test_printed_output_of_every_collective_reads_back(tmp_path):
     assert report.returncode == 0, show(report)
 
 
+@pytest.mark.usefixtures("procs")
 def test_one_host_prints_no_host_table_and_only_flagged_ranks(tmp_path):
     path = tmp_path / "run.json"
     done = mpirun(2, ["run", "--collectives", "all_reduce,broadcast", "-b", "1K", "-e", "1K",
@@ -219,6 +225,7 @@ def test_results_file_writes_what_changed_and_never_overwrites(tmp_path, monkeyp
     assert open(c.path).read().splitlines()[0].startswith("collective,backend,size")
 
 
+@pytest.mark.usefixtures("procs")
 def test_a_file_cut_inside_a_write_reads_its_rows_before_the_cut(tmp_path):
     """A kill inside a write leaves part of the new bytes over the old ones: the loader
     reads the rows before the cut, marks the document incomplete, and never reads the stale

@@ -102,7 +102,7 @@ MATRIX_SIZES = {2: [1024], 3: [16, 1024], 4: [1024]}
 
 
 @pytest.fixture(scope="module", params=[2, 3, 4], ids=lambda n: f"np{n}")
-def matrix(request, tmp_path_factory):
+def matrix(procs, request, tmp_path_factory):
     n = request.param
     d = tmp_path_factory.mktemp(f"matrix{n}")
     done = mpirun(n, MATRIX + ["-b", str(MATRIX_SIZES[n][0]), "--json", str(d / "run.json"),
@@ -226,8 +226,7 @@ def test_matrix_per_host_and_per_rank(matrix):
     assert all(m["peak_rss_bytes"] > m["buffer_bytes"] > 0 for m in doc["memory"])
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or bool(fakecluster.missing_tools()),
-                    reason="fake hosts need root and ip/tc/nsenter/unshare")
+@pytest.mark.usefixtures("hosts")
 def test_per_host_table_names_the_hosts(tmp_path):
     """Two hosts (network namespaces), rank 0 on h1 and ranks 1, 2 on h2."""
     out = tmp_path / "hosts.json"
@@ -305,6 +304,7 @@ def test_poison_is_no_valid_output_and_avg_says_when_it_cannot_judge():
     assert count_wrong(torch, Coll(), got, ctx) == 2
 
 
+@pytest.mark.usefixtures("procs")
 def test_a_nan_in_an_avg_output_fails_the_check(tmp_path):
     """corrupt:1:nan writes NaN into rank 1's first output element: avg's check, which
     allows a rounding error, counts it all the same."""
@@ -322,6 +322,7 @@ def test_a_nan_in_an_avg_output_fails_the_check(tmp_path):
 
 # ---- a corrupted output must fail the check; an existing file is never overwritten ----
 
+@pytest.mark.usefixtures("procs")
 def test_corrupt_output_fails_and_existing_json_is_kept(tmp_path):
     existing = tmp_path / "run.json"
     existing.write_text("keep me\n")
@@ -346,6 +347,7 @@ def test_corrupt_output_fails_and_existing_json_is_kept(tmp_path):
 # ---- --mode: every collective in one mode; one without that mode is said, not run ----
 
 @pytest.mark.parametrize("mode", ["in_place", "out_of_place"])
+@pytest.mark.usefixtures("procs")
 def test_one_mode_every_collective(tmp_path, mode):
     """Every collective in one mode, the per-host probe in it too; the loop trace (test-only)
     shows that no timed loop ran on buffers of zeros (nccl-tests times initialized data)."""
@@ -383,6 +385,7 @@ def test_one_mode_every_collective(tmp_path, mode):
 
 # ---- one rank: bus bandwidth is not defined, said so instead of a silent 0 ----
 
+@pytest.mark.usefixtures("procs")
 def test_one_rank_lone_python(tmp_path):
     out = tmp_path / "one.json"
     done = lone(["--collectives", "all_reduce,broadcast", "-b", "1K", "-e", "2K", "-n", "2",
@@ -401,6 +404,7 @@ def test_one_rank_lone_python(tmp_path):
             assert mode_cells(fields)["in_place"][2] == "n/a", fields
 
 
+@pytest.mark.usefixtures("procs")
 def test_one_rank_mpirun_says_busbw_not_defined():
     done = mpirun(1, ["--collectives", "all_reduce,all_gather", "-b", "1K", "-e", "1K", "-n", "2"])
     assert done.returncode == 0, show(done)
@@ -413,6 +417,7 @@ def test_one_rank_mpirun_says_busbw_not_defined():
 
 # ---- rows reach the disk as they are measured: a killed job keeps them ----
 
+@pytest.mark.usefixtures("procs")
 def test_killed_job_keeps_rows_seen(tmp_path):
     out = tmp_path / "killed.json"
     seen, sid = mpirun_killed(2, ["--collectives", "all_reduce", "-b", "8", "-e", "256M", "-n",
@@ -464,7 +469,7 @@ BAD = [
 
 
 @pytest.fixture(scope="module")
-def bad_runs():
+def bad_runs(procs):
     """Every bad input, three jobs at a time (each mostly waits for `import torch`)."""
     def one(args):
         if "--collectives" not in args:
@@ -628,7 +633,9 @@ def test_iter_stats_follow_nccl_tests(n):
     from mpibench.measure import iterstats
     times = [((k * 37) % n + 1) * 1e-6 for k in range(n)]      # 1..n us, shuffled
     s = sorted(times)
-    ceil = lambda a, b: -(-a // b)
+
+    def ceil(a, b):
+        return -(-a // b)
     got = iterstats.stats(times)
     assert got["min"] == s[0] and got["max"] == s[-1] and got["p50"] == s[n // 2]
     assert got["p95"] == s[min(n - 1, ceil(n * 95, 100) - 1)]
@@ -645,4 +652,5 @@ def test_iter_report_takes_the_slowest_rank_and_skips():
     assert r["per_process_max_times_us"] == [pytest.approx([5, 1, 2, 9]), pytest.approx([3, 4, 1, 1])]
     assert r["skipped_iterations"] == 1
     assert (r["min_us"], r["max_us"], r["p50_us"]) == pytest.approx((2, 9, 4))
-    assert r["avg_us"] == pytest.approx(5) and r["cv_pct"] == pytest.approx(statistics.pstdev([4, 2, 9]) / 5 * 100)
+    assert r["avg_us"] == pytest.approx(5)
+    assert r["cv_pct"] == pytest.approx(statistics.pstdev([4, 2, 9]) / 5 * 100)

@@ -12,15 +12,13 @@ import fakecluster  # noqa: E402  (launch_helpers put launch/ on sys.path)
 import slurmcluster  # noqa: E402
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="SLURM nodes need root (network namespaces)"),
-    pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                       reason=f"missing tools: {fakecluster.missing_tools()}"),
+    pytest.mark.usefixtures("slurm"),
     pytest.mark.skipif(not (VENV / "bin" / "mpirun").exists(), reason=f"no mpirun in {VENV}"),
 ]
 
 
 @pytest.fixture(scope="module")
-def slurm():
+def slurm(hosts):
     with slurmcluster.cluster_or_skip(pytest.skip, nodes=3, cpus=4) as sc:
         yield sc
 
@@ -104,7 +102,8 @@ def test_healthcheck_drains_the_faulty_node_only(slurm, tmp_path):
     expect.write_text('{"intra": {"min_busbw_GBps": 0.001}}')     # 64K here: 0.02-0.2 GB/s
     config = tmp_path / "health.env"
     config.write_text(f"MPIBENCH_PYTHON={PY}\nMPIBENCH_HEALTH_RANKS=2\nMPIBENCH_HEALTH_ARGS=\"-b 64K "
-                      f"-n 2 -w 1 --timeout 120 --expect {expect} --metrics {tmp_path}/$SLURMD_NODENAME.prom\"\n")
+                      f"-n 2 -w 1 --timeout 120 --expect {expect} "
+                      f"--metrics {tmp_path}/$SLURMD_NODENAME.prom\"\n")
     extra = dict(MPIBENCH_HEALTH_CONFIG=config, MPIBENCH_TESTING=1,
                  MPIBENCH_FAULT="slowhost:0:h3,slowhost:1:h3")
 

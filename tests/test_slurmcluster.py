@@ -23,9 +23,7 @@ SCRIPTS = HERE / "scripts"
 DEBIAN_MPIRUN = Path("/usr/bin/mpirun.openmpi")
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="SLURM nodes need root (network namespaces)"),
-    pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                       reason=f"missing tools: {fakecluster.missing_tools()}"),
+    pytest.mark.usefixtures("slurm"),
 ]
 
 
@@ -36,7 +34,7 @@ def _rows(text):
 
 
 @pytest.fixture(scope="module")
-def slurm():
+def slurm(hosts):
     with slurmcluster.cluster_or_skip(pytest.skip, nodes=2, cpus=4) as sc:
         yield sc
 

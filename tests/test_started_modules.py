@@ -5,6 +5,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import PYTHON, ROOT
 
 # `python -m NAME` in shell, Makefile and docs (pytest's `-m MARKER` is no module), and
@@ -20,7 +22,8 @@ def _tracked():
     names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     for name in names:
-        if name.startswith("tests/data/") or name in ("tests/test_started_modules.py", "tests/test_docs.py") or not os.path.isfile(os.path.join(ROOT, name)):
+        if name.startswith("tests/data/") or name in ("tests/test_started_modules.py", "tests/test_docs.py") \
+                or not os.path.isfile(os.path.join(ROOT, name)):
             continue
         with open(os.path.join(ROOT, name), errors="replace") as fh:
             yield name, fh.read()
@@ -34,6 +37,7 @@ def _started(pattern):
     return found
 
 
+@pytest.mark.usefixtures("procs")
 def test_the_scan_sees_the_starters():
     """The patterns find what they must (else the checks below would pass on nothing)."""
     assert MODULE.findall('[sys.executable, "-m", "mpibench.diagnose.ncclprobe"]') == \
@@ -47,6 +51,7 @@ def test_the_scan_sees_the_starters():
     assert "launch/mpirun.sh" in _started(SCRIPT)
 
 
+@pytest.mark.usefixtures("procs")
 def test_every_module_started_with_dash_m_resolves():
     """Resolved in a fresh interpreter of the venv (find_spec imports parent packages)."""
     modules = sorted(_started(MODULE))
@@ -65,6 +70,7 @@ def test_every_module_started_with_dash_m_resolves():
     assert not missing, {m: sorted(where[m]) for m in missing}
 
 
+@pytest.mark.usefixtures("procs")
 def test_every_script_started_by_path_exists():
     """Paths are the repository's (launch/mpirun.sh) or, written short, the package's
     (launch/faults.py for mpibench/launch/faults.py)."""

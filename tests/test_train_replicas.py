@@ -11,6 +11,7 @@ from mpibench.results import trainfigures, traintext
 QUICK = ["train", "--steps", "2", "--warmup", "1", "--alone-iters", "0"]
 
 
+@pytest.mark.usefixtures("procs")
 def test_a_replica_off_by_one_part_in_a_billion_fails_on_gloo(tmp_path):
     out = tmp_path / "t.json"
     done = mpirun(2, QUICK + ["--json", str(out)], env={"MPIBENCH_FAULT": "replica:1:1e-9"},

@@ -31,14 +31,12 @@ def _peers_missing():
 
 
 @pytest.fixture(scope="module")
-def peers():
-    """iperf3 and NetPIPE (with Debian's Open MPI 4 it runs under), installed when missing."""
-    if os.geteuid() != 0:
-        pytest.skip("installing iperf3 and netpipe-openmpi needs root")
+def peers(procs):
+    """iperf3 and NetPIPE (with Debian's Open MPI 4 it runs under): `make test-deps`."""
     try:
         apt_install(PEER_PACKAGES, _peers_missing)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"iperf3 / netpipe-openmpi not installable here: {exc}")
+        pytest.skip(f"iperf3 / netpipe-openmpi: {exc}")
 
 
 def _checks(path):
@@ -61,6 +59,7 @@ def _row(stdout, name):
 # give an interval; MPI with mpibench's timer stopping at 1/100 of its loop on every rank
 # FAILs its timer checks (every pair of rounds far outside the tolerance), exit 1.
 @pytest.mark.parametrize("np_,backend", [(2, "gloo"), (3, "mpi")])
+@pytest.mark.usefixtures("procs")
 def test_verify_on_one_host_runs_every_check(np_, backend, tmp_path):
     out = tmp_path / "v.json"
     early = backend == "mpi"
@@ -127,8 +126,7 @@ def _netpipe_line(size, usec):
 
 
 @ROOT_ONLY
-@pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                    reason=f"missing tools: {fakecluster.missing_tools()}")
+@pytest.mark.usefixtures("hosts")
 def test_verify_against_a_peer_twice_as_fast_gives_a_low_ratio(tmp_path):
     # Two hosts on a 200 Mbit/s link and a NetPIPE output claiming 1 MiB at twice that rate:
     # no transfer over that link can come near it (tbf's burst allows +5%), so verify's ratio
@@ -152,6 +150,7 @@ def test_verify_against_a_peer_twice_as_fast_gives_a_low_ratio(tmp_path):
     assert f"did not pass: {name} (LOW)" in done.stderr, show(done)
 
 
+@pytest.mark.usefixtures("procs")
 def test_verify_bad_input_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("nothing a benchmark wrote\n")
@@ -163,6 +162,7 @@ def test_verify_bad_input_is_one_line_and_exit_2(tmp_path):
 
 # ---- the peers' formats, read from the real tools ----
 
+@pytest.mark.usefixtures("procs")
 def test_netpipe_printed_output_reads_as_sendrecv_rows(peers, tmp_path):
     out = tmp_path / "np.txt"
     with open(out, "w") as f:
@@ -184,6 +184,7 @@ def test_netpipe_printed_output_reads_as_sendrecv_rows(peers, tmp_path):
         assert rows[size]["collective"] == "sendrecv" and rows[size]["backend"] == "mpi"
 
 
+@pytest.mark.usefixtures("procs")
 def test_iperf3_json_rate_between_two_local_ends(peers):
     server = iperf.serve("127.0.0.1", 5299, 1)
     bps, _, why = iperf.connect("127.0.0.1", "127.0.0.1", 5299, 1)
@@ -208,8 +209,7 @@ def _trees(tmp_path, mbps):
 # of the correct harness. The early-timer tests show the check failing where the timer
 # is really wrong.
 @ROOT_ONLY
-@pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                    reason=f"missing tools: {fakecluster.missing_tools()}")
+@pytest.mark.usefixtures("hosts")
 @pytest.mark.parametrize("rate,gbit,same", [("200mbit", 0.2, []), ("1gbit", 1.0, ["--same-mpi"])])
 def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit, same, tmp_path):
     # 1 Gbit/s with --same-mpi: mpibench itself then runs on NetPIPE's Open MPI 4.
@@ -250,8 +250,7 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
 
 
 @ROOT_ONLY
-@pytest.mark.skipif(bool(fakecluster.missing_tools()),
-                    reason=f"missing tools: {fakecluster.missing_tools()}")
+@pytest.mark.usefixtures("hosts")
 def test_an_early_timer_fails_the_plausibility_check(tmp_path):
     root = _trees(tmp_path, 10000)
     out = tmp_path / "v.json"
@@ -280,6 +279,7 @@ def test_plausibility_names_the_byte_count_when_the_timers_agree():
     assert ok["verdict"] == "PASS"
 
 
+@pytest.mark.usefixtures("procs")
 def test_verify_sh_without_a_peer_is_one_line_and_exit_2(tmp_path):
     bin_ = tmp_path / "bin"            # a PATH with no NPmpi/NPopenmpi, no all_reduce_perf
     bin_.mkdir()

@@ -6,26 +6,44 @@ protocol p; its time for nccl-tests' byte count S is
 
     t(a, p) = base_p + intra_p * I_a(n, N) + inter_p * E_a(n, N) + S * share_a(n) / (B_a * eff_p)
 
-I and E count the sequential steps within a node and across the network (a ring of n
-ranks crosses the network once per node, not once per rank), share the bytes per S a rank
-moves on its slowest link, B_a the algorithm's bandwidth, eff_p the protocol's share of it
-(Simple 1; LL trades bandwidth for latency). Rings serve the collectives, all_to_all and
-sendrecv exchange with peers (p2p); on NCCL all_reduce also has a tree of nodes (a chain
-within each), whose latency grows with log2 N. Runs on 1 or 2 nodes get a bandwidth factor
-of their own (NCCL's model gives them the intra-node bandwidth): with inputs on both sides
-of 2 nodes, the bandwidth at more nodes comes from the larger inputs. NCCL runs the
-fastest candidate per size, so the model's time is a (smoothed) minimum over them. Every
-constant is fitted, in log space (relative errors, small and large sizes weigh alike),
-from all sizes at two or more node counts; a spread of fits (several starts, resampled
-points) and the fit's residuals give each prediction its interval.
+I and E count the sequential steps within a node and across the network (a ring crosses
+the network once per node; NCCL's all_reduce tree 2 log2 N times), share the bytes per S
+on the slowest link, B_a the algorithm's bandwidth, eff_p the protocol's share of it (LL
+trades bandwidth for latency). Runs on 1 or 2 nodes get a bandwidth factor of their own
+(NCCL's model gives them the intra-node bandwidth). NCCL runs the candidate its own
+estimate finds fastest, not the fastest: a ring of 540 nodes it estimates at milliseconds
+of latency, so it runs the tree even at 1 GiB. The constants are fitted in log space to
+all sizes at two or more node counts; several starts and resampled fits, widened by the
+fit's residuals, give each prediction its interval.
 """
 from math import ceil, exp, log, log2
 
 import numpy as np
 
-SHARP = 8.0         # smoothing of the minimum over candidates (a power mean of -SHARP)
+from ..measure.sizes import format_size
+
 MIB = 1 << 20
 MODELS = ("nccl", "ring", "tree")
+SHARP = 12.0        # how sharply NCCL's estimates pick (weights ~ estimate ** -SHARP)
+# NCCL 2.18's latencies (us): base, per step within a node (NVLink), per network step
+NCCL_LAT = {("ring", "LL"): (6.6, 0.6, 2.7), ("ring", "Simple"): (8.4, 3.4, 14.0),
+            ("tree", "LL"): (6.8, 0.6, 5.0), ("tree", "Simple"): (0.0, 4.0, 14.0)}
+P2P_LL = 16384      # NCCL_P2P_LL_THRESHOLD: bytes per peer up to which p2p runs LL
+
+
+def nccl_estimate(a, p, coll, n, g, s, bus):
+    """NCCL's estimate (us) of a candidate at n ranks, g per node, s bytes and bus GB/s.
+    Its tree correction at medium sizes is left out: the measured bus bandwidth, below
+    NCCL's own (channels x link), already moves the tree-ring crossover to smaller sizes."""
+    if a == "p2p":      # not estimated: the protocol follows the bytes per peer
+        return 1.0 if (p == "LL") == ((s if coll == "sendrecv" else s / n) <= P2P_LL) else 2.0
+    i, e, share = shape(a, coll, n, g)
+    base, intra, inter = NCCL_LAT[a, p]
+    if e and a == "ring":       # across nodes each step also pays the network's post overhead
+        intra = max(intra, 3.0 if p == "Simple" else 1.0)
+    lat = (base + i * intra + e * inter) * (1.4 if e and (a, p, coll) == ("ring", "Simple", "all_reduce") else 1)
+    eff = {("ring", "LL"): 0.25, ("tree", "LL"): 0.92 / 3.8, ("tree", "Simple"): 0.92}.get((a, p), 1.0)
+    return lat + s * share / (1000 * bus * eff)
 
 
 def shape(algo, coll, n, g):
@@ -65,47 +83,41 @@ class Model:
         self.cands = candidates(model, coll, backend)
         self.algos = sorted({a for a, _ in self.cands})
         self.protos = sorted({p for _, p in self.cands}, key=["LL", "Simple"].index)
-        # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple;
-        # ... and the bandwidth factor of runs on 1 or 2 nodes
+        # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple; 1-2 nodes
         self.size = 3 * len(self.protos) + len(self.algos) + len(self.protos)
 
-    def features(self, pts):
-        """pts: [(n, g, S)] -> per candidate arrays (I, E, S * share, on 1 or 2 nodes)."""
-        out = []
-        for a, _ in self.cands:
-            rows = [shape(a, self.coll, n, g) + (s, float(n // g <= 2)) for n, g, s in pts]
-            arr = np.array(rows, float).reshape(-1, 5)
-            out.append((arr[:, 0], arr[:, 1], arr[:, 2] * arr[:, 3], arr[:, 4]))
-        return out
+    def features(self, pts, bus=None):
+        """pts: [(n, g, S)] -> (candidates x 4 x points: I, E, S * share, on 1 or 2 nodes;
+        candidates x points: NCCL's choice as weights, from bus {ranks: GB/s}, the largest
+        count's for others; alike without bus)."""
+        v = np.array([[shape(a, self.coll, n, g) + (s, n // g <= 2) for n, g, s in pts]
+                      for a, _ in self.cands], float).reshape(len(self.cands), -1, 5)
+        feats = np.stack([v[..., 0], v[..., 1], v[..., 2] * v[..., 3], v[..., 4]], axis=1)
+        if not bus or len(self.cands) == 1:
+            return feats, np.full((len(self.cands), len(pts)), 1.0 / len(self.cands))
+        est = np.array([[nccl_estimate(a, p, self.coll, n, g, s, bus.get(n, bus[max(bus)]))
+                         for n, g, s in pts] for a, p in self.cands]) ** -SHARP
+        return feats, est / est.sum(axis=0)
 
     def times(self, x, feats):
         """Every candidate's time at every point (candidates x points)."""
-        c = np.exp(x)
-        np_ = len(self.protos)
-        out = []
-        for (a, p), (i, e, b, two) in zip(self.cands, feats):
+        c, np_, out = np.exp(x), len(self.protos), []
+        for (a, p), (i, e, b, two) in zip(self.cands, feats[0]):
             k = self.protos.index(p)
-            base, intra, inter = c[3 * k:3 * k + 3]
-            bw = c[3 * np_ + self.algos.index(a)]
             eff = 1.0 if p == "Simple" else _share(x[3 * np_ + len(self.algos) + k])
-            bw = bw * np.exp(x[-1] * two)
-            out.append(base + intra * i + inter * e + b / (bw * eff))
+            bw = c[3 * np_ + self.algos.index(a)] * np.exp(x[-1] * two) * eff
+            out.append(c[3 * k] + c[3 * k + 1] * i + c[3 * k + 2] * e + b / bw)
         return np.array(out)
 
     def time(self, x, feats):
-        t = self.times(x, feats)
-        return (t ** -SHARP).sum(axis=0) ** (-1.0 / SHARP)
+        """The time of what NCCL runs: its choice's weights on the candidates' times."""
+        return (self.times(x, feats) * feats[1]).sum(axis=0)
 
     def start(self, pts, secs):
         """Initial constants from the data: the smallest time as latency, the largest
         bytes / time as bandwidth."""
-        tmin = float(np.min(secs))
-        feats = self.features(pts)
-        bw = max(float(np.max(f[2] / secs)) for f in feats)
-        x = []
-        for p in self.protos:
-            scale = 0.5 if p == "LL" else 1.0
-            x += [log(tmin * scale / 2), log(tmin * scale / 50), log(tmin * scale / 10)]
+        tmin, bw = float(np.min(secs)), float(np.max(self.features(pts)[0][:, 2] / secs))
+        x = [log(tmin * (0.5 if p == "LL" else 1.0) / d) for p in self.protos for d in (2, 50, 10)]
         x += [log(bw) + (log(0.9) if a == "tree" else 0.0) for a in self.algos]
         x += [log(0.3 / 0.7)] * (len(self.protos) - 1)
         return np.array(x + [0.0])
@@ -121,12 +133,7 @@ def _lm(residuals, x, iters=80):
     r = residuals(x)
     cost, lam = float(r @ r), 1e-2
     for _ in range(iters):
-        h = 1e-5
-        jac = np.empty((len(r), len(x)))
-        for j in range(len(x)):
-            d = x.copy()
-            d[j] += h
-            jac[:, j] = (residuals(d) - r) / h
+        jac = np.array([(residuals(x + 1e-5 * e) - r) / 1e-5 for e in np.eye(len(x))]).T
         a, grad = jac.T @ jac, jac.T @ r
         while True:
             try:
@@ -151,62 +158,66 @@ def _lm(residuals, x, iters=80):
 def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     """points: [(n, g, S, seconds)] at two or more node counts. -> {'model', 'best' (log
     constants), 'members' (other fits: starts and resampled points), 'errors' (best fit's
-    predicted / measured - 1 per point), 'chosen' (candidates chosen at measured points)}"""
+    predicted / measured - 1 per point), 'chosen' ({candidate: sizes NCCL chose it at})}"""
     m = Model(model, coll, backend)
     pts = [(n, g, s) for n, g, s, _ in points]
     secs = np.array([t for *_, t in points], float)
-    feats = m.features(pts)
+    bus = {}        # NCCL's bus bandwidth at each count: the best one measured (GB/s)
+    for (n, g, s), t in zip(pts, secs):
+        bus[n] = max(bus.get(n, 0.0), s * shape("ring", coll, n, g)[2] / t / 1e9)
+    feats = m.features(pts, bus)
 
     def res(x, idx=slice(None)):
-        return np.log(m.time(x, [tuple(f[idx] for f in fe) for fe in feats]) / secs[idx])
+        return np.log(m.time(x, (feats[0][..., idx], feats[1][:, idx])) / secs[idx])
 
     rng = np.random.default_rng(seed)
     x0 = m.start(pts, secs)
     fits = [_lm(res, x0 + (rng.normal(0, 0.7, m.size) if k else 0)) for k in range(tries)]
     fits.sort(key=lambda f: f[1])
     best = fits[0][0]
-    members = [x for x, c in fits if c <= fits[0][1] * 1.5 + 1e-9]
-    for _ in range(resamples):      # refit on points drawn with replacement
-        idx = rng.integers(0, len(pts), len(pts))
-        members.append(_lm(lambda x: res(x, idx), best.copy(), iters=30)[0])
+    members = [x for x, _ in fits] + [_lm(lambda x, idx=idx: res(x, idx), best.copy(), iters=30)[0]
+                                      for idx in rng.integers(0, len(pts), (resamples, len(pts)))]
+    # the starts and fits to points drawn again that fit all points within 1.5x the best's cost
+    members = [x for x in members if float(res(x) @ res(x)) <= fits[0][1] * 1.5 + 1e-9]
     t = m.time(best, feats)
-    chosen = {m.cands[i] for i in np.argmin(m.times(best, feats), axis=0)}
-    return {"model": m, "best": best, "members": members,
+    chosen = {}
+    for i, (_, _, s) in zip(np.argmax(feats[1], axis=0), pts):
+        chosen.setdefault(m.cands[i], []).append(s)
+    return {"model": m, "best": best, "members": members, "bus": bus,
             "errors": list(t / secs - 1), "sizes": [s for _, _, s in pts], "chosen": chosen}
 
 
 def residual_band(f, big):
-    """The 80th percentile of the best fit's |log error| at measured points of the same
-    band (sizes >= 1 MiB, or below)."""
+    """The 80th percentile of the best fit's |log error| at the measured sizes of the band."""
     e = [abs(log(1 + err)) for err, s in zip(f["errors"], f["sizes"]) if (s >= MIB) == big]
-    e = e or [abs(log(1 + err)) for err in f["errors"]]
-    return float(np.quantile(e, 0.8))
+    return float(np.quantile(e or [abs(log(1 + err)) for err in f["errors"]], 0.8))
 
 
 def predict(f, n, g, size):
-    """(time, low, high, candidate NCCL would run) at n ranks, g per node, S = size."""
-    m = f["model"]
-    feats = m.features([(n, g, size)])
+    """(time, low, high, the candidate NCCL runs, whether NCCL ran it at an input size
+    within 4x: else extrapolated) at n ranks, g per node, S = size."""
+    m, q = f["model"], residual_band(f, size >= MIB)
+    feats = m.features([(n, g, size)], f["bus"])
     t = float(m.time(f["best"], feats)[0])
     ens = [float(m.time(x, feats)[0]) for x in f["members"]] + [t]
-    q = residual_band(f, size >= MIB)
-    chosen = m.cands[int(np.argmin(m.times(f["best"], feats)[:, 0]))]
-    return t, min(ens) * np.exp(-q), max(ens) * np.exp(q), chosen
+    cand = m.cands[int(np.argmax(feats[1][:, 0]))]
+    known = any(size / 4 <= s <= size * 4 for s in f["chosen"].get(cand, ()))
+    return t, min(ens) * np.exp(-q), max(ens) * np.exp(q), cand, known
 
 
 def describe(f):
     """The fitted constants, one line per candidate algorithm and protocol."""
-    m, c = f["model"], np.exp(f["best"])
+    m, c, out = f["model"], np.exp(f["best"]), []
     np_ = len(m.protos)
-    out = []
     for a, p in m.cands:
         k = m.protos.index(p)
         bw = c[3 * np_ + m.algos.index(a)] * (
             1.0 if p == "Simple" else _share(f["best"][3 * np_ + len(m.algos) + k]))
-        seen = "chosen at measured sizes" if (a, p) in f["chosen"] else "never the fastest measured"
+        got = f["chosen"].get((a, p))
+        seen = f"NCCL's at {format_size(min(got))}-{format_size(max(got))}" if got else "never NCCL's"
         out.append(f"{a}/{p}: base {c[3 * k] * 1e6:.1f} us, {c[3 * k + 1] * 1e6:.2f} us per "
                    f"intra-node step, {c[3 * k + 2] * 1e6:.2f} us per network step, "
-                   f"{bw / 1e9:.4g} GB/s ({seen})")
+                   f"{bw / 1e9:.4g} GB/s ({seen} choice in the inputs)")
     if f["best"][-1]:
         out.append(f"runs on 1 or 2 nodes: bandwidth x {exp(f['best'][-1]):.3g}")
     return out

@@ -350,9 +350,6 @@ class Report:
     def say(self, text):
         self.out.say(text)
 
-    def save(self):
-        self.out.set(check=self.judge.doc)
-
     def header(self, records, versions):
         self.say(checktext.header_line(self.coll.name, self.size, len(self.names), self.ppn,
                                        self.args.iters, self.args.warmup))
@@ -362,17 +359,17 @@ class Report:
                                               thresholds.RELATIVE):
             self.say(line)
         self.out.announce_files()
-        self.save()
+        self.out.set(check=self.judge.doc)     # the judge's figures are the check section
 
     def intra(self, gathered):
         busbws = self.judge.intra(gathered)
         self.say(checktext.intra_line(self.coll.name, self.ppn, busbws, self.judge.suspects))
-        self.save()
+        self.out.set()
 
     def say_retest(self, test, lines):
         for line in checktext.retest_lines(test, lines):
             self.say(line)
-        self.save()
+        self.out.set()
 
     def pair_round(self, todo, records, seconds, moved):
         """One round's host pairs, judged and printed; {(a, b): [passed per rail]} over host
@@ -385,7 +382,7 @@ class Report:
             bad = [i for i, ok in enumerate(result[(a, b)]) if not ok]
             pairs.append((ha, hb, per, bad, checktext.pair_rate(rate[ha], rate[hb])))
         self.say(checktext.round_line(len(self.judge.doc["rounds"]), pairs, self.ppn, seconds))
-        self.save()
+        self.out.set()
         return result
 
     def pair_verdict(self, verdict, fabric):
@@ -409,6 +406,6 @@ class Report:
                                             doc.get("transient", []), failing, hostlist,
                                             doc.get("suspects", [])):
             self.say(line)
-        self.save()
+        self.out.set()
         self.out.finish()
         return self.judge.failure()

@@ -56,7 +56,7 @@ def execute(session, args):
         (BROADCAST, bcast, bind(BROADCAST, bcast, bcast, op="none", root=0), bcast, [n]),
     ]
     mine = []
-    for coll, before, call, after, expected in cases:
+    for coll, before, call, after, _ in cases:
         session.watch.arm(f"demo: {coll.name}")
         held = before.tolist()
         seconds, _ = engine.time_calls(call, 1, first=False)    # the one call: no warm-up

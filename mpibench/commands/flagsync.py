@@ -46,7 +46,7 @@ def execute(session, args):
         session.watch.arm(f"flagsync: {name}")
         times.append(engine.time_calls(call, args.calls, first=False)[0])   # seconds per call
     session.watch.arm("flagsync: checking the sums")
-    for name, call, total in methods:
+    for _, call, total in methods:
         # The timed loops summed in place over and over: set the flags again, then check.
         one.fill_(flag)
         reduced.fill_(flag)

@@ -1,23 +1,26 @@
 """mpibench predict: fit the shape of NCCL's cost model to runs at several node counts and
 predict a larger one, with an interval (models in mpibench/analysis/scaling.py)."""
+import statistics
+
+from tabulate import tabulate
+
 from ..analysis import scaling
 from ..errors import UsageError
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
-from ..results import predicttext as text, reader
+from ..measure.sizes import format_size
+from ..results import reader
+from ..results.numbers import us
 from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
 DESCRIPTION = (
-    "Reads results of the same sweep at two or more node counts (mpibench or nccl-tests JSON, "
-    "nccl-tests' printed logs) and fits per collective the candidates NCCL's tuning model "
-    "knows (ring, and tree for all_reduce; LL and Simple protocols on NCCL): latency per "
-    "step within a node and per network step, and bandwidth, with the fastest candidate "
-    "taken per size. Prints the fitted terms, then per size the predicted time, its "
-    "interval (the spread of several fits, widened by the fit's residuals) and busbw at "
-    "--hosts H (ranks = H x the inputs' ranks per host) or --ranks N. With --measured FILE (a "
-    "run at that count) it also prints each row's error, and the median and max error and "
-    "how many measured points fall inside their interval.")
+    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed "
+    "logs) and fits per collective the candidates of NCCL's tuning model (ring, tree for "
+    "all_reduce, p2p; LL and Simple), each size run by the one NCCL's own estimate picks. "
+    "Prints per size at --hosts H or --ranks N the time, its interval and busbw; a row whose "
+    "candidate no input ran near that size is marked * and not predicted. --measured FILE "
+    "adds each row's error and a summary.")
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
 
@@ -29,7 +32,7 @@ def add_arguments(p):
                         help="predict for H hosts (ranks per host as in the inputs)")
     target.add_argument("--ranks", type=options.positive_float, metavar="N", help="predict for N ranks")
     p.add_argument("--model", choices=scaling.MODELS, default="nccl",
-                   help="nccl (default: the fastest of ring and tree per size), or only ring or tree")
+                   help="nccl (default: ring or tree, as NCCL picks per size), or only ring or tree")
     p.add_argument("--measured", dest="check", metavar="FILE", action="append",
                    help="a run at the target count: report the error (once per file)")
     p.add_argument("--mode", choices=("out", "in"), default=None,
@@ -96,25 +99,46 @@ def execute(session, args):
     checked = {}
     for p, d in checks:
         for group, pts in points([(p, d)], wanted, only, g).items():     # any backend's run
-            checked.setdefault(_unbacked(group), []).extend((p,) + x for x in pts)
+            checked.setdefault(group[:1] + group[2:], []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
+    for p, d in docs:
+        print(reader.describe(p, d))
     largest = max(reader.ranks(d) for _, d in docs)
-    text.intro(docs, target, g, args.model, flat, target / largest if target >= FAR * largest else None)
+    print(f"# predicting {target} ranks ({target // g} nodes x {g}) with the {args.model} "
+          f"model (see mpibench predict --help)")
+    if flat:
+        print(f"# {flat}: every rank counted as a node of its own")
+    if target >= FAR * largest:
+        where = f"{target} ranks" if flat else f"{target // g} nodes"
+        print(f"# {where} is {int(target / largest)}x the largest input: routing and "
+              f"congestion at that scale are not in the data")
     results = []
     for group, pts in measured.items():
-        results += _group(group, pts, checked.get(_unbacked(group)), target, g, args.model)
+        results += _group(group, pts, checked.get(group[:1] + group[2:]), target, g, args.model)
     if checks:
         files = ", ".join(p for p, _ in checks)
         colls = sorted({r[0] for r in results})
         for coll in colls if len(colls) > 1 else []:
-            text.summary([r for r in results if r[0] == coll], target, files, f"{coll}: ")
-        text.summary(results, target, files, "")
+            _summary([r for r in results if r[0] == coll], target, files, f"{coll}: ")
+        _summary(results, target, files, "")
     return 0
 
 
-def _unbacked(group):
-    return group[:1] + group[2:]
+def _summary(results, target, files, prefix):
+    """The check's lines: all sizes, then sizes >= 1 MiB."""
+    print("#")
+    for label, rows in (("", results), (", sizes >= 1 MiB", [r for r in results if r[1] >= scaling.MIB])):
+        head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
+        guesses = sum(r[3] is None for r in rows)
+        rows = [r for r in rows if r[3] is not None]
+        if not rows:
+            print(head + f"no rows predicted ({guesses} not, *)")
+            continue
+        worst, inside = max(rows, key=lambda r: abs(r[2])), sum(1 for r in rows if r[3])
+        print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
+              f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
+              f"{inside} of {len(rows)} inside the interval, {guesses} more not predicted (*)")
 
 
 def _target(docs, args):
@@ -155,29 +179,47 @@ def _group(group, pts, checked, target, g, model):
     ns = sorted({n for n, *_ in pts})
     title = f"{coll} {dtype}{'' if redop == 'none' else ' ' + redop} {mode.replace('_', '-')} ({backend})"
     if len(ns) < 2:
-        text.unfitted(title)
+        print(f"#\n# {title}: measured at one rank count only, not fitted")
         return []
-    low = min(ns)
-    keys = sorted({k for n, _, k, _, _ in pts if n == low})
+    keys = sorted({k for n, _, k, _, _ in pts if n == ns[0]})
     table = {}
     for n, _, size, _, t in pts:
         table.setdefault(match(size, n, keys), {})[n] = t
     f = scaling.fit(model, coll, backend, [(n, gg, s, t) for n, gg, _, s, t in pts])
-    by_key = {}
-    for p, n, _, size, s, t in checked or []:
-        by_key[match(size, n, keys)] = (s, t)
+    print(f"#\n# {title}: fitted to {len(pts)} points at {', '.join(map(str, ns))} ranks; "
+          f"fit error rms {scaling.rms(f['errors']):.1%}, max {max(map(abs, f['errors'])):.1%}")
+    for line in scaling.describe(f):
+        print(f"#   {line}")
+    by_key = {match(size, n, keys): (s, t) for _, n, _, size, s, t in checked or []}
     factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
-    rows, results = [], []
+    headers = ["size"] + [f"t us n={n}" for n in ns] + [
+        f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]
+    if checked is not None:
+        headers += [f"measured t us n={target}", "error", "inside"]
+    rows, results, unseen = [], [], False
     for key in sorted(set(table) | set(by_key)):
         s = by_key[key][0] if key in by_key else _target_bytes(coll, dtype, key, target)
         if not s:
             continue
-        t, lo, hi, cand = scaling.predict(f, target, g, s)
-        got = by_key[key][1] if key in by_key else None
-        if got is not None:
-            results.append((coll, key, t / got - 1, lo <= got <= hi))
-        rows.append((key, [table.get(key, {}).get(n) for n in ns], t, lo, hi, s / t / 1e9 * factor,
-                     "/".join(cand), cand in f["chosen"], got))
-    text.fitted(title, len(pts), ns, scaling.rms(f["errors"]), f["errors"], scaling.describe(f), rows, target,
-                checked is not None)
+        t, lo, hi, cand, known = scaling.predict(f, target, g, s)
+        unseen |= not known
+        row = [format_size(key)] + [us(table.get(key, {}).get(n)) if n in table.get(key, {})
+                                    else "-" for n in ns]
+        row += [us(t), f"{us(lo)}-{us(hi)}" if known else "none", f"{s / t / 1e9 * factor:.4g}",
+                "/".join(cand) + ("" if known else " *")]
+        if checked is not None and key in by_key:
+            got = by_key[key][1]
+            err, inside = t / got - 1, (lo <= got <= hi) if known else None
+            results.append((coll, key, err, inside))
+            row += [us(got), f"{err:+.1%}", {True: "yes", False: "no", None: "-"}[inside]]
+        elif checked is not None:
+            row += ["-", "-", "-"]
+        rows.append(row)
+    print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
+                                                 disable_numparse=True).splitlines()))
+    if unseen:
+        print(f"#   * not predicted: at {target} ranks NCCL's choice at that size is a candidate "
+              f"no input ran at a size within 4x of it, a regime the inputs do not show; the "
+              f"figure is a guess, without an interval, and the check leaves it out")
     return results
+

@@ -296,11 +296,13 @@ def min_bw(explicit, env=None):
 
 
 def summary(out, hosts, wrong, names, threshold=None):
+    """nccl-tests' closing lines, and the --min-busbw verdict (None without a threshold)."""
     fields, lines = closing(out.doc["results"], names, len(hosts), wrong, threshold)
     for line in lines:
         out.say(line)
     runtext.launch_bound(out)
     out.set(**fields)
+    return fields.get("min_busbw")
 
 
 def comparison(out, backends):
@@ -364,6 +366,7 @@ def execute(session, args):
                                   "buffer_bytes": buffer_bytes,
                                   "device_peak_bytes": device_peak[0] if device_peak else None},
                                  root=0)
+    slow = None
     if session.rank == 0:
         if args.trials > 1:
             runtext.trials_summary(out, args.trials, args.unstable)
@@ -374,9 +377,9 @@ def execute(session, args):
             comparison(out, backends)
         for line in line_rate_lines(out.doc):
             out.say(line)
-        summary(out, session.hosts, wrong, names, args.min_bw)
+        slow = summary(out, session.hosts, wrong, names, args.min_bw)
         out.finish()
-    slow = session.comm.bcast(out.doc.get("min_busbw") if out is not None else None, root=0)
+    slow = session.comm.bcast(slow, root=0)
     if slow and not slow["okay"] and not wrong:
         raise CheckFailed(f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s "
                           f"({slow['source']})")

@@ -11,15 +11,13 @@ named where half or more would be.
 """
 from statistics import median
 
+from ..results.schema import HostAnalysis
+
 UPPER = 0.9         # a peer's scatter: this quantile of its per-iteration ratios
 
 
-def analyze(hosts, times, margin=0.2, consistency=0.8):
-    """hosts[r]: host of rank r; times[r][k]: seconds of rank r in iteration k.
-
-    Returns {'ranks': [...], 'hosts': [...], 'slowest': {...}, 'slow_hosts': [...],
-    'slow_ranks': [...], 'pairs': [...], 'iterations': K, 'margin': m, 'consistency': c}.
-    """
+def analyze(hosts, times, margin=0.2, consistency=0.8) -> HostAnalysis:
+    """hosts[r]: host of rank r; times[r][k]: seconds of rank r in iteration k."""
     n = len(times)
     iters = min(len(t) for t in times) if times else 0
     rank_med = [median(t[:iters]) for t in times]
@@ -27,13 +25,19 @@ def analyze(hosts, times, margin=0.2, consistency=0.8):
     order = list(dict.fromkeys(hosts))
     members = {h: [r for r in range(n) if hosts[r] == h] for h in order}
 
+    by_rank = {r: times[r][:iters] for r in range(n)}
+    per_rank = _judge(by_rank, margin, consistency)
     slowest = max(range(n), key=lambda r: rank_med[r])
-    out = {"iterations": iters, "margin": margin, "consistency": consistency,
-           "ranks": [{"rank": r, "host": hosts[r], "median_s": rank_med[r]} for r in range(n)],
-           "median_rank_s": mid,
-           "slowest": {"rank": slowest, "host": hosts[slowest], "median_s": rank_med[slowest],
-                       "ratio": rank_med[slowest] / mid if mid > 0 else None},
-           "hosts": [], "slow_hosts": [], "slow_ranks": [], "pairs": []}
+    out: HostAnalysis = {
+        "iterations": iters, "margin": margin, "consistency": consistency,
+        "ranks": [{"rank": r, "host": hosts[r], "median_s": rank_med[r],
+                   "slow_iterations": per_rank[r]["slow_iterations"],
+                   "threshold": per_rank[r]["threshold"]} for r in range(n)],
+        "median_rank_s": mid,
+        "slowest": {"rank": slowest, "host": hosts[slowest], "median_s": rank_med[slowest],
+                    "ratio": rank_med[slowest] / mid if mid > 0 else None},
+        "hosts": [], "slow_hosts": [], "slow_ranks": [r for r in range(n) if per_rank[r]["slow"]],
+        "pairs": []}
 
     host_iter = {h: [max(times[r][k] for r in members[h]) for k in range(iters)] for h in order}
     verdicts = _judge(host_iter, margin, consistency)
@@ -48,14 +52,6 @@ def analyze(hosts, times, margin=0.2, consistency=0.8):
         if v["slow"]:
             out["slow_hosts"].append(h)
     out["pairs"] += _pair("host", host_iter, margin, consistency)
-
-    by_rank = {r: times[r][:iters] for r in range(n)}
-    verdicts = _judge(by_rank, margin, consistency)
-    for r in range(n):
-        out["ranks"][r]["slow_iterations"] = verdicts[r]["slow_iterations"]
-        out["ranks"][r]["threshold"] = verdicts[r]["threshold"]
-        if verdicts[r]["slow"]:
-            out["slow_ranks"].append(r)
     if len(order) == 1:         # else the hosts' pair says it
         out["pairs"] += _pair("rank", by_rank, margin, consistency)
     return out

@@ -1,5 +1,6 @@
 """Data types and reduction ops by the names users type, with the names nccl-tests prints."""
 from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import UsageError
 
@@ -32,13 +33,14 @@ ALIASES = {"float": "float32", "half": "float16", "double": "float64", "bf16": "
 OPS = ("sum", "prod", "min", "max", "avg")
 
 
-def parse_list(text, names, what, aliases=None):
+def parse_list(text: str, names: Sequence[str], what: str,
+               aliases: Optional[Dict[str, str]] = None) -> List[str]:
     """'float32,half' or 'all' -> list of canonical names, in the order given."""
     aliases = aliases or {}
     items = [t.strip().lower() for t in str(text).split(",") if t.strip()]
     if items == ["all"]:
         return list(names)
-    out = []
+    out: List[str] = []
     for item in items:
         name = aliases.get(item, item)
         if name not in names:
@@ -50,14 +52,14 @@ def parse_list(text, names, what, aliases=None):
     return out
 
 
-def parse_dtypes(text):
+def parse_dtypes(text: str) -> List[DType]:
     return [DTYPES[n] for n in parse_list(text, list(DTYPES), "data type", ALIASES)]
 
 
-def parse_ops(text):
+def parse_ops(text: str) -> List[str]:
     return parse_list(text, OPS, "reduction op")
 
 
-def torch_dtype(dtype):
+def torch_dtype(dtype: DType) -> Any:
     import torch
     return getattr(torch, dtype.torch_name)

@@ -7,6 +7,7 @@ through the backend being measured.
 """
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Optional
 from statistics import mean
 
 from ..errors import Exit
@@ -14,7 +15,8 @@ from ..launch.watchdog import TIMED_LOOP, NullWatch
 from . import iterstats, launchcost, looptrace, switches
 from .collectives.base import (algbw, busbw, count_wrong, Ctx, data_values, exact_reason,
                                fill_chunks, index)
-from .modes import MODE_KEYS, MODE_TEXT
+from .modes import MODE_KEYS, MODE_TEXT, MODES
+from .row import Figures, Row
 from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
@@ -152,8 +154,8 @@ def tensor(session, backend, dtype, count, values=None):
         if not backend.is_oom(exc):
             raise
         error = f"cannot allocate {count * dtype.size} bytes: {type(exc).__name__}"
-    session.agree(error, 1)
-    if values is not None:
+    session.agree(error, 1)      # raises on every rank when one could not allocate
+    if values is not None and buf is not None:
         buf.copy_(backend.torch.tensor(values, dtype=buf.dtype))
     return buf
 
@@ -285,17 +287,18 @@ class Engine:
                         continue
                     ctx.count = c.param
                     local = {}
-                    row = f"{coll.name} {format_size(size)} {dt.name} {op}"
+                    name = f"{coll.name} {format_size(size)} {dt.name} {op}"
                     for mode in self.modes_run(coll):
                         ctx.in_place = mode == "in"
-                        self.watch.arm(f"{row} {MODE_TEXT[mode]}")
+                        self.watch.arm(f"{name} {MODE_TEXT[mode]}")
                         local[mode] = self._measure(coll, send_t, recv_t, c, mode, ctx,
                                                     plan.check if not inexact else 0)
-                    self.watch.arm(row, "gathering the row's times")
+                    self.watch.arm(name, "gathering the row's times")
                     gathered = s.comm.gather(local, root=0)
                     if s.rank == 0:
                         row = self._row(coll, dt, op, size, c, gathered)
-                        wrong_total += sum(row[k]["nwrong"] or 0 for k in MODE_KEYS.values() if row[k])
+                        measured = [row.get(k) for k in MODES]
+                        wrong_total += sum(m.get("nwrong") or 0 for m in measured if m)
                         self.report.add_row(row)
                     probe = (dt, op, size, c, send_t, recv_t, ctx)
         if probe is not None and plan.probe_iters > 0:
@@ -350,7 +353,7 @@ class Engine:
             # -G: the check's call captured and replayed, as nccl-tests' data check, so
             # that what is counted is what a replay wrote.
             graph, call = self.b.captured([call])
-        wrong = 0
+        wrong: Optional[int] = 0
         for k in range(rounds):
             ctx.seed = k + 1
             coll.fill(sv, rv, ctx)
@@ -365,11 +368,11 @@ class Engine:
         return wrong
 
     # ---- rank 0: one row from every rank's figures ----
-    def _row(self, coll, dt, op, size, c, gathered):
+    def _row(self, coll, dt, op, size, c, gathered) -> Row:
         n = self.s.size
         bw_bytes = coll.bw_bytes(c, dt.size, n)
         factor = coll.busbw_factor(n)
-        row = {"collective": coll.name, "backend": self.b.name,
+        row: Row = {"collective": coll.name, "backend": self.b.name,
                "size": max(c.send, c.recv) * dt.size, "count": c.param, "type": dt.label,
                "dtype": dt.name, "redop": op, "root": self.plan.root if coll.rooted else -1,
                "requested_size": size, "bw_bytes": bw_bytes, "busbw_factor": factor,
@@ -383,12 +386,13 @@ class Engine:
             t = pick_time(times, self.plan.average)
             alg = algbw(bw_bytes, t)
             checked = self.plan.check and any(w is not None for w in wrongs)
-            row[key] = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
-                        "nwrong": sum(w or 0 for w in wrongs) if checked else None,
-                        "in_flight": gathered[0][mode][2]}
+            figures: Figures = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
+                                "nwrong": sum(w or 0 for w in wrongs) if checked else None,
+                                "in_flight": gathered[0][mode][2]}
             if gathered[0][mode][3] is not None:
-                row[key]["per_iter"] = iterstats.report([g[mode][3] for g in gathered],
-                                                        self.plan.per_iter_skip)
+                figures["per_iter"] = iterstats.report([g[mode][3] for g in gathered],
+                                                       self.plan.per_iter_skip)
+            row[key] = figures
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
         cost = launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph)

@@ -3,13 +3,14 @@ it (src/util.cu computeIterStats, writePerIterReport; src/common.cu
 ReduceProcessMaxIterTimes: each iteration's time is the slowest rank's, the summary skips
 the first -K iterations), and how sure a median of repeated figures is (median_interval)."""
 import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
-def _percentile_index(n, percentile):
+def _percentile_index(n: int, percentile: int) -> int:
     return min(n - 1, (n * percentile + 99) // 100 - 1)
 
 
-def stats(times):
+def stats(times: Sequence[float]) -> Dict[str, float]:
     """min, max, avg, p50, p95, p99 and population stdev of times (same unit)."""
     s = sorted(times)
     n = len(s)
@@ -19,24 +20,24 @@ def stats(times):
             "stdev": math.sqrt(sum((x - avg) ** 2 for x in s) / n)}
 
 
-def spread_pct(times):
+def spread_pct(times: Sequence[float]) -> float:
     """The spread of per-call times: their population stdev as a share of their mean, in %
     (nccl-tests' cv%)."""
     st = stats(times)
     return st["stdev"] / st["avg"] * 100.0 if st["avg"] > 0 else 0.0
 
 
-def slowest(per_rank):
+def slowest(per_rank: Sequence[Sequence[float]]) -> List[float]:
     """Each iteration's time: the slowest rank's (per_rank[r][i])."""
     return [max(column) for column in zip(*per_rank)]
 
 
-def report(per_rank, skip):
+def report(per_rank: Sequence[Sequence[float]], skip: int) -> Dict[str, Any]:
     """The per-iteration object of one row and mode from every rank's per-iteration
     seconds (per_rank[r][i]), in nccl-tests' JSON keys (microseconds)."""
     times = slowest(per_rank)
     st = stats(times[skip:])
-    out = {"skipped_iterations": skip}
+    out: Dict[str, Any] = {"skipped_iterations": skip}
     out.update({f"{k}_us": v * 1e6 for k, v in st.items()})
     out["cv_pct"] = spread_pct(times[skip:])
     out["times_us"] = [t * 1e6 for t in times]
@@ -44,7 +45,8 @@ def report(per_rank, skip):
     return out
 
 
-def median_interval(values, confidence):
+def median_interval(values: Sequence[float],
+                    confidence: float) -> Optional[Tuple[float, float, float]]:
     """The sign test's confidence interval of the median of values: (low, high, coverage),
     the order statistics j and n-1-j (0-based) with the largest j whose coverage, 1 - 2 P(B <= j)
     for B ~ Binomial(n, 1/2), is still at least `confidence`. It assumes nothing about the

@@ -9,8 +9,9 @@ flight. Each rank writes one line per timed loop to stderr:
 
 Tests use it to prove the -z modes barrier as nccl-tests does, that -z 0 never has two
 calls in flight on the same buffer slice, and that no loop times buffers of zeros (Z: the
-views whose send and receive data were all zero when the loop started). The wrappers add Python work to the loop, so
-times measured with it on mean nothing; nothing sets it in normal use.
+views whose send and receive data were all zero when the loop started). The wrappers add
+Python work to the loop, so times measured with it on mean nothing; nothing sets it in
+normal use.
 """
 import os
 import sys

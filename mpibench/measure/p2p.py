@@ -6,6 +6,7 @@ torch.distributed backend being measured, the others wait at the same MPI barrie
 Each rank returns its own figures; rank 0 gathers them per round.
 """
 from functools import partial
+from typing import Any
 
 from .collectives.sendrecv import _blocking as exchange, exchange_ops
 
@@ -42,7 +43,8 @@ class PairBench:
         self.warmup = warmup
         self.latency_iters = latency_iters
         self.bidirectional = bidirectional
-        self.send_buf = self.recv_buf = None
+        self.send_buf: Any = None
+        self.recv_buf: Any = None
 
     def allocate(self, taking_part):
         """Buffers for this rank (none when it is in no pair); the error text or None."""

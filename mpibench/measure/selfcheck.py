@@ -2,7 +2,7 @@
 the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
-from statistics import median
+from typing import Any, Dict, List
 
 from . import baretimer, launchcost
 from .collectives import REGISTRY
@@ -108,7 +108,7 @@ class BareLoops:
     def close(self):
         if self.mpi:
             self.comm.Free()
-        self.bufs = self.arrays = None
+        self.bufs = self.arrays = {}
 
 
 def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progress=None,
@@ -124,12 +124,13 @@ def compare_timers(session, backend, sizes, rounds, iters, warmup, watch, progre
     (one with each loop first); every rank follows its answer."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
-    got = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
+    got: Dict[int, Dict[str, List[Any]]] = {s: {"harness": [], "bare": [], "rows": []} for s in sizes}
     todo, k = list(sizes), 0
     try:
         while todo:
             for s in todo:
-                rows, mine = None, None
+                rows: Any = None
+                mine = None
                 for which in (("harness", "bare") if k % 2 == 0 else ("bare", "harness")):
                     if which == "harness":
                         rows, _ = engine_rows(session, backend, plans[s])
@@ -174,7 +175,3 @@ def correctness(session, backend, size, graph=0):
                 ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
                 graph=graph, modes=("out", "in"), probe_iters=0)
     return engine_rows(session, backend, plan)
-
-
-def median_of(values):
-    return median(values) if values else None

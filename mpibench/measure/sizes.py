@@ -1,5 +1,6 @@
 """Byte sizes as users write them (8, 64K, 1M, 4G: K/M/G/T binary) and the sweep between two."""
 import re
+from typing import List, Optional, Union
 
 from ..errors import UsageError
 
@@ -8,7 +9,7 @@ MAX_SIZES = 10000
 _SIZE = re.compile(r"(\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 
 
-def parse_size(text, what="size"):
+def parse_size(text: Union[str, int], what: str = "size") -> int:
     """'64K' -> 65536. Whole numbers only: '1.5M', '4X', '-1' and '0' are errors."""
     m = _SIZE.fullmatch(str(text).strip())
     if not m:
@@ -20,7 +21,7 @@ def parse_size(text, what="size"):
     return value
 
 
-def format_size(n):
+def format_size(n: int) -> str:
     """65536 -> '64 KiB' (exact units only, else bytes)."""
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale and n % scale == 0:
@@ -28,7 +29,7 @@ def format_size(n):
     return f"{n} B"
 
 
-def format_bytes(n):
+def format_bytes(n: int) -> str:
     """1610612736 -> '1.5 GiB': one decimal in the largest unit that is at least 1."""
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
@@ -36,13 +37,14 @@ def format_bytes(n):
     return f"{n} B"
 
 
-def sweep(minbytes, maxbytes, stepfactor=2, stepbytes=None):
+def sweep(minbytes: int, maxbytes: int, stepfactor: float = 2, stepbytes: Optional[int] = None) -> List[int]:
     """The sizes from min to max, multiplying by stepfactor, or adding stepbytes when given."""
     if minbytes > maxbytes:
         raise UsageError(f"--minbytes {minbytes} is larger than --maxbytes {maxbytes}")
     if stepbytes is None and not stepfactor > 1:
         raise UsageError(f"--stepfactor {stepfactor} must be above 1 (or give --stepbytes)")
-    sizes, size = [], minbytes
+    sizes: List[int] = []
+    size = minbytes
     while size <= maxbytes:
         if len(sizes) == MAX_SIZES:
             raise UsageError(f"more than {MAX_SIZES} sizes from {minbytes} to {maxbytes}: "

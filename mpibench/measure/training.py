@@ -8,6 +8,7 @@ is left waiting in one.
 """
 import contextlib
 import time
+from typing import Any
 
 from . import model, switches
 from .backends.torchdist import is_oom
@@ -87,7 +88,9 @@ class Trainer:
         self._sync = (lambda: torch.cuda.synchronize(device)) if self.cuda else (lambda: None)
         self.memory = Memory(torch, device)
         self.parameters = model.parameters(shape)
-        self.ddp = self.fsdp = self.ref = None
+        self.ddp: Any = None
+        self.fsdp: Any = None
+        self.ref: Any = None
 
     # ---- build: local first, so that a rank short of memory is known before any collective ----
     def fit_error(self):

@@ -5,6 +5,7 @@ import csv as csvlib
 import io
 import math
 from statistics import median
+from typing import Any, Dict, List, Tuple
 
 from tabulate import tabulate
 
@@ -113,7 +114,7 @@ def host_table(hosts):
     rows = []
     for e in hosts:
         intra = "-" if e["intra"] is None else bw(e["intra"]["busbw_GBps"])
-        by = {}
+        by: Dict[Tuple[int, str], List[Dict[str, Any]]] = {}
         for p in e["pairs"]:            # one entry per partner, its rails joined by |
             by.setdefault((p["round"], p["partner"]), []).append(p)
         partners = ", ".join(

@@ -92,7 +92,8 @@ def rows(paths, docs, figs, common, noise, min_share):
     settings = any(k[5] for k in common)
     file_backends = "/".join(dict.fromkeys(d["results"][0].get("backend", "?")
                                            for d in docs if d["results"]))
-    lines, ratios, failures = [], [[] for _ in paths[1:]], []
+    ratios: list[list[float]] = [[] for _ in paths[1:]]
+    lines, failures = [], []
     counts = [{"faster": 0, "slower": 0, "within noise": 0} for _ in paths[1:]]
     algbw_used = False
     for k in common:

@@ -73,7 +73,8 @@ def host_lines(host, f, ranks, version_keys):
              for p in f["rdma"]]
     mods = f["rdma_modules"]
     lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
-                 + ("unknown (/proc/modules unreadable)" if mods is None else ", ".join(mods) or "none loaded"))
+                 + ("unknown (/proc/modules unreadable)" if mods is None
+                    else ", ".join(mods) or "none loaded"))
     if f["topology"]:
         lines.append("#   GPU topology (nvidia-smi topo -m):")
         lines += ["#     " + line for line in f["topology"].splitlines()]

@@ -22,9 +22,10 @@ import io
 import json
 import os
 import time
+from typing import Any, Dict, Tuple
 
 from ..errors import UsageError
-from .document import MODES
+from ..measure.modes import MODES
 
 SYNC_SECONDS = 1.0
 
@@ -155,7 +156,7 @@ def _write_at(fd, data, offset):
 # id(element) -> (element, its JSON): each row is encoded once rather than at every write.
 # Forgotten once a second and when a document ends, so an element changed in place is
 # written anew within a second.
-_ENCODED = {}
+_ENCODED: Dict[int, Tuple[Any, str]] = {}
 _ENCODED_SINCE = [0.0]
 
 
@@ -176,7 +177,8 @@ ENDING = ("end_time", "complete", "incomplete", "exit")
 
 def json_parts(doc, cache=True):
     """doc as JSON text in parts: one line per top-level field, the lists of objects (rows)
-    next with one line per element, and the ENDING fields last. cache: keep each element's text (elements that live on between writes)."""
+    next with one line per element, and the ENDING fields last. cache: keep each element's
+    text (elements that live on between writes)."""
     now = time.monotonic()
     if doc.get("end_time") is not None or now - _ENCODED_SINCE[0] >= SYNC_SECONDS:
         _ENCODED.clear()

@@ -16,6 +16,7 @@ METRICS is the list docs/metrics.md documents: a name not in it cannot be writte
 import datetime
 import math
 import os
+from typing import Any, Dict, List
 
 from ..errors import UsageError
 from .files import write_whole
@@ -94,7 +95,7 @@ class MetricsFile:
 
 def render(doc):
     """The document's metrics as Prometheus text."""
-    samples = {name: [] for name in METRICS}
+    samples: Dict[str, List[Any]] = {name: [] for name in METRICS}
     health = (doc.get("args") or {}).get("health")      # its own files beside check's
     common = {"command": doc.get("command", "") + (" --health" if health else ""),
               "slurm_job_id": (doc.get("env") or {}).get("SLURM_JOB_ID")

@@ -25,6 +25,7 @@ collective and one average for them all) reads through the same path.
 import math
 import os
 import re
+from typing import Any, Dict, List, Tuple
 
 from ..launch import faults
 from ..measure.collectives import REGISTRY
@@ -404,8 +405,8 @@ def _header_line(state, line, n):
     if _MPIBENCH.match(line):
         state["header"], state["open"], state["group"] = _header(), [], []
         state["header"]["ours"] = True
-    elif _BACKEND.match(line):        # mpibench's, whatever its header looks like
-        state["backend"] = _BACKEND.match(line).group(1)
+    elif backend := _BACKEND.match(line):        # mpibench's, whatever its header looks like
+        state["backend"] = backend.group(1)
     elif _VERSION.match(line) or _NTHREAD.match(line):
         _next_header(state)
         m = _SWEEP.search(line)
@@ -418,8 +419,8 @@ def _header_line(state, line, n):
             state["header"]["sweep_line"] = n
             state["header"]["sweep"] = [int(m.group(1)), int(m.group(2)), int(m.group(3)),
                                         m.group(4)]
-    elif _REDUCED.match(line) and state["header"].get("sweep"):
-        state["header"]["sweep"][1] = int(_REDUCED.match(line).group(1))
+    elif (reduced := _REDUCED.match(line)) and state["header"].get("sweep"):
+        state["header"]["sweep"][1] = int(reduced.group(1))
     elif _CONCLUDED.match(line):
         state["open"] = []
 
@@ -608,7 +609,7 @@ def _exact(span):
 
 
 def _lines_only(lines):
-    top = max(lines) + 1 if lines else None
+    top = max(lines) + 1 if lines else 0
     return top if lines and set(lines) == set(range(top)) else None
 
 
@@ -621,7 +622,7 @@ def _checking():
 def _series(test):
     """The rows by (type, redop, root): nccl-tests sweeps the sizes once per type, op and
     root it was given (-d all, -o all, -r all)."""
-    out = {}
+    out: Dict[Tuple[str, str, int], List[Dict[str, Any]]] = {}
     for r in test["rows"]:
         out.setdefault((r["label"], r["redop"], r["root"]), []).append(r)
     return out.values()
@@ -630,7 +631,8 @@ def _series(test):
 def _requested(sweep, limit=4096):
     """The sizes nccl-tests' header asks for (-b, -e, -f or -i), or None when it cannot say."""
     low, high, step, kind = sweep
-    out, size = [], low
+    out: List[int] = []
+    size = low
     while size <= high and len(out) <= limit:
         out.append(size)
         if (kind == "factor" and step < 2) or (kind == "bytes" and step < 1):

@@ -1,34 +1,35 @@
 """How text output writes a figure: fixed decimals, times in ms or us, shares in percent,
 ratios as 1.23x, a bandwidth as a share of a line rate; an unknown figure (None) as n/a
 (a ratio column's as a dash). nccl-tests' own column format is tables.fnum."""
+from typing import Optional
 
 
-def figure(value, spec=".3f", unit="", missing="n/a"):
+def figure(value: Optional[float], spec: str = ".3f", unit: str = "", missing: str = "n/a") -> str:
     """format(value, spec) and its unit."""
     return missing if value is None else format(value, spec) + unit
 
 
-def ratio(value, missing="-"):
+def ratio(value: Optional[float], missing: str = "-") -> str:
     """How many times another figure a figure is: 1.23x."""
     return figure(value, ".2f", "x", missing)
 
 
-def ms(seconds):
+def ms(seconds: Optional[float]) -> str:
     """Milliseconds, one decimal."""
     return "n/a" if seconds is None else f"{seconds * 1e3:.1f}"
 
 
-def us(seconds):
+def us(seconds: Optional[float]) -> str:
     """Microseconds, one decimal."""
     return "n/a" if seconds is None else f"{seconds * 1e6:.1f}"
 
 
-def pct(share):
+def pct(share: Optional[float]) -> str:
     """A share (0.123) as a percent with one decimal (12.3%)."""
     return "n/a" if share is None else f"{share * 100:.1f}%"
 
 
-def share_text(gbps_figure, rate):
+def share_text(gbps_figure: Optional[float], rate: Optional[float]) -> str:
     """' (NN%)': a figure in GB/s as a share of a line rate in Gbit/s ('' when either is
     unknown)."""
     return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""

@@ -5,6 +5,7 @@ The watchdog thread may mark the document incomplete at any moment (a hang, a si
 a lock keeps it from writing while the main thread is changing the document."""
 import sys
 import threading
+from typing import Any, List
 
 from ..errors import UsageError
 from ..launch import faults
@@ -12,13 +13,14 @@ from . import document, nccltests, tables
 from .document import now
 from .files import render_csv, render_json, ResultFile
 from .metrics import MetricsFile
+from .schema import HostAnalysis, HostEntry
 
 
 class RunOutput:
     def __init__(self, session, command, args, json_path=None, csv_path=None):
         self.s = session
         self._lock = threading.Lock()
-        self.files = []
+        self.files: List[Any] = []     # ResultFile and MetricsFile: path, write(doc), announcement()
         if json_path:
             nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
             self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
@@ -53,6 +55,8 @@ class RunOutput:
             self.say(f.announcement())
 
     def set(self, **items):
+        """Top-level fields into the document, and the files rewritten (with none: after a
+        section given before changed)."""
         with self._lock:
             self.doc.update(items)
             self.flush()
@@ -78,11 +82,11 @@ class RunOutput:
                 self.doc["results"].append(row)
             self.flush()
 
-    def add_hosts(self, coll, dt, op, size, c, mode, analysis):
-        entry = {"collective": coll.name, "size": size, "type": dt.label, "dtype": dt.name,
-                 "redop": op, "mode": mode, "symmetric": coll.symmetric,
-                 "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),
-                 "busbw_factor": coll.busbw_factor(self.s.size), **analysis}
+    def add_hosts(self, coll, dt, op, size, c, mode, analysis: HostAnalysis) -> None:
+        entry: HostEntry = {"collective": coll.name, "size": size, "type": dt.label,
+                            "dtype": dt.name, "redop": op, "mode": mode, "symmetric": coll.symmetric,
+                            "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),
+                            "busbw_factor": coll.busbw_factor(self.s.size), **analysis}
         for line in tables.host_section(entry):
             self.say(line)
         with self._lock:

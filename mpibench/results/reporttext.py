@@ -4,15 +4,15 @@ import io
 
 from tabulate import tabulate
 
+from ..measure.modes import MODES
 from . import reader, summary, tables, traintext
-from .document import MODES
 from .files import CSV_FIELDS, csv_rows
 
 
 def groups(doc):
     """Rows by (test, setting, collective), in the order first measured; test is 0 but in
     a printed log of several tests."""
-    out = {}
+    out: dict = {}
     for row in doc["results"]:
         out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
                        []).append(row)

@@ -5,7 +5,7 @@ keys, one mode), so that report, compare and plot read every command's file alik
 from statistics import mean
 
 from ..measure.collectives.base import algbw, busbw
-from .document import MODES
+from ..measure.modes import MODES
 
 
 def key(row, mode=None, backend=True):

@@ -4,8 +4,8 @@ prints them as it ends and `report` prints the same from the saved file: nccl-te
 --backend gloo,mpi), and each row's share of the hosts' line rate."""
 from tabulate import tabulate
 
+from ..measure.modes import MODES
 from . import reader
-from .document import MODES, finite
 from .rows import key as row_key
 from .numbers import figure, share_text
 
@@ -57,12 +57,10 @@ def closing(rows, names, ranks, wrong, threshold=None):
 def closing_lines(doc):
     """closing()'s lines for a saved document (#wrong summed over its rows when the file
     does not say)."""
-    bounds = doc.get("out_of_bounds")
-    wrong = bounds.get("count", 0) if isinstance(bounds, dict) else \
+    bounds, limit = doc.get("out_of_bounds"), doc.get("min_busbw")
+    wrong = bounds["count"] if bounds else \
         int(sum(row[k].get("nwrong") or 0 for row in doc["results"] for k in MODES if row.get(k)))
-    limit = doc.get("min_busbw")
-    threshold = (limit["GBps"], limit["source"]) if isinstance(limit, dict) and finite(
-        limit.get("GBps")) and isinstance(limit.get("source"), str) else None
+    threshold = (limit["GBps"], limit["source"]) if limit else None
     lines = closing(doc["results"], backends(doc), reader.ranks(doc), wrong, threshold)[1]
     if doc.get("source") and doc["source"] != "mpibench":
         # another tool's log: its own printed average (one per test when it holds several)
@@ -113,7 +111,7 @@ def comparison_lines(doc):
     names = (doc.get("comparison") or {}).get("backends")
     if not (isinstance(names, list) and len(names) == 2):
         return []
-    return comparison(doc["results"], *names, memory=doc["comparison"].get("memory"))[1]
+    return comparison(doc["results"], names[0], names[1], memory=doc["comparison"].get("memory"))[1]
 
 
 def line_rate_lines(doc):
@@ -121,9 +119,9 @@ def line_rate_lines(doc):
     report (document key line_rate_gbps: {host: Gbit/s or null}), so that the output says
     whether a figure is good for this network."""
     rates = doc.get("line_rate_gbps")
-    if len(reader.hosts(doc)) < 2 or not isinstance(rates, dict):
+    if len(reader.hosts(doc)) < 2 or not rates:
         return []
-    known = {h: r for h, r in rates.items() if finite(r) and r > 0}
+    known = {h: r for h, r in rates.items() if r}
     if not known:
         return ["#", "# line rate: no host reports one (no active RDMA port, no interface "
                      "speed): busbw is not shown against it"]

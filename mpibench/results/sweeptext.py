@@ -27,7 +27,7 @@ def setting_done(which, record, part, ok, rc, why):
 
 def summary(doc, names, labels, wanted):
     """Per collective and size: each setting's busbw and the best; then train's steps."""
-    table = {}
+    table: dict = {}
     for row in doc["results"]:
         mode = reader.first_mode(row, wanted)
         if mode is None or reader.bandwidth(row, mode) is None:

@@ -1,9 +1,11 @@
 """Text output: nccl-tests' row format, and the per-host tables it lacks."""
+from typing import Tuple
+
 from tabulate import tabulate
 
 from ..measure.collectives.base import algbw, busbw
+from ..measure.modes import MODES
 from ..measure.sizes import format_size
-from .document import MODES
 from .numbers import figure, ratio, us
 
 
@@ -32,9 +34,9 @@ def row_header(per_iter=False, max_error=False):
     spread over the ranks (SPREAD)."""
     if per_iter:
         mode = "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
-        title = "#%s%s" % (" " * 65, "out-of-place (+ per-iteration)" + " " * 32 + "in-place (+ per-iteration)")
-        names = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
-        units = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+        title = "#" + " " * 65 + "out-of-place (+ per-iteration)" + " " * 32 + "in-place (+ per-iteration)"
+        names: Tuple[str, ...] = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+        units: Tuple[str, ...] = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
         pad = 32
     else:
         mode = "  %7s  %6s  %6s  %6s"
@@ -190,7 +192,8 @@ def straggler_lines(analysis, size, symmetric=True):
     if several:
         lines += slow_host_lines(analysis, "iterations")
         if not analysis["slow_hosts"] and not analysis.get("pairs"):
-            lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of {k} iterations)")
+            lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of "
+                         f"{k} iterations)")
     elif analysis.get("pairs"):
         lines += pair_lines(analysis, "iterations")
     mid = analysis["median_rank_s"]

@@ -8,8 +8,8 @@ time) and an `unstable` flag when (max - min) / median of the time exceeds a thr
 from statistics import mean, median, pstdev
 
 from ..measure.collectives.base import algbw, busbw
+from ..measure.modes import MODES
 from . import rows
-from .document import MODES
 
 UNSTABLE = 0.10   # default: a row whose times span more than 10% of their median
 

@@ -13,7 +13,8 @@ from conftest import mpirun, show
 
 torch = pytest.importorskip("torch")
 NP = torch.cuda.device_count() if torch.cuda.is_available() else 0
-pytestmark = pytest.mark.skipif(NP < 1, reason="no CUDA GPU visible to torch")
+pytestmark = [pytest.mark.skipif(NP < 1, reason="no CUDA GPU visible to torch"),
+              pytest.mark.usefixtures("procs")]
 
 SMALL = ["-b", "8", "-e", "64K", "-f", "32", "-n", "5", "-w", "1", "--probe-iters", "2"]
 ALL = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all",

@@ -17,7 +17,7 @@ from conftest import MPIRUN, PYTHON, ROOT, base_env, run, show
 from gpu_helpers import COLLECTIVES, NP, checked_run, doc, graph_args, measured, needs, torch
 from gpu_helpers import gpus as on_gpus
 
-pytestmark = needs(2)
+pytestmark = [needs(2), pytest.mark.usefixtures("procs")]
 
 SMALL = ["-b", "8", "-e", "4M", "-f", "4", "-n", "5", "-w", "2"]
 GIB = 1 << 30
@@ -212,14 +212,12 @@ def test_classic_commands(command):
 
 
 # ---- two hosts on one machine: NCCL's host hash is the hostname ----------------------
-def test_two_namespace_hosts_of_two_gpus(tmp_path):
+def test_two_namespace_hosts_of_two_gpus(hosts, tmp_path):
     """launch/fakecluster.py --hosts 2 --ppn 2: NCCL sees two hosts (inter-host transport),
     check runs its per-host and pair rounds, run prints its per-host table. h2's ranks
     get GPUs 2 and 3."""
     if NP < 4:
         pytest.skip(f"needs 4 GPUs, torch sees {NP}")
-    if os.geteuid() != 0:
-        pytest.skip("namespace hosts need root")
     out = tmp_path / "r.json"
     rank = ('if [ "$(hostname)" = h2 ]; then export CUDA_VISIBLE_DEVICES=2,3; fi; '
             f'exec {PYTHON} -m mpibench "$@"')

@@ -18,7 +18,7 @@ from conftest import check_usage_error, show
 from gpu_helpers import (COLLECTIVES, MODES, NEEDS_TWO, checked_run, doc, graph_args, gpus,
                          measured, needs, torch)
 
-pytestmark = needs(1)
+pytestmark = [needs(1), pytest.mark.usefixtures("procs")]
 
 SMALL = ["-b", "8", "-e", "4M", "-f", "4", "-n", "5", "-w", "2"]
 ALONE = sorted(COLLECTIVES - NEEDS_TWO)      # what one rank can run

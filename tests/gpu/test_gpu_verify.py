@@ -7,6 +7,8 @@ import pytest
 
 from conftest import PYTHON, mpirun, run, show
 
+pytestmark = pytest.mark.usefixtures("procs")
+
 torch = pytest.importorskip("torch")
 NP = torch.cuda.device_count() if torch.cuda.is_available() else 0
 NO_GPU = "no CUDA GPU visible to torch"

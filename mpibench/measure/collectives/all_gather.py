@@ -20,7 +20,8 @@ class AllGather(Collective):
     def fill(self, send, recv, ctx):
         import torch
         recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send, lambda a, b: data_values(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
+        fill_chunks(torch, send,
+                    lambda a, b: data_values(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
         import torch

@@ -17,7 +17,8 @@ class AllReduce(Collective):
         import torch
         if not ctx.in_place:
             recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send, lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
+        fill_chunks(torch, send,
+                    lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
         import torch

@@ -6,6 +6,7 @@ integer range): a rank's expected output is computed from its own indices alone,
 bounded chunks, never by simulating the other ranks.
 """
 from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
 
 CHUNK = 1 << 20           # elements per check chunk: bounds the check's extra memory
 
@@ -42,12 +43,12 @@ class Collective:
     reduces = False         # takes a reduction op
     rooted = False          # takes a root
     ring = False            # each rank sends to one neighbour and receives from the other
-    modes = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
-    mpi_modes = None        # what MPI can express, when it differs from modes
+    modes: Tuple[str, ...] = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
+    mpi_modes: Optional[Tuple[str, ...]] = None   # what MPI can express, when it differs from modes
     min_ranks = 1
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
-    torch_notes = {}
+    torch_notes: Dict[Tuple[str, str], str] = {}
 
     @property
     def symmetric(self):

@@ -16,7 +16,8 @@ class Broadcast(Collective):
         import torch
         recv.fill_(poison_value(ctx.dtype))
         if ctx.rank == ctx.root:
-            fill_chunks(torch, send, lambda a, b: data_values(torch, ctx, ctx.root, index(torch, a, b, ctx.device)))
+            fill_chunks(torch, send,
+                        lambda a, b: data_values(torch, ctx, ctx.root, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
         import torch

@@ -1,7 +1,9 @@
 """reduce_scatter: rank r receives chunk r of the reduction of every rank's n chunks."""
 from functools import partial
+from typing import Optional, Tuple
 
-from .base import Collective, Counts, align_down, fill_chunks, index, poison_value, reduce_inputs, reduce_result
+from .base import (Collective, Counts, align_down, fill_chunks, index, poison_value, reduce_inputs,
+                   reduce_result)
 
 
 class ReduceScatter(Collective):
@@ -9,7 +11,7 @@ class ReduceScatter(Collective):
     reduces = True
     # MPI's in-place Reduce_scatter_block leaves the result at the start of the buffer,
     # not at this rank's chunk as nccl-tests' in-place row does: out-of-place only.
-    mpi_modes = ("out",)
+    mpi_modes: Optional[Tuple[str, ...]] = ("out",)
 
     def counts(self, count, elsize, n):
         base = align_down(count // n, elsize)
@@ -25,7 +27,8 @@ class ReduceScatter(Collective):
         import torch
         if not ctx.in_place:                          # in place, recv lies inside send
             recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send, lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
+        fill_chunks(torch, send,
+                    lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
         import torch

@@ -1,0 +1,70 @@
+"""A row of the results document: one collective, dtype, op and size measured, in
+nccl-tests' shape, the same in every command. One comment per field says what it holds and
+its unit; a Range says what a file read back may hold (results/schema.py checks it)."""
+import math
+from typing import Annotated, Any, Dict, List, NamedTuple, Optional, TypedDict
+
+MAX_SIZE = 1 << 50          # 1 PiB: no collective buffer is larger
+MAX_RANKS = 1 << 20
+
+
+class Range(NamedTuple):
+    low: float
+    high: float = math.inf
+
+
+Bytes = Annotated[int, Range(0, MAX_SIZE)]
+Elements = Annotated[int, Range(0, MAX_SIZE * MAX_RANKS)]
+Micros = Annotated[float, Range(0, 1e12)]
+GBps = Annotated[float, Range(0, 1e9)]
+
+
+class Spread(TypedDict):
+    trials: int                     # how many trials measured the row
+    time_us_min: Annotated[float, Range(math.ulp(0.0), 1e12)]   # the fastest trial's time, us
+    time_us_max: Annotated[float, Range(math.ulp(0.0), 1e12)]   # the slowest trial's time, us
+    cv: Optional[float]             # the times' population stdev / their mean
+    range: float                    # (max - min) / median of the times
+    busbw_GBps_min: Optional[float]  # the trials' lowest and highest busbw, GB/s; null: not defined
+    busbw_GBps_max: Optional[float]
+
+
+class _Figures(TypedDict):
+    time_us: Micros                 # time per call, us: the ranks' mean (-a picks another)
+
+
+class Figures(_Figures, total=False):
+    """One mode's figures: a row's out_of_place or in_place."""
+    algbw_GBps: Optional[GBps]      # bw_bytes / time_us, GB/s (1e9 B/s); null: no bandwidth defined
+    busbw_GBps: Optional[GBps]      # algbw_GBps x busbw_factor, GB/s; null: no bandwidth defined
+    nwrong: Optional[Elements]      # wrong elements over every rank; null: not checked
+    in_flight: Optional[int]        # calls in flight at once in the timed loop (-z 0), else 1
+    launch_bound: bool              # GPUs: time_us within 1.5x of the cost of launching one call
+    per_iter: Dict[str, Any]        # -I 1: nccl-tests' per-iteration report (measure/iterstats.py), us
+    spread: Spread                  # --trials: how the trials' times spread
+    unstable: bool                  # --trials: the trials' times span more than unstable_threshold
+
+
+class _Row(TypedDict):
+    collective: str                 # all_reduce, ..., sendrecv; flagsync's all_gather_object
+    size: Bytes                     # nccl-tests' size column, B
+    count: Bytes                    # nccl-tests' count column, elements
+    type: str                       # nccl-tests' type label (float)
+    redop: str                      # the reduction op; none where the collective takes none
+    root: Annotated[int, Range(-1, MAX_RANKS)]  # the root rank; -1: none
+
+
+class Row(_Row, total=False):
+    backend: str                    # gloo, nccl, mpi
+    dtype: str                      # the dtype's name (float32)
+    requested_size: Bytes           # run: the size asked for, B, before rounding to whole elements
+    bw_bytes: Optional[Elements]    # S in algbw = S / t, B; null: no bandwidth defined (a time only)
+    busbw_factor: Optional[Annotated[float, Range(0, 2)]]  # busbw = algbw x this (FIELD-NOTES 2)
+    out_of_place: Optional[Figures]  # null: the mode was not measured
+    in_place: Optional[Figures]     # null: the mode was not measured
+    per_rank_time_us: Dict[str, List[Micros]]   # per mode key: every rank's time per call, us
+    per_rank_nwrong: Dict[str, List[Optional[int]]]  # per mode key: every rank's wrong elements
+    trials: List[Dict[str, Any]]    # --trials: each trial's modes and per-rank figures
+    unstable_threshold: float       # --trials: the share of the median a stable row's times span
+    setting: str                    # sweep: the setting that measured the row
+    link: str                       # p2p: the link, from->to
