@@ -15,6 +15,7 @@ from mpibench.commands import run
 from mpibench.measure.dtypes import DTYPES
 from mpibench.measure.collectives import REGISTRY
 from mpibench.measure.engine import GIB, Plan, calls_per_row, nccl_reserve, reserve_room
+from mpibench.results import runtext
 
 
 def _params(fn):
@@ -94,7 +95,7 @@ class _Out:
 def test_the_memory_line_reports_device_memory_on_gpus():
     session = SimpleNamespace(hosts=["a", "b"])
     out = _Out()
-    run.memory_summary(session, out, [
+    runtext.memory_summary(session.hosts, out, [
         {"peak_rss_bytes": 900 << 20, "buffer_bytes": 8 << 30, "device_peak_bytes": 9 << 30},
         {"peak_rss_bytes": 1000 << 20, "buffer_bytes": 8 << 30, "device_peak_bytes": 10 << 30}])
     assert out.lines == ["# peak device memory (torch.cuda.max_memory_allocated): 10.0 GiB on "
@@ -102,7 +103,7 @@ def test_the_memory_line_reports_device_memory_on_gpus():
                          "1000.0 MiB on rank 1 (host b)"], out.lines
     assert out.items["memory"][0]["device_peak_bytes"] == 9 << 30
     cpu = _Out()
-    run.memory_summary(session, cpu, [
+    runtext.memory_summary(session.hosts, cpu, [
         {"peak_rss_bytes": 900 << 20, "buffer_bytes": 1 << 20, "device_peak_bytes": None},
         {"peak_rss_bytes": 800 << 20, "buffer_bytes": 1 << 20, "device_peak_bytes": None}])
     assert cpu.lines[0].startswith("# peak resident memory: 900.0 MiB on rank 0 (host a), "
@@ -114,7 +115,7 @@ def test_the_memory_line_reports_device_memory_on_gpus():
     (None, ["nccl"], False), ("1", ["gloo"], False)])
 def test_blocking_wait_is_named_in_the_header(value, names, said):
     env = {} if value is None else {"TORCH_NCCL_BLOCKING_WAIT": value}
-    note = run.blocking_wait_note([SimpleNamespace(name=n) for n in names], env)
+    note = runtext.blocking_wait_note([SimpleNamespace(name=n) for n in names], env)
     assert (note is not None) == said
     if said:
         assert "point-to-point waits block the host, so -z 0 sendrecv behaves as -z 2" in note
@@ -126,8 +127,8 @@ def test_gpu_and_host_memory_backends_are_named_in_header_and_comparison():
     from mpibench.results.summary import comparison, comparison_lines
     nccl, mpi, gloo = (SimpleNamespace(name="nccl", cuda=True), SimpleNamespace(name="mpi"),
                        SimpleNamespace(name="gloo", cuda=False))
-    assert run.memory_note([gloo, mpi]) is None
-    assert run.memory_note([nccl, mpi]) == (
+    assert runtext.memory_note([gloo, mpi]) is None
+    assert runtext.memory_note([nccl, mpi]) == (
         "# buffers: nccl in GPU memory, mpi in host memory; MPI gets host buffers (CUDA-aware "
         "MPI is not used), so the backends are compared on different data paths, not only "
         "different libraries")
@@ -135,7 +136,7 @@ def test_gpu_and_host_memory_backends_are_named_in_header_and_comparison():
     rows = [{"backend": b, "collective": "all_reduce", "size": 1024, "type": "float",
              "redop": "sum", "root": -1, "in_place": mode, "out_of_place": None}
             for b in ("nccl", "mpi")]
-    memory = run.buffer_memory([nccl, mpi])
+    memory = runtext.buffer_memory([nccl, mpi])
     said = "# nccl moves GPU memory, mpi host memory: different data paths, not only different libraries"
     assert said in comparison(rows, "nccl", "mpi", memory)[1]
     doc = {"results": rows, "comparison": {"backends": ["nccl", "mpi"], "memory": memory}}
@@ -197,17 +198,17 @@ def test_the_largest_size_is_lowered_to_leave_nccl_its_room():
 
 def test_the_header_says_when_maxbytes_was_lowered():
     out = _Out()
-    run.room_header(out, {"nccl": _room([8 * GIB, 8 * GIB], [1 * GIB, 4 * GIB])[1], "mpi": None})
+    runtext.room_header(out, {"nccl": _room([8 * GIB, 8 * GIB], [1 * GIB, 4 * GIB])[1], "mpi": None})
     assert out.lines == ["# device memory (nccl): -e lowered from 4 GiB to 1 GiB, leaving "
                          "2.0 GiB of the smallest GPU's 8.0 GiB to NCCL's own buffers, graphs "
                          "and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus "
                          "1 GiB)"], out.lines
     assert list(out.items["device_memory"]) == ["nccl"]
     out = _Out()
-    run.room_header(out, {"nccl": _room([80 * GIB] * 2, [1 * GIB, 4 * GIB])[1]})
+    runtext.room_header(out, {"nccl": _room([80 * GIB] * 2, [1 * GIB, 4 * GIB])[1]})
     assert out.lines[0].startswith("# device memory (nccl): -e 4 GiB fits, leaving 5.0 GiB"), out.lines
     out = _Out()
-    run.room_header(out, {"gloo": None})
+    runtext.room_header(out, {"gloo": None})
     assert out.lines == [] and out.items == {}
 
 
@@ -217,7 +218,7 @@ def test_graph_buffers_come_from_the_nccl_allocator_or_the_header_says_not():
     assert hasattr(torch._C._distributed_c10d.Backend, "mem_allocator")
     assert hasattr(torch._C._distributed_c10d.ProcessGroup, "_get_backend")
     out = _Out()
-    run.graph_buffers_header(out, {"nccl": {"allocator": "ncclMemAlloc", "registered": True,
+    runtext.graph_buffers_header(out, {"nccl": {"allocator": "ncclMemAlloc", "registered": True,
                                             "reason": None}})
     assert out.lines == ["# -G buffers (nccl): ncclMemAlloc (torch.cuda.MemPool over the NCCL "
                          "process group's allocator), as nccl-tests': NCCL registers them "
@@ -225,20 +226,20 @@ def test_graph_buffers_come_from_the_nccl_allocator_or_the_header_says_not():
     assert out.items["graph_buffers"]["nccl"]["registered"] is True
     reason = "RuntimeError: Backend gloo does not support getMemAllocator"
     out = _Out()
-    run.graph_buffers_header(out, {"gloo": {"allocator": "torch caching allocator",
+    runtext.graph_buffers_header(out, {"gloo": {"allocator": "torch caching allocator",
                                             "registered": False, "reason": reason}})
     assert out.lines[0].startswith(f"# -G buffers (gloo): torch's caching allocator, "
                                    f"unregistered ({reason}): NCCL copies"), out.lines
     assert out.items["graph_buffers"]["gloo"]["allocator"] == "torch caching allocator"
     out = _Out()
-    run.graph_buffers_header(out, {})
+    runtext.graph_buffers_header(out, {})
     assert out.lines == [] and out.items == {}
 
 
 @pytest.mark.parametrize("graph", [0, 2])
 def test_launch_header_names_each_collective_and_says_graphs_mark_nothing(graph):
     out = _Out()
-    run.launch_header(out, {"nccl": {"all_reduce": 9e-6, "sendrecv": 21e-6}}, graph)
+    runtext.launch_header(out, {"nccl": {"all_reduce": 9e-6, "sendrecv": 21e-6}}, graph)
     assert len(out.lines) == 1 and "all_reduce 9.0, sendrecv 21.0" in out.lines[0], out.lines
     assert ("no row is marked launch-bound" in out.lines[0]) == bool(graph), out.lines
     assert ("-G avoids it" in out.lines[0]) == (not graph), out.lines

@@ -10,16 +10,14 @@ from ..errors import CheckFailed, UsageError
 from ..launch import faults
 from ..launch import rails as railbind
 from ..launch.slurm import compress_hostlist
-from ..launch.watchdog import TIMED_LOOP
 from ..measure.collectives import REGISTRY
-from ..measure.collectives.base import Ctx
 from ..measure.dtypes import DTYPES
-from ..measure.engine import iteration_views, warm_up
+from ..measure.engine import Engine, Plan
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
 from ..results import checktext, inputs, reader, rows
 from ..results.output import open_output
-from .common import classic, guard, options
+from .common import guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
 DESCRIPTION = (
@@ -137,12 +135,12 @@ def execute(session, args):
                       report)
         intra = None                  # its buffer, before the pair rounds allocate theirs
     elif report:
-        report.say("# 1. inside each host: skipped, one rank per host")
+        report.say(checktext.SKIPPED[1])
     # 2. between hosts, in rounds of disjoint host pairs, every rail at once
     if len(names) > 1:
         _pair_rounds(session, backend, size, args, names, members, fabric, report)
     elif report:
-        report.say("# 2. between hosts: skipped, the job has one host")
+        report.say(checktext.SKIPPED[2])
     # 3. the whole job, and once more when it missed its limit
     job = _collective(session, backend, coll, size, session.size, None, "the whole job")
     gathered = session.comm.gather(job(args, "the whole job"), root=0)
@@ -230,33 +228,19 @@ def _planted(session, args, test):
 def _collective(session, backend, coll, size, n, group, where):
     """coll among n ranks (group None: all), bound to a buffer that every rank of the job
     allocates (each in its own group): a function (args, where, barrier=None) that times
-    it, every rank of a group timing the same loop, and returns the seconds per call and
-    each call's. Every rank of the job times it at once, unless barrier, the group's
-    own, is given (a retest of some groups while the others wait)."""
+    it through the engine, every rank of a group timing the same loop. Every rank of the
+    job times it at once, unless barrier, the group's own, is given (a retest of some
+    groups while the others wait)."""
     session.watch.arm(f"check: {coll.name} {where}")
-    count = size // DTYPE.size
-    c = coll.counts(count, DTYPE.size, n)
-    mode = "in" if "in" in backend.modes(coll) else "out"     # in place needs one buffer
-    elements = max(c.send, c.recv) if mode == "in" else c.send + c.recv
-    buf = classic.tensor(session, backend, DTYPE, elements)
-    # In place, each rank's part of the buffer is at its rank in the group that calls.
-    me = session.rank if group is None else backend.dist.get_rank(group)
-    send, recv = iteration_views(buf[c.recv:], buf, c, mode, me, 1)[0]
-    ctx = Ctx(rank=me, n=n, root=-1, op="sum", dtype=DTYPE, count=c.param,
-              in_place=mode == "in", backend_op=backend.ops["sum"], device=backend.device)
-    z = backend.default_blocking()        # the sweep's default -z, as nccl-tests'
-    call = backend.bind(coll, send, recv, ctx, backend.launches_async(z))
-    if group is not None:
-        call = partial(call, group=group)
+    # the sweep's default -z, as nccl-tests'; the warm-up is each measurement's (args)
+    engine = Engine(session, backend, Plan([coll], [size], [DTYPE], ["sum"],
+                                           blocking=backend.default_blocking()), None)
+    call, c, mode = engine.group_call(coll, DTYPE, size // DTYPE.size, n, group)
 
     def timed(args, where, barrier=None):
         session.watch.arm(f"check: {coll.name} {where}")
-        barrier = barrier or session.comm.barrier
-        warm_up(backend, session.watch, [call] * max(1, args.warmup), args.warmup, z, barrier)
-        calls = [call] * args.iters
-        session.watch.mark(TIMED_LOOP)
-        seconds, each = backend.time_loop(calls, z, barrier, per_iter=True)
-        session.watch.mark("gathering the times")
+        engine.plan.warmup = args.warmup
+        seconds, each = engine.time_calls(call, args.iters, barrier)
         slow = _planted(session, args, "job" if group is None else "intra")
         return {"host": session.hostname, "seconds": seconds * slow,
                 "times": [t * slow for t in each], "bw_bytes": coll.bw_bytes(c, DTYPE.size, n),

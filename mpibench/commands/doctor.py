@@ -10,6 +10,7 @@ import tempfile
 from ..diagnose import findings, hostfacts, nccllog, ncclprobe
 from ..errors import CheckFailed
 from ..launch import bootstrap, faults
+from ..results import doctortext as text
 from ..results.output import open_output
 from .common import guard, options
 
@@ -52,18 +53,19 @@ def execute(session, args):
     for f in gathered:
         per_host.setdefault(f["host"], f)
         ranks.setdefault(f["host"], []).append(f["rank"])
-    out.say(f"# mpibench doctor: {len(per_host)} host{'s' if len(per_host) != 1 else ''}, "
-            f"{session.size} rank{'s' if session.size != 1 else ''}, launcher {session.launcher}")
-    out.announce_files()
-    for h, f in per_host.items():
-        for line in host_lines(h, f, ranks[h]):
-            out.say(line)
-    diffs = _consistency(out, per_host)
+    text.hosts(out, per_host, ranks, session.size, session.launcher, findings.VERSION_KEYS)
+    diffs = findings.differences(per_host)
+    text.consistency(out, diffs, len(per_host))
     found = findings.version_findings(diffs) + findings.findings(per_host)
-    pairs = _transports(session, out, transports)
+    pairs = None
+    if not transports["skipped"]:
+        pairs = nccllog.by_host_pair([nccllog.parse(t) for t in transports["logs"] if t], session.hosts)
+    text.transports(out, transports["skipped"], pairs, transports["errors"], session.size)
     if pairs is not None:
         found += findings.transport_findings(pairs, per_host)
-    errors = _findings(out, found)
+    severity = [findings.severity(f) == findings.ERROR for f in found]
+    text.findings(out, found, severity)
+    errors = sum(severity)
     out.set(doctor={"hosts": {h: dict(f, ranks=ranks[h]) for h, f in per_host.items()},
                     "differences": [{"fact": label, "values": values} for label, values in diffs],
                     "findings": [{"host": f[0], "text": f[1], "severity": findings.severity(f)}
@@ -73,53 +75,6 @@ def execute(session, args):
                     "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
     out.finish()
     return verdict(session, _failure(transports["errors"], errors))
-
-
-def _consistency(out, per_host):
-    """Rank 0: print the facts that differ between hosts; returns them."""
-    diffs = findings.differences(per_host)
-    out.say("#\n# consistency: " + (f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''} "
-                                    f"between hosts" if diffs else
-                                    ("every compared fact is the same on every host"
-                                     if len(per_host) > 1 else "one host, nothing to compare")))
-    for label, values in diffs:
-        out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
-    return diffs
-
-
-def _transports(session, out, transports):
-    """Rank 0: print the transports NCCL used between every pair of hosts (or why the check
-    did not run); returns them by host pair (None when the check was skipped)."""
-    out.say("#\n# NCCL transports (a short all_reduce with NCCL_DEBUG=INFO):")
-    if transports["skipped"]:
-        out.say(f"#   not checked: {transports['skipped']}")
-        return None
-    parsed = [nccllog.parse(text) for text in transports["logs"] if text]
-    pairs = nccllog.by_host_pair(parsed, session.hosts)
-    for (a, b), used in pairs.items():
-        where = f"{a} (inside)" if a == b else f"{a} <-> {b}"
-        out.say(f"#   {where}: {', '.join(used)}")
-    if not pairs and not transports["errors"]:
-        out.say("#   no connection between ranks in the logs" +
-                (" (one rank: NCCL connects nothing)" if session.size == 1 else ""))
-    for error in transports["errors"]:
-        out.say(f"#   CHECK FAILED TO RUN: {error}")
-    return pairs
-
-
-def _findings(out, found):
-    """Rank 0: print the findings and their count; returns how many are errors."""
-    out.say("#\n# findings:" if found else "#\n# findings: none")
-    for f in found:
-        host, text = f
-        mark = "ERROR " if findings.severity(f) == findings.ERROR else ""
-        out.say(f"#   {host + ': ' if host else ''}{mark}{text}")
-    errors = sum(findings.severity(f) == findings.ERROR for f in found)
-    if found:
-        out.say(f"#\n# {errors} problem{'s' if errors != 1 else ''} that break{'s' if errors == 1 else ''} "
-                f"runs (ERROR), {len(found) - errors} warning{'s' if len(found) - errors != 1 else ''}"
-                + ("; exit 1" if errors else ""))
-    return errors
 
 
 def _failure(not_run, errors):
@@ -140,37 +95,6 @@ def verdict(session, failure):
     if failure:
         raise CheckFailed(failure)
     return 0
-
-
-def _show(value):
-    return "(unset)" if value is None else str(value)
-
-
-def host_lines(host, f, ranks):
-    v = f["versions"]
-    lines = [f"#\n# host {host} (rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))})",
-             "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in findings.VERSION_KEYS)]
-    cvd = f["cuda_visible_devices"]
-    if f["gpus"]:
-        models = sorted({g["name"] for g in f["gpus"]})
-        gpu = f"{len(f['gpus'])} x {', '.join(models)}, driver {f['driver']}"
-    else:
-        gpu = "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else "")
-    lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
-    env = f["env"]
-    lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in env.items()) if env
-                                      else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
-    nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
-    lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
-    ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}"
-             for p in f["rdma"]]
-    mods = f["rdma_modules"]
-    loaded = "unknown (/proc/modules unreadable)" if mods is None else ", ".join(mods) or "none loaded"
-    lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules " + loaded)
-    if f["topology"]:
-        lines.append("#   GPU topology (nvidia-smi topo -m):")
-        lines += ["#     " + line for line in f["topology"].splitlines()]
-    return lines
 
 
 def nccl_check(session, args):

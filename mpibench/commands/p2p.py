@@ -4,7 +4,7 @@ from ..errors import UsageError
 from ..measure.dtypes import DTYPES
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
-from ..results import rows
+from ..results import linkstext, rows
 from ..results.output import open_output
 from .common import guard, options
 
@@ -84,7 +84,7 @@ def execute(session, args):
                      links.bandwidth_matrix(ranks, collected, bench),
                      f"p2p bandwidth GB/s at {format_size(size)}"
                      f"{' (both ways at once)' if args.bidirectional else ', row sends to column'}")
-        out.say(f"# heatmap: {png}")
+        linkstext.heatmap(out, png)
     out.finish()
     return 0
 
@@ -105,20 +105,8 @@ def _reserve_png(session, path):
 
 
 def _header(session, out, args, backend, ranks, rounds, size, png):
-    hosts = list(dict.fromkeys(session.hosts))
-    who = "every rank" if args.every_rank else "one rank per host, the lowest on each"
-    out.say(f"# mpibench p2p: {len(ranks)} ranks on {len(hosts)} host{'s' if len(hosts) != 1 else ''} "
-            f"take part ({who}), backend {backend.name}, launcher {session.launcher}")
-    out.say(f"# bandwidth at {format_size(size)}: {args.iters} transfers per link after "
-            f"{args.warmup} warm-up{'s' if args.warmup != 1 else ''}, each after a barrier, "
-            + ("both ranks sending at once (bytes both ways / time)" if args.bidirectional
-               else "one direction at a time (row sends to column)"))
-    out.say(f"# latency at {format_size(args.latency_size)}: half the round trip of "
-            f"{args.latency_iters} ping-pongs")
-    npairs = sum(len(r) for r in rounds)
-    out.say(f"# schedule: {npairs} pair{'s' if npairs != 1 else ''} in {len(rounds)} "
-            f"round{'s' if len(rounds) != 1 else ''}, no host in two pairs at once; "
-            f"ranks not in a pair wait at an MPI barrier")
+    linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
+                         session.launcher, size, rounds)
     env = rankfacts.net_env()
     out.set(world=preamble.world(session, backend.name),
             config={"participants": ranks, "size": size, "latency_size": args.latency_size,
@@ -127,5 +115,4 @@ def _header(session, out, args, backend, ranks, rounds, size, png):
                     "threshold": args.min_share, "rounds": [[list(p) for p in r] for r in rounds]},
             env=env)
     out.announce_files()
-    if png:
-        out.say(f"# heatmap will be written to {png}")
+    linkstext.heatmap(out, png, " will be written to")

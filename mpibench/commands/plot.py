@@ -15,7 +15,7 @@ import os
 from ..analysis import heatmap
 from ..errors import UsageError
 from ..measure.sizes import format_size
-from ..results import reader
+from ..results import plottext, reader
 from ..results.document import finite
 from ..results.files import ResultFile
 from .common import options
@@ -119,7 +119,7 @@ def matrices(entry):
 def execute(session, args):
     docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
             for path in args.files]
-    _tests_note(docs, args.test)
+    plottext.tests_note(docs, args.test)
     plt, matplotlib = _matplotlib()
     names = [os.path.basename(p) for p, _ in docs]
     if len(set(names)) < len(names):
@@ -131,7 +131,7 @@ def execute(session, args):
     for name, entry in p2p:
         found = matrices(entry)
         if isinstance(found, str):
-            print(f"# {name}: p2p entry skipped: {found}")
+            plottext.skipped(name, found)
         else:
             good += [(name, entry, *m) for m in found]
     panels = len(lines) + len(good)
@@ -154,17 +154,6 @@ def execute(session, args):
     fig.tight_layout()
     _save(fig, args.png)
     return 0
-
-
-def _tests_note(docs, test):
-    """One line per file that holds several tests, or whose --test N is drawn."""
-    for path, doc in docs:
-        held = reader.tests(doc)
-        if len(held) > 1:       # each test its own line: repeats never merge into one series
-            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N "
-                  f"draws one)")
-        elif test is not None and held:
-            print(f"# {path}: test {test} ({held[0]['collective']}, line {held[0]['line']})")
 
 
 def _matplotlib():
@@ -213,7 +202,4 @@ def _save(fig, png):
     except BaseException:
         os.unlink(out.path)
         raise
-    if out.renamed:
-        print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")
-    else:
-        print(f"# wrote {out.path}")
+    plottext.wrote(out)

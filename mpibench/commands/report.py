@@ -1,13 +1,7 @@
 """mpibench report: saved results rendered as the run printed them (no MPI, no ranks)."""
-import csv
-import io
 import sys
 
-from tabulate import tabulate
-
-from ..results import reader, summary, tables, traintext
-from ..measure.modes import MODES
-from ..results.files import CSV_FIELDS, csv_rows
+from ..results import reader, reporttext
 from .common import options
 
 HELP = "print saved JSON results as tables (text, markdown or csv)"
@@ -25,117 +19,10 @@ def add_arguments(p):
     options.add_log_options(p)
 
 
-def groups(doc):
-    """Rows by (test, setting, collective), in the order first measured; test is 0 but in
-    a printed log of several tests."""
-    out = {}
-    for row in doc["results"]:
-        out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
-                       []).append(row)
-    return out
-
-
-def _title(doc, test, setting, collective):
-    info = reader.test_info(doc, test)
-    where = ""
-    if info:
-        name = f"{info['name']}, " if info["name"] else ""
-        where = f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)"
-    return f"{collective}" + (f" ({setting})" if setting else "") + where
-
-
-def _test_average(doc, test):
-    """The average a test of a printed log had, as a summary line (several tests only)."""
-    info = reader.test_info(doc, test)
-    if not info:
-        return []
-    avg = info["average_bus_bandwidth"]
-    if avg is None and doc.get("average_bus_bandwidth") is not None:
-        return []           # one average for every table (mpibench's own output)
-    return [f"# {'Avg bus bandwidth':<20s} : {'n/a (not in the log)' if avg is None else format(avg, 'g')}"]
-
-
-def _hosts(doc, fmt):
-    """Per-host blocks; a malformed entry (files from elsewhere) is named, not fatal."""
-    lines = []
-    for entry in doc.get("hosts") or []:
-        try:
-            lines += tables.host_section(entry, fmt)
-        except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError):
-            lines.append("# a per-host entry is malformed: skipped")
-    return lines
-
-
-def text(docs):
-    lines = []
-    for path, doc in docs:
-        lines.append(reader.describe(path, doc))
-        if doc.get("env"):
-            lines.append("# env: " + " ".join(f"{k}={v}" for k, v in doc["env"].items()))
-        for (test, setting, coll), rows in groups(doc).items():
-            per_iter = tables.has_per_iter(rows)
-            lines += [f"#\n# Collective: {_title(doc, test, setting, coll)}",
-                      tables.row_header(per_iter, tables.has_max_error(rows))]
-            lines += [tables.row_line(r, per_iter) for r in rows] + _test_average(doc, test)
-        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
-        if trial_rows:
-            lines.append("#\n# median of the trials per row, and their spread")
-            lines += ["#  " + x for x in tables.trials_table(trial_rows).splitlines()]
-        lines += _hosts(doc, "simple")
-        lines += summary.comparison_lines(doc) + summary.line_rate_lines(doc)
-        if "train" in doc:
-            lines += traintext.text(doc) + [""]
-        else:
-            lines += (summary.closing_lines(doc) if doc["results"] else
-                      ["# no measured rows (this command measures no collective)"]) + [""]
-    return "\n".join(lines)
-
-
-def _md(line):
-    return "\n".join(x.lstrip("#").strip() for x in line.splitlines()).strip()
-
-
-def markdown(docs):
-    parts = []
-    for path, doc in docs:
-        parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
-        for (test, setting, coll), rows in groups(doc).items():
-            parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tabulate(
-                [tables.row_cells(r) for r in rows], headers=tables.ROW_HEADERS,
-                tablefmt="github", disable_numparse=True))
-            parts += [_md(x) for x in _test_average(doc, test)]
-        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
-        if trial_rows:
-            parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github"))
-        for line in _hosts(doc, "github"):
-            parts.append(_md(line) if line.startswith("#") else line)
-        if "train" in doc:
-            parts.append("### Training steps\n\n```\n" + "\n".join(traintext.text(doc)) + "\n```")
-        else:
-            parts.append(_md("\n".join(summary.closing_lines(doc))))
-    return "\n\n".join(p for p in parts if p) + "\n"
-
-
-def csv_text(docs):
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(("file", "test", "setting") + CSV_FIELDS + ("max_error",))
-    for path, doc in docs:
-        for row in doc["results"]:
-            for values, mode in zip(csv_rows({"results": [row]}), _measured(row)):
-                err = row[mode].get("max_error")
-                w.writerow([path, row.get("test", ""), row.get("setting", "")] + values +
-                           ["" if err is None else err])
-    return out.getvalue()
-
-
-def _measured(row):
-    return [m for m in MODES if row.get(m) is not None]
-
-
 def execute(session, args):
     docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
             for path in args.files]                              # every file checked first
-    render = {"text": text, "markdown": markdown, "csv": csv_text}[args.format]
+    render = {"text": reporttext.text, "markdown": reporttext.markdown,
+              "csv": reporttext.csv_text}[args.format]
     sys.stdout.write(render(docs))
     return 0

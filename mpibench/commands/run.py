@@ -2,8 +2,6 @@
 import argparse
 import os
 
-from tabulate import tabulate
-
 from ..diagnose import links, preamble, rankfacts
 from ..diagnose.hostfacts import line_rate
 from ..diagnose.sink import Sink
@@ -16,8 +14,8 @@ from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
 from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
-from ..measure.sizes import format_bytes, format_size, sweep
-from ..results import nccltests, numbers, tables, trials
+from ..measure.sizes import sweep
+from ..results import runtext, trials
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
 from .common import guard, options
@@ -27,7 +25,8 @@ DESCRIPTION = (
     "Times collectives over a range of sizes and prints nccl-tests' columns (time, algbw, "
     "busbw, #wrong, out-of-place and in-place) and each row's spread over the ranks; with "
     "several hosts, a per-host table, the links between hosts and each row's share of their "
-    "line rate; a slow rank or host is named only when it is flagged. Defaults: all collectives, float32, sum, 20 iterations after 5 warm-ups, "
+    "line rate; a slow rank or host is named only when it is flagged. Defaults: all "
+    "collectives, float32, sum, 20 iterations after 5 warm-ups, "
     "sizes 8 B to 16 MiB on CPUs (gloo) and 8 B to 4 GiB on GPUs (NCCL), factor 2.")
 SESSION = "args"
 
@@ -58,13 +57,17 @@ def _sweep_arguments(p):
                    help="multiply the size by F each step (default 2)")
     p.add_argument("-i", "--stepbytes", type=options.size_arg, default=None, metavar="SIZE",
                    help="add SIZE each step instead of multiplying")
-    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20, help="timed iterations per size (default 20)")
-    p.add_argument("-w", "--warmup", "--warmup-iters", type=options.int_at_least(0), default=5, help="warm-up iterations per size (default 5)")
+    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20,
+                   help="timed iterations per size (default 20)")
+    p.add_argument("-w", "--warmup", "--warmup-iters", type=options.int_at_least(0), default=5,
+                   help="warm-up iterations per size (default 5)")
     p.add_argument("-d", "--dtype", "--datatype", default="float32", metavar="LIST",
-                   help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; comma-separated or all")
+                   help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; "
+                        "comma-separated or all")
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
-    p.add_argument("-r", "--root", type=options.int_at_least(0), default=0, help="root of broadcast, reduce, gather and scatter (default 0)")
+    p.add_argument("-r", "--root", type=options.int_at_least(0), default=0,
+                   help="root of broadcast, reduce, gather and scatter (default 0)")
 
 
 def _loop_arguments(p):
@@ -217,51 +220,21 @@ def build_plan(args, session, backend):
 def header(session, out, plans, backends, records, versions):
     """The run's preamble: settings, every rank's device, versions, network variables."""
     plan = plans[0]
-    step = f"x{plan_step(plan)}"
     blocking = {b.name: p.blocking for b, p in zip(backends, plans)}
-    blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
-                     else ", ".join(f"{k} {v}" for k, v in blocking.items()))
-    out.say(nccltests.version_line(versions))
-    out.say(f"# mpibench run: {', '.join(c.name for c in plan.collectives)}")
-    out.say(nccltests.settings_line(plan.sizes, plan.warmup, plan.iters, plan.check, plan.graph))
-    out.say(f"# sizes {format_size(plan.sizes[0])} .. {format_size(plan.sizes[-1])} ({step}, "
-            f"{len(plan.sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
-            f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
-            f"check {plan.check}  blocking {blocking_text}  average {AVERAGES[plan.average]}  "
-            f"graph {plan.graph}")
-    for backend, p in zip(backends, plans):
-        out.say(f"# -z {p.blocking}{f' ({backend.name})' if len(backends) > 1 else ''}: "
-                f"{blocking_mode_text(backend, p.blocking)}")
-    for note in (blocking_wait_note(backends), memory_note(backends)):
-        if note:
-            out.say(note)
-    if plan.per_iter:
-        out.say(f"# per-iteration report: {'CUDA events' if backends[0].cuda else 'host clock'}"
-                f" per iteration; i_* use the slowest rank in each iteration"
-                + (f"; summary skips the first {plan.per_iter_skip} iterations"
-                   if plan.per_iter_skip else ""))
-    out.say(f"# watchdog: a row that takes over {session.watch.timeout:g} s is called hung "
-            f"(--timeout)")
+    modes = {b.name: blocking_mode_text(b, p.blocking) for b, p in zip(backends, plans)}
+    runtext.settings(out, versions, plan, AVERAGES[plan.average], blocking, modes,
+                     [runtext.blocking_wait_note(backends, os.environ), runtext.memory_note(backends)],
+                     "CUDA events" if backends[0].cuda else "host clock", session.watch.timeout)
     preamble.describe(session, out, [b.name for b in backends], records, versions,
                      {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
                       "timeout": session.watch.timeout,
                       "check": plan.check, "blocking": plan.blocking if len(backends) == 1 else blocking,
-                      "blocking_mode": {b.name: blocking_mode_text(b, p.blocking)
-                                        for b, p in zip(backends, plans)},
+                      "blocking_mode": modes,
                       "average": AVERAGES[plan.average], "graph": plan.graph,
                       "per_iter_timing": plan.per_iter, "per_iter_skip": plan.per_iter_skip})
-    for backend in backends:
-        for mode, key in MODE_KEYS.items():
-            missing = [c.name for c in plan.collectives
-                       if mode in plan.modes and mode not in backend.modes(c)]
-            if missing:
-                out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(missing)} "
-                        f"({backend.missing_mode})")
-    notes = call_notes(plan, backends)
-    for name, coll, text in notes:
-        out.say(f"# {coll} ({name}): {text}")
-    if notes:
-        out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
+    missing = [(mode, b.missing_mode, [c.name for c in plan.collectives if mode not in b.modes(c)])
+               for b in backends for mode in MODE_KEYS if mode in plan.modes]
+    runtext.call_notes(out, missing, call_notes(plan, backends))
     out.announce_files()
 
 
@@ -275,33 +248,6 @@ def call_notes(plan, backends):
                      if (b.name, m) in coll.torch_notes and m in b.modes(coll)}
             notes += [(b.name, coll.name, t) for t in sorted(texts)]
     return notes
-
-
-def blocking_wait_note(backends, environ=None):
-    """The header's line when TORCH_NCCL_BLOCKING_WAIT is on for an NCCL run: torch then
-    blocks the host in every wait, point-to-point ones included."""
-    environ = os.environ if environ is None else environ
-    value = environ.get("TORCH_NCCL_BLOCKING_WAIT", "").strip().lower()
-    if value in ("1", "true", "yes", "y") and any(b.name == "nccl" for b in backends):
-        return ("# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host, so -z 0 "
-                "sendrecv behaves as -z 2 (each call waited for before the next)")
-    return None
-
-
-def buffer_memory(backends):
-    """{backend: 'GPU' or 'host'}: where each backend's buffers live."""
-    return {b.name: "GPU" if getattr(b, "cuda", False) else "host" for b in backends}
-
-
-def memory_note(backends):
-    """The header's line when the backends' buffers live in different memories: NCCL's on
-    the GPU, MPI's on the host (mpibench hands MPI host buffers, never CUDA-aware ones)."""
-    where = buffer_memory(backends)
-    if len(set(where.values())) < 2:
-        return None
-    return ("# buffers: " + ", ".join(f"{n} in {w} memory" for n, w in where.items())
-            + "; MPI gets host buffers (CUDA-aware MPI is not used), so the backends are "
-              "compared on different data paths, not only different libraries")
 
 
 def launch_costs(session, backends, plans):
@@ -319,50 +265,6 @@ def launch_costs(session, backends, plans):
             if session.rank == 0:
                 out[b.name] = {k: max(e[k] for e in each) for k in mine}
     return out
-
-
-def launch_header(out, launch, graph):
-    for name, costs in launch.items():
-        figures = ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items())
-        marked = ("with -G a graph launch starts every captured call, so no row is marked "
-                  "launch-bound" if graph else
-                  f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
-                  f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
-        out.say(f"# launch cost ({name}), us per call, the host's time to start one call at "
-                f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
-                f"rank): {figures}; {marked}")
-    if launch:
-        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()}
-                                for b, costs in launch.items()})
-
-
-def room_header(out, rooms):
-    """What the GPU buffers leave free for NCCL, and -e where it was lowered for that."""
-    rooms = {name: r for name, r in rooms.items() if r is not None}
-    for name, r in rooms.items():
-        text = (f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
-                if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
-        out.say(f"# device memory ({name}): {text}, leaving {format_bytes(r['reserve_bytes'])} "
-                f"of the smallest GPU's {format_bytes(r['device_bytes'])} to NCCL's own buffers, "
-                f"graphs and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)")
-    if rooms:
-        out.set(device_memory=rooms)
-
-
-def graph_buffers_header(out, buffers):
-    """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
-    during capture (nccl-tests allocates its buffers with it)."""
-    for name, b in buffers.items():
-        if b["registered"]:
-            text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
-                    "as nccl-tests': NCCL registers them during graph capture")
-        else:
-            text = (f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
-                    "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
-                    "registered during capture (zero-copy NVLS and CollNet)")
-        out.say(f"# -G buffers ({name}): {text}")
-    if buffers:
-        out.set(graph_buffers=buffers)
 
 
 def blocking_mode_text(backend, mode):
@@ -398,74 +300,23 @@ def min_bw(explicit, env=None):
     return 0.9 * value, f"0.9 x NCCL_TESTS_MIN_BW={text}"
 
 
-def plan_step(plan):
-    sizes = plan.sizes
-    if len(sizes) < 2:
-        return "1"
-    return f"{sizes[1] / sizes[0]:g}"
-
-
-def summary(session, out, wrong, names, threshold=None):
+def summary(out, hosts, wrong, names, threshold=None):
     """nccl-tests' closing lines, and the --min-busbw verdict (None without a threshold)."""
-    fields, lines = closing(out.doc["results"], names, session.size, wrong, threshold)
+    fields, lines = closing(out.doc["results"], names, len(hosts), wrong, threshold)
     for line in lines:
         out.say(line)
-    rows = out.doc["results"]
-    bound = [(row["collective"], row["size"]) for row in rows for k in MODE_KEYS.values()
-             if row[k] and row[k].get("launch_bound")]
-    if bound:
-        sizes = sorted({size for _, size in bound})
-        out.say(f"# {'Launch-bound rows':<20s} : {len(bound)} row-mode{'s' if len(bound) != 1 else ''}"
-                f" ({format_size(sizes[0])} .. {format_size(sizes[-1])}): "
-                + launchcost.LAUNCH_BOUND_NOTE)
+    runtext.launch_bound(out)
     out.set(**fields)
     return fields.get("min_busbw")
 
 
 def comparison(out, backends):
     """Rows of both backends side by side, with the second's bandwidth over the first's."""
-    names, memory = [b.name for b in backends], buffer_memory(backends)
+    names, memory = [b.name for b in backends], runtext.buffer_memory(backends)
     rows, lines = backends_side_by_side(out.doc["results"], *names, memory=memory)
     for line in lines:
         out.say(line)
     out.set(comparison={"backends": names, "memory": memory, "rows": rows})
-
-
-def memory_summary(session, out, memory):
-    """Peak memory of every rank (JSON 'memory'), and the largest in one line: the host's
-    resident memory and, on GPUs, the device memory torch allocated, which is where the
-    buffers are there."""
-    out.set(memory=[{"rank": r, "host": session.hosts[r], **m} for r, m in enumerate(memory)])
-    known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
-    device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
-              if m.get("device_peak_bytes") is not None]
-    if device:
-        peak, rank = max(device)
-        line = (f"# peak device memory (torch.cuda.max_memory_allocated): {format_bytes(peak)} "
-                f"on rank {rank} (host {session.hosts[rank]}), of which buffers "
-                f"{format_bytes(memory[rank]['buffer_bytes'])}")
-        if known:
-            host_peak, host_rank = max(known)
-            line += (f"; peak host resident memory {format_bytes(host_peak)} on rank "
-                     f"{host_rank} (host {session.hosts[host_rank]})")
-        out.say(line)
-    elif known:
-        peak, rank = max(known)
-        out.say(f"# peak resident memory: {format_bytes(peak)} on rank {rank} (host "
-                f"{session.hosts[rank]}), of which buffers {format_bytes(memory[rank]['buffer_bytes'])}")
-
-
-def per_rank_table(session, out):
-    rows = []
-    several = len({row["backend"] for row in out.doc["results"]}) > 1
-    for row in out.doc["results"]:
-        for key, times in row["per_rank_time_us"].items():
-            name = f"{row['collective']} ({row['backend']})" if several else row["collective"]
-            rows.append([name, row["size"], row["type"], key.replace("_", "-")] +
-                        [f"{t:.1f}" for t in times])
-    labels = [f"{h}:{r}" for r, h in enumerate(session.hosts)]
-    out.say("#\n# per-rank time (us), host:rank")
-    out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
 
 
 def run_trials(session, engine, args):
@@ -474,22 +325,10 @@ def run_trials(session, engine, args):
     probe_iters, wrong = plan.probe_iters, 0
     for k in range(args.trials):
         plan.probe_iters = probe_iters if k == args.trials - 1 else 0
-        session.out(f"#\n# trial {k + 1} of {args.trials}")
+        session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
         wrong += engine.run()
     plan.probe_iters = probe_iters
     return wrong
-
-
-def trials_summary(out, args):
-    out.say(f"#\n# median of {args.trials} trials per row; spread over the trials; a row is "
-            f"UNSTABLE when its times span more than {args.unstable:.0%} of their median")
-    for line in tables.trials_table(out.doc["results"]).splitlines():
-        out.say("#  " + line)
-    unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
-                   if row[k] and row[k].get("unstable"))
-    if unstable:
-        out.say(f"# {unstable} row-mode{'s' if unstable != 1 else ''} UNSTABLE: "
-                f"differences smaller than their spread are noise")
 
 
 def execute(session, args):
@@ -505,9 +344,9 @@ def execute(session, args):
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
         header(session, out, plans, backends, records, versions)
-        launch_header(out, launch, plans[0].graph)
-        room_header(out, {b.name: r for b, r in zip(backends, rooms)})
-        graph_buffers_header(out, graph_buffers)
+        runtext.launch_header(out, launch, plans[0].graph)
+        runtext.room_header(out, {b.name: r for b, r in zip(backends, rooms)})
+        runtext.graph_buffers_header(out, graph_buffers)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
             out.trials = trials.Collector(args.unstable)
@@ -515,7 +354,7 @@ def execute(session, args):
     wrong, buffer_bytes = 0, 0
     for backend, plan in zip(backends, plans):
         if len(backends) > 1:
-            session.out(f"#\n# ======== backend {backend.name} ========")
+            session.out(runtext.banner(f"======== backend {backend.name} ========"))
         engine = Engine(session, backend, plan, Sink(out, session.hosts) if out is not None else None)
         engine.launch_cost = launch.get(backend.name)
         wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
@@ -535,15 +374,15 @@ def execute(session, args):
     slow = None
     if session.rank == 0:
         if args.trials > 1:
-            trials_summary(out, args)
+            runtext.trials_summary(out, args.trials, args.unstable)
         if args.per_rank:
-            per_rank_table(session, out)
-        memory_summary(session, out, memory)
+            runtext.per_rank_table(session.hosts, out)
+        runtext.memory_summary(session.hosts, out, memory)
         if len(backends) > 1:
             comparison(out, backends)
         for line in line_rate_lines(out.doc):
             out.say(line)
-        slow = summary(session, out, wrong, names, args.min_bw)
+        slow = summary(out, session.hosts, wrong, names, args.min_bw)
         out.finish()
     slow = session.comm.bcast(slow, root=0)
     if slow and not slow["okay"] and not wrong:

@@ -16,11 +16,8 @@ import subprocess
 import sys
 import time
 
-from tabulate import tabulate
-
 from ..errors import Exit, UsageError
-from ..measure.sizes import format_size
-from ..results import document, reader, traintext
+from ..results import document, reader, sweeptext
 from ..results.files import render_json, ResultFile
 from .common import options
 
@@ -145,33 +142,6 @@ def parts_folder(merged_path):
     raise UsageError(f"cannot make a folder beside {merged_path}: too many exist")
 
 
-def summary(doc, names, labels, wanted):
-    """Per collective and size: each setting's busbw and the best."""
-    table = {}
-    for row in doc["results"]:
-        mode = reader.first_mode(row, wanted)
-        if mode is None or reader.bandwidth(row, mode) is None:
-            continue
-        group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
-        value, _, _, metric = reader.bandwidth(row, mode)
-        table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (value, metric)
-    lines = []
-    for (coll, dtype, redop, mode), per_size in table.items():
-        metric = next(iter(next(iter(per_size.values())).values()))[1]
-        lines.append(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop}, "
-                     f"{mode.replace('_', '-')} {metric} (GB/s)")
-        rows = []
-        for size, per in sorted(per_size.items()):
-            cells = [format_size(size)] + [
-                "-" if n not in per else f"{per[n][0]:.4g}" for n in names]
-            best = max(per, key=lambda n: per[n][0])
-            rows.append(cells + [labels[best]])
-        lines += ["#  " + x for x in tabulate(
-            rows, headers=["size"] + [labels[n] for n in names] + ["best"],
-            disable_numparse=True).splitlines()]
-    return lines
-
-
 def execute(session, args):
     command = _command(args.launch)
     sets = args.sets or list(DEFAULT_SETS)
@@ -185,24 +155,17 @@ def execute(session, args):
     doc = document.new("sweep", sys.argv[1:], launch=command,
                        swept={n: list(v) for n, v in sets}, settings=[])
     merged.write(doc)
-    print(f"# mpibench sweep: {len(envs)} setting{'s' if len(envs) != 1 else ''} of "
-          f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
-    print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
-                                              if openmpi else ""))
-    print(f"{merged.announcement()}; each setting's results in {folder}/")
+    sweeptext.header(len(envs), swept, command, openmpi, merged.announcement(), folder)
     failed = 0
     for i, (name, env) in enumerate(zip(names, envs), 1):
         path = os.path.join(folder, f"setting{i}.json")
-        print(f"#\n# setting {i} of {len(envs)}: {name}", flush=True)
+        sweeptext.setting(f"{i} of {len(envs)}", name)
         part, ok = _one_setting(doc, name, env, path, args, command, openmpi, f"{i} of {len(envs)}")
         failed += not ok
         merged.write(doc)
         if i == 1 and part is not None:
             _refuse_unread_variables(doc, merged, part, swept)
-    for line in summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode)):
-        print(line)
-    for line in traintext.sweep_lines(doc["settings"], labels):
-        print(line)
+    sweeptext.summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode))
     doc["end_time"] = document.now()
     doc["complete"] = not failed
     merged.write(doc)
@@ -245,10 +208,7 @@ def _one_setting(doc, name, env, path, args, command, openmpi, which):
             doc["hosts"].append(dict(entry, setting=name)) if isinstance(entry, dict) else None
         doc.setdefault("world", part.get("world"))
     ok = rc == 0 and part is not None and part.get("complete")
-    print(f"# setting {which}: " + (
-        f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok else
-        f"FAILED (exit code {rc}{', ' + why if why else ''}"
-        f"{', ' + record['error'] if 'error' in record else ''})"), flush=True)
+    sweeptext.setting_done(which, record, part, ok, rc, why)
     doc["settings"].append(record)
     return part, ok
 

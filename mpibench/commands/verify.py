@@ -12,9 +12,8 @@ from ..measure.backends import make as make_backend
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Plan
-from ..measure.sizes import format_size, parse_size, sweep
+from ..measure.sizes import parse_size, sweep
 from ..results import reader, verifytable
-from ..results.numbers import us
 from ..results.output import open_output
 from .common import guard, options
 
@@ -148,9 +147,7 @@ def execute(session, args):
     if session.rank != 0:
         return _end(session, None)
     checks, medians, figures = _verdicts(measured, backend, args, timed, tolerance, judged)
-    out.say("#")
-    for line in verifytable.lines(checks):
-        out.say(line if line.startswith("#") else "#  " + line)
+    verifytable.checks(out, checks)
     # The rows as `run` writes them (the median round's), for report and compare.
     peer_rows = measured["peer"]["rows"] if measured["peer"] else None
     out.set(results=[medians[s] for s in timed] + (peer_rows or []))
@@ -165,18 +162,13 @@ def execute(session, args):
 
 def _header(session, out, backend, args, records, versions, sizes, timed, tolerance):
     """Rank 0: the job's description, the files, and what the timers will compare."""
-    out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
+    verifytable.title(out)
     preamble.describe(session, out, [backend.name], records, versions,
                      {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
                       "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
                       "floor": args.min_share, "against": args.against})
     out.announce_files()
-    clock = ("host clock, device synchronize" if backend.cuda
-             else "MPI_Wtime" if backend.name == "mpi" else "monotonic clock")
-    out.say(f"# timers: {args.rounds + args.rounds % 2} rounds (more while a size is "
-            f"inconclusive, up to {args.budget:g} s), each mpibench's loop and the bare loop "
-            f"({clock}) in turn, {args.iters} iterations after {args.warmup} warm-up, "
-            f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
+    verifytable.timers(out, args, backend, timed)
 
 
 def _measure(session, out, backend, args, timed, tolerance, judged, peer):
@@ -212,9 +204,7 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
     """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk
     (rank 0) as it comes."""
     def progress(got, size):
-        g = got[size]
-        out.say(f"# round {len(g['bare'])}, {format_size(size)}: mpibench "
-                f"{us(g['harness'][-1])} us, bare loop {us(g['bare'][-1])} us")
+        verifytable.round_line(out, size, got[size])
         out.set(verify={"timers": _timers(got), "complete": False})
     start, rounds = time.monotonic(), args.rounds + args.rounds % 2
 

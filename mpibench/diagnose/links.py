@@ -3,12 +3,9 @@ timed with PairBench; the bandwidth and latency matrices, and the slow links and
 (pairs.analyze). `p2p` measures this way; `run` ends with link_check, the same bandwidth-only."""
 from statistics import median
 
-from tabulate import tabulate
-
 from ..measure.collectives.base import algbw
 from ..measure.p2p import PairBench
-from ..measure.sizes import format_size
-from ..results.numbers import figure
+from ..results import linkstext
 from . import pairs
 
 CPU_SIZE = 4 << 20
@@ -43,10 +40,7 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
     session.agree(bench.allocate(session.rank in ranks), 1)
     rounds = pairs.schedule(ranks, session.hosts)
     if session.rank == 0:
-        out.say(f"#\n# links between hosts at {format_size(size)}: one rank per host, "
-                f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} of pairs, "
-                f"{iters} transfers each way after a barrier (a slow link makes every rank of a "
-                f"collective equally slow; pairs show which it is):")
+        linkstext.intro(out, size, len(rounds), iters)
     collected, _ = measure(session, bench, rounds, session.hosts, out, with_latency=False)
     bench.send_buf = bench.recv_buf = None
     if session.rank != 0:
@@ -130,64 +124,16 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
     bw = _bandwidths(collected, bench)
     bw_m = _matrix(ranks, bw)
     lat_m = _matrix(ranks, _latency_values(latency))
-    if matrix:
-        out.say(f"#\n# bandwidth GB/s at {format_size(bench.size)}"
-                + (" (both ways at once)" if bench.bidirectional else " (row sends to column)") + ":")
-        _table(out, "GB/s" if bench.bidirectional else "from \\ to", names, bw_m, 3)
-    if latency:
-        out.say(f"#\n# latency us at {format_size(bench.latency_size)} (one way, half the round trip):")
-        _table(out, "us", names, lat_m, 1)
+    linkstext.matrices(out, names, bench.size, bench.bidirectional, bw_m if matrix else None,
+                       bench.latency_size, lat_m if latency else None)
     p2p = {"hosts": names, "size": bench.size, "bidirectional": bench.bidirectional,
            "bandwidth_GBps": bw_m}
     if latency:
         p2p.update(latency_size=bench.latency_size, latency_us=lat_m)
     out.set(p2p=p2p, links=_links(labels, collected, latency, bench, analysis),
             p2p_analysis=_jsonable(analysis, labels))
-    for line in verdict_lines(analysis, hosts, labels, bw, _moved(bench)):
-        out.say(line)
+    linkstext.verdict(out, analysis, hosts, labels, bw, _moved(bench))
     return analysis
-
-
-def _table(out, corner, names, matrix, digits):
-    rows = [[n] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
-            for n, row, a in zip(names, matrix, names)]
-    for line in tabulate(rows, headers=[corner] + names, disable_numparse=True,
-                         stralign="right").splitlines():
-        out.say("#  " + line)
-
-
-def verdict_lines(analysis, hosts, labels, bw, moved):
-    """The named links and hosts, one line each, or one line saying none is slow."""
-    pct = int(round(analysis["threshold"] * 100))
-    k = analysis["iterations"]
-    lines = ["#"]
-    if analysis.get("reference_s"):
-        lines.append(f"# reference: the median link between hosts not found slow, "
-                     f"{moved / analysis['reference_s'] / 1e9:.3f} GB/s")
-    verdicts = {(x["from"], x["to"]): x for x in analysis["links"]}
-    explained = set()
-    for h in analysis["slow_hosts"]:
-        v = next(x for x in analysis["hosts"] if x["host"] == h)
-        lines.append(f"# SLOW HOST {h}: its links run at {1 / v['ratio']:.2f}x the links "
-                     f"between other hosts, below {pct}% in {v['slow_iterations']} of {k} iterations")
-        mine = [key for key in analysis["slow_links"] if h in (hosts[key[0]], hosts[key[1]])]
-        explained.update(mine)
-        if mine:
-            lines.append("#   its slow links (GB/s): " + ", ".join(
-                f"{labels[a]} -> {labels[b]} {bw[(a, b)]:.3f}" for a, b in mine))
-    for a, b in analysis["slow_links"]:
-        if (a, b) in explained:
-            continue
-        v = verdicts[(a, b)]
-        lines.append(f"# SLOW LINK {labels[a]} -> {labels[b]}: {bw[(a, b)]:.3f} GB/s, "
-                     f"{1 / v['ratio']:.2f}x the reference, below {pct}% of it in "
-                     f"{v['slow_iterations']} of {k} iterations")
-    if not analysis["slow_links"] and not analysis["slow_hosts"]:
-        lines.append(f"# no link or host is consistently below {pct}% of the others "
-                     f"({k} iterations each)")
-    if analysis["note"]:
-        lines.append(f"# note: {analysis['note']}")
-    return lines
 
 
 def _jsonable(analysis, labels):

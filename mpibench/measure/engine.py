@@ -144,6 +144,22 @@ def allocate(session, backend, plan):
     raise Exit("not even the smallest size fits in memory on every rank", 1)
 
 
+def tensor(session, backend, dtype, count, values=None):
+    """A count-element tensor on the backend's device, allocated on every rank or none
+    (for the commands that time one call at a time: check and the classic ones)."""
+    error, buf = None, None
+    try:
+        buf = backend.typed(backend.alloc(count * dtype.size, session.rank), dtype)
+    except Exception as exc:
+        if not backend.is_oom(exc):
+            raise
+        error = f"cannot allocate {count * dtype.size} bytes: {type(exc).__name__}"
+    session.agree(error, 1)      # raises on every rank when one could not allocate
+    if values is not None and buf is not None:
+        buf.copy_(backend.torch.tensor(values, dtype=buf.dtype))
+    return buf
+
+
 def iteration_views(send_t, recv_t, c, mode, rank, wanted):
     """(send, recv) views for successive iterations, moving through the buffers as
     nccl-tests does so that repeated calls do not just hit the cache."""
@@ -204,6 +220,40 @@ class Engine:
                 continue
             total_wrong += self.run_collective(coll, bufs)
         return total_wrong
+
+    # ---- one bound call at a time, outside a sweep (check and the classic commands) ----
+    def bind_checked(self, coll, sv, rv, ctx):
+        """The call whose output is then read: the data check's, demo's (the test switch
+        corrupt wraps it)."""
+        return self.b.bind(coll, sv, rv, ctx, False)
+
+    def group_call(self, coll, dt, count, n, group=None):
+        """coll of count elements among the n ranks of group (None: every rank), bound as
+        the sweep binds it, in place where the backend has the call, on a buffer every rank
+        of the job allocates: (call, counts, mode)."""
+        c = coll.counts(count, dt.size, n)
+        mode = "in" if "in" in self.b.modes(coll) else "out"     # in place needs one buffer
+        buf = tensor(self.s, self.b, dt, max(c.send, c.recv) if mode == "in" else c.send + c.recv)
+        # In place, each rank's part of the buffer is at its rank in the group that calls.
+        me = self.s.rank if group is None else self.b.dist.get_rank(group)
+        send, recv = iteration_views(buf[c.recv:], buf, c, mode, me, 1)[0]
+        ctx = Ctx(rank=me, n=n, root=-1, op="sum", dtype=dt, count=c.param, in_place=mode == "in",
+                  backend_op=self.b.ops["sum"], device=self.b.device)
+        call = self.b.bind(coll, send, recv, ctx, self.b.launches_async(self.plan.blocking))
+        return (call if group is None else partial(call, group=group)), c, mode
+
+    def time_calls(self, call, iters, barrier=None, first=True):
+        """call timed as a row of the sweep times it (the plan's warm-up and -z), iters
+        times: (seconds per call, each call's seconds). first: the untimed first call of
+        warm_up() (off where every call counts, as demo's one). barrier: the group's,
+        else every rank's."""
+        z, barrier = self.plan.blocking, barrier or self.s.comm.barrier
+        calls = [call] * max(iters, self.plan.warmup, 1)
+        warm_up(self.b, self.watch, calls, self.plan.warmup, z, barrier, first=first)
+        self.watch.mark(TIMED_LOOP)
+        seconds, each = self.b.time_loop(calls[:iters], z, barrier, per_iter=True)
+        self.watch.mark("gathering the times")
+        return seconds, each
 
     def modes_run(self, coll):
         """The plan's modes this backend has a call for, in the plan's order."""
@@ -297,7 +347,7 @@ class Engine:
 
     def check(self, coll, view, ctx, rounds):
         sv, rv = view
-        call = self.b.bind(coll, sv, rv, ctx, False)
+        call = self.bind_checked(coll, sv, rv, ctx)
         graph = None
         if self.plan.graph:
             # -G: the check's call captured and replayed, as nccl-tests' data check, so
@@ -367,16 +417,17 @@ def _rank_values(torch, ctx, start, stop):
     return data_values(torch, ctx, ctx.rank, index(torch, start, stop, ctx.device))
 
 
-def warm_up(backend, watch, calls, warmup, z, barrier, window=1):
+def warm_up(backend, watch, calls, warmup, z, barrier, window=1, first=True):
     """What precedes every timed loop, as nccl-tests' BenchTime: `warmup` untimed calls,
-    then, whatever `warmup` is, one more untimed call (its "sync" call: first-use costs
-    such as communicator creation and lazy connections never land in a timed loop, nor in
-    a CUDA graph's capture) and a barrier."""
+    then, whatever `warmup` is, one more untimed call (first; its "sync" call: first-use
+    costs such as communicator creation and lazy connections never land in a timed loop,
+    nor in a CUDA graph's capture) and a barrier."""
     if warmup:
         watch.mark("warm-up")
         backend.time_loop(calls[:warmup], z, barrier, window)
-    watch.mark("untimed first call")
-    backend.time_loop(calls[:1], z, barrier, window)
+    if first:
+        watch.mark("untimed first call")
+        backend.time_loop(calls[:1], z, barrier, window)
     watch.mark("barrier before the timed loop")
     barrier()
 

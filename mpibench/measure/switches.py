@@ -42,27 +42,29 @@ def _wrap_measure(engine, rows, early):
 
 
 def _wrap_check(engine, corrupt, graphcorrupt):
-    """Within the data check only: its call leaves a wrong first element (corrupt: the
-    poison value, what recv held before the call; corrupt:RANK:nan: NaN), or its captured
-    graph also adds 1 to it, which only a replay does (graphcorrupt, -G)."""
-    check, b = engine.check, engine.b
+    """Within the calls whose output is read only (the data check's, demo's): the call
+    leaves a wrong first element (corrupt: the poison value, what recv held before the
+    call; corrupt:RANK:nan: NaN), or the check's captured graph also adds 1 to it, which
+    only a replay does (graphcorrupt, -G)."""
+    if corrupt is not None:
+        bind = engine.bind_checked
 
-    def _check(coll, view, ctx, rounds):
-        rv, bind, captured = view[1], b.bind, b.captured
-        if corrupt is not None:
+        def bind_poisoned(coll, sv, rv, ctx):
+            call = bind(coll, sv, rv, ctx)
             bad = float("nan") if corrupt == "nan" else poison_value(ctx.dtype)
+            return lambda: (call(), rv[:1].fill_(bad))
+        engine.bind_checked = bind_poisoned
+    if graphcorrupt:
+        check, b = engine.check, engine.b
 
-            def bind_poisoned(*args):
-                call = bind(*args)
-                return lambda: (call(), rv[:1].fill_(bad))
-            b.bind = bind_poisoned
-        if graphcorrupt:
-            b.captured = lambda calls: captured(list(calls) + [partial(rv[:1].add_, 1)])
-        try:
-            return check(coll, view, ctx, rounds)
-        finally:
-            b.bind, b.captured = bind, captured
-    engine.check = _check
+        def _check(coll, view, ctx, rounds):
+            captured = b.captured
+            b.captured = lambda calls: captured(list(calls) + [partial(view[1][:1].add_, 1)])
+            try:
+                return check(coll, view, ctx, rounds)
+            finally:
+                b.captured = captured
+        engine.check = _check
 
 
 def refuse(rank, nbytes):

@@ -13,6 +13,10 @@ from ..measure.sizes import format_size
 from .numbers import figure, share_text
 
 
+SKIPPED = {1: "# 1. inside each host: skipped, one rank per host",
+           2: "# 2. between hosts: skipped, the job has one host"}
+
+
 def bw(value):
     """A busbw in GB/s as check prints it ('n/a' where there is none)."""
     return figure(None if isinstance(value, float) and math.isnan(value) else value)

@@ -1,6 +1,6 @@
 """One row of a results document: what identifies it (key), and the row itself from every
-rank's time, for the commands that time one collective at a time outside the engine
-(allreduce, latency, flagsync, demo, p2p): the same shape as a row of `run` (nccl-tests'
+rank's time, for the commands that time one collective at a time outside a sweep
+(allreduce, latency, flagsync, demo, check, p2p): the same shape as a row of `run` (nccl-tests'
 keys, one mode), so that report, compare and plot read every command's file alike."""
 from statistics import mean
 

@@ -2,12 +2,41 @@
 it has one), verdict; then one line per check that did not pass, with its reason."""
 from tabulate import tabulate
 
+from ..measure.sizes import format_size
+from .numbers import us
+
+
+def title(out):
+    out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
+
+
+def timers(out, args, backend, timed):
+    """What the timers will compare."""
+    clock = ("host clock, device synchronize" if backend.cuda
+             else "MPI_Wtime" if backend.name == "mpi" else "monotonic clock")
+    out.say(f"# timers: {args.rounds + args.rounds % 2} rounds (more while a size is "
+            f"inconclusive, up to {args.budget:g} s), each mpibench's loop and the bare loop "
+            f"({clock}) in turn, {args.iters} iterations after {args.warmup} warm-up, "
+            f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
+
+
+def round_line(out, size, got):
+    """One round of the timers at size: got, its times so far ('harness', 'bare')."""
+    out.say(f"# round {len(got['bare'])}, {format_size(size)}: mpibench "
+            f"{us(got['harness'][-1])} us, bare loop {us(got['bare'][-1])} us")
+
 
 def _ratio(c):
     if c["ratio"] is None:
         return ""
     ci = c.get("interval")
     return f"{c['ratio']:.3f}" + (f" ({ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
+
+
+def checks(out, checks):
+    out.say("#")
+    for line in lines(checks):
+        out.say(line if line.startswith("#") else "#  " + line)
 
 
 def lines(checks):

@@ -1,12 +1,11 @@
 """What the classic commands (allreduce, latency, flagsync, demo) share: one backend,
-the run-style preamble and results document, small buffers agreed on by every rank,
-and the units their users know (GBps and Gbps, host:local_rank)."""
-import math
-
+the run-style preamble and results document, and the engine that times their calls
+(results/classics.py prints what they measured)."""
 from ...diagnose import preamble
 from ...errors import UsageError
 from ...measure.backends import make
 from ...measure.collectives.base import Ctx
+from ...measure.engine import Engine, Plan
 from ...measure.dtypes import parse_dtypes
 from ...results.output import open_output
 from . import guard, options
@@ -48,38 +47,12 @@ def check_supported(backend, coll, dtype, op="sum"):
         raise UsageError(f"{coll.name} -d {dtype.name} on {backend.name}: {reason}")
 
 
-def tensor(session, backend, dtype, count, values=None):
-    """A count-element tensor on the backend's device, allocated on every rank or none."""
-    error, buf = None, None
-    try:
-        buf = backend.typed(backend.alloc(count * dtype.size, session.rank), dtype)
-    except Exception as exc:
-        if not backend.is_oom(exc):
-            raise
-        error = f"cannot allocate {count * dtype.size} bytes: {type(exc).__name__}"
-    session.agree(error, 1)
-    if values is not None:
-        buf.copy_(backend.torch.tensor(values, dtype=buf.dtype))
-    return buf
+def engine(session, backend, warmup, blocking=2):
+    """The engine that times one bound call at a time: -w warmup, -z blocking (2: wait
+    for each call)."""
+    return Engine(session, backend, Plan([], [], [], [], warmup=warmup, blocking=blocking), None)
 
 
 def ctx(session, backend, dtype, count, op="sum", root=-1, in_place=True):
     return Ctx(rank=session.rank, n=session.size, root=root, op=op, dtype=dtype, count=count,
                in_place=in_place, backend_op=backend.ops.get(op), device=backend.device)
-
-
-def labels(records):
-    """host:local_rank of every rank, as the classic scripts print them."""
-    return [f"{r['hostname']}:{r['local_rank']}" for r in records]
-
-
-def bw_cells(value):
-    """'12.345 GBps (98.76 Gbps)', or n/a."""
-    return "n/a" if value is None else f"{value:.3f} GBps ({value * 8:.2f} Gbps)"
-
-
-def ms(seconds):
-    """Milliseconds with four significant digits and no exponent."""
-    value = seconds * 1e3
-    digits = max(0, 3 - math.floor(math.log10(abs(value)))) if value else 3
-    return f"{value:.{digits}f}"

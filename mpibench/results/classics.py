@@ -1,0 +1,235 @@
+"""What the classic commands (allreduce, latency, flagsync, demo) print and record, on
+rank 0, from every rank's figures: the units their users know (GBps and Gbps,
+host:local_rank, milliseconds) and rows of the same shape as run's."""
+import math
+from statistics import mean
+
+from tabulate import tabulate
+
+from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
+from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..measure.collectives.base import algbw, busbw, Counts
+from ..measure.dtypes import DTYPES
+from ..measure.sizes import format_size
+from . import rows, trials
+from .numbers import figure, ratio
+
+INT64 = DTYPES["int64"]
+
+
+def labels(records):
+    """host:local_rank of every rank, as the classic scripts print them."""
+    return [f"{r['hostname']}:{r['local_rank']}" for r in records]
+
+
+def bw_cells(value):
+    """'12.345 GBps (98.76 Gbps)', or n/a."""
+    return "n/a" if value is None else f"{value:.3f} GBps ({value * 8:.2f} Gbps)"
+
+
+def ms(seconds):
+    """Milliseconds with four significant digits and no exponent."""
+    value = seconds * 1e3
+    digits = max(0, 3 - math.floor(math.log10(abs(value)))) if value else 3
+    return f"{value:.{digits}f}"
+
+
+def ranks(n):
+    return f"{n} rank{'s' if n != 1 else ''}"
+
+
+def busbw_text(factor, formula=""):
+    return (f"busbw = algbw x {factor:g}{formula}"
+            + ("; with one rank busbw is not defined" if factor == 0 else ""))
+
+
+# ---- allreduce: per-trial and per-rank bandwidth of one payload ----
+
+def allreduce(out, backend, dt, count, n, records, gathered, warmup):
+    """gathered[r][k]: rank r's seconds in trial k."""
+    factor = ALL_REDUCE.busbw_factor(n)
+    nbytes, ntrials = count * dt.size, len(gathered[0])
+    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
+                    "trials": ntrials, "warmup": warmup, "busbw_factor": factor})
+    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
+            f"{ranks(n)}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
+    # One row of the document, in place: the median of the trials and their spread, as
+    # run --trials writes it (every trial kept under the row's "trials").
+    out.trials = trials.Collector()
+    out.set(trials=ntrials)
+    c = ALL_REDUCE.counts(count, dt.size, n)
+    trial_bw = []
+    for k in range(ntrials):
+        # nccl-tests' -a 1: the mean time over ranks, and algbw = size / that time
+        row = rows.of_collective(ALL_REDUCE, backend, dt, c, n, "sum", -1, "in_place",
+                                 [g[k] for g in gathered])
+        alg = row["in_place"]["algbw_GBps"]
+        trial_bw.append(alg)
+        out.add_row(row, f"trial {k + 1}: time {ms(row['in_place']['time_us'] / 1e6)} ms  "
+                         f"algbw {bw_cells(alg)}  busbw {bw_cells(busbw(alg, factor))}")
+    good = [bw for bw in trial_bw if bw is not None]
+    stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
+    out.say("")
+    out.say(tabulate([[name, figure(v), figure(v and v * 8), figure(busbw(v, factor)),
+                       figure(busbw(v, factor) and busbw(v, factor) * 8)] for name, v in stats.items()],
+                     headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"],
+                     disable_numparse=True))
+    means = [mean(g) for g in gathered]
+    out.say("")
+    out.say(tabulate([[r, label, ms(t), figure(algbw(nbytes, t)), figure(busbw(algbw(nbytes, t), factor))]
+                      for r, (label, t) in enumerate(zip(labels(records), means))],
+                     headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"],
+                     disable_numparse=True))
+    slow, fast = max(range(n), key=lambda r: means[r]), min(means)
+    out.say(f"\nslowest rank: {slow} on host {records[slow]['hostname']} (local rank "
+            f"{records[slow]['local_rank']}): mean {ms(means[slow])} ms, "
+            f"{means[slow] / fast:.2f}x the fastest rank" if fast > 0 else "")
+    out.set(summary={"algbw_GBps": stats, "busbw_GBps": {k: busbw(v, factor) for k, v in stats.items()},
+                     "per_rank_mean_time_us": [t * 1e6 for t in means],
+                     "slowest_rank": {"rank": slow, "host": records[slow]["hostname"],
+                                      "local_rank": records[slow]["local_rank"],
+                                      "mean_time_us": means[slow] * 1e6}})
+    out.finish()
+
+
+# ---- latency: 1 x S against K x S/K ----
+
+def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blocking):
+    """gathered[r]: rank r's (seconds of the one call, seconds of the K calls together)."""
+    factor = ALL_REDUCE.busbw_factor(n)
+    big_bytes, small_bytes = count * dt.size, small * dt.size
+    out.set(config={**out.doc["config"], "size": big_bytes, "k": k, "chunk": small_bytes,
+                    "dtype": dt.name, "warmup": warmup, "blocking": blocking,
+                    "busbw_factor": factor})
+    out.say(f"# 1 x {format_size(big_bytes)} ({count} x {dt.name}) against {k} x "
+            f"{format_size(small_bytes)} ({small} x {dt.name}, {small_bytes * k} bytes in all), "
+            f"{ranks(n)}, {busbw_text(factor)}")
+    # Two rows of the document, each per call as nccl-tests counts it: one of the K calls of
+    # S/K bytes (the K calls' time over K), then the one call of S bytes: sizes rising, as
+    # nccl-tests prints them, so the printed table reads back as one run.
+    out.table_header(ALL_REDUCE.name)
+    for x, calls, seconds in ((small, k, [g[1] / k for g in gathered]), (count, 1, [g[0] for g in gathered])):
+        out.add_row(rows.of_collective(ALL_REDUCE, backend, dt, ALL_REDUCE.counts(x, dt.size, n), n,
+                                       "sum", -1, "in_place", seconds, calls=calls))
+    out.say("")
+
+    def part(nbytes, seconds):
+        alg = algbw(nbytes, seconds)
+        return {"bytes": nbytes, "time_us": seconds * 1e6, "algbw_GBps": alg,
+                "busbw_GBps": busbw(alg, factor)}
+
+    def row(rank, label, d1, dk):
+        return {"collective": ALL_REDUCE.name, "backend": backend, "rank": rank, "label": label,
+                "one": part(big_bytes, d1), "many": part(small_bytes * k, dk),
+                "ratio": dk / d1 if d1 > 0 else None}
+    per_rank = [row(r, label, *g) for r, (label, g) in enumerate(zip(labels(records), gathered))]
+    out.say(tabulate([[x["label"], x["rank"], ms(x["one"]["time_us"] / 1e6), figure(x["one"]["algbw_GBps"]),
+                       figure(x["one"]["busbw_GBps"]), ms(x["many"]["time_us"] / 1e6),
+                       figure(x["many"]["algbw_GBps"]), figure(x["many"]["busbw_GBps"]),
+                       figure(x["ratio"], ".2f")] for x in per_rank],
+                     headers=["host:local_rank", "rank", "1xS ms", "algbw GBps", "busbw GBps",
+                              f"{k}xS/{k} ms", "algbw GBps", "busbw GBps", "ratio"],
+                     disable_numparse=True))
+    out.set(per_rank=per_rank)
+    d1, dk = mean(g[0] for g in gathered), mean(g[1] for g in gathered)
+    avg = row(None, "mean", d1, dk)
+    out.say(f"\nmean over ranks: 1 x {format_size(big_bytes)} {ms(d1)} ms, busbw "
+            f"{bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
+            f"{ms(dk)} ms, busbw {bw_cells(avg['many']['busbw_GBps'])}; "
+            f"the small calls took {figure(avg['ratio'], '.2f')}x as long")
+    out.set(summary=avg)
+    out.finish()
+
+
+# ---- flagsync: three ways to sum a done flag ----
+
+def flagsync(out, backend, names, calls, warmup, records, gathered):
+    """gathered[r]: rank r's (seconds per call of each method, its sum by each method);
+    returns the failure message, or None when every method agrees."""
+    n = len(gathered)
+    expected = n * (n + 1) // 2
+    per_call = [sum(g[0][i] for g in gathered) / n for i in range(len(names))]
+    slowest = [max(g[0][i] for g in gathered) for i in range(len(names))]
+    wrong = [(r, names[i], g[1][i]) for r, g in enumerate(gathered)
+             for i in range(len(names)) if g[1][i] != expected]
+    out.set(config={**out.doc["config"], "calls": calls, "warmup": warmup, "expected_sum": expected})
+    out.say(f"# {calls} calls of each on {ranks(n)} ({backend}); "
+            f"rank r's flag is r+1, so every method must sum to {expected}")
+    lines = []
+    for i, name in enumerate(names):
+        speedup = per_call[0] / per_call[i] if per_call[i] > 0 else None
+        sums_i = sorted({g[1][i] for g in gathered})
+        # all_gather_object moves a pickled int of no fixed size: its time stands alone
+        coll = {ALL_GATHER.name: ALL_GATHER, ALL_REDUCE.name: ALL_REDUCE}.get(name)
+        c = Counts(1, n, 1, 1, 0) if coll is ALL_GATHER else Counts(1, 1, 1, 0, 0)
+        row = rows.one_mode(name, backend, INT64, max(c.send, c.recv) * INT64.size, 1,
+                            "sum" if coll is ALL_REDUCE else "none", -1,
+                            coll.bw_bytes(c, INT64.size, n) if coll else None,
+                            coll.busbw_factor(n) if coll else 0.0,
+                            "in_place" if coll is ALL_REDUCE else "out_of_place",
+                            [g[0][i] for g in gathered],
+                            [0 if g[1][i] == expected else 1 for g in gathered],
+                            method=name, calls=calls, time_per_call_us=per_call[i] * 1e6,
+                            total_s=per_call[i] * calls,
+                            slowest_rank_time_per_call_us=slowest[i] * 1e6,
+                            speedup_vs_all_gather_object=speedup,
+                            sums=[g[1][i] for g in gathered], agrees=sums_i == [expected])
+        out.record_row(row)
+        lines.append([name, f"{row['total_s']:.4f}", f"{row['time_per_call_us']:.1f}",
+                      f"{row['slowest_rank_time_per_call_us']:.1f}", ratio(speedup, missing="n/a"),
+                      ",".join(str(s) for s in sums_i), "yes" if row["agrees"] else "NO"])
+    out.say(tabulate(lines, headers=["method", "total s (mean rank)", "us/call (mean rank)",
+                                     "us/call (slowest rank)", "speedup vs all_gather_object",
+                                     "sum", "agrees"], disable_numparse=True))
+    out.set(agree=not wrong)
+    out.finish()
+    if wrong:
+        r, name, got = wrong[0]
+        return (f"FAILED: {name} summed the flags to {got} on rank {r} "
+                f"(host {records[r]['hostname']}), expected {expected}")
+    out.say(f"\nall methods agree: the flags sum to {expected} on every rank")
+    return None
+
+
+# ---- demo: rank r holds r ----
+
+def demo(out, backend, cases, records, gathered):
+    """cases: (collective, counts, mode, op, root, expected) of each call; gathered[r][i]:
+    rank r's (before, after, seconds) of case i. Returns the failure message, or None
+    when all pass."""
+    n, failed = len(gathered), []
+    out.say(f"# {ranks(n)} on {backend}; rank r holds r")
+    for i, (coll, counts, mode, op, root, expected) in enumerate(cases):
+        held = [{"rank": r, "label": label, "before": g[i][0], "after": g[i][1], "pass": g[i][1] == expected}
+                for r, (label, g) in enumerate(zip(labels(records), gathered))]
+        failed += [(coll.name, x["rank"]) for x in held if not x["pass"]]
+        verdict = "PASS" if all(x["pass"] for x in held) else "FAIL"
+        out.say(f"\n{coll.name}: expected {_show(expected)} on every rank: {verdict}")
+        out.say(tabulate([[x["rank"], x["label"], _show(x["before"]), _show(x["after"]),
+                           "PASS" if x["pass"] else "FAIL"] for x in held],
+                         headers=["rank", "host:local_rank", "before", "after", ""],
+                         disable_numparse=True))
+        # The row's time is that of this one first call (connection set-up included): the
+        # demo checks results, it is no benchmark.
+        out.record_row(rows.of_collective(
+            coll, backend, INT64, counts, n, op, root, mode, [g[i][2] for g in gathered],
+            [_wrong(g[i][1], expected) for g in gathered], expected=expected,
+            ranks=held, **{"pass": verdict == "PASS"}))
+    out.set(passed=not failed)
+    out.finish()
+    if failed:
+        colls = sorted({c for c, _ in failed}, key=[c[0].name for c in cases].index)
+        coll, rank = failed[0]
+        return (f"demo FAILED: {', '.join(colls)} (first: {coll} on rank {rank}, host "
+                f"{records[rank]['hostname']})")
+    out.say(f"\ndemo: all {len(cases)} collectives PASS on {ranks(n)}")
+    return None
+
+
+def _wrong(got, expected):
+    """Elements of got that differ from expected (a missing or extra element counts)."""
+    return sum(a != b for a, b in zip(got, expected)) + abs(len(got) - len(expected))
+
+
+def _show(values):
+    return str(values[0]) if len(values) == 1 else "[" + ", ".join(str(v) for v in values) + "]"

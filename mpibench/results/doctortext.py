@@ -1,0 +1,81 @@
+"""What doctor prints: every host's facts, what differs between hosts, the transports NCCL
+used between them and the findings (diagnose/findings.py), each with its severity."""
+
+
+def hosts(out, per_host, ranks, size, launcher, version_keys):
+    out.say(f"# mpibench doctor: {len(per_host)} host{'s' if len(per_host) != 1 else ''}, "
+            f"{size} rank{'s' if size != 1 else ''}, launcher {launcher}")
+    out.announce_files()
+    for h, f in per_host.items():
+        for line in host_lines(h, f, ranks[h], version_keys):
+            out.say(line)
+
+
+def consistency(out, diffs, nhosts):
+    """The facts that differ between hosts."""
+    out.say("#\n# consistency: " + (f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''} "
+                                    f"between hosts" if diffs else
+                                    ("every compared fact is the same on every host"
+                                     if nhosts > 1 else "one host, nothing to compare")))
+    for label, values in diffs:
+        out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
+
+
+def transports(out, skipped, pairs, errors, size):
+    """The transports NCCL used between every pair of hosts, or why the check did not run."""
+    out.say("#\n# NCCL transports (a short all_reduce with NCCL_DEBUG=INFO):")
+    if skipped:
+        out.say(f"#   not checked: {skipped}")
+        return
+    for (a, b), used in pairs.items():
+        where = f"{a} (inside)" if a == b else f"{a} <-> {b}"
+        out.say(f"#   {where}: {', '.join(used)}")
+    if not pairs and not errors:
+        out.say("#   no connection between ranks in the logs" +
+                (" (one rank: NCCL connects nothing)" if size == 1 else ""))
+    for error in errors:
+        out.say(f"#   CHECK FAILED TO RUN: {error}")
+
+
+def findings(out, found, error):
+    """found: (host or None, text); error[i]: whether found[i] breaks runs."""
+    out.say("#\n# findings:" if found else "#\n# findings: none")
+    for (host, text), bad in zip(found, error):
+        out.say(f"#   {host + ': ' if host else ''}{'ERROR ' if bad else ''}{text}")
+    errors = sum(error)
+    if found:
+        out.say(f"#\n# {errors} problem{'s' if errors != 1 else ''} that break{'s' if errors == 1 else ''} "
+                f"runs (ERROR), {len(found) - errors} warning{'s' if len(found) - errors != 1 else ''}"
+                + ("; exit 1" if errors else ""))
+
+
+def _show(value):
+    return "(unset)" if value is None else str(value)
+
+
+def host_lines(host, f, ranks, version_keys):
+    v = f["versions"]
+    lines = [f"#\n# host {host} (rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))})",
+             "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]
+    cvd = f["cuda_visible_devices"]
+    if f["gpus"]:
+        models = sorted({g["name"] for g in f["gpus"]})
+        gpu = f"{len(f['gpus'])} x {', '.join(models)}, driver {f['driver']}"
+    else:
+        gpu = "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else "")
+    lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
+    env = f["env"]
+    lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in env.items()) if env
+                                      else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
+    nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
+    lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
+    ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}"
+             for p in f["rdma"]]
+    mods = f["rdma_modules"]
+    lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
+                 + ("unknown (/proc/modules unreadable)" if mods is None
+                    else ", ".join(mods) or "none loaded"))
+    if f["topology"]:
+        lines.append("#   GPU topology (nvidia-smi topo -m):")
+        lines += ["#     " + line for line in f["topology"].splitlines()]
+    return lines

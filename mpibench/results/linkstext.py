@@ -1,0 +1,88 @@
+"""What the link measurements print (run's link check, p2p): the bandwidth and latency
+matrices between hosts (diagnose/links.py) and the slow links and hosts named."""
+from tabulate import tabulate
+
+from ..measure.sizes import format_size
+from .numbers import figure
+
+
+def intro(out, size, nrounds, iters):
+    out.say(f"#\n# links between hosts at {format_size(size)}: one rank per host, "
+            f"{nrounds} round{'s' if nrounds != 1 else ''} of pairs, "
+            f"{iters} transfers each way after a barrier (a slow link makes every rank of a "
+            f"collective equally slow; pairs show which it is):")
+
+
+def p2p_header(out, args, nranks, nhosts, backend, launcher, size, rounds):
+    who = "every rank" if args.ranks else "one rank per host, the lowest on each"
+    out.say(f"# mpibench p2p: {nranks} ranks on {nhosts} host{'s' if nhosts != 1 else ''} "
+            f"take part ({who}), backend {backend}, launcher {launcher}")
+    out.say(f"# bandwidth at {format_size(size)}: {args.iters} transfers per link after "
+            f"{args.warmup} warm-up{'s' if args.warmup != 1 else ''}, each after a barrier, "
+            + ("both ranks sending at once (bytes both ways / time)" if args.bidirectional
+               else "one direction at a time (row sends to column)"))
+    out.say(f"# latency at {format_size(args.latency_size)}: half the round trip of "
+            f"{args.latency_iters} ping-pongs")
+    npairs = sum(len(r) for r in rounds)
+    out.say(f"# schedule: {npairs} pair{'s' if npairs != 1 else ''} in {len(rounds)} "
+            f"round{'s' if len(rounds) != 1 else ''}, no host in two pairs at once; "
+            f"ranks not in a pair wait at an MPI barrier")
+
+
+def heatmap(out, png, when=":"):
+    if png:
+        out.say(f"# heatmap{when} {png}")
+
+
+def matrices(out, names, size, bidirectional, bandwidth, latency_size, latency):
+    """The bandwidth matrix (GB/s) and the latency one (us), each unless None."""
+    if bandwidth is not None:
+        out.say(f"#\n# bandwidth GB/s at {format_size(size)}"
+                + (" (both ways at once)" if bidirectional else " (row sends to column)") + ":")
+        _table(out, "GB/s" if bidirectional else "from \\ to", names, bandwidth, 3)
+    if latency is not None:
+        out.say(f"#\n# latency us at {format_size(latency_size)} (one way, half the round trip):")
+        _table(out, "us", names, latency, 1)
+
+
+def _table(out, corner, names, matrix, digits):
+    rows = [[n] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
+            for n, row, a in zip(names, matrix, names)]
+    for line in tabulate(rows, headers=[corner] + names, disable_numparse=True,
+                         stralign="right").splitlines():
+        out.say("#  " + line)
+
+
+def verdict(out, analysis, hosts, labels, bw, moved):
+    """The named links and hosts, one line each, or one line saying none is slow."""
+    pct = int(round(analysis["threshold"] * 100))
+    k = analysis["iterations"]
+    lines = ["#"]
+    if analysis.get("reference_s"):
+        lines.append(f"# reference: the median link between hosts not found slow, "
+                     f"{moved / analysis['reference_s'] / 1e9:.3f} GB/s")
+    verdicts = {(x["from"], x["to"]): x for x in analysis["links"]}
+    explained = set()
+    for h in analysis["slow_hosts"]:
+        v = next(x for x in analysis["hosts"] if x["host"] == h)
+        lines.append(f"# SLOW HOST {h}: its links run at {1 / v['ratio']:.2f}x the links "
+                     f"between other hosts, below {pct}% in {v['slow_iterations']} of {k} iterations")
+        mine = [key for key in analysis["slow_links"] if h in (hosts[key[0]], hosts[key[1]])]
+        explained.update(mine)
+        if mine:
+            lines.append("#   its slow links (GB/s): " + ", ".join(
+                f"{labels[a]} -> {labels[b]} {bw[(a, b)]:.3f}" for a, b in mine))
+    for a, b in analysis["slow_links"]:
+        if (a, b) in explained:
+            continue
+        v = verdicts[(a, b)]
+        lines.append(f"# SLOW LINK {labels[a]} -> {labels[b]}: {bw[(a, b)]:.3f} GB/s, "
+                     f"{1 / v['ratio']:.2f}x the reference, below {pct}% of it in "
+                     f"{v['slow_iterations']} of {k} iterations")
+    if not analysis["slow_links"] and not analysis["slow_hosts"]:
+        lines.append(f"# no link or host is consistently below {pct}% of the others "
+                     f"({k} iterations each)")
+    if analysis["note"]:
+        lines.append(f"# note: {analysis['note']}")
+    for line in lines:
+        out.say(line)

@@ -1,0 +1,26 @@
+"""What plot prints beside its picture: the tests it draws, the entries it skips, the file
+it wrote."""
+from . import reader
+
+
+def tests_note(docs, test):
+    """One line per file that holds several tests, or whose --test N is drawn."""
+    for path, doc in docs:
+        held = reader.tests(doc)
+        if len(held) > 1:       # each test its own line: repeats never merge into one series
+            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N "
+                  f"draws one)")
+        elif test is not None and held:
+            print(f"# {path}: test {test} ({held[0]['collective']}, line {held[0]['line']})")
+
+
+def skipped(name, why):
+    print(f"# {name}: p2p entry skipped: {why}")
+
+
+def wrote(out):
+    """out: the picture's ResultFile."""
+    if out.renamed:
+        print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")
+    else:
+        print(f"# wrote {out.path}")

@@ -1,0 +1,30 @@
+"""The lines of every command's preamble that say where it ran: each rank's device (as
+nccl-tests prints it), the backend and launcher, versions with their differences between
+hosts, and the network variables."""
+
+
+def rank_line(r):
+    """nccl-tests 2.19.6's line for one rank (one group: mpibench runs one); the device is
+    the CUDA ordinal, or cpu."""
+    device = r["device"].split(":")[-1] if r["device"].startswith("cuda") else r["device"]
+    return (f"#  Rank {r['rank']:2d} Group {0:2d} Pid {r['pid']:6d} on {r['hostname']:>10s} "
+            f"device {device:>2s} [{r['bus_id'] or '-'}] {r['device_name']}")
+
+
+def describe(out, records, world, nbackends, versions, differences, env):
+    """world: the document's (diagnose/preamble.py); versions: rank 0's; differences: lines
+    on the versions that differ between hosts; env: the network variables set."""
+    out.say("#\n# Using devices")
+    for r in records:
+        out.say(rank_line(r))
+    size, hosts = world["size"], len(world["hosts"])
+    out.say(f"# backend{'s' if nbackends > 1 else ''} {world['backend']}, launcher "
+            f"{world['launcher']}, {size} rank{'s' if size != 1 else ''} on "
+            f"{hosts} host{'s' if hosts != 1 else ''}, rendezvous "
+            f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier "
+            f"{world['barrier']}")
+    out.say("# versions: " + ", ".join(f"{k} {versions[k]}" for k in versions if versions[k]))
+    for line in differences:
+        out.say("# " + line)
+    out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env
+                         else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))

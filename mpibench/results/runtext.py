@@ -1,0 +1,184 @@
+"""What `run` prints around nccl-tests' rows: the settings and notes of its header, the
+launch cost, device memory and -G buffer lines, and after the sweep the trials' spread,
+the per-rank times and peak memory."""
+from tabulate import tabulate
+
+from ..measure import launchcost
+from ..measure.modes import MODE_KEYS, MODE_TEXT
+from ..measure.sizes import format_bytes, format_size
+from . import nccltests, numbers, tables
+
+
+def settings(out, versions, plan, average, blocking, modes, notes, clock, timeout):
+    """The header's first lines. blocking, modes: {backend: its -z, what that does}; notes:
+    lines or None; clock: what times each iteration with -I 1."""
+    sizes = plan.sizes
+    step = f"{sizes[1] / sizes[0]:g}" if len(sizes) > 1 else "1"
+    blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
+                     else ", ".join(f"{k} {v}" for k, v in blocking.items()))
+    out.say(nccltests.version_line(versions))
+    out.say(f"# mpibench run: {', '.join(c.name for c in plan.collectives)}")
+    out.say(nccltests.settings_line(sizes, plan.warmup, plan.iters, plan.check, plan.graph))
+    out.say(f"# sizes {format_size(sizes[0])} .. {format_size(sizes[-1])} (x{step}, "
+            f"{len(sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
+            f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
+            f"check {plan.check}  blocking {blocking_text}  average {average}  "
+            f"graph {plan.graph}")
+    for name, z in blocking.items():
+        out.say(f"# -z {z}{f' ({name})' if len(blocking) > 1 else ''}: {modes[name]}")
+    for note in notes:
+        if note:
+            out.say(note)
+    if plan.per_iter:
+        out.say(f"# per-iteration report: {clock} per iteration; i_* use the slowest rank in "
+                f"each iteration" + (f"; summary skips the first {plan.per_iter_skip} iterations"
+                                     if plan.per_iter_skip else ""))
+    out.say(f"# watchdog: a row that takes over {timeout:g} s is called hung (--timeout)")
+
+
+def banner(text):
+    """The line that opens a trial, or a backend's sweep (rank 0 prints it)."""
+    return f"#\n# {text}"
+
+
+def call_notes(out, missing, notes):
+    """The header's last lines. missing: (mode, why, collectives without that call) per
+    backend and mode; notes: (backend, collective, text) where torch's call differs."""
+    for mode, why, colls in missing:
+        if colls:
+            out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(colls)} ({why})")
+    for name, coll, text in notes:
+        out.say(f"# {coll} ({name}): {text}")
+    if notes:
+        out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
+
+
+def blocking_wait_note(backends, environ):
+    """The header's line when TORCH_NCCL_BLOCKING_WAIT is on for an NCCL run: torch then
+    blocks the host in every wait, point-to-point ones included."""
+    value = environ.get("TORCH_NCCL_BLOCKING_WAIT", "").strip().lower()
+    if value in ("1", "true", "yes", "y") and any(b.name == "nccl" for b in backends):
+        return ("# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host, so -z 0 "
+                "sendrecv behaves as -z 2 (each call waited for before the next)")
+    return None
+
+
+def buffer_memory(backends):
+    """{backend: 'GPU' or 'host'}: where each backend's buffers live."""
+    return {b.name: "GPU" if getattr(b, "cuda", False) else "host" for b in backends}
+
+
+def memory_note(backends):
+    """The header's line when the backends' buffers live in different memories: NCCL's on
+    the GPU, MPI's on the host (mpibench hands MPI host buffers, never CUDA-aware ones)."""
+    where = buffer_memory(backends)
+    if len(set(where.values())) < 2:
+        return None
+    return ("# buffers: " + ", ".join(f"{n} in {w} memory" for n, w in where.items())
+            + "; MPI gets host buffers (CUDA-aware MPI is not used), so the backends are "
+              "compared on different data paths, not only different libraries")
+
+
+def launch_header(out, launch, graph):
+    for name, costs in launch.items():
+        figures = ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items())
+        marked = ("with -G a graph launch starts every captured call, so no row is marked "
+                  "launch-bound" if graph else
+                  f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
+                  f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+        out.say(f"# launch cost ({name}), us per call, the host's time to start one call at "
+                f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
+                f"rank): {figures}; {marked}")
+    if launch:
+        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()}
+                                for b, costs in launch.items()})
+
+
+def room_header(out, rooms):
+    """What the GPU buffers leave free for NCCL, and -e where it was lowered for that."""
+    rooms = {name: r for name, r in rooms.items() if r is not None}
+    for name, r in rooms.items():
+        text = (f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
+                if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
+        out.say(f"# device memory ({name}): {text}, leaving {format_bytes(r['reserve_bytes'])} "
+                f"of the smallest GPU's {format_bytes(r['device_bytes'])} to NCCL's own buffers, "
+                f"graphs and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)")
+    if rooms:
+        out.set(device_memory=rooms)
+
+
+def graph_buffers_header(out, buffers):
+    """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
+    during capture (nccl-tests allocates its buffers with it)."""
+    for name, b in buffers.items():
+        if b["registered"]:
+            text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
+                    "as nccl-tests': NCCL registers them during graph capture")
+        else:
+            text = (f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
+                    "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
+                    "registered during capture (zero-copy NVLS and CollNet)")
+        out.say(f"# -G buffers ({name}): {text}")
+    if buffers:
+        out.set(graph_buffers=buffers)
+
+
+def memory_summary(hosts, out, memory):
+    """Peak memory of every rank (JSON 'memory'), and the largest in one line: the host's
+    resident memory and, on GPUs, the device memory torch allocated, which is where the
+    buffers are there."""
+    out.set(memory=[{"rank": r, "host": hosts[r], **m} for r, m in enumerate(memory)])
+    known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
+    device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
+              if m.get("device_peak_bytes") is not None]
+    if device:
+        peak, rank = max(device)
+        line = (f"# peak device memory (torch.cuda.max_memory_allocated): {format_bytes(peak)} "
+                f"on rank {rank} (host {hosts[rank]}), of which buffers "
+                f"{format_bytes(memory[rank]['buffer_bytes'])}")
+        if known:
+            host_peak, host_rank = max(known)
+            line += (f"; peak host resident memory {format_bytes(host_peak)} on rank "
+                     f"{host_rank} (host {hosts[host_rank]})")
+        out.say(line)
+    elif known:
+        peak, rank = max(known)
+        out.say(f"# peak resident memory: {format_bytes(peak)} on rank {rank} (host "
+                f"{hosts[rank]}), of which buffers {format_bytes(memory[rank]['buffer_bytes'])}")
+
+
+def per_rank_table(hosts, out):
+    rows = []
+    several = len({row["backend"] for row in out.doc["results"]}) > 1
+    for row in out.doc["results"]:
+        for key, times in row["per_rank_time_us"].items():
+            name = f"{row['collective']} ({row['backend']})" if several else row["collective"]
+            rows.append([name, row["size"], row["type"], key.replace("_", "-")] +
+                        [f"{t:.1f}" for t in times])
+    labels = [f"{h}:{r}" for r, h in enumerate(hosts)]
+    out.say("#\n# per-rank time (us), host:rank")
+    out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
+
+
+def trials_summary(out, trials, unstable_share):
+    out.say(f"#\n# median of {trials} trials per row; spread over the trials; a row is "
+            f"UNSTABLE when its times span more than {unstable_share:.0%} of their median")
+    for line in tables.trials_table(out.doc["results"]).splitlines():
+        out.say("#  " + line)
+    unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
+                   if row[k] and row[k].get("unstable"))
+    if unstable:
+        out.say(f"# {unstable} row-mode{'s' if unstable != 1 else ''} UNSTABLE: "
+                f"differences smaller than their spread are noise")
+
+
+
+
+def launch_bound(out):
+    """The summary's line on the row-modes within reach of their launch cost."""
+    bound = [row["size"] for row in out.doc["results"] for k in MODE_KEYS.values()
+             if row[k] and row[k].get("launch_bound")]
+    if bound:
+        out.say(f"# {'Launch-bound rows':<20s} : {len(bound)} row-mode{'s' if len(bound) != 1 else ''}"
+                f" ({format_size(min(bound))} .. {format_size(max(bound))}): "
+                + launchcost.LAUNCH_BOUND_NOTE)

@@ -1,0 +1,53 @@
+"""What sweep prints: what it runs, each setting as it starts and ends, and per collective
+and size each setting's busbw and the best."""
+from tabulate import tabulate
+
+from ..measure.sizes import format_size
+from . import reader, traintext
+
+
+def header(nsettings, swept, command, openmpi, announcement, folder):
+    print(f"# mpibench sweep: {nsettings} setting{'s' if nsettings != 1 else ''} of "
+          f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
+    print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
+                                              if openmpi else ""))
+    print(f"{announcement}; each setting's results in {folder}/")
+
+
+def setting(which, name):
+    print(f"#\n# setting {which}: {name}", flush=True)
+
+
+def setting_done(which, record, part, ok, rc, why):
+    print(f"# setting {which}: " + (
+        f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok else
+        f"FAILED (exit code {rc}{', ' + why if why else ''}"
+        f"{', ' + record['error'] if 'error' in record else ''})"), flush=True)
+
+
+def summary(doc, names, labels, wanted):
+    """Per collective and size: each setting's busbw and the best; then train's steps."""
+    table: dict = {}
+    for row in doc["results"]:
+        mode = reader.first_mode(row, wanted)
+        if mode is None or reader.bandwidth(row, mode) is None:
+            continue
+        group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
+        value, _, _, metric = reader.bandwidth(row, mode)
+        table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (value, metric)
+    lines = []
+    for (coll, dtype, redop, mode), per_size in table.items():
+        metric = next(iter(next(iter(per_size.values())).values()))[1]
+        lines.append(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop}, "
+                     f"{mode.replace('_', '-')} {metric} (GB/s)")
+        rows = []
+        for size, per in sorted(per_size.items()):
+            cells = [format_size(size)] + [
+                "-" if n not in per else f"{per[n][0]:.4g}" for n in names]
+            best = max(per, key=lambda n: per[n][0])
+            rows.append(cells + [labels[best]])
+        lines += ["#  " + x for x in tabulate(
+            rows, headers=["size"] + [labels[n] for n in names] + ["best"],
+            disable_numparse=True).splitlines()]
+    for line in lines + traintext.sweep_lines(doc["settings"], labels):
+        print(line)
