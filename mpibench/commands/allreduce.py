@@ -12,9 +12,6 @@ DESCRIPTION = (
     "then mean, min and max in GBps and Gbps, every rank's mean and the slowest rank by name.")
 SESSION = "args"
 
-GPU_PAYLOAD = 4 << 30
-CPU_PAYLOAD = 64 << 20
-
 
 def add_arguments(p):
     p.add_argument("-b", "--size", dest="payload", type=options.size_arg, default=None,
@@ -30,7 +27,7 @@ def execute(session, args):
     dt = classic.one_dtype(args.dtype)
     backend, out, records = classic.begin(session, args, "allreduce", "bandwidth of one all_reduce", {})
     classic.check_supported(backend, ALL_REDUCE, dt)
-    payload = args.payload or (GPU_PAYLOAD if backend.cuda else CPU_PAYLOAD)
+    payload = classic.payload(args.payload, backend)
     count = payload // dt.size
     if count < 1:
         raise UsageError(f"--payload {payload} is less than one {dt.name} element")

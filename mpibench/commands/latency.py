@@ -14,9 +14,6 @@ DESCRIPTION = (
     "GPUs, S = 64 MiB and K = 1000 on CPUs.")
 SESSION = "args"
 
-GPU_SIZE = 4 << 30
-CPU_SIZE = 64 << 20
-
 
 def add_arguments(p):
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="S",
@@ -33,7 +30,7 @@ def execute(session, args):
     backend, out, records = classic.begin(session, args, "latency",
                                           "one big all_reduce against many small ones", {})
     classic.check_supported(backend, ALL_REDUCE, dt)
-    size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
+    size = classic.payload(args.size, backend)
     count = size // dt.size
     small = count // args.count
     if small < 1:

@@ -10,6 +10,15 @@ from ...measure.dtypes import parse_dtypes
 from ...results.output import open_output
 from . import guard, options
 
+# The payload of allreduce and of latency's one big call (nccl-tests' largest GPU size; what
+# a CPU host moves in well under a second).
+GPU_PAYLOAD, CPU_PAYLOAD = 4 << 30, 64 << 20
+
+
+def payload(size, backend):
+    """size, or the default payload on the backend's device."""
+    return size or (GPU_PAYLOAD if backend.cuda else CPU_PAYLOAD)
+
 
 def add_common(p, dtype=True):
     if dtype:
