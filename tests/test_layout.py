@@ -1,5 +1,6 @@
 """The package's stages, read from the source: a lower stage never imports a higher one, no
-command imports another command, and every subpackage says what it holds."""
+command imports another command, no module imports in a circle, and every subpackage says
+what it holds."""
 import ast
 import re
 from pathlib import Path
@@ -111,6 +112,36 @@ def test_the_check_finds_a_listed_module(tmp_path):
     init = tmp_path / "pkg" / "__init__.py"
     init.write_text('"""engine runs the sweep; sizes are its units."""\n')
     assert listed_modules(init) == ["engine", "sizes"]
+
+
+def circles(package=PACKAGE):
+    """The modules that import each other in a circle (import by import), one list a circle."""
+    files = {module_name(p, package): p for p in package.rglob("*.py") if p.name != "__init__.py"}
+    edges = {m: {t for t, _ in imported(p, package) if t in files and t != m} for m, p in files.items()}
+    found, done = [], set()
+
+    def walk(m, path):
+        if m in path:
+            found.append(path[path.index(m):])
+        elif m not in done:
+            for t in sorted(edges[m]):
+                walk(t, path + [m])
+            done.add(m)
+    for m in sorted(files):
+        walk(m, [])
+    return found
+
+
+def test_no_module_imports_in_a_circle(tmp_path):
+    assert circles() == []
+    copy = tmp_path / "mpibench"
+    for path in PACKAGE.rglob("*.py"):
+        target = copy / path.relative_to(PACKAGE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text())
+    (copy / "results" / "document.py").write_text((copy / "results" / "document.py").read_text()
+                                                  + "\nfrom . import reader\n")
+    assert ["mpibench.results.document", "mpibench.results.reader"] in circles(copy)
 
 
 @pytest.mark.parametrize("where, line, expected", [

@@ -571,7 +571,7 @@ def fuzz(sources, seed=22, count=25):
         for _ in range(count):
             mutated = _mutate(lines, rng)
             try:
-                doc = document.validate(document._read("\n".join(mutated).encode(), hint, path))
+                doc = document.validate(reader.parse_bytes("\n".join(mutated).encode(), hint, path))
             except document.Bad as exc:
                 assert "\n" not in str(exc)
                 errors += 1

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from mpibench.results import document as resultsfile
+from mpibench import resultsfile
 from mpibench.errors import UsageError
+from mpibench.results import document
 from conftest import switches_honoured
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -352,7 +353,7 @@ def test_hostile_results_files_are_refused(tmp_path, text, problem):
 
 
 def test_huge_and_missing_results_files_are_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(resultsfile, "MAX_BYTES", 1000)
+    monkeypatch.setattr(document, "MAX_BYTES", 1000)
     path = _write(tmp_path, json.dumps(GOOD) + " " * 1000)
     with pytest.raises(UsageError, match="over the"):
         resultsfile.load(path)

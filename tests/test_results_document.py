@@ -7,7 +7,7 @@ import pytest
 
 from conftest import MPIRUN, PYTHON, lone, mpirun, show
 
-from mpibench.results import document, tables
+from mpibench.results import document, reader, tables
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -54,7 +54,7 @@ def measured(doc):
 @pytest.mark.usefixtures("procs")
 def test_every_commands_json_reads_back(command, tmp_path):
     path, done = written(command, tmp_path)
-    doc = document.load(path)        # validated: the run row's shape
+    doc = reader.load(path)        # validated: the run row's shape
     assert doc["command"] == command and doc["complete"], doc
     if command in ROWS:
         got = [(r["collective"], "both" if r["out_of_place"] and r["in_place"] else
@@ -139,7 +139,7 @@ def test_printed_output_of_every_collective_reads_back(tmp_path):
     assert done.returncode == 0, show(done)
     text = tmp_path / "output.txt"
     text.write_text(done.stdout)
-    printed, saved = document.load(str(text)), json.loads(path.read_text())
+    printed, saved = reader.load(str(text)), json.loads(path.read_text())
     assert {r["collective"] for r in saved["results"]} == {
         "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all",
         "sendrecv", "gather", "scatter"}
@@ -246,7 +246,7 @@ def test_a_file_cut_inside_a_write_reads_its_rows_before_the_cut(tmp_path):
         text = new[:cut] + old[cut:]
         path = tmp_path / f"cut{cut}.json"
         path.write_bytes(text)
-        got = document.load(str(path))
+        got = reader.load(str(path))
         assert [r["size"] for r in got["results"]] in \
             ([r["size"] for r in rows[:-1]], [r["size"] for r in rows]), cut
         whole = text.startswith(new.rstrip(b" \n")) or text == new

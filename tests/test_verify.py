@@ -13,7 +13,7 @@ import pytest
 from conftest import PYTHON, base_env, check_usage_error, mpirun, run, show
 from launch_helpers import LAUNCH, apt_install
 from mpibench.diagnose import iperf, verdicts
-from mpibench.results import document
+from mpibench.results import reader
 from test_diagnosis import make_tree
 
 from fakecluster import FakeCluster  # noqa: E402
@@ -173,7 +173,7 @@ def test_netpipe_printed_output_reads_as_sendrecv_rows(peers, tmp_path):
     text = out.read_text()
     printed = {int(m.group(1)): float(m.group(2)) for m in
                re.finditer(r"(\d+) bytes +\d+ times --> +[0-9.]+ Mbps in +([0-9.]+) usec", text)}
-    doc = document.load(str(out))
+    doc = reader.load(str(out))
     rows = {r["size"]: r for r in doc["results"]}
     assert set(rows) == set(printed) and 65536 in rows, text
     for size, usec in printed.items():

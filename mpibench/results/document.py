@@ -1,11 +1,11 @@
-"""Reading a results JSON back (for report, compare): validated, or one clear error.
+"""The results document: a new one, and one read back validated, or one clear error.
 
     doc = resultsfile.load("results.json")      # UsageError naming the file and the problem
     for row, mode, m in resultsfile.measurements(doc):
         print(row["collective"], row["size"], mode, m["busbw_GBps"])
 
 A results file may come from anywhere (another cluster, a colleague, a broken job), so
-load() trusts nothing: it refuses files over MAX_BYTES, input that is not UTF-8 JSON,
+reader.load() trusts nothing: it refuses files over MAX_BYTES, input that is not UTF-8 JSON,
 NaN/Infinity, duplicate keys, nesting deeper than MAX_DEPTH, and any field of the wrong
 type or with an absurd value. Fields it does not know are kept as they are (newer
 versions may add some). A file from a run that did not finish ("complete": false) is
@@ -15,12 +15,10 @@ import argparse
 import datetime
 import json
 import math
-import os
 import re
-from typing import Any, Dict, Iterator, List, NoReturn, Optional, Tuple, Union, cast
+from typing import Any, Dict, Iterator, List, NoReturn, Optional, Tuple, cast
 
 from .. import __version__
-from ..errors import UsageError
 from ..measure.modes import MODES
 from ..measure.row import Figures, Row
 from . import schema
@@ -60,51 +58,7 @@ def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None) -> Document:
-    """The validated results document in PATH (a dict), or UsageError. collective: the
-    collective of printed tables that do not name theirs (--collective)."""
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_BYTES:
-                raise Bad(f"{size} bytes, over the {MAX_BYTES >> 20} MiB limit for a results file")
-            data = f.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise Bad(f"over the {MAX_BYTES >> 20} MiB limit for a results file")
-        return validate(_read(data, collective, path))
-    except Bad as exc:
-        raise UsageError(f"results file {path}: {exc}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read results file {path}: {exc.strerror or exc}") from None
-
-
-def _read(data: bytes, collective: Optional[str] = None, path: Any = None) -> Any:
-    """A results document from the bytes of a file: mpibench's JSON, nccl-tests' (or
-    mpibench's) printed output or nccl-tests' -J JSON, or NetPIPE's printed output, turned
-    into one (path: the file's, whose name may name a printed table's collective)."""
-    from . import nccllogs, nccltests, netpipe
-    text = _text(data)
-    try:
-        if not text.lstrip()[:1] == "{" and netpipe.looks_like_text(text) \
-                and not nccllogs.looks_like_text(text):
-            return netpipe.parse_text(text)
-    except nccltests.Unreadable as exc:
-        raise Bad(f"NetPIPE output: {exc}") from None
-    try:
-        if not text.lstrip()[:1] == "{" and nccllogs.looks_like_text(text):
-            return nccllogs.parse_text(text, collective, path)
-        try:
-            doc = parse(data)
-        except Bad:
-            doc = mend(text)
-            if doc is None:
-                raise
-        return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
-    except nccltests.Unreadable as exc:
-        raise Bad(f"nccl-tests output: {exc}") from None
-
-
-def _text(data: bytes) -> str:
+def utf8(data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -118,7 +72,7 @@ def finite(x: Any, low: float = -math.inf) -> bool:
 
 def parse(data: bytes) -> Any:
     """bytes -> JSON value, refusing NaN/Infinity, duplicate keys and deep nesting."""
-    text = _text(data)
+    text = utf8(data)
     _check_depth(text)
     try:
         return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)

@@ -1,21 +1,35 @@
 """Saved results files, as report, compare, plot, sweep and predict read them.
 
-load() is the one place a file is read: document.load() refuses anything that is not
-a results document (UsageError naming the file, never a traceback), so the commands may
-trust every field they touch.
+load() is the one place a file is read: it refuses anything that is not a results
+document (UsageError naming the file, never a traceback), so the commands may trust every
+field they touch. The readers of other tools' output (nccllogs, nccltests, netpipe) turn
+theirs into one; the document module validates it.
 """
-
-from typing import Any, Dict, List
+import os
+from typing import Any, Dict, List, Optional, Union
 
 from ..errors import UsageError
 from ..measure.modes import MODES
-from . import document
+from . import document, nccllogs, nccltests, netpipe, schema
 
 
-def load(path, collective=None):
-    """The results document in path (a dict with a 'results' list of rows); collective:
-    what printed tables that do not name their collective hold (--collective)."""
-    doc = document.load(path, collective)
+def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None) -> Any:
+    """The validated results document in PATH (a dict), or UsageError. collective: the
+    collective of printed tables that do not name theirs (--collective)."""
+    over = f"over the {document.MAX_BYTES >> 20} MiB limit for a results file"
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > document.MAX_BYTES:
+                raise schema.Bad(f"{size} bytes, {over}")
+            data = f.read(document.MAX_BYTES + 1)
+        if len(data) > document.MAX_BYTES:
+            raise schema.Bad(over)
+        doc = document.validate(parse_bytes(data, collective, path))
+    except schema.Bad as exc:
+        raise UsageError(f"results file {path}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read results file {path}: {exc.strerror or exc}") from None
     if doc.get("command") == "train" and "train" not in doc:
         raise UsageError(f"results file {path}: no 'train' part (not a train result)")
     for i, row in enumerate(doc["results"]):
@@ -24,6 +38,31 @@ def load(path, collective=None):
             if m is not None and not m["time_us"] > 0:
                 raise UsageError(f"results file {path}: results[{i}].{mode}.time_us is 0")
     return doc
+
+
+def parse_bytes(data: bytes, collective: Optional[str] = None, path: Any = None) -> Any:
+    """A results document from the bytes of a file: mpibench's JSON, nccl-tests' (or
+    mpibench's) printed output or nccl-tests' -J JSON, or NetPIPE's printed output, turned
+    into one (path: the file's, whose name may name a printed table's collective)."""
+    text = document.utf8(data)
+    try:
+        if not text.lstrip()[:1] == "{" and netpipe.looks_like_text(text) \
+                and not nccllogs.looks_like_text(text):
+            return netpipe.parse_text(text)
+    except nccltests.Unreadable as exc:
+        raise schema.Bad(f"NetPIPE output: {exc}") from None
+    try:
+        if not text.lstrip()[:1] == "{" and nccllogs.looks_like_text(text):
+            return nccllogs.parse_text(text, collective, path)
+        try:
+            doc = document.parse(data)
+        except schema.Bad:
+            doc = document.mend(text)
+            if doc is None:
+                raise
+        return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
+    except nccltests.Unreadable as exc:
+        raise schema.Bad(f"nccl-tests output: {exc}") from None
 
 
 # ---- what the commands ask of a row ----

@@ -11,7 +11,7 @@ from ..measure.row import MAX_RANKS, Range, Row
 
 
 class Bad(Exception):
-    """A problem at a place in the document (turned into one UsageError by document.load)."""
+    """A problem at a place in the document (turned into one UsageError by reader.load)."""
 
 
 class RankFigures(TypedDict):
