@@ -14,7 +14,7 @@ def intro(out, size, nrounds, iters):
 
 
 def p2p_header(out, args, nranks, nhosts, backend, launcher, size, rounds):
-    who = "every rank" if args.ranks else "one rank per host, the lowest on each"
+    who = "every rank" if args.every_rank else "one rank per host, the lowest on each"
     out.say(f"# mpibench p2p: {nranks} ranks on {nhosts} host{'s' if nhosts != 1 else ''} "
             f"take part ({who}), backend {backend}, launcher {launcher}")
     out.say(f"# bandwidth at {format_size(size)}: {args.iters} transfers per link after "
