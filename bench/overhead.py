@@ -92,7 +92,7 @@ class Case:
 
     def mpibench(self, iters, warmup):
         self.plan.iters, self.plan.warmup = iters, warmup
-        seconds, _, _, _ = self.engine._measure(self.coll, self.send_t, self.recv_t, self.c,
+        seconds, _, _, _ = self.engine.measure(self.coll, self.send_t, self.recv_t, self.c,
                                              self.mode, self.ctx, 0)
         return seconds
 
