@@ -146,6 +146,10 @@ class Watchdog(NullWatch):
         """Stop watching (end of the command); signals go back to what they were."""
         self.deadline = None
         self._stop = True
+        try:
+            os.write(self._wfd, b"\0")        # wake the thread now, not at its next poll
+        except OSError:
+            pass
         self._thread.join(timeout=2 * IDLE_POLL + 1)
         if self._saved is not None and threading.current_thread() is threading.main_thread():
             old_fd, handlers = self._saved
