@@ -20,6 +20,13 @@ MPIRUN = os.path.join(VENV, "bin", "mpirun")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "launch"))       # fakecluster, slurm's recipes
 
+# Open MPI's libfabric transport (btl ofi) spends a second of every MPI_Init probing for
+# a fabric this machine does not have; the tests' jobs leave it out, as a site's MCA
+# settings would (on namespace hosts too: mpirun passes OMPI_MCA_ variables on).
+MCA = {"OMPI_MCA_btl": "^ofi"}
+for _k, _v in MCA.items():
+    os.environ.setdefault(_k, _v)
+
 # Every rank of every job imports mpibench and torch: where the environment turns bytecode
 # caching off (PYTHONDONTWRITEBYTECODE), each would compile them again. The tests' children
 # cache it outside the checkout.
@@ -41,7 +48,7 @@ def base_env(env=None):
     a test fault switch given (MPIBENCH_FAULT) is honoured (MPIBENCH_TESTING=1, unless given)."""
     out = {k: v for k, v in os.environ.items()
            if not k.startswith(_LAUNCHER_PREFIXES) and k not in _LAUNCHER_NAMES}
-    out.update(OMP_NUM_THREADS="1", MPIBENCH_INIT_TIMEOUT="30", PYTHONUNBUFFERED="1")
+    out.update(MCA, OMP_NUM_THREADS="1", MPIBENCH_INIT_TIMEOUT="30", PYTHONUNBUFFERED="1")
     out.update(env or {})
     return switches_honoured(out)
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("procs")
 
 VERDICT = re.compile(r"^mpibench-verdict: exit=(\d+) status=(\w+) command=([\w-]+)$")
 # Runs of each case in a row in the suite; more by hand with MPIBENCH_EXIT_REPS=N.
-REPS = int(os.environ.get("MPIBENCH_EXIT_REPS", "2"))
+REPS = int(os.environ.get("MPIBENCH_EXIT_REPS", "1"))
 
 
 def verdict(stdout):

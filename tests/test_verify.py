@@ -206,7 +206,7 @@ def _trees(tmp_path, mbps):
 # at 1 Gbit/s is CPU-bound, and in one run mpibench's loop took 1.25x the bare loop's at
 # 4 MiB (95% interval 1.10-1.35 over 30 pairs of rounds); what must not happen is a FAIL
 # of the correct harness. The early-timer tests show the check failing where the timer
-# is really wrong.
+# is really wrong; here no rounds beyond --rounds (--budget 0).
 @ROOT_ONLY
 @pytest.mark.usefixtures("hosts")
 @pytest.mark.parametrize("rate,gbit,same", [("200mbit", 0.2, []), ("1gbit", 1.0, ["--same-mpi"])])
@@ -219,7 +219,7 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
                                "--mca", "plm_rsh_agent", str(c.agent), "--out", str(outdir),
                                *same, "-b", "2M", "-e", "4M", "-n", "5", "-w", "1", "--",
                                "--sizes", "256K,4M", *QUICK, "--timer-tolerance", "0.15",
-                               "--iperf-seconds", "2",
+                               "--budget", "0", "--iperf-seconds", "2",
                                "--sys-root", root],
                         env=base_env({"MPIBENCH_PYTHON": PYTHON}), timeout=400)
         c._kill_strays()
