@@ -30,10 +30,12 @@ for _k, _v in MCA.items():
 # Every rank of every job imports mpibench and torch: where the environment turns bytecode
 # caching off (PYTHONDONTWRITEBYTECODE), each would compile them again. The tests' children
 # cache it outside the checkout.
+# What the tests keep between runs (make test-deps puts MPICH there too).
+CACHE = os.environ.get("MPIBENCH_TEST_CACHE", os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache")),
+    "mpibench-tests"))
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(
-    os.environ.get("MPIBENCH_TEST_CACHE", os.path.join(os.path.expanduser("~"), ".cache",
-                                                       "mpibench-tests")), "pycache"))
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(CACHE, "pycache"))
 
 # Variables a launcher (or a user) may have left in the test's own environment; any of
 # them would change what launcher.detect() sees in the child processes.
@@ -173,6 +175,7 @@ def show(done):
 # fixture -> marker, the widest first; a test that takes none is pure logic (marker `logic`)
 # and may start no process at all (pytest_runtest_protocol holds it to that).
 PARTS = (("slurm", "slurm"), ("hosts", "hosts"), ("procs", "mpi"))
+ORDER = ("logic", *(m for _, m in reversed(PARTS)))        # as the summary lists them
 
 
 def hosts_missing():
@@ -247,4 +250,4 @@ def pytest_terminal_summary(terminalreporter):
     if _PART_TIMES:
         terminalreporter.write_line("parts: " + "; ".join(
             f"{part} {t[1]} tests {t[0] / 60:.1f} min" for part, t in
-            sorted(_PART_TIMES.items(), key=lambda x: ("logic", "mpi", "hosts", "slurm").index(x[0]))))
+            sorted(_PART_TIMES.items(), key=lambda x: ORDER.index(x[0]))))

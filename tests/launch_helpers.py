@@ -14,15 +14,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "launch"))
+import conftest  # noqa: E402
 from conftest import switches_honoured  # noqa: E402
-from slurmcluster import apt_install  # noqa: E402
+from slurmcluster import require_debs  # noqa: E402
 
 VENV = Path(os.environ.get("MPIBENCH_VENV", sys.prefix))
 PY = VENV / "bin" / "python"
 LAUNCH = ROOT / "launch"
-CACHE = Path(os.environ.get("MPIBENCH_TEST_CACHE",
-                            Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                            / "mpibench-tests"))
+CACHE = Path(conftest.CACHE)
 DEBIAN_MPIRUN = "/usr/bin/mpirun.openmpi"
 
 # A run that finishes in seconds but still gathers, checks and prints the per-host table.
@@ -78,7 +77,7 @@ def ensure_openmpi4():
     def missing():
         return [p for p, ok in (("openmpi-bin", os.access(DEBIAN_MPIRUN, os.X_OK)),
                                 ("libopenmpi3", debian_libmpi())) if not ok]
-    apt_install(["openmpi-bin"], missing)
+    require_debs(["openmpi-bin"], missing)
     return DEBIAN_MPIRUN, debian_libmpi()
 
 

@@ -39,18 +39,17 @@ def slurm_missing() -> list[str]:
     return missing
 
 
-def apt_install(packages: list[str], missing, timeout: float = 600) -> float:
-    """0.0 when missing() is empty; RuntimeError naming them otherwise. Tests install
+def require_debs(packages: list[str], missing) -> None:
+    """RuntimeError naming what missing() lists, unless it is empty. Tests install
     nothing: `make test-deps` installs every system package they use."""
     if missing():
         raise RuntimeError(f"missing {', '.join(missing())}: `make test-deps` installs "
                            f"the Debian packages {' '.join(packages)}")
-    return 0.0
 
 
-def ensure_slurm(timeout: float = 600) -> float:
+def require_slurm() -> None:
     """slurm-wlm, munge and libpmix-dev are there (RuntimeError otherwise)."""
-    return apt_install(APT_PACKAGES, slurm_missing, timeout)
+    require_debs(APT_PACKAGES, slurm_missing)
 
 
 _CONF = """\
@@ -102,12 +101,10 @@ class SlurmCluster:
     inside the first node, where the controller's address is reachable.
     """
 
-    def __init__(self, nodes: int = 2, cpus: int = 4, start_timeout: float = 30,
-                 install: bool = True):
+    def __init__(self, nodes: int = 2, cpus: int = 4, start_timeout: float = 30):
         self.nodes = nodes
         self.cpus = cpus
         self.start_timeout = start_timeout
-        self.install = install
         self.fc = FakeCluster(hosts=nodes)
         self.timings: dict[str, float] = {}
         self.dir: Path | None = None
@@ -133,10 +130,7 @@ class SlurmCluster:
         return self.fc.hosts
 
     def start(self) -> "SlurmCluster":
-        if self.install:
-            self.timings["install_s"] = ensure_slurm()
-        elif slurm_missing():
-            raise RuntimeError(f"SLURM missing: {', '.join(slurm_missing())}")
+        require_slurm()
         t0 = time.monotonic()
         self.fc.up()
         try:
@@ -254,9 +248,9 @@ class SlurmCluster:
 
 @contextmanager
 def cluster_or_skip(skip, **kw):
-    """A started SlurmCluster(**kw); calls skip(reason) when SLURM cannot be installed."""
+    """A started SlurmCluster(**kw); calls skip(reason) when SLURM is not installed."""
     try:
-        ensure_slurm()
+        require_slurm()
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         skip(f"SLURM not available: {e}")
     with SlurmCluster(**kw) as sc:

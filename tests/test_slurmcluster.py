@@ -86,7 +86,7 @@ def test_pip_openmpi5_mpirun_inside_allocation(slurm):
 
 def test_teardown_kills_daemons_and_namespaces(slurm):
     try:
-        slurmcluster.ensure_slurm()
+        slurmcluster.require_slurm()
     except RuntimeError as e:
         pytest.skip(str(e))
     sc = SlurmCluster(nodes=1, cpus=2)

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import PYTHON, base_env, check_usage_error, mpirun, run, show
-from launch_helpers import LAUNCH, apt_install
+from launch_helpers import LAUNCH, require_debs
 from mpibench.diagnose import iperf, verdicts
 from mpibench.results import reader
 from test_diagnosis import make_tree
@@ -33,7 +33,7 @@ def _peers_missing():
 def peers(procs):
     """iperf3 and NetPIPE (with Debian's Open MPI 4 it runs under): `make test-deps`."""
     try:
-        apt_install(PEER_PACKAGES, _peers_missing)
+        require_debs(PEER_PACKAGES, _peers_missing)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"iperf3 / netpipe-openmpi: {exc}")
 
