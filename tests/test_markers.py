@@ -1,5 +1,6 @@
 """The parts of the suite: a test's marker follows the fixture it takes (procs, hosts, slurm;
 none: logic), and a logic test that starts a process fails, saying which fixture to take."""
+import os
 import subprocess
 
 import pytest
@@ -12,20 +13,49 @@ FILES = ["tests/test_fakecluster.py", "tests/test_run.py", "tests/test_slurm.py"
          "tests/gpu/test_gpu_one.py", "tests/gpu/test_gpu_multi.py", "tests/test_layout.py"]
 
 
-def collected(expr):
+PARTS = ("logic", "mpi", "hosts", "slurm")
+
+# One collection of FILES, selecting every part with -m; a plugin writes each test that -m
+# selected with its markers, and each that it left out.
+REPORT = """import os
+def pytest_deselected(items):
+    with open(os.environ["MARKERS_OUT"], "a") as f:
+        f.writelines(f"{item.nodeid} deselected\\n" for item in items)
+def pytest_collection_finish(session):
+    with open(os.environ["MARKERS_OUT"], "a") as f:
+        for item in session.items:
+            f.write(item.nodeid + " " + " ".join(m.name for m in item.iter_markers()) + "\\n")
+"""
+
+
+def collected(tmp_path):
+    """{test (no parameters): the markers of each of its cases}, as collected with
+    --strict-markers and selected by `-m logic or mpi or hosts or slurm`."""
+    (tmp_path / "markers_report.py").write_text(REPORT)
+    out = tmp_path / "markers.txt"
+    env = dict(os.environ, MARKERS_OUT=str(out),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([PYTHON, "-m", "pytest", "--collect-only", "-q", "--strict-markers",
-                           "-p", "no:cacheprovider", "-m", expr] + FILES,
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert done.returncode in (0, 5), done.stdout + done.stderr    # 5: nothing selected
-    return {line.split("::")[0] + "::" + line.split("::")[1].split("[")[0]
-            for line in done.stdout.splitlines() if "::" in line}
+                           "-p", "no:cacheprovider", "-p", "markers_report",
+                           "-m", " or ".join(PARTS)] + FILES,
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tests = {}
+    for line in out.read_text().splitlines():
+        nodeid, *markers = line.split()
+        test = nodeid.split("::")[0] + "::" + nodeid.split("::")[1].split("[")[0]
+        tests.setdefault(test, []).append(set(markers))
+    return tests
 
 
-def test_each_test_is_in_one_part_by_its_fixture():
-    parts = {m: collected(m) for m in ("logic", "mpi", "hosts", "slurm")}
-    every = collected("logic or mpi or hosts or slurm or not (logic or mpi or hosts or slurm)")
+def test_each_test_is_in_one_part_by_its_fixture(tmp_path):
+    tests = collected(tmp_path)
+    assert not [t for t, cases in tests.items() if {"deselected"} in cases]   # none partless
+    every = set(tests)
+    parts = {m: {t for t, cases in tests.items() if any(m in c for c in cases)} for m in PARTS}
     assert set().union(*parts.values()) == every
     assert sum(map(len, parts.values())) == len(every)          # one part each
+    assert all(len(c & set(PARTS)) == 1 for cases in tests.values() for c in cases)
     assert "tests/test_run.py::test_fnum_prints_as_nccl_tests_printed" in parts["logic"]
     assert "tests/test_run.py::test_per_host_table_names_the_hosts" in parts["hosts"]
     assert "tests/test_run.py::test_bad_input" in parts["mpi"]
@@ -34,7 +64,7 @@ def test_each_test_is_in_one_part_by_its_fixture():
         {"tests/gpu/test_gpu_multi.py::test_two_namespace_hosts_of_two_gpus"}
     assert all(t.startswith("tests/test_layout.py") for t in parts["logic"]
                if "layout" in t) and not any("layout" in t for t in parts["mpi"])
-    gpu = collected("gpu")
+    gpu = {t for t, cases in tests.items() if any("gpu" in c for c in cases)}
     assert gpu and all(t.startswith("tests/gpu/") for t in gpu)
 
 
