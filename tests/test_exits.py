@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -131,11 +132,21 @@ def test_verdict_is_the_last_line_while_another_thread_still_prints():
     assert len(lines) > 2 and lines[-2].startswith("row ") and "mpibench-verdict" not in lines[-2]
 
 
+@pytest.fixture(scope="module")
+def stopped_runs(procs):
+    """Every command of STOPPED, three jobs at a time: each mostly waits out its timeout."""
+    def one(command):
+        args, step = STOPPED[command]
+        return mpirun(2, [*args, "--timeout", "4"], env={"MPIBENCH_FAULT": f"stop:1:{step}"},
+                      timeout=120)
+    with ThreadPoolExecutor(3) as pool:
+        return dict(zip(STOPPED, pool.map(one, STOPPED)))
+
+
 @pytest.mark.parametrize("command", list(STOPPED))
-def test_command_with_a_stopped_rank_ends_naming_it(command, tmp_path):
-    args, step = STOPPED[command]
-    done = mpirun(2, [*args, "--timeout", "4"], env={"MPIBENCH_FAULT": f"stop:1:{step}"},
-                  timeout=120)
+def test_command_with_a_stopped_rank_ends_naming_it(command, stopped_runs):
+    step = STOPPED[command][1]
+    done = stopped_runs[command]
     assert done.returncode == 124, show(done)
     assert re.search(r"rank 1 \(host \S+\): no answer within \d+ s \(stopped, dead, or stuck\) in "
                      + re.escape(step), done.stderr), show(done)
