@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -148,19 +149,35 @@ def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
     assert time.monotonic() - last_row < 4 + 10 + SLACK
 
 
-@pytest.mark.parametrize("victim", [1, 0])
-@pytest.mark.usefixtures("procs")
-def test_stopped_rank_is_named(job, tmp_path, victim):
-    out = tmp_path / "r.json"
-    j = job([*SLOW, "--timeout", "6", "--json", str(out)], np=2)
-    j.wait_row()
-    stopped = time.monotonic()
-    os.kill(j.pids[victim], signal.SIGSTOP)
-    rc = j.end(6 + 2 + SLACK)
+VICTIMS = (1, 0)
+
+
+@pytest.fixture(scope="module")
+def stopped_jobs(procs, tmp_path_factory):
+    """{victim: (its job, exit code, seconds from the stop to the end, the results file)}:
+    both jobs at once, as each mostly waits out its timeout with a rank stopped."""
+    def one(victim):
+        out = tmp_path_factory.mktemp(f"stopped{victim}") / "r.json"
+        j = Job([*SLOW, "--timeout", "6", "--json", str(out)], np=2)
+        try:
+            j.wait_row()
+            stopped = time.monotonic()
+            os.kill(j.pids[victim], signal.SIGSTOP)
+            rc = j.end(6 + 2 + SLACK)
+            return j, rc, time.monotonic() - stopped, out
+        finally:
+            j.kill()
+    with ThreadPoolExecutor(len(VICTIMS)) as pool:
+        return dict(zip(VICTIMS, pool.map(one, VICTIMS)))
+
+
+@pytest.mark.parametrize("victim", VICTIMS)
+def test_stopped_rank_is_named(stopped_jobs, victim):
+    j, rc, seconds, out = stopped_jobs[victim]
     assert rc == 124, j.stderr
     assert re.search(rf"rank {victim} \(host \S+\): no answer within", j.stderr), j.stderr
     assert j.stderr.count("never arrived") == 1, j.stderr
-    assert time.monotonic() - stopped < 6 + 2 + SLACK
+    assert seconds < 6 + 2 + SLACK
     doc, sizes = rows_in(out)
     assert not doc["complete"] and sizes
     if victim == 0:
