@@ -258,12 +258,14 @@ def test_verify_sh_on_two_hosts_passes_with_iperf3_and_netpipe(peers, rate, gbit
 @ROOT_ONLY
 @pytest.mark.usefixtures("hosts")
 def test_an_early_timer_fails_the_plausibility_check(tmp_path):
+    # A timer stopping at 1/100 makes busbw 100 times what the link carries: at 1 Gbit/s
+    # far past the hosts' 10 Gbit/s (their veths' speed), and the rounds take seconds.
     root = _trees(tmp_path, 10000)
     out = tmp_path / "v.json"
     argv = [PYTHON, "-m", "mpibench", "verify", "--sizes", "1M", "--rounds", "22", "-n", "3",
             "-w", "1", "--budget", "0", "--iperf-seconds", "0", "--sys-root", root, "--json",
             str(out)]
-    with FakeCluster(hosts=2, rates="200mbit") as c:
+    with FakeCluster(hosts=2, rates="1gbit") as c:
         done = c.mpirun(argv, ppn=1, env=base_env({"MPIBENCH_FAULT": "early:0:100,early:1:100"}),
                         timeout=180)
     assert done.returncode == 1, show(done)
