@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -94,6 +95,13 @@ def mpirun(np, args, env=None, timeout=90, mpi4py=False):
         if done.stdout or not any(text in done.stderr for text in LAUNCH_FAILURES):
             return done
     return done
+
+
+def at_once(fn, items, workers=3):
+    """[fn(item) for item in items], `workers` at a time: for jobs that mostly wait (for
+    their ranks' imports, a timeout, rank 0 leaving last after the others' exits)."""
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
 
 
 def lone(args, env=None, timeout=60):

@@ -10,12 +10,11 @@ the per-iteration figures relate to each other and to the row's time.
 import json
 import re
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 
-from conftest import mpirun, show
+from conftest import at_once, mpirun, show
 from mpibench.measure import looptrace
 from mpibench.measure.backends import timing
 
@@ -41,8 +40,7 @@ def jobs(procs, tmp_path_factory):
                       env={"MPIBENCH_TRACE_LOOPS": "1"}, timeout=240)
         assert done.returncode == 0, show(done)
         return done, json.loads(path.read_text()), TRACE.findall(done.stderr)
-    with ThreadPoolExecutor(3) as pool:
-        return dict(zip(JOBS, pool.map(one, JOBS)))
+    return dict(zip(JOBS, at_once(one, JOBS)))
 
 
 @pytest.mark.parametrize("np, z", JOBS)

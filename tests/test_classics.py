@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import lone, mpibench_lines, mpirun, show
+from conftest import at_once, lone, mpibench_lines, mpirun, show
 from mpibench.measure.dtypes import DTYPES
 
 pytestmark = pytest.mark.usefixtures("procs")
@@ -166,9 +166,16 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("args,message", BAD, ids=[" ".join(a) for a, _ in BAD])
-def test_bad_input_one_line_exit_2(args, message):
-    done = mpirun(2, args, timeout=60)
+@pytest.fixture(scope="module")
+def bad_runs(procs):
+    """Every bad input, three jobs at a time (each mostly waits)."""
+    return at_once(lambda args: mpirun(2, args, timeout=60), [a for a, _ in BAD])
+
+
+@pytest.mark.parametrize("case", range(len(BAD)), ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input_one_line_exit_2(bad_runs, case):
+    message = BAD[case][1]
+    done = bad_runs[case]
     assert done.returncode == 2, show(done)
     lines = mpibench_lines(done.stderr)
     assert len(lines) == 1 and message in lines[0], show(done)

@@ -8,12 +8,11 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, ROOT, base_env, lone, mpibench_lines, mpirun, show
+from conftest import PYTHON, ROOT, at_once, base_env, lone, mpibench_lines, mpirun, show
 
 sys.path.insert(0, str(Path(ROOT) / "launch"))
 import fakecluster  # noqa: E402
@@ -139,8 +138,7 @@ def stopped_runs(procs):
         args, step = STOPPED[command]
         return mpirun(2, [*args, "--timeout", "4"], env={"MPIBENCH_FAULT": f"stop:1:{step}"},
                       timeout=120)
-    with ThreadPoolExecutor(3) as pool:
-        return dict(zip(STOPPED, pool.map(one, STOPPED)))
+    return dict(zip(STOPPED, at_once(one, STOPPED)))
 
 
 @pytest.mark.parametrize("command", list(STOPPED))

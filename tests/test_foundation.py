@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from conftest import MPIRUN, check_usage_error, lone, mpibench_lines, mpirun, run, show, torchrun
+from conftest import MPIRUN, at_once, check_usage_error, lone, mpibench_lines, mpirun, run, show, torchrun
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("procs")]
 
@@ -90,8 +90,8 @@ def test_options_without_a_command_run_the_benchmark():
     (["info", "--timeout", "0"], "--timeout"),
 ], ids=["command", "option", "option-no-command", "backend-name", "timeout"])
 def test_parse_error(args, words):
-    for _ in range(3):
-        check_usage_error(mpirun(2, args), words, seconds=15)
+    for done in at_once(lambda _: mpirun(2, args), range(3)):
+        check_usage_error(done, words, seconds=15)
 
 
 def test_nccl_without_cuda():

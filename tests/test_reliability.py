@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from mpibench import resultsfile
 from mpibench.errors import UsageError
 from mpibench.results import document
-from conftest import switches_honoured
+from conftest import at_once, switches_honoured
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -167,8 +166,7 @@ def stopped_jobs(procs, tmp_path_factory):
             return j, rc, time.monotonic() - stopped, out
         finally:
             j.kill()
-    with ThreadPoolExecutor(len(VICTIMS)) as pool:
-        return dict(zip(VICTIMS, pool.map(one, VICTIMS)))
+    return dict(zip(VICTIMS, at_once(one, VICTIMS, len(VICTIMS))))
 
 
 @pytest.mark.parametrize("victim", VICTIMS)

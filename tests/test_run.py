@@ -13,14 +13,13 @@ import socket
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "launch"))
 import fakecluster  # noqa: E402
-from conftest import (MPIRUN, PYTHON, base_env, check_usage_error, lone,  # noqa: E402
+from conftest import (MPIRUN, PYTHON, at_once, base_env, check_usage_error, lone,  # noqa: E402
                       mpibench_lines, mpirun, mpirun_killed, session_pids, show)
 
 from mpibench.diagnose import stragglers  # noqa: E402
@@ -475,8 +474,7 @@ def bad_runs(procs):
         if "--collectives" not in args:
             args = ["--collectives", "all_reduce", "-e", "1K"] + args
         return mpirun(2, args, timeout=120)
-    with ThreadPoolExecutor(3) as pool:
-        return list(pool.map(one, [b[0] for b in BAD]))
+    return at_once(one, [b[0] for b in BAD])
 
 
 @pytest.mark.parametrize("case", range(len(BAD)), ids=[" ".join(b[0]) for b in BAD])

@@ -9,14 +9,13 @@ import os
 import socket
 import statistics
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "launch"))
 import fakecluster  # noqa: E402
-from conftest import (MPIRUN, PYTHON, base_env, check_usage_error, lone,  # noqa: E402
+from conftest import (MPIRUN, PYTHON, at_once, base_env, check_usage_error, lone,  # noqa: E402
                       mpibench_lines, mpirun, mpirun_killed, show)
 
 from mpibench.measure.training import fsdp_unsupported  # noqa: E402
@@ -216,9 +215,7 @@ def bad_runs(ddp, tmp_path_factory):
          "(layers 2, hidden 256, heads 4, seq 128, vocab 4096)"),
     ]
     cases = BAD + baselines
-    with ThreadPoolExecutor(3) as pool:
-        done = list(pool.map(lambda c: mpirun(2, ["train"] + c[0], timeout=120), cases))
-    return list(zip(cases, done))
+    return list(zip(cases, at_once(lambda c: mpirun(2, ["train"] + c[0], timeout=120), cases)))
 
 
 @pytest.mark.parametrize("case", range(len(BAD) + 2))
