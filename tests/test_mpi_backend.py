@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import lone, mpibench_lines, mpirun, show
+from conftest import at_once, lone, mpibench_lines, mpirun, show
 from mpibench.commands.common import options as cli
 
 SMALL = ["-b", "64", "-e", "16K", "-f", "16", "-n", "2", "-w", "1", "--probe-iters", "0"]
@@ -101,16 +101,25 @@ def test_gloo_and_mpi_side_by_side(tmp_path):
         assert float(line.split()[-1]) == pytest.approx(c["busbw_ratio"], abs=0.006)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["-d", "float16"], "MPI has no standard float16 datatype"),
-    (["-o", "avg"], "MPI has no average op"),
-    (["--backend", "gloo,nccl"], "one torch backend per job"),
-    (["--backend", "mpi,mpi"], "distinct backends"),
-], ids=["float16", "avg", "two-torch", "twice"])
-@pytest.mark.usefixtures("procs")
-def test_bad_mpi_input_one_line_exit_2(args, message):
-    base = ["run", "--backend", "mpi"] if "--backend" not in args else ["run"]
-    done = mpirun(2, base + args + SMALL, timeout=60)
+BAD = [(["-d", "float16"], "MPI has no standard float16 datatype"),
+       (["-o", "avg"], "MPI has no average op"),
+       (["--backend", "gloo,nccl"], "one torch backend per job"),
+       (["--backend", "mpi,mpi"], "distinct backends")]
+
+
+@pytest.fixture(scope="module")
+def bad_runs(procs):
+    """Every bad input, three jobs at a time (each mostly waits)."""
+    def one(args):
+        base = ["run", "--backend", "mpi"] if "--backend" not in args else ["run"]
+        return mpirun(2, base + args + SMALL, timeout=60)
+    return at_once(one, [a for a, _ in BAD])
+
+
+@pytest.mark.parametrize("case", range(len(BAD)), ids=["float16", "avg", "two-torch", "twice"])
+def test_bad_mpi_input_one_line_exit_2(bad_runs, case):
+    message = BAD[case][1]
+    done = bad_runs[case]
     assert done.returncode == 2, show(done)
     lines = mpibench_lines(done.stderr)
     assert len(lines) == 1 and message in lines[0], show(done)
