@@ -184,15 +184,25 @@ def test_expect_file_seen_only_where_the_job_started(tmp_path):
     assert mpibench_lines(done.stderr) == ["mpibench: check FAILED: 3 hosts failed: h[1-3]"]
 
 
-@pytest.mark.parametrize("args", [["check", "-b", "64K", "-n", "1", "-w", "0", "--expect", "{f}"],
-                                  ["check", "-b", "64K", "-n", "1", "-w", "0", "--baseline", "{f}"],
-                                  ["train", "--steps", "1", "--warmup", "0", "--scale-from", "{f}"]],
-                         ids=["check --expect", "check --baseline", "train --scale-from"])
-def test_input_file_rank_0_cannot_read_is_one_line_and_exit_2(args, tmp_path):
-    f = tmp_path / "input.json"
+UNREADABLE = [["check", "-b", "64K", "-n", "1", "-w", "0", "--expect", "{f}"],
+              ["check", "-b", "64K", "-n", "1", "-w", "0", "--baseline", "{f}"],
+              ["train", "--steps", "1", "--warmup", "0", "--scale-from", "{f}"]]
+
+
+@pytest.fixture(scope="module")
+def unreadable_runs(procs, tmp_path_factory):
+    """(the input file, each job of UNREADABLE with rank 0 unable to read it), three at a time."""
+    f = tmp_path_factory.mktemp("unreadable") / "input.json"
     f.write_text(EXPECT_FAIL)
-    option = args[-2]
-    done = mpirun(2, [a.format(f=f) for a in args], env={"MPIBENCH_FAULT": "unreadable:0"})
+    return f, at_once(lambda args: mpirun(2, [a.format(f=f) for a in args],
+                                          env={"MPIBENCH_FAULT": "unreadable:0"}), UNREADABLE)
+
+
+@pytest.mark.parametrize("case", range(len(UNREADABLE)),
+                         ids=["check --expect", "check --baseline", "train --scale-from"])
+def test_input_file_rank_0_cannot_read_is_one_line_and_exit_2(unreadable_runs, case):
+    f, done = unreadable_runs[0], unreadable_runs[1][case]
+    option = UNREADABLE[case][-2]
     lines = mpibench_lines(done.stderr)
     assert done.returncode == 2, show(done)
     assert lines == [f"mpibench: cannot read {option} {f}: Permission denied "
