@@ -128,50 +128,54 @@ def rows_in(path):
 
 
 # ---- 1. hangs ----
-@pytest.mark.usefixtures("procs")
-def test_hanging_rank_is_named_and_results_kept(job, tmp_path):
-    out = tmp_path / "r.json"
-    j = job(["--collectives", "all_reduce", "-e", "4K", "--timeout", "4", "--json", str(out),
-             "--probe-iters", "0"], np=3, env={"MPIBENCH_FAULT": "hang:1:1K"})
-    j.wait_row()
-    rc = j.end(START)
+VICTIMS = (1, 0)      # the rank SIGSTOPped
+
+
+@pytest.fixture(scope="module")
+def hung_jobs(procs, tmp_path_factory):
+    """{"hang" or a stopped rank: (its job, exit code, seconds from its last row (hang) or
+    the stop to its end, its results file)}: the three jobs at once, as each mostly waits
+    out its timeout."""
+    def one(case):
+        out = tmp_path_factory.mktemp(f"hung{case}") / "r.json"
+        if case == "hang":
+            j = Job(["--collectives", "all_reduce", "-e", "4K", "--timeout", "4", "--json",
+                     str(out), "--probe-iters", "0"], np=3, env={"MPIBENCH_FAULT": "hang:1:1K"})
+        else:
+            j = Job([*SLOW, "--timeout", "6", "--json", str(out)], np=2)
+        try:
+            j.wait_row()
+            if case == "hang":
+                rc = j.end(START)
+                since = max(t for t, text in j.lines if ROW.match(text))
+            else:
+                since = time.monotonic()
+                os.kill(j.pids[case], signal.SIGSTOP)
+                rc = j.end(6 + 2 + SLACK)
+            return j, rc, time.monotonic() - since, out
+        finally:
+            j.kill()
+    cases = ("hang", *VICTIMS)
+    return dict(zip(cases, at_once(one, cases)))
+
+
+def test_hanging_rank_is_named_and_results_kept(hung_jobs):
+    j, rc, seconds, out = hung_jobs["hang"]
     assert rc == 124, j.stderr
     err = j.stderr
     assert "1 rank never arrived" in err
     assert re.search(r"rank 1 \(host \S+\): alive but still at all_reduce 1 KiB", err), err
     assert err.count("never arrived") == 1, err          # reported once
-    last_row = max(t for t, text in j.lines if ROW.match(text))
     assert j.p.returncode is not None
     doc, sizes = rows_in(out)
     assert not doc["complete"] and doc["incomplete"].startswith("timed out")
     assert sizes == [8, 16, 32, 64, 128, 256, 512]
-    assert time.monotonic() - last_row < 4 + 10 + SLACK
-
-
-VICTIMS = (1, 0)
-
-
-@pytest.fixture(scope="module")
-def stopped_jobs(procs, tmp_path_factory):
-    """{victim: (its job, exit code, seconds from the stop to the end, the results file)}:
-    both jobs at once, as each mostly waits out its timeout with a rank stopped."""
-    def one(victim):
-        out = tmp_path_factory.mktemp(f"stopped{victim}") / "r.json"
-        j = Job([*SLOW, "--timeout", "6", "--json", str(out)], np=2)
-        try:
-            j.wait_row()
-            stopped = time.monotonic()
-            os.kill(j.pids[victim], signal.SIGSTOP)
-            rc = j.end(6 + 2 + SLACK)
-            return j, rc, time.monotonic() - stopped, out
-        finally:
-            j.kill()
-    return dict(zip(VICTIMS, at_once(one, VICTIMS, len(VICTIMS))))
+    assert seconds < 4 + 10 + SLACK
 
 
 @pytest.mark.parametrize("victim", VICTIMS)
-def test_stopped_rank_is_named(stopped_jobs, victim):
-    j, rc, seconds, out = stopped_jobs[victim]
+def test_stopped_rank_is_named(hung_jobs, victim):
+    j, rc, seconds, out = hung_jobs[victim]
     assert rc == 124, j.stderr
     assert re.search(rf"rank {victim} \(host \S+\): no answer within", j.stderr), j.stderr
     assert j.stderr.count("never arrived") == 1, j.stderr
