@@ -8,12 +8,12 @@ aborts the whole job so that nothing hangs.
 """
 import argparse
 import os
+import socket
 import sys
 import time
 import traceback
 
 from . import __version__, commands
-from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
 from .commands.common import guard, options
 from .launch import bootstrap, launcher, verdict
@@ -62,17 +62,12 @@ exit codes:
 
 def command_groups():
     """The top-level help's command list, by group (a command in no group: 'other')."""
+    listed = {n for _, names in commands.GROUPS for n in names}
     lines = []
-    listed = set()
-    for title, names in commands.GROUPS:
-        names = [n for n in names if n in commands.NAMES]
-        listed.update(names)
-        lines.append(f"{title}:")
-        lines += [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
-    rest = [n for n in commands.NAMES if n not in listed]
-    if rest:
-        lines.append("other:")
-        lines += [f"  {n:<10s}{commands.load(n).HELP}" for n in rest]
+    for title, names in commands.GROUPS + (("other", commands.NAMES),):
+        names = [n for n in names if n in commands.NAMES and (title != "other" or n not in listed)]
+        if names:
+            lines += [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
     return "\n".join(lines)
 
 
@@ -146,7 +141,7 @@ def execute(place, name, args, argv=None):
     session = None
     comm = None
     try:
-        backend = torch_backend(getattr(args, "backend", ("auto",))) if mod.SESSION == "args" else None
+        backend = options.torch_backend(args.backend) if mod.SESSION == "args" else None
         timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
         link = bootstrap.connect(place)
         comm = link.comm       # held here: a failure before start() returns still aborts the job
@@ -191,8 +186,7 @@ def _execute_offline(mod, args):
 
 
 def _interrupted(place, comm, name):
-    """Ctrl-C before the watchdog took over the signals (during start-up): says so once,
-    aborts the other ranks; returns 130."""
+    """Ctrl-C during start-up, before the watchdog took the signals: said once, the job aborted."""
     if place.rank == 0:
         say("mpibench: interrupted")
         verdict.say(130, name)
@@ -205,7 +199,7 @@ def _failed(exc, place, session, comm, name):
     """An exception on this rank alone: names the rank and host (and the ranks gone
     silent, the likely cause); the lowest failed rank records the verdict and aborts the
     job, once for the job however many ranks fail; returns 1."""
-    where = session.where if session else f"rank {place.rank} (host {_host()})"
+    where = session.where if session else f"rank {place.rank} (host {socket.gethostname()})"
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     watch = session.watch if session is not None else None
     gone, reports = watch.fail() if watch else ([], True)
@@ -252,8 +246,3 @@ def end(session, comm, place, name, code):
     if session is not None:
         session.close()
     return comm.finish(code)
-
-
-def _host():
-    import socket
-    return socket.gethostname()

@@ -8,7 +8,6 @@ import sys
 import tempfile
 
 from ..diagnose import findings, hostfacts, nccllog, ncclprobe
-from ..errors import CheckFailed
 from ..launch import bootstrap, faults
 from ..results import doctortext as text
 from ..results.output import open_output
@@ -48,7 +47,7 @@ def execute(session, args):
     transports = nccl_check(session, args)
     session.watch.disarm()
     if session.rank != 0:
-        return verdict(session, None)
+        return guard.verdict(session, None)
     per_host, ranks = {}, {}
     for f in gathered:
         per_host.setdefault(f["host"], f)
@@ -74,7 +73,7 @@ def execute(session, args):
                     [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
                     "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
     out.finish()
-    return verdict(session, _failure(transports["errors"], errors))
+    return guard.verdict(session, _failure(transports["errors"], errors))
 
 
 def _failure(not_run, errors):
@@ -87,14 +86,6 @@ def _failure(not_run, errors):
         return (f"doctor found {errors} problem{'s' if errors != 1 else ''} that "
                 f"break{'s' if errors == 1 else ''} runs (ERROR above)")
     return None
-
-
-def verdict(session, failure):
-    """Every rank ends as rank 0 judged: exit 1 on a problem that breaks runs, else 0."""
-    failure = session.comm.bcast(failure, root=0)
-    if failure:
-        raise CheckFailed(failure)
-    return 0
 
 
 def nccl_check(session, args):

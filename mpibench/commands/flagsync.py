@@ -1,11 +1,10 @@
 """mpibench flagsync: what it costs to agree on a "done" flag, three ways."""
-from ..errors import CheckFailed
 from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.engine import tensor
 from ..results import classics
 from ..results.classics import INT64
-from .common import classic, options
+from .common import classic, guard, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
 DESCRIPTION = (
@@ -15,7 +14,6 @@ DESCRIPTION = (
     "call and the speedup of each over all_gather_object. Rank r's flag is r + 1, and every "
     "method must agree on the sum, n(n+1)/2.")
 SESSION = "args"
-
 
 
 def add_arguments(p):
@@ -57,7 +55,4 @@ def execute(session, args):
     session.watch.disarm()
     verdict = classics.flagsync(out, backend.name, [m[0] for m in methods], args.calls, args.warmup,
                                 records, gathered) if session.rank == 0 else None
-    verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
-    if verdict:
-        raise CheckFailed(verdict)
-    return 0
+    return guard.verdict(session, verdict)

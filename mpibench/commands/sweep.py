@@ -73,10 +73,6 @@ def settings(sets):
     return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in sets))]
 
 
-def setting_name(env):
-    return " ".join(f"{k}={v}" for k, v in env.items())
-
-
 def is_openmpi(launcher):
     """Open MPI's mpirun takes -x; ask it (MPICH's mpiexec has the same name)."""
     if os.path.basename(launcher) not in OPENMPI:
@@ -95,8 +91,7 @@ def launch_argv(command, env, json_path, openmpi):
 
 def run_one(argv, env, timeout, quiet):
     """Start one launch in its own process group; stop the group if it runs too long."""
-    child_env = dict(os.environ, **env)
-    proc = subprocess.Popen(argv, env=child_env, start_new_session=True,
+    proc = subprocess.Popen(argv, env=dict(os.environ, **env), start_new_session=True,
                             stdout=subprocess.DEVNULL if quiet else None)
     # The launch has its own process group (so a timeout can stop all of it): pass a
     # SIGTERM (scancel, kill) on to it as Ctrl-C is.
@@ -118,16 +113,15 @@ def _interrupt(signum, frame):
 
 
 def _stop(proc):
-    for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
+            proc.wait(timeout=5)
+            return
         except ProcessLookupError:
             return
-        try:
-            proc.wait(timeout=grace)
-            return
         except subprocess.TimeoutExpired:
-            continue
+            pass
 
 
 def parts_folder(merged_path):
@@ -147,7 +141,7 @@ def execute(session, args):
     sets = args.sets or list(DEFAULT_SETS)
     envs = settings(sets)
     swept = [n for n, _ in sets]
-    names = [setting_name(e) for e in envs]
+    names = [" ".join(f"{k}={v}" for k, v in e.items()) for e in envs]
     labels = {n: "/".join(e.values()) for n, e in zip(names, envs)}
     merged = ResultFile(args.json, render_json)
     folder = parts_folder(merged.path)
@@ -158,9 +152,9 @@ def execute(session, args):
     sweeptext.header(len(envs), swept, command, openmpi, merged.announcement(), folder)
     failed = 0
     for i, (name, env) in enumerate(zip(names, envs), 1):
-        path = os.path.join(folder, f"setting{i}.json")
-        sweeptext.setting(f"{i} of {len(envs)}", name)
-        part, ok = _one_setting(doc, name, env, path, args, command, openmpi, f"{i} of {len(envs)}")
+        path, which = os.path.join(folder, f"setting{i}.json"), f"{i} of {len(envs)}"
+        sweeptext.setting(which, name)
+        part, ok = _one_setting(doc, name, env, path, args, command, openmpi, which)
         failed += not ok
         merged.write(doc)
         if i == 1 and part is not None:

@@ -1,9 +1,10 @@
 """mpibench train: what the network costs a data-parallel training step."""
 import math
+from collections import Counter
 
 from ..diagnose import preamble, stragglers
 from ..diagnose.sink import Sink
-from ..errors import CheckFailed, Exit, UsageError
+from ..errors import Exit, UsageError
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP
 from ..measure import model
@@ -130,10 +131,11 @@ def execute(session, args):
     alone = _time_alone(session, backend, out, calls, args.alone_iters)
     session.watch.disarm()
     if session.rank != 0:
-        return _replicas_verdict(session, None)
-    train = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
-                     base, args)
-    return _replicas_verdict(session, train["replicas"])
+        return guard.verdict(session, None)
+    replicas = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
+                        base, args)["replicas"]
+    return guard.verdict(session, "FAILED: the replicas differ after synced steps (see "
+                                  "'replicas')" if replicas and not replicas["agree"] else None)
 
 
 def _header(session, out, backend, train, records, versions):
@@ -233,23 +235,12 @@ def _finite(x):
     return x if math.isfinite(x) else None
 
 
-def _replicas_verdict(session, replicas):
-    """Every rank ends the same way: exit 1 when the replicas disagree."""
-    bad = session.comm.bcast(bool(replicas) and not replicas["agree"], root=0)
-    if bad:
-        raise CheckFailed("FAILED: the replicas differ after synced steps (see 'replicas')")
-    return 0
-
-
 def _calls(trainer):
     """One step's collectives: [{"collective", "size", "count"}], sizes in bytes."""
-    calls = {}
-    for size in trainer.buckets():
-        key = ("all_reduce", size)
-        calls[key] = calls.get(key, 0) + 1
+    calls = Counter(("all_reduce", size) for size in trainer.buckets())
     for size, gathers in trainer.fsdp_units():
-        for key, count in ((("all_gather", size), gathers), (("reduce_scatter", size), 1)):
-            calls[key] = calls.get(key, 0) + count
+        calls["all_gather", size] += gathers
+        calls["reduce_scatter", size] += 1
     return [{"collective": c, "size": s, "count": n} for (c, s), n in calls.items()]
 
 
