@@ -1,10 +1,8 @@
 """Command line: parse on every rank alike, run the command, end every rank the same way.
 
-Parsing needs no communication: every rank parses the same argv, so a bad argument is
-printed once (by rank 0) and every rank exits 2 before torch or MPI is even loaded.
-After that, an Exit raised on all ranks together ends the job cleanly with its code;
-any other exception on any rank is reported once, naming that rank and host, and
-aborts the whole job so that nothing hangs.
+A bad argument is found by every rank alike: rank 0 says it, every rank exits 2 before torch
+or MPI loads. An Exit raised on all ranks ends the job cleanly with its code; any other
+exception is reported once, naming its rank and host, and aborts the job so nothing hangs.
 """
 import argparse
 import os
@@ -107,21 +105,17 @@ def parse(argv):
 def main(argv=None):
     global _RANK0
     argv = sys.argv[1:] if argv is None else argv
+    place = None
     try:
-        place = launcher.detect(os.environ)
-    except UsageError as exc:
-        say(error_line(exc))
-        verdict.say(2, _command_word(argv))
-        sys.exit(2)
-    _RANK0 = place.rank == 0
-    try:
+        place = launcher.detect(os.environ)     # no place: every rank says why
+        _RANK0 = place.rank == 0
         name, args = parse(argv)
     except UsageError as exc:
         if not _RANK0:     # every rank fails alike: rank 0 says it, and exits last
             sys.exit(0)
         say(error_line(exc))
         verdict.say(exc.code, _command_word(argv))
-        if place.size != 1:
+        if place is not None and place.size != 1:
             time.sleep(LAST_OUT)
         sys.exit(exc.code)
     sys.exit(execute(place, name, args, argv))
@@ -160,8 +154,13 @@ def execute(place, name, args, argv=None):
         if exc.code and comm is not None:
             comm.barrier()
         return end(session, comm, place, name, exc.code)
-    except KeyboardInterrupt:
-        return _interrupted(place, comm, name)
+    except KeyboardInterrupt:       # during start-up, before the watchdog took the signals
+        if place.rank == 0:
+            say("mpibench: interrupted")
+            verdict.say(130, name)
+        if comm is not None and comm.size > 1:
+            comm.abort(130)
+        return 130
     except BaseException as exc:
         return _failed(exc, place, session, comm, name)
     finally:
@@ -183,16 +182,6 @@ def _execute_offline(mod, args):
     except KeyboardInterrupt:
         say("mpibench: interrupted")
         return 130
-
-
-def _interrupted(place, comm, name):
-    """Ctrl-C during start-up, before the watchdog took the signals: said once, the job aborted."""
-    if place.rank == 0:
-        say("mpibench: interrupted")
-        verdict.say(130, name)
-    if comm is not None and comm.size > 1:
-        comm.abort(130)
-    return 130
 
 
 def _failed(exc, place, session, comm, name):
@@ -220,11 +209,9 @@ def _failed(exc, place, session, comm, name):
 
 
 def end(session, comm, place, name, code):
-    """End a command that every rank finished together, with `code` as the launcher's.
-
-    Rank 0 records the verdict in the results file and prints the verdict line. A zero
-    code ends normally. A non-zero code in an MPI job ends with rank 0 exiting last
-    (comm.finish): no launcher text, and the launcher returns the code."""
+    """End a command every rank finished together with `code`: rank 0 records and prints the
+    verdict; a non-zero code in an MPI job ends with rank 0 exiting last (comm.finish), so
+    that the launcher returns it and prints nothing."""
     watch = getattr(session, "watch", None)
     if watch is not None:
         # A signal that reached a rank near the end, before rank 0 could hear of it,

@@ -83,19 +83,15 @@ def check_args(args):
             raise UsageError(str(exc).replace(railbind.VAR, "--rails")) from None
 
 
-def read_inputs(session, args):
-    """--expect and --baseline, read on rank 0 only (a path the other hosts may not see)."""
+def execute(session, args):
+    from ..measure.backends.torchdist import TorchBackend
+    # --expect and --baseline, read on rank 0 only (a path the other hosts may not see);
+    # --collectives also names the collective of a printed baseline that does not name it
     args.limits = inputs.on_rank0(session, args.expect, thresholds.read_expect, "--expect") \
         if args.expect else None
-    # --collectives also names the collective of a printed baseline that does not name it
     args.baseline_doc = inputs.on_rank0(
         session, args.baseline, lambda path: reader.load(path, args.collective), "--baseline") \
         if args.baseline else None
-
-
-def execute(session, args):
-    from ..measure.backends.torchdist import TorchBackend
-    read_inputs(session, args)
     backend = TorchBackend(session)
     coll = REGISTRY[args.collective]
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
@@ -189,22 +185,17 @@ def _intra_retest(session, args, intra, barrier, report):
         if k:
             session.watch.arm("check: a pause between retests inside the host")
             time.sleep(checkverdict.PAUSE)
-        _intra_round(session, args, intra, barrier, report, steps)
+        found = []
+        for hosts in steps:         # one after another
+            mine = session.hosts[session.rank] in hosts
+            session.watch.arm(f"check: {'' if mine else 'waiting while '}{', '.join(hosts)} "
+                              f"measured again inside the host")
+            t = intra(args, "again inside " + ", ".join(hosts), barrier) if mine else None
+            session.comm.polite_barrier()
+            found.append(session.comm.gather(t, root=0))
+        if report:
+            report.say_retest(1, report.judge.intra_retest(steps, found))
         k += 1
-
-
-def _intra_round(session, args, intra, barrier, report, steps):
-    """One retest round: its steps one after another; the judge's words printed."""
-    found = []
-    for hosts in steps:
-        mine = session.hosts[session.rank] in hosts
-        session.watch.arm(f"check: {'' if mine else 'waiting while '}{', '.join(hosts)} "
-                          f"measured again inside the host")
-        t = intra(args, "again inside " + ", ".join(hosts), barrier) if mine else None
-        session.comm.polite_barrier()
-        found.append(session.comm.gather(t, root=0))
-    if report:
-        report.say_retest(1, report.judge.intra_retest(steps, found))
 
 
 def _planted(session, args, test):

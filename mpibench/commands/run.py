@@ -146,11 +146,7 @@ def check_args(args):
     if args.blocking == 3 and args.cuda_graph:
         raise UsageError("-z 3 cannot go with -G: a CUDA graph replays every call at once, so "
                          "no barrier can be left out of its time (nccl-tests refuses it too)")
-    check_per_iter(args)
-
-
-def check_per_iter(args):
-    """nccl-tests' checks on -I and -K (src/common.cu); it disables what fails them, we refuse."""
+    # nccl-tests' checks on -I and -K (src/common.cu): it disables what fails them, we refuse
     if args.per_iter_timing not in (0, 1):
         raise UsageError(f"-I {args.per_iter_timing}: per-iteration timing is 0 (off) or 1 (on)")
     if args.per_iter_timing and args.cuda_graph:

@@ -1,11 +1,8 @@
 """mpibench sweep: the same benchmark once per setting of environment variables.
 
-NCCL reads most of its variables once per process, so every setting gets a fresh
-launch of the command the user gave (its hosts and options untouched): with Open MPI's
-mpirun the variables are forwarded with -x NAME=VALUE, and every launcher also finds
-them in its own environment (srun and hydra pass that on by default). sweep itself is a
-plain process: run it on a login node with `mpirun --host ...` or `srun ...`, or inside
-an sbatch script, where the inner mpirun or srun inherits the allocation.
+NCCL reads most of its variables once per process, so every setting gets a fresh launch of
+the user's command: Open MPI's mpirun gets them as -x NAME=VALUE, every launcher finds them
+in its environment. sweep itself is a plain process (a login node, or an sbatch script).
 """
 import argparse
 import itertools
@@ -181,8 +178,7 @@ def _command(launch):
 
 
 def _one_setting(doc, name, env, path, args, command, openmpi, which):
-    """Run one setting and fold its results into doc (rows and hosts tagged with the
-    setting, its record in doc["settings"]); (its document or None, whether it passed)."""
+    """Run one setting, its rows, hosts and record folded into doc; (its document or None, passed)."""
     start = time.monotonic()
     rc, why = run_one(launch_argv(command, env, path, openmpi), env, args.timeout, args.quiet)
     record = {"setting": name, "env": env, "file": path, "rc": rc,

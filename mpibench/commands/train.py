@@ -68,8 +68,8 @@ def _shape(args, preset):
 
 
 def check_args(args):
-    """Input errors that need no rank: found alike everywhere, before torch loads. Without
-    --preset the preset depends on the device (tiny or gpt2): execute checks the shape then."""
+    """Input errors that need no rank (without --preset, execute checks the shape: it depends
+    on the device)."""
     if args.preset or (args.hidden and args.heads):
         _shape(args, args.preset or "tiny")
     if args.warmup > args.steps:
@@ -106,10 +106,8 @@ def execute(session, args):
     base = inputs.on_rank0(session, args.scale_from,
                            lambda path: load_baseline(path, shape, session.size), "--scale-from") \
         if args.scale_from else None
-    if args.parallel == "fsdp":
-        reason = fsdp_unsupported(session.backend, backend.torch)
-        if reason:
-            raise UsageError(f"--parallel fsdp: {reason}")
+    if args.parallel == "fsdp" and (reason := fsdp_unsupported(session.backend, backend.torch)):
+        raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
     guard.arm(session, args.timeout or DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
@@ -219,12 +217,9 @@ def _closing(session, out, trainer, train, gathered, alone, base, args):
                  trainfigures.replicas(losses, trainer.loss_rtol),
                  scaling=trainfigures.scaling(summary, session.size, base) if base else None)
     out.set(train=train)
-    line = traintext.calls_line(train)
-    if line:
-        out.say(line)
-    for line in traintext.host_lines(analysis, "synced" if trainer.synced else "compute"):
-        out.say(line)
-    for line in traintext.summary_lines(train, session.size):
+    for line in [*filter(None, [traintext.calls_line(train)]),
+                 *traintext.host_lines(analysis, "synced" if trainer.synced else "compute"),
+                 *traintext.summary_lines(train, session.size)]:
         out.say(line)
     out.finish()
     return train

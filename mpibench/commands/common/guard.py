@@ -1,11 +1,9 @@
-"""The deadline every multi-rank command runs under, and --timeout, which sets it; and the
+"""The deadline every multi-rank command runs under, --timeout, which sets it, and the
 verdict every rank ends with.
 
-bootstrap.start() installs each rank's watchdog and its SIGINT/SIGTERM handlers; arm()
-gives the command its first deadline as soon as the job is up, so that no command waits
-for the backend's own (much longer) timeout. A command marks each later step with
-session.watch.arm(where): every step gets the same --timeout. open_output() hands the
-results file to the watchdog, so a hang or a signal keeps what was measured.
+arm() gives the command its first deadline as soon as the job is up, so that no command
+waits for the backend's own (much longer) timeout; each later step is marked with
+session.watch.arm(where), under the same --timeout.
 """
 from ...errors import CheckFailed
 from . import options
