@@ -56,9 +56,8 @@ def execute(session, args):
     diffs = findings.differences(per_host)
     text.consistency(out, diffs, len(per_host))
     found = findings.version_findings(diffs) + findings.findings(per_host)
-    pairs = None
-    if not transports["skipped"]:
-        pairs = nccllog.by_host_pair([nccllog.parse(t) for t in transports["logs"] if t], session.hosts)
+    pairs = None if transports["skipped"] else nccllog.by_host_pair(
+        [nccllog.parse(t) for t in transports["logs"] if t], session.hosts)
     text.transports(out, transports["skipped"], pairs, transports["errors"], session.size)
     if pairs is not None:
         found += findings.transport_findings(pairs, per_host)
@@ -93,9 +92,8 @@ def nccl_check(session, args):
     its own log file. Returns {'skipped': why or None, 'logs': [text per rank] (rank 0),
     'errors': [why the check failed to run, per failing rank] (every rank)}."""
     result = {"skipped": None, "logs": [], "errors": []}
-    reason = _cannot_check(session, args)
-    reasons = session.comm.allgather(reason)
-    bad = [(r, why) for r, why in enumerate(reasons) if why]
+    bad = [(r, why) for r, why in enumerate(session.comm.allgather(_cannot_check(session, args)))
+           if why]
     if bad:
         r, why = bad[0]
         result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
@@ -131,11 +129,9 @@ def nccl_check(session, args):
     except OSError:
         text = ""
     shutil.rmtree(folder, ignore_errors=True)
-    gathered = session.comm.gather(text, root=0)
+    result["logs"] = session.comm.gather(text, root=0) or []      # [] but on rank 0
     result["errors"] = [e for e in session.comm.allgather(error) if e]
     del store
-    if session.rank == 0:
-        result["logs"] = gathered
     return result
 
 
