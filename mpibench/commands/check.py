@@ -269,11 +269,7 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
     session.agree(bench.allocate(True), 1)
     rounds = fabricplan.FabricRounds(fabric) if report else None
     reader_rank = session.local_rank == 0
-    while True:
-        todo = rounds.next_round() if rounds else None
-        todo = session.comm.bcast(todo, root=0)
-        if not todo:
-            break
+    while todo := session.comm.bcast(rounds.next_round() if rounds else None, root=0):
         ranks = [(members[names[a]][i], members[names[b]][i])
                  for a, b in todo for i in range(len(members[names[a]]))]
         session.watch.arm(f"check: round of {len(todo)} host pairs x {len(ranks) // len(todo)} rails")
