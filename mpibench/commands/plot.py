@@ -94,8 +94,7 @@ def matrices(entry):
         if matrix is None:
             continue
         if not isinstance(matrix, list) or len(matrix) != n or not all(
-                isinstance(r, list) and len(r) == n and all(
-                    x is None or finite(x) for x in r)
+                isinstance(r, list) and len(r) == n and all(x is None or finite(x) for x in r)
                 for r in matrix):
             return f"'{key}' is not {n} x {n} numbers (null allowed)"
         unit = unit or (entry["unit"] if isinstance(entry.get("unit"), str) else "GB/s")

@@ -51,8 +51,8 @@ def begin(session, args, title):
     return backend, out, records
 
 
-def check_supported(backend, coll, dtype, op="sum"):
-    reason = backend.unsupported(coll, dtype, op)
+def check_supported(backend, coll, dtype):
+    reason = backend.unsupported(coll, dtype, "sum")
     if reason:
         raise UsageError(f"{coll.name} -d {dtype.name} on {backend.name}: {reason}")
 
