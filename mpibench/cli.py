@@ -1,19 +1,17 @@
 """Command line: parse on every rank alike, run the command, end every rank the same way.
 
-Parsing needs no communication: every rank parses the same argv, so a bad argument is
-printed once (by rank 0) and every rank exits 2 before torch or MPI is even loaded.
-After that, an Exit raised on all ranks together ends the job cleanly with its code;
-any other exception on any rank is reported once, naming that rank and host, and
-aborts the whole job so that nothing hangs.
+A bad argument is found by every rank alike: rank 0 says it, every rank exits 2 before torch
+or MPI loads. An Exit raised on all ranks ends the job cleanly with its code; any other
+exception is reported once, naming its rank and host, and aborts the job so nothing hangs.
 """
 import argparse
 import os
+import socket
 import sys
 import time
 import traceback
 
 from . import __version__, commands
-from .commands.common.options import torch_backend
 from .errors import Exit, UsageError
 from .commands.common import guard, options
 from .launch import bootstrap, launcher, verdict
@@ -62,17 +60,12 @@ exit codes:
 
 def command_groups():
     """The top-level help's command list, by group (a command in no group: 'other')."""
+    listed = {n for _, names in commands.GROUPS for n in names}
     lines = []
-    listed = set()
-    for title, names in commands.GROUPS:
-        names = [n for n in names if n in commands.NAMES]
-        listed.update(names)
-        lines.append(f"{title}:")
-        lines += [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
-    rest = [n for n in commands.NAMES if n not in listed]
-    if rest:
-        lines.append("other:")
-        lines += [f"  {n:<10s}{commands.load(n).HELP}" for n in rest]
+    for title, names in commands.GROUPS + (("other", commands.NAMES),):
+        names = [n for n in names if n in commands.NAMES and (title != "other" or n not in listed)]
+        if names:
+            lines += [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
     return "\n".join(lines)
 
 
@@ -112,21 +105,17 @@ def parse(argv):
 def main(argv=None):
     global _RANK0
     argv = sys.argv[1:] if argv is None else argv
+    place = None
     try:
-        place = launcher.detect(os.environ)
-    except UsageError as exc:
-        say(error_line(exc))
-        verdict.say(2, _command_word(argv))
-        sys.exit(2)
-    _RANK0 = place.rank == 0
-    try:
+        place = launcher.detect(os.environ)     # no place: every rank says why
+        _RANK0 = place.rank == 0
         name, args = parse(argv)
     except UsageError as exc:
         if not _RANK0:     # every rank fails alike: rank 0 says it, and exits last
             sys.exit(0)
         say(error_line(exc))
         verdict.say(exc.code, _command_word(argv))
-        if place.size != 1:
+        if place is not None and place.size != 1:
             time.sleep(LAST_OUT)
         sys.exit(exc.code)
     sys.exit(execute(place, name, args, argv))
@@ -146,7 +135,7 @@ def execute(place, name, args, argv=None):
     session = None
     comm = None
     try:
-        backend = torch_backend(getattr(args, "backend", ("auto",))) if mod.SESSION == "args" else None
+        backend = options.torch_backend(args.backend) if mod.SESSION == "args" else None
         timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
         link = bootstrap.connect(place)
         comm = link.comm       # held here: a failure before start() returns still aborts the job
@@ -165,8 +154,13 @@ def execute(place, name, args, argv=None):
         if exc.code and comm is not None:
             comm.barrier()
         return end(session, comm, place, name, exc.code)
-    except KeyboardInterrupt:
-        return _interrupted(place, comm, name)
+    except KeyboardInterrupt:       # during start-up, before the watchdog took the signals
+        if place.rank == 0:
+            say("mpibench: interrupted")
+            verdict.say(130, name)
+        if comm is not None and comm.size > 1:
+            comm.abort(130)
+        return 130
     except BaseException as exc:
         return _failed(exc, place, session, comm, name)
     finally:
@@ -190,22 +184,11 @@ def _execute_offline(mod, args):
         return 130
 
 
-def _interrupted(place, comm, name):
-    """Ctrl-C before the watchdog took over the signals (during start-up): says so once,
-    aborts the other ranks; returns 130."""
-    if place.rank == 0:
-        say("mpibench: interrupted")
-        verdict.say(130, name)
-    if comm is not None and comm.size > 1:
-        comm.abort(130)
-    return 130
-
-
 def _failed(exc, place, session, comm, name):
     """An exception on this rank alone: names the rank and host (and the ranks gone
     silent, the likely cause); the lowest failed rank records the verdict and aborts the
     job, once for the job however many ranks fail; returns 1."""
-    where = session.where if session else f"rank {place.rank} (host {_host()})"
+    where = session.where if session else f"rank {place.rank} (host {socket.gethostname()})"
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     watch = session.watch if session is not None else None
     gone, reports = watch.fail() if watch else ([], True)
@@ -226,11 +209,9 @@ def _failed(exc, place, session, comm, name):
 
 
 def end(session, comm, place, name, code):
-    """End a command that every rank finished together, with `code` as the launcher's.
-
-    Rank 0 records the verdict in the results file and prints the verdict line. A zero
-    code ends normally. A non-zero code in an MPI job ends with rank 0 exiting last
-    (comm.finish): no launcher text, and the launcher returns the code."""
+    """End a command every rank finished together with `code`: rank 0 records and prints the
+    verdict; a non-zero code in an MPI job ends with rank 0 exiting last (comm.finish), so
+    that the launcher returns it and prints nothing."""
     watch = getattr(session, "watch", None)
     if watch is not None:
         # A signal that reached a rank near the end, before rank 0 could hear of it,
@@ -252,8 +233,3 @@ def end(session, comm, place, name, code):
     if session is not None:
         session.close()
     return comm.finish(code)
-
-
-def _host():
-    import socket
-    return socket.gethostname()

@@ -1,12 +1,9 @@
 """The command registry: name -> module.
 
 Each command module defines HELP, add_arguments(parser), execute(session, args) and
-SESSION: the backend argument for bootstrap.start() — "args" to take args.backend,
-None for no process group, or "offline" for commands that need no ranks at all.
-
-Stage 6, commands: one module per command, on top of every stage below. A command never
-imports another command: what two commands share lives in commands/common/ or in a stage
-below. Only cli.py (the entry point) sits above.
+SESSION: "args" (the process group of args.backend), None (no process group) or "offline"
+(no ranks at all). A command may import every stage below, never another command: what
+commands share is in common/.
 """
 import importlib
 

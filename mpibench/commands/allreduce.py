@@ -25,7 +25,7 @@ def add_arguments(p):
 
 def execute(session, args):
     dt = classic.one_dtype(args.dtype)
-    backend, out, records = classic.begin(session, args, "allreduce", "bandwidth of one all_reduce", {})
+    backend, out, records = classic.begin(session, args, "bandwidth of one all_reduce")
     classic.check_supported(backend, ALL_REDUCE, dt)
     payload = classic.payload(args.payload, backend)
     count = payload // dt.size

@@ -6,7 +6,7 @@ from functools import partial
 from ..diagnose import checkverdict, counters, fabricplan, health, preamble, tomography, topology
 from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
-from ..errors import CheckFailed, UsageError
+from ..errors import UsageError
 from ..launch import faults
 from ..launch import rails as railbind
 from ..launch.slurm import compress_hostlist
@@ -83,19 +83,15 @@ def check_args(args):
             raise UsageError(str(exc).replace(railbind.VAR, "--rails")) from None
 
 
-def read_inputs(session, args):
-    """--expect and --baseline, read on rank 0 only (a path the other hosts may not see)."""
+def execute(session, args):
+    from ..measure.backends.torchdist import TorchBackend
+    # --expect and --baseline, read on rank 0 only (a path the other hosts may not see);
+    # --collectives also names the collective of a printed baseline that does not name it
     args.limits = inputs.on_rank0(session, args.expect, thresholds.read_expect, "--expect") \
         if args.expect else None
-    # --collectives also names the collective of a printed baseline that does not name it
     args.baseline_doc = inputs.on_rank0(
         session, args.baseline, lambda path: reader.load(path, args.collective), "--baseline") \
         if args.baseline else None
-
-
-def execute(session, args):
-    from ..measure.backends.torchdist import TorchBackend
-    read_inputs(session, args)
     backend = TorchBackend(session)
     coll = REGISTRY[args.collective]
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
@@ -151,26 +147,19 @@ def execute(session, args):
         if report:
             report.say_retest(3, [report.judge.job_retest(gathered)])
     session.watch.disarm()
-    failed = None
-    if report:
-        failed = report.finish()
-    failed = session.comm.bcast(failed, root=0)
-    if failed:
-        raise CheckFailed(failed)
-    return 0
+    return guard.verdict(session, report.finish() if report else None)
 
 
 def _ranks_per_host(members):
     """The ranks every host has; UsageError when hosts have different counts."""
-    counts = {h: len(m) for h, m in members.items()}
-    if len(set(counts.values())) > 1:
-        by_count = {}
-        for h, n in counts.items():
-            by_count.setdefault(n, []).append(h)
+    by_count = {}
+    for h, m in members.items():
+        by_count.setdefault(len(m), []).append(h)
+    if len(by_count) > 1:
         raise UsageError("hosts have different rank counts: " + ", ".join(
             f"{n} on {compress_hostlist(hs)}" for n, hs in sorted(by_count.items(), reverse=True))
             + "; check needs the same number on each")
-    return next(iter(counts.values()))
+    return next(iter(by_count))
 
 
 def _limits(args, size, ppn, world):
@@ -185,36 +174,28 @@ def _limits(args, size, ppn, world):
     found, skipped = thresholds.baseline_limits(args.baseline_doc, args.baseline, args.collective,
                                                 size, ppn, world, args.min_share, aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
-    out = {t: dict(v, source=src) for t, v in found.items() if t != skipped}
-    return out
+    return {t: dict(v, source=src) for t, v in found.items() if t != skipped}
 
 
 def _intra_retest(session, args, intra, barrier, report):
-    """Test 1 again for the hosts below their floor, in rounds (the judge's steps, from
-    rank 0): in each step the ranks of the step's hosts time their host's collective
-    (intra, with their host's barrier) while the others wait without spinning, so that
-    nothing else runs beside it."""
+    """Test 1 again for the hosts below their floor, in the judge's rounds of steps: a step's
+    hosts time their collective (intra, their barrier) while the others wait without spinning."""
     k = 0
     while steps := session.comm.bcast(report.judge.intra_retests() if report else None, root=0):
         if k:
             session.watch.arm("check: a pause between retests inside the host")
             time.sleep(checkverdict.PAUSE)
-        _intra_round(session, args, intra, barrier, report, steps)
+        found = []
+        for hosts in steps:         # one after another
+            mine = session.hosts[session.rank] in hosts
+            session.watch.arm(f"check: {'' if mine else 'waiting while '}{', '.join(hosts)} "
+                              f"measured again inside the host")
+            t = intra(args, "again inside " + ", ".join(hosts), barrier) if mine else None
+            session.comm.polite_barrier()
+            found.append(session.comm.gather(t, root=0))
+        if report:
+            report.say_retest(1, report.judge.intra_retest(steps, found))
         k += 1
-
-
-def _intra_round(session, args, intra, barrier, report, steps):
-    """One retest round: its steps one after another; the judge's words printed."""
-    found = []
-    for hosts in steps:
-        mine = session.hosts[session.rank] in hosts
-        session.watch.arm(f"check: {'' if mine else 'waiting while '}{', '.join(hosts)} "
-                          f"measured again inside the host")
-        t = intra(args, "again inside " + ", ".join(hosts), barrier) if mine else None
-        session.comm.polite_barrier()
-        found.append(session.comm.gather(t, root=0))
-    if report:
-        report.say_retest(1, report.judge.intra_retest(steps, found))
 
 
 def _planted(session, args, test):
@@ -226,11 +207,9 @@ def _planted(session, args, test):
 
 
 def _collective(session, backend, coll, size, n, group, where):
-    """coll among n ranks (group None: all), bound to a buffer that every rank of the job
-    allocates (each in its own group): a function (args, where, barrier=None) that times
-    it through the engine, every rank of a group timing the same loop. Every rank of the
-    job times it at once, unless barrier, the group's own, is given (a retest of some
-    groups while the others wait)."""
+    """coll among n ranks (group None: all) on a buffer every rank allocates: a function
+    (args, where, barrier=None) timing it through the engine, every rank at once unless
+    barrier, the group's own, is given (a retest of some groups while the others wait)."""
     session.watch.arm(f"check: {coll.name} {where}")
     # the sweep's default -z, as nccl-tests'; the warm-up is each measurement's (args)
     engine = Engine(session, backend, Plan([coll], [size], [DTYPE], ["sum"],
@@ -290,11 +269,7 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
     session.agree(bench.allocate(True), 1)
     rounds = fabricplan.FabricRounds(fabric) if report else None
     reader_rank = session.local_rank == 0
-    while True:
-        todo = rounds.next_round() if rounds else None
-        todo = session.comm.bcast(todo, root=0)
-        if not todo:
-            break
+    while todo := session.comm.bcast(rounds.next_round() if rounds else None, root=0):
         ranks = [(members[names[a]][i], members[names[b]][i])
                  for a, b in todo for i in range(len(members[names[a]]))]
         session.watch.arm(f"check: round of {len(todo)} host pairs x {len(ranks) // len(todo)} rails")
@@ -317,7 +292,7 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
                                              if g[1] is not None}))
     bench.send_buf = bench.recv_buf = None
     if report:
-        report.pair_verdict(rounds.verdict(), fabric)
+        report.judge.pair_verdict(rounds.verdict(), fabric)
 
 
 class Report:
@@ -336,17 +311,17 @@ class Report:
         self.judge = checkverdict.Judge(config, members, limits,
                                         {session.hosts[r]: rate for r, rate in enumerate(rates)})
 
-    def say(self, text):
-        self.out.say(text)
+    def say(self, *lines):
+        for line in lines:
+            self.out.say(line)
 
     def header(self, records, versions):
         self.say(checktext.header_line(self.coll.name, self.size, len(self.names), self.ppn,
                                        self.args.iters, self.args.warmup))
         preamble.describe(self.s, self.out, [self.s.backend], records, versions,
                          {"size": self.size, "iters": self.args.iters, "warmup": self.args.warmup})
-        for line in checktext.threshold_lines(thresholds.TESTS, self.limits, self.ppn,
-                                              thresholds.RELATIVE):
-            self.say(line)
+        self.say(*checktext.threshold_lines(thresholds.TESTS, self.limits, self.ppn,
+                                            thresholds.RELATIVE))
         self.out.announce_files()
         self.out.set(check=self.judge.doc)     # the judge's figures are the check section
 
@@ -356,8 +331,7 @@ class Report:
         self.out.set()
 
     def say_retest(self, test, lines):
-        for line in checktext.retest_lines(test, lines):
-            self.say(line)
+        self.say(*checktext.retest_lines(test, lines))
         self.out.set()
 
     def pair_round(self, todo, records, seconds, moved):
@@ -374,9 +348,6 @@ class Report:
         self.out.set()
         return result
 
-    def pair_verdict(self, verdict, fabric):
-        self.judge.pair_verdict(verdict, fabric)
-
     def job(self, gathered):
         fig, rec = self.judge.job(gathered), gathered[0]
         line = checktext.job_line(self.coll.name, self.s.size, fig, self.judge.job_failed)
@@ -388,13 +359,11 @@ class Report:
     def finish(self):
         """Print the verdicts; the failure message, or None when everything passed."""
         doc = self.judge.doc
-        for line in checktext.host_table(doc["hosts"]):
-            self.say(line)
+        self.say(*checktext.host_table(doc["hosts"]))
         failing, hostlist = self.judge.failing()
-        for line in checktext.verdict_lines(len(self.names), self.judge.counter_warnings(),
-                                            doc.get("transient", []), failing, hostlist,
-                                            doc.get("suspects", [])):
-            self.say(line)
+        self.say(*checktext.verdict_lines(len(self.names), self.judge.counter_warnings(),
+                                          doc.get("transient", []), failing, hostlist,
+                                          doc.get("suspects", [])))
         self.out.set()
         self.out.finish()
         return self.judge.failure()

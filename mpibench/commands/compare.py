@@ -59,18 +59,12 @@ def execute(session, args):
     if not common and not trained:
         return text.nothing_in_common(paths, docs)
     text.preamble(paths, docs, notes, found)
-    failures = []
-    if trained:     # train results: the steps first, then any collective rows they share
-        failures += text.train_steps(paths, docs, args.min_share)
-        if not common:
-            return _verdict(failures, args.min_share, paths[0])
-    failures += text.rows(paths, docs, figs, common, args.noise, args.min_share)
-    return _verdict(failures, args.min_share, paths[0])
-
-
-def _verdict(failures, min_share, base):
+    # train results: the steps first, then any collective rows they share
+    failures = text.train_steps(paths, docs, args.min_share) if trained else []
+    if common:
+        failures += text.rows(paths, docs, figs, common, args.noise, args.min_share)
     if failures:
-        text.below(failures, min_share)
+        text.below(failures, args.min_share)
         raise CheckFailed(f"{len(failures)} row{'s' if len(failures) != 1 else ''} below "
-                          f"{min_share:g} x the baseline ({base})")
+                          f"{args.min_share:g} x the baseline ({paths[0]})")
     return 0

@@ -1,5 +1,4 @@
 """mpibench demo: the collective-semantics check, rank r holding r, on the real backend."""
-from ..errors import CheckFailed
 from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.broadcast import COLLECTIVE as BROADCAST
@@ -8,7 +7,7 @@ from ..measure.collectives.base import Counts
 from ..measure.engine import tensor
 from ..results import classics
 from ..results.classics import INT64
-from .common import classic
+from .common import classic, guard
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
 DESCRIPTION = (
@@ -31,8 +30,7 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    backend, out, records = classic.begin(session, args, "demo",
-                                          "collective semantics, rank r holds r", {})
+    backend, out, records = classic.begin(session, args, "collective semantics, rank r holds r")
     n, r = session.size, session.rank
     total = n * (n - 1) // 2
     engine = classic.engine(session, backend, 0)
@@ -66,7 +64,4 @@ def execute(session, args):
     session.watch.disarm()
     verdict = classics.demo(out, backend.name, [(c[0], *SHAPES[c[0].name](n), c[4]) for c in cases],
                             records, gathered) if session.rank == 0 else None
-    verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
-    if verdict:
-        raise CheckFailed(verdict)
-    return 0
+    return guard.verdict(session, verdict)

@@ -8,7 +8,6 @@ import sys
 import tempfile
 
 from ..diagnose import findings, hostfacts, nccllog, ncclprobe
-from ..errors import CheckFailed
 from ..launch import bootstrap, faults
 from ..results import doctortext as text
 from ..results.output import open_output
@@ -48,7 +47,7 @@ def execute(session, args):
     transports = nccl_check(session, args)
     session.watch.disarm()
     if session.rank != 0:
-        return verdict(session, None)
+        return guard.verdict(session, None)
     per_host, ranks = {}, {}
     for f in gathered:
         per_host.setdefault(f["host"], f)
@@ -57,9 +56,8 @@ def execute(session, args):
     diffs = findings.differences(per_host)
     text.consistency(out, diffs, len(per_host))
     found = findings.version_findings(diffs) + findings.findings(per_host)
-    pairs = None
-    if not transports["skipped"]:
-        pairs = nccllog.by_host_pair([nccllog.parse(t) for t in transports["logs"] if t], session.hosts)
+    pairs = None if transports["skipped"] else nccllog.by_host_pair(
+        [nccllog.parse(t) for t in transports["logs"] if t], session.hosts)
     text.transports(out, transports["skipped"], pairs, transports["errors"], session.size)
     if pairs is not None:
         found += findings.transport_findings(pairs, per_host)
@@ -74,7 +72,7 @@ def execute(session, args):
                     [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
                     "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
     out.finish()
-    return verdict(session, _failure(transports["errors"], errors))
+    return guard.verdict(session, _failure(transports["errors"], errors))
 
 
 def _failure(not_run, errors):
@@ -89,22 +87,13 @@ def _failure(not_run, errors):
     return None
 
 
-def verdict(session, failure):
-    """Every rank ends as rank 0 judged: exit 1 on a problem that breaks runs, else 0."""
-    failure = session.comm.bcast(failure, root=0)
-    if failure:
-        raise CheckFailed(failure)
-    return 0
-
-
 def nccl_check(session, args):
     """Every rank: a fresh process runs a short NCCL all_reduce with NCCL_DEBUG=INFO into
     its own log file. Returns {'skipped': why or None, 'logs': [text per rank] (rank 0),
     'errors': [why the check failed to run, per failing rank] (every rank)}."""
     result = {"skipped": None, "logs": [], "errors": []}
-    reason = _cannot_check(session, args)
-    reasons = session.comm.allgather(reason)
-    bad = [(r, why) for r, why in enumerate(reasons) if why]
+    bad = [(r, why) for r, why in enumerate(session.comm.allgather(_cannot_check(session, args)))
+           if why]
     if bad:
         r, why = bad[0]
         result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
@@ -140,11 +129,9 @@ def nccl_check(session, args):
     except OSError:
         text = ""
     shutil.rmtree(folder, ignore_errors=True)
-    gathered = session.comm.gather(text, root=0)
+    result["logs"] = session.comm.gather(text, root=0) or []      # [] but on rank 0
     result["errors"] = [e for e in session.comm.allgather(error) if e]
     del store
-    if session.rank == 0:
-        result["logs"] = gathered
     return result
 
 

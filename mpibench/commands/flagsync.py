@@ -1,11 +1,10 @@
 """mpibench flagsync: what it costs to agree on a "done" flag, three ways."""
-from ..errors import CheckFailed
 from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.engine import tensor
 from ..results import classics
 from ..results.classics import INT64
-from .common import classic, options
+from .common import classic, guard, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
 DESCRIPTION = (
@@ -17,7 +16,6 @@ DESCRIPTION = (
 SESSION = "args"
 
 
-
 def add_arguments(p):
     p.add_argument("-n", "--calls", type=options.int_at_least(1), default=1000, metavar="N",
                    help="timed calls of each method (default 1000)")
@@ -27,8 +25,7 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    backend, out, records = classic.begin(session, args, "flagsync",
-                                          "three ways to sum a done flag", {})
+    backend, out, records = classic.begin(session, args, "three ways to sum a done flag")
     n, flag = session.size, session.rank + 1
     one, gathered_t, reduced = (tensor(session, backend, INT64, k) for k in (1, n, 1))
     methods = [
@@ -57,7 +54,4 @@ def execute(session, args):
     session.watch.disarm()
     verdict = classics.flagsync(out, backend.name, [m[0] for m in methods], args.calls, args.warmup,
                                 records, gathered) if session.rank == 0 else None
-    verdict = session.comm.bcast(verdict, root=0)     # every rank ends the same way
-    if verdict:
-        raise CheckFailed(verdict)
-    return 0
+    return guard.verdict(session, verdict)

@@ -14,9 +14,7 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    record = rankfacts.rank_record(session)
-    record["backend"] = session.backend
-    record["launcher"] = session.launcher
+    record = dict(rankfacts.rank_record(session), backend=session.backend, launcher=session.launcher)
     session.watch.arm("info: gathering every rank's record")
     gathered = session.comm.gather((record, rankfacts.versions()), root=0)
     session.watch.disarm()

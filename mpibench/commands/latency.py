@@ -27,8 +27,7 @@ def add_arguments(p):
 
 def execute(session, args):
     dt = classic.one_dtype(args.dtype)
-    backend, out, records = classic.begin(session, args, "latency",
-                                          "one big all_reduce against many small ones", {})
+    backend, out, records = classic.begin(session, args, "one big all_reduce against many small ones")
     classic.check_supported(backend, ALL_REDUCE, dt)
     size = classic.payload(args.size, backend)
     count = size // dt.size

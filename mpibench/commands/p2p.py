@@ -107,12 +107,11 @@ def _reserve_png(session, path):
 def _header(session, out, args, backend, ranks, rounds, size, png):
     linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
                          session.launcher, size, rounds)
-    env = rankfacts.net_env()
     out.set(world=preamble.world(session, backend.name),
             config={"participants": ranks, "size": size, "latency_size": args.latency_size,
                     "iters": args.iters, "warmup": args.warmup,
                     "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,
                     "threshold": args.min_share, "rounds": [[list(p) for p in r] for r in rounds]},
-            env=env)
+            env=rankfacts.net_env())
     out.announce_files()
     linkstext.heatmap(out, png, " will be written to")

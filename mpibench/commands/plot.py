@@ -1,15 +1,5 @@
-"""mpibench plot: busbw against size from saved results, and the p2p matrix as a heatmap.
-
-A file's `p2p` entry (what `mpibench p2p` writes), when present, is drawn as heatmaps.
-Expected shape (one object, or a list of them):
-    {"hosts": ["h1", "h2", ...],                # row/column labels, n names
-     "bandwidth_GBps": [[null, 11.8, ...], ...], # n x n, [i][j]: from hosts[i] to hosts[j]
-     "latency_us": [[...], ...],                 # optional, n x n
-     "matrix": [[...], ...], "unit": "GB/s",     # or any one matrix with its unit
-     "size": 67108864}                           # optional: the message size measured
-null marks a pair not measured (the diagonal). Entries without this shape are named
-and skipped.
-"""
+"""mpibench plot: busbw against size from saved results, and a file's `p2p` entry (what
+`mpibench p2p` writes; its shape in docs/commands/plot.md) as heatmaps."""
 import os
 
 from ..analysis import heatmap
@@ -77,8 +67,7 @@ def series(named_docs, metric, modes, only):
 
 
 def labels(all_parts, with_file):
-    """Label each line by the parts that differ between a panel's lines (and by its file
-    whenever several files are drawn)."""
+    """Each line's label: the parts that differ between a panel's lines (and its file, if several)."""
     varying = [i for i in range(7) if (i == 0 and with_file) or
                len({p[i] for p in all_parts}) > 1] or [0]
     return {p: " ".join(str(p[i]) for i in varying if p[i] not in ("", "none")) or p[0]
@@ -105,8 +94,7 @@ def matrices(entry):
         if matrix is None:
             continue
         if not isinstance(matrix, list) or len(matrix) != n or not all(
-                isinstance(r, list) and len(r) == n and all(
-                    x is None or finite(x) for x in r)
+                isinstance(r, list) and len(r) == n and all(x is None or finite(x) for x in r)
                 for r in matrix):
             return f"'{key}' is not {n} x {n} numbers (null allowed)"
         unit = unit or (entry["unit"] if isinstance(entry.get("unit"), str) else "GB/s")

@@ -1,5 +1,6 @@
 """mpibench run: the collective sweep, with nccl-tests' numbers and per-host truth."""
 import argparse
+import itertools
 import os
 
 from ..diagnose import links, preamble, rankfacts
@@ -35,18 +36,7 @@ GPU_MAXBYTES = 4 << 30
 
 
 def add_arguments(p):
-    _sweep_arguments(p)
-    _loop_arguments(p)
-    _diagnosis_arguments(p)
-    _output_arguments(p)
-    p.add_argument("--min-busbw", type=options.positive_float, default=None, metavar="GBPS",
-                   help="exit 1 when the average bus bandwidth is below GBPS GB/s (also from "
-                        "NCCL_TESTS_MIN_BW, as nccl-tests: below 0.9 of it)")
-    options.add_backend(p, several=True)
-
-
-def _sweep_arguments(p):
-    """What is measured: collectives, sizes, iterations, data types, ops, root."""
+    # what is measured: collectives, sizes, iterations, data types, ops, root
     p.add_argument("--collectives", default="all", metavar="LIST",
                    help=f"comma-separated, or all: {', '.join(COLLECTIVES)} (default all)")
     p.add_argument("-b", "--minbytes", type=options.size_arg, default=8, metavar="SIZE",
@@ -68,10 +58,7 @@ def _sweep_arguments(p):
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
     p.add_argument("-r", "--root", type=options.int_at_least(0), default=0,
                    help="root of broadcast, reduce, gather and scatter (default 0)")
-
-
-def _loop_arguments(p):
-    """How the timed loop runs and what it checks and times."""
+    # how the timed loop runs and what it checks and times
     p.add_argument("-z", "--blocking", type=int, choices=(0, 1, 2, 3), default=None,
                    help="as nccl-tests: 0 launch every iteration, wait once at the end; "
                         "1 wait and barrier (MPI) after each, the barrier timed; 2 wait after "
@@ -97,10 +84,7 @@ def _loop_arguments(p):
                    help="with -I 1: leave the first N iterations out of the per-iteration "
                         "summary (they stay in the JSON), 0 <= N < -n (default 0). Where "
                         "nccl-tests warns and disables a bad -I or -K, mpibench refuses it")
-
-
-def _diagnosis_arguments(p):
-    """Slow ranks, hosts and links; the timeout; repeated sweeps."""
+    # slow ranks, hosts and links; the timeout; repeated sweeps
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
     p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
@@ -118,10 +102,7 @@ def _diagnosis_arguments(p):
     p.add_argument("--unstable", type=options.positive_float, default=None, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
                         f"times their median (default {trials.UNSTABLE:g})")
-
-
-def _output_arguments(p):
-    """The files written, and nccl-tests' own flags for them and the rest."""
+    # the files written, and nccl-tests' own flags for them and the rest
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     options.add_metrics(p)
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default=None,
@@ -135,6 +116,10 @@ def _output_arguments(p):
     p.add_argument("-T", dest="timeout", type=options.positive_float, default=argparse.SUPPRESS,
                    metavar="SECONDS", help="nccl-tests' -T: the same as --timeout")
     options.add_nccl_tests_fixed(p)
+    p.add_argument("--min-busbw", type=options.positive_float, default=None, metavar="GBPS",
+                   help="exit 1 when the average bus bandwidth is below GBPS GB/s (also from "
+                        "NCCL_TESTS_MIN_BW, as nccl-tests: below 0.9 of it)")
+    options.add_backend(p, several=True)
 
 
 def check_args(args):
@@ -155,18 +140,13 @@ def check_args(args):
     args.json_format = args.json_format or "mpibench"
     args.unstable = args.unstable or trials.UNSTABLE
     args.min_bw = min_bw(args.min_busbw)
-    parse_list(args.collectives, COLLECTIVES, "collective")
-    parse_dtypes(args.dtype)
-    parse_ops(args.op)
+    args.lists = (parse_list(args.collectives, COLLECTIVES, "collective"), parse_dtypes(args.dtype),
+                  parse_ops(args.op))
     sweep(args.minbytes, args.maxbytes or args.minbytes, args.stepfactor, args.stepbytes)
     if args.blocking == 3 and args.cuda_graph:
         raise UsageError("-z 3 cannot go with -G: a CUDA graph replays every call at once, so "
                          "no barrier can be left out of its time (nccl-tests refuses it too)")
-    check_per_iter(args)
-
-
-def check_per_iter(args):
-    """nccl-tests' checks on -I and -K (src/common.cu); it disables what fails them, we refuse."""
+    # nccl-tests' checks on -I and -K (src/common.cu): it disables what fails them, we refuse
     if args.per_iter_timing not in (0, 1):
         raise UsageError(f"-I {args.per_iter_timing}: per-iteration timing is 0 (off) or 1 (on)")
     if args.per_iter_timing and args.cuda_graph:
@@ -181,13 +161,9 @@ def check_per_iter(args):
 
 
 def build_plan(args, session, backend):
-    """Plan from args; raises UsageError (the same on every rank) for bad input."""
-    names = parse_list(args.collectives, COLLECTIVES, "collective")
-    dtypes = parse_dtypes(args.dtype)
-    ops = parse_ops(args.op)
-    maxbytes = args.maxbytes or (GPU_MAXBYTES if backend.cuda else CPU_MAXBYTES)
-    if args.maxbytes is None and args.minbytes > maxbytes:
-        maxbytes = args.minbytes
+    """Plan from args (check_args' lists); raises UsageError (the same on every rank) for bad input."""
+    names, dtypes, ops = args.lists
+    maxbytes = args.maxbytes or max(args.minbytes, GPU_MAXBYTES if backend.cuda else CPU_MAXBYTES)
     sizes = sweep(args.minbytes, maxbytes, args.stepfactor, args.stepbytes)
     if args.root >= session.size:
         raise UsageError(f"--root {args.root} is not a rank: the job has {session.size} "
@@ -196,14 +172,11 @@ def build_plan(args, session, backend):
         raise UsageError("-G/--cuda-graph needs CUDA GPUs (NCCL); this run uses "
                          f"{backend.name} on CPU")
     collectives = [REGISTRY[n] for n in names]
-    explicit = args.dtype.strip().lower() != "all" and args.op.strip().lower() != "all"
-    if explicit:
-        for coll in collectives:
-            for dt in dtypes:
-                for op in (ops if coll.reduces else ["none"]):
-                    reason = backend.unsupported(coll, dt, op)
-                    if reason:
-                        raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
+    if args.dtype.strip().lower() != "all" and args.op.strip().lower() != "all":
+        for coll, dt in itertools.product(collectives, dtypes):
+            for op in (ops if coll.reduces else ["none"]):
+                if reason := backend.unsupported(coll, dt, op):
+                    raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
     blocking = backend.default_blocking() if args.blocking is None else args.blocking
     modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
     if not any(m in backend.modes(c) for c in collectives for m in modes):
@@ -283,12 +256,12 @@ def default_timeout(plan):
     return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
-def min_bw(explicit, env=None):
+def min_bw(explicit):
     """(threshold GB/s, where it comes from) or None: --min-busbw X fails below X;
     NCCL_TESTS_MIN_BW=X, as nccl-tests 2.19.6, below 0.9 X."""
     if explicit is not None:
         return explicit, f"--min-busbw {explicit:g}"
-    text = (os.environ if env is None else env).get("NCCL_TESTS_MIN_BW")
+    text = os.environ.get("NCCL_TESTS_MIN_BW")
     if text is None:
         return None
     try:
@@ -298,25 +271,6 @@ def min_bw(explicit, env=None):
     if not value > 0:
         raise UsageError(f"NCCL_TESTS_MIN_BW={text!r}: must be above 0 (GB/s)")
     return 0.9 * value, f"0.9 x NCCL_TESTS_MIN_BW={text}"
-
-
-def summary(out, hosts, wrong, names, threshold=None):
-    """nccl-tests' closing lines, and the --min-busbw verdict (None without a threshold)."""
-    fields, lines = closing(out.doc["results"], names, len(hosts), wrong, threshold)
-    for line in lines:
-        out.say(line)
-    runtext.launch_bound(out)
-    out.set(**fields)
-    return fields.get("min_busbw")
-
-
-def comparison(out, backends):
-    """Rows of both backends side by side, with the second's bandwidth over the first's."""
-    names, memory = [b.name for b in backends], runtext.buffer_memory(backends)
-    rows, lines = backends_side_by_side(out.doc["results"], *names, memory=memory)
-    for line in lines:
-        out.say(line)
-    out.set(comparison={"backends": names, "memory": memory, "rows": rows})
 
 
 def run_trials(session, engine, args):
@@ -378,11 +332,18 @@ def execute(session, args):
         if args.per_rank:
             runtext.per_rank_table(session.hosts, out)
         runtext.memory_summary(session.hosts, out, memory)
-        if len(backends) > 1:
-            comparison(out, backends)
-        for line in line_rate_lines(out.doc):
+        lines = []
+        if len(backends) > 1:     # both backends' rows side by side, the second's busbw over the first's
+            memory = runtext.buffer_memory(backends)
+            rows, lines = backends_side_by_side(out.doc["results"], *names, memory=memory)
+            out.set(comparison={"backends": names, "memory": memory, "rows": rows})
+        fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
+                                        args.min_bw)
+        for line in lines + line_rate_lines(out.doc) + closing_lines:     # nccl-tests' closing last
             out.say(line)
-        slow = summary(out, session.hosts, wrong, names, args.min_bw)
+        runtext.launch_bound(out)
+        out.set(**fields)
+        slow = fields.get("min_busbw")
         out.finish()
     slow = session.comm.bcast(slow, root=0)
     if slow and not slow["okay"] and not wrong:

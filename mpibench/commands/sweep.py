@@ -1,11 +1,8 @@
 """mpibench sweep: the same benchmark once per setting of environment variables.
 
-NCCL reads most of its variables once per process, so every setting gets a fresh
-launch of the command the user gave (its hosts and options untouched): with Open MPI's
-mpirun the variables are forwarded with -x NAME=VALUE, and every launcher also finds
-them in its own environment (srun and hydra pass that on by default). sweep itself is a
-plain process: run it on a login node with `mpirun --host ...` or `srun ...`, or inside
-an sbatch script, where the inner mpirun or srun inherits the allocation.
+NCCL reads most of its variables once per process, so every setting gets a fresh launch of
+the user's command: Open MPI's mpirun gets them as -x NAME=VALUE, every launcher finds them
+in its environment. sweep itself is a plain process (a login node, or an sbatch script).
 """
 import argparse
 import itertools
@@ -73,10 +70,6 @@ def settings(sets):
     return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in sets))]
 
 
-def setting_name(env):
-    return " ".join(f"{k}={v}" for k, v in env.items())
-
-
 def is_openmpi(launcher):
     """Open MPI's mpirun takes -x; ask it (MPICH's mpiexec has the same name)."""
     if os.path.basename(launcher) not in OPENMPI:
@@ -95,8 +88,7 @@ def launch_argv(command, env, json_path, openmpi):
 
 def run_one(argv, env, timeout, quiet):
     """Start one launch in its own process group; stop the group if it runs too long."""
-    child_env = dict(os.environ, **env)
-    proc = subprocess.Popen(argv, env=child_env, start_new_session=True,
+    proc = subprocess.Popen(argv, env=dict(os.environ, **env), start_new_session=True,
                             stdout=subprocess.DEVNULL if quiet else None)
     # The launch has its own process group (so a timeout can stop all of it): pass a
     # SIGTERM (scancel, kill) on to it as Ctrl-C is.
@@ -118,16 +110,15 @@ def _interrupt(signum, frame):
 
 
 def _stop(proc):
-    for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
+            proc.wait(timeout=5)
+            return
         except ProcessLookupError:
             return
-        try:
-            proc.wait(timeout=grace)
-            return
         except subprocess.TimeoutExpired:
-            continue
+            pass
 
 
 def parts_folder(merged_path):
@@ -147,7 +138,7 @@ def execute(session, args):
     sets = args.sets or list(DEFAULT_SETS)
     envs = settings(sets)
     swept = [n for n, _ in sets]
-    names = [setting_name(e) for e in envs]
+    names = [" ".join(f"{k}={v}" for k, v in e.items()) for e in envs]
     labels = {n: "/".join(e.values()) for n, e in zip(names, envs)}
     merged = ResultFile(args.json, render_json)
     folder = parts_folder(merged.path)
@@ -158,9 +149,9 @@ def execute(session, args):
     sweeptext.header(len(envs), swept, command, openmpi, merged.announcement(), folder)
     failed = 0
     for i, (name, env) in enumerate(zip(names, envs), 1):
-        path = os.path.join(folder, f"setting{i}.json")
-        sweeptext.setting(f"{i} of {len(envs)}", name)
-        part, ok = _one_setting(doc, name, env, path, args, command, openmpi, f"{i} of {len(envs)}")
+        path, which = os.path.join(folder, f"setting{i}.json"), f"{i} of {len(envs)}"
+        sweeptext.setting(which, name)
+        part, ok = _one_setting(doc, name, env, path, args, command, openmpi, which)
         failed += not ok
         merged.write(doc)
         if i == 1 and part is not None:
@@ -187,8 +178,7 @@ def _command(launch):
 
 
 def _one_setting(doc, name, env, path, args, command, openmpi, which):
-    """Run one setting and fold its results into doc (rows and hosts tagged with the
-    setting, its record in doc["settings"]); (its document or None, whether it passed)."""
+    """Run one setting, its rows, hosts and record folded into doc; (its document or None, passed)."""
     start = time.monotonic()
     rc, why = run_one(launch_argv(command, env, path, openmpi), env, args.timeout, args.quiet)
     record = {"setting": name, "env": env, "file": path, "rc": rc,

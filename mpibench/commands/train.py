@@ -1,9 +1,10 @@
 """mpibench train: what the network costs a data-parallel training step."""
 import math
+from collections import Counter
 
 from ..diagnose import preamble, stragglers
 from ..diagnose.sink import Sink
-from ..errors import CheckFailed, Exit, UsageError
+from ..errors import Exit, UsageError
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP
 from ..measure import model
@@ -67,8 +68,8 @@ def _shape(args, preset):
 
 
 def check_args(args):
-    """Input errors that need no rank: found alike everywhere, before torch loads. Without
-    --preset the preset depends on the device (tiny or gpt2): execute checks the shape then."""
+    """Input errors that need no rank (without --preset, execute checks the shape: it depends
+    on the device)."""
     if args.preset or (args.hidden and args.heads):
         _shape(args, args.preset or "tiny")
     if args.warmup > args.steps:
@@ -105,10 +106,8 @@ def execute(session, args):
     base = inputs.on_rank0(session, args.scale_from,
                            lambda path: load_baseline(path, shape, session.size), "--scale-from") \
         if args.scale_from else None
-    if args.parallel == "fsdp":
-        reason = fsdp_unsupported(session.backend, backend.torch)
-        if reason:
-            raise UsageError(f"--parallel fsdp: {reason}")
+    if args.parallel == "fsdp" and (reason := fsdp_unsupported(session.backend, backend.torch)):
+        raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
     guard.arm(session, args.timeout or DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
@@ -130,10 +129,11 @@ def execute(session, args):
     alone = _time_alone(session, backend, out, calls, args.alone_iters)
     session.watch.disarm()
     if session.rank != 0:
-        return _replicas_verdict(session, None)
-    train = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
-                     base, args)
-    return _replicas_verdict(session, train["replicas"])
+        return guard.verdict(session, None)
+    replicas = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
+                        base, args)["replicas"]
+    return guard.verdict(session, "FAILED: the replicas differ after synced steps (see "
+                                  "'replicas')" if replicas and not replicas["agree"] else None)
 
 
 def _header(session, out, backend, train, records, versions):
@@ -217,12 +217,9 @@ def _closing(session, out, trainer, train, gathered, alone, base, args):
                  trainfigures.replicas(losses, trainer.loss_rtol),
                  scaling=trainfigures.scaling(summary, session.size, base) if base else None)
     out.set(train=train)
-    line = traintext.calls_line(train)
-    if line:
-        out.say(line)
-    for line in traintext.host_lines(analysis, "synced" if trainer.synced else "compute"):
-        out.say(line)
-    for line in traintext.summary_lines(train, session.size):
+    for line in [*filter(None, [traintext.calls_line(train)]),
+                 *traintext.host_lines(analysis, "synced" if trainer.synced else "compute"),
+                 *traintext.summary_lines(train, session.size)]:
         out.say(line)
     out.finish()
     return train
@@ -233,23 +230,12 @@ def _finite(x):
     return x if math.isfinite(x) else None
 
 
-def _replicas_verdict(session, replicas):
-    """Every rank ends the same way: exit 1 when the replicas disagree."""
-    bad = session.comm.bcast(bool(replicas) and not replicas["agree"], root=0)
-    if bad:
-        raise CheckFailed("FAILED: the replicas differ after synced steps (see 'replicas')")
-    return 0
-
-
 def _calls(trainer):
     """One step's collectives: [{"collective", "size", "count"}], sizes in bytes."""
-    calls = {}
-    for size in trainer.buckets():
-        key = ("all_reduce", size)
-        calls[key] = calls.get(key, 0) + 1
+    calls = Counter(("all_reduce", size) for size in trainer.buckets())
     for size, gathers in trainer.fsdp_units():
-        for key, count in ((("all_gather", size), gathers), (("reduce_scatter", size), 1)):
-            calls[key] = calls.get(key, 0) + count
+        calls["all_gather", size] += gathers
+        calls["reduce_scatter", size] += 1
     return [{"collective": c, "size": s, "count": n} for (c, s), n in calls.items()]
 
 

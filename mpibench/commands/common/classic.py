@@ -37,28 +37,28 @@ def one_dtype(text):
     return dtypes[0]
 
 
-def begin(session, args, command, title, config):
+def begin(session, args, title):
     """The backend, the output (rank 0) and every rank's record; prints the preamble."""
+    command = args.command
     session.watch.arm(f"{command}: start-up (every rank's device and versions)")
     backend = make(session, args.backend[0])
     out = open_output(session, command, args)
     records, versions = preamble.gather(session)
     if session.rank == 0:
         out.say(f"# mpibench {command}: {title}")
-        preamble.describe(session, out, [backend.name], records, versions, config)
+        preamble.describe(session, out, [backend.name], records, versions, {})
         out.announce_files()
     return backend, out, records
 
 
-def check_supported(backend, coll, dtype, op="sum"):
-    reason = backend.unsupported(coll, dtype, op)
+def check_supported(backend, coll, dtype):
+    reason = backend.unsupported(coll, dtype, "sum")
     if reason:
         raise UsageError(f"{coll.name} -d {dtype.name} on {backend.name}: {reason}")
 
 
 def engine(session, backend, warmup, blocking=2):
-    """The engine that times one bound call at a time: -w warmup, -z blocking (2: wait
-    for each call)."""
+    """The engine that times one bound call at a time (blocking: -z's, 2 waits for each call)."""
     return Engine(session, backend, Plan([], [], [], [], warmup=warmup, blocking=blocking), None)
 
 

@@ -1,11 +1,11 @@
-"""The deadline every multi-rank command runs under, and --timeout, which sets it.
+"""The deadline every multi-rank command runs under, --timeout, which sets it, and the
+verdict every rank ends with.
 
-bootstrap.start() installs each rank's watchdog and its SIGINT/SIGTERM handlers; arm()
-gives the command its first deadline as soon as the job is up, so that no command waits
-for the backend's own (much longer) timeout. A command marks each later step with
-session.watch.arm(where): every step gets the same --timeout. open_output() hands the
-results file to the watchdog, so a hang or a signal keeps what was measured.
+arm() gives the command its first deadline as soon as the job is up, so that no command
+waits for the backend's own (much longer) timeout; each later step is marked with
+session.watch.arm(where), under the same --timeout.
 """
+from ...errors import CheckFailed
 from . import options
 
 DEFAULT_TIMEOUT = 300.0
@@ -26,3 +26,11 @@ def arm(session, timeout, where):
     """Start the command's first step under the watchdog (every rank)."""
     session.watch.timeout = timeout
     session.watch.arm(where)
+
+
+def verdict(session, failure):
+    """Every rank ends as rank 0 judged: exit 1 with rank 0's failure (None: passed), else 0."""
+    failure = session.comm.bcast(failure, root=0)
+    if failure:
+        raise CheckFailed(failure)
+    return 0

@@ -96,11 +96,11 @@ def share_arg(text):
     return value
 
 
-def add_min_share(parser, what, reference, default=MIN_SHARE, dest="min_share", shown=None):
+def add_min_share(parser, what, reference, default=MIN_SHARE, shown=None):
     """--min-share F, one meaning in every command: `what` falls below F times `reference`,
     counted in speed (bandwidth, or 1 / time: F 0.8 is a time over 1.25 times the reference's)."""
     shown = shown or ("none" if default is None else f"{default:g}")
-    parser.add_argument("--min-share", type=share_arg, default=default, metavar="F", dest=dest,
+    parser.add_argument("--min-share", type=share_arg, default=default, metavar="F",
                         help=f"{what} below F times {reference} (0 < F <= 1; default {shown})")
 
 
