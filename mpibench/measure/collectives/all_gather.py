@@ -1,27 +1,16 @@
 """all_gather: every rank contributes count elements; every rank receives all n chunks."""
 from functools import partial
 
-from .base import Collective, Counts, align_down, data_values, fill_chunks, index, poison_value
+from .base import Collective, Counts, align_down, data_values, index
 
 
 class AllGather(Collective):
     name = "all_gather"
+    chunked = True
 
     def counts(self, count, elsize, n):
         base = align_down(count // n, elsize)
         return Counts(base, base * n, base, base, 0)
-
-    def bw_bytes(self, counts, elsize, n):
-        return counts.param * elsize * n
-
-    def busbw_factor(self, n):
-        return (n - 1) / n
-
-    def fill(self, send, recv, ctx):
-        import torch
-        recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send,
-                    lambda a, b: data_values(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
         import torch

@@ -8,16 +8,11 @@ from .base import (Collective, Counts, align_down, data_values, fill_chunks, ind
 class AllToAll(Collective):
     name = "all_to_all"
     modes = ("out",)          # no in-place all_to_all in torch.distributed
+    chunked = True
 
     def counts(self, count, elsize, n):
         base = align_down(count // n, elsize)
         return Counts(base * n, base * n, base, 0, 0)
-
-    def bw_bytes(self, counts, elsize, n):
-        return counts.param * elsize * n
-
-    def busbw_factor(self, n):
-        return (n - 1) / n
 
     def fill(self, send, recv, ctx):
         import torch

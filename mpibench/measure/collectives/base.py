@@ -46,6 +46,7 @@ class Collective:
     modes: Tuple[str, ...] = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
     mpi_modes: Optional[Tuple[str, ...]] = None   # what MPI can express, when it differs from modes
     min_ranks = 1
+    chunked = False         # nccl-tests' S is count x n, busbw (n-1)/n: one chunk per rank
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
     torch_notes: Dict[Tuple[str, str], str] = {}
@@ -61,15 +62,20 @@ class Collective:
 
     def bw_bytes(self, counts, elsize, n):
         """Bytes S in algbw = S / t (nccl-tests' *GetBw)."""
-        return counts.param * elsize
+        return counts.param * elsize * (n if self.chunked else 1)
 
     def busbw_factor(self, n):
-        return 1.0
+        return (n - 1) / n if self.chunked else 1.0
 
     # ---- correctness check: fill inputs, then count wrong outputs ----
     def fill(self, send, recv, ctx):
-        """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place."""
-        raise NotImplementedError
+        """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place:
+        a reduction's recv in place lies inside send, which overwrites it."""
+        import torch
+        if not (self.reduces and ctx.in_place):
+            recv.fill_(poison_value(ctx.dtype))
+        values = reduce_inputs if self.reduces else data_values
+        fill_chunks(torch, send, lambda a, b: values(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
 
     def expected(self, ctx, start, stop):
         """Expected values of recv[start:stop] on this rank (int64 or float64), or None: unchecked."""
