@@ -51,11 +51,6 @@ def _ignore(signum, frame):
     pass
 
 
-def _say(text):
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
 class NullWatch:
     """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
     timeout = None
@@ -88,7 +83,7 @@ class Watchdog(NullWatch):
         self._sends = []
         self._joined = False       # a timeout is being handled
         self._asked = False        # another rank timed out and asked us
-        self._signalled = None     # first signal seen
+        self.signalled = None      # the first SIGINT/SIGTERM this rank received
         self._ending = threading.Lock()   # one end of the job per rank
         self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
         self._stop = False
@@ -134,10 +129,13 @@ class Watchdog(NullWatch):
         it, so that a notice or a question waits no longer than the loop."""
         if self._owed and self.phase != TIMED_LOOP:
             self._owed = False
-            try:
-                os.write(self._wfd, b"\0")     # 0 is no signal: the thread only wakes
-            except OSError:
-                pass
+            self._wake()
+
+    def _wake(self):
+        try:
+            os.write(self._wfd, b"\0")        # 0 is no signal: the thread only wakes
+        except OSError:
+            pass
 
     def disarm(self):
         self.deadline = None
@@ -146,10 +144,7 @@ class Watchdog(NullWatch):
         """Stop watching (end of the command); signals go back to what they were."""
         self.deadline = None
         self._stop = True
-        try:
-            os.write(self._wfd, b"\0")        # wake the thread now, not at its next poll
-        except OSError:
-            pass
+        self._wake()                      # now, not at its next poll
         self._thread.join(timeout=2 * IDLE_POLL + 1)
         if self._saved is not None and threading.current_thread() is threading.main_thread():
             old_fd, handlers = self._saved
@@ -178,10 +173,6 @@ class Watchdog(NullWatch):
         failed = [r for r, s in snaps.items() if s[2] == FAILED]
         reports = min(failed) == self.s.rank and not any(s[4] for s in snaps.values())
         return [r for r in range(self.s.size) if r not in snaps], reports
-
-    def abandon(self, reason, code=1, status=None):
-        """Rank 0: mark the results incomplete (a failure the caller reports itself)."""
-        return self._results(reason, code=code, status=status)
 
     # ---- the thread ----
     def _run(self):
@@ -284,11 +275,11 @@ class Watchdog(NullWatch):
         lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, grace_for(self.timeout))
         if self.s.rank == min(snaps):
             reason = f"timed out: {lines[0]}"
-            self._end(lines + [self._results(reason, 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
+            self._end(lines + [self.abandon(reason, TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
         else:
             # A lower rank answered and reports; end the job ourselves if it cannot.
             self._deferred = (time.monotonic() + grace_for(self.timeout) + 5,
-                              lines + [self._results("", 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
+                              lines + [self.abandon("", TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
@@ -296,12 +287,11 @@ class Watchdog(NullWatch):
             return
         code = 128 + signum
         name = signal.Signals(signum).name
-        if self._signalled is not None and origin == self.s.rank:
-            self._end([], code)               # a second signal here: no more waiting
+        if self.signalled is not None:
+            if origin == self.s.rank:
+                self._end([], code)           # a second signal here: no more waiting
             return
-        if self._signalled is not None:
-            return
-        self._signalled = signum
+        self.signalled = signum
         if self.s.rank == 0 or self.comm is None:
             self.stop_for(signum, origin)
         else:
@@ -310,21 +300,17 @@ class Watchdog(NullWatch):
                               [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
                                f"job, so this rank does"], code)
 
-    @property
-    def signalled(self):
-        """The first SIGINT/SIGTERM this rank received (None if none)."""
-        return self._signalled
-
     def stop_for(self, signum, origin):
         """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
         with the closing line and the results kept."""
         code = 128 + signum
         reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
                   f"(host {self.s.hosts[origin]})")
-        self.s.out(f"# {reason}: {self._results(reason, code=code)}")
+        self.s.out(f"# {reason}: {self.abandon(reason, code)}")
         self._end([], code)
 
-    def _results(self, reason, rank0_alive=True, code=1, status=None):
+    def abandon(self, reason, code=1, status=None, rank0_alive=True):
+        """Rank 0: mark the results incomplete; what happened to them, in words."""
         if self.s.rank == 0 and self.on_fault is not None:
             return self.on_fault(reason, verdict.record(code, status))
         if self.s.rank == 0:
@@ -339,7 +325,8 @@ class Watchdog(NullWatch):
             while True:                 # another thread of this rank is ending the job
                 time.sleep(3600)
         for line in lines:
-            _say(line if line.startswith("mpibench") else f"mpibench: {line}")
+            sys.stderr.write((line if line.startswith("mpibench") else f"mpibench: {line}") + "\n")
+        sys.stderr.flush()
         verdict.say(code, getattr(self.s, "command", None))
         self.abort(code)
 
@@ -369,14 +356,10 @@ def describe_hang(snaps, size, hosts, timeout, grace):
     if not silent and not behind:
         return [f"no progress for {timeout:g} s at {at}: every rank arrived, the call itself "
                 f"never completed (the backend or the network is stuck)"]
+    missing = sorted(silent + behind)
     lines = [f"no progress for {timeout:g} s at {at}; "
-             f"{len(silent) + len(behind)} rank{'s' if len(silent) + len(behind) != 1 else ''} "
-             f"never arrived:"]
-    shown = 0
-    for r in sorted(silent + behind):
-        if shown == 16:
-            lines.append(f"  ... and {len(silent) + len(behind) - shown} more")
-            break
+             f"{len(missing)} rank{'s' if len(missing) != 1 else ''} never arrived:"]
+    for r in missing[:16]:
         if r in snaps:
             s = snaps[r]
             lines.append(f"  rank {r} (host {s[3]}): alive but still at {s[1]}" +
@@ -384,5 +367,4 @@ def describe_hang(snaps, size, hosts, timeout, grace):
         else:
             lines.append(f"  rank {r} (host {hosts[r]}): no answer within {grace:g} s "
                          f"(stopped, dead, or stuck) in {where}")
-        shown += 1
-    return lines
+    return lines + ([f"  ... and {len(missing) - 16} more"] if len(missing) > 16 else [])

@@ -20,6 +20,8 @@ from .row import Figures, Row
 from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
+# nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks
+PICK = {0: lambda times: times[0], 1: mean, 2: min, 3: max}
 
 
 @dataclass
@@ -54,13 +56,10 @@ class Buffers:
     """One send and one receive buffer for the largest row, viewed for every smaller one."""
 
     def __init__(self, backend, send_bytes, recv_bytes, rank):
-        self.send = backend.alloc(_round16(send_bytes), rank) if send_bytes else None
-        self.recv = backend.alloc(_round16(recv_bytes), rank)
-        self.nbytes = (_round16(send_bytes) if send_bytes else 0) + _round16(recv_bytes)
-
-
-def _round16(n):
-    return (n + 15) // 16 * 16
+        send, recv = (-(-n // 16) * 16 for n in (send_bytes, recv_bytes))
+        self.send = backend.alloc(send, rank) if send else None
+        self.recv = backend.alloc(recv, rank)
+        self.nbytes = send + recv
 
 
 def footprint(plan, n, sizes, modes_of=lambda coll: coll.modes):
@@ -251,9 +250,9 @@ class Engine:
         calls = [call] * max(iters, self.plan.warmup, 1)
         warm_up(self.b, self.watch, calls, self.plan.warmup, z, barrier, first=first)
         self.watch.mark(TIMED_LOOP)
-        seconds, each = self.b.time_loop(calls[:iters], z, barrier, per_iter=True)
+        timed = self.b.time_loop(calls[:iters], z, barrier, per_iter=True)
         self.watch.mark("gathering the times")
-        return seconds, each
+        return timed
 
     def modes_run(self, coll):
         """The plan's modes this backend has a call for, in the plan's order."""
@@ -322,11 +321,10 @@ class Engine:
         if trace is not None:
             calls, barrier = trace.calls(calls, views), trace.barrier
         self.watch.mark(TIMED_LOOP)
-        if plan.per_iter:
-            seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, per_iter=True)
-        else:
-            seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph), None
+        timed = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph,
+                                 per_iter=bool(plan.per_iter))
         self.watch.mark("check")
+        seconds, each = timed if plan.per_iter else (timed, None)
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
@@ -383,7 +381,7 @@ class Engine:
                 continue
             times = [g[mode][0] for g in gathered]
             wrongs = [g[mode][1] for g in gathered]
-            t = pick_time(times, self.plan.average)
+            t = PICK[self.plan.average](times)
             alg = algbw(bw_bytes, t)
             checked = self.plan.check and any(w is not None for w in wrongs)
             figures: Figures = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
@@ -431,13 +429,3 @@ def warm_up(backend, watch, calls, warmup, z, barrier, window=1, first=True):
     watch.mark("barrier before the timed loop")
     barrier()
 
-
-def pick_time(times, average):
-    """nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks."""
-    if average == 0:
-        return times[0]
-    if average == 2:
-        return min(times)
-    if average == 3:
-        return max(times)
-    return mean(times)
