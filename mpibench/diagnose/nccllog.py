@@ -58,22 +58,15 @@ def parse(text):
         p = _PREFIX.search(line)
         if p:
             out["hosts"].add(p.group(1))
-        conn = parse_line(line)
-        if conn:
+        if conn := parse_line(line):
             out["connections"].add(conn)
-            continue
-        if _COLLNET.search(line):
+        elif _COLLNET.search(line):
             out["collnet"] = True
-            continue
-        if _NVLS_USED.search(line):
+        elif _NVLS_USED.search(line):
             out["nvls"] = True
-            continue
-        m = _VERSION.search(line)
-        if m:
+        elif m := _VERSION.search(line):
             out["version"] = m.group(1)
-            continue
-        m = _NETWORK.search(line)
-        if m:
+        elif m := _NETWORK.search(line):
             out["network"] = m.group(1)
     return out
 
