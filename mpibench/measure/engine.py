@@ -7,7 +7,7 @@ through the backend being measured.
 """
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Optional
+from typing import Callable, Dict, Optional
 from statistics import mean
 
 from ..errors import Exit
@@ -21,7 +21,7 @@ from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 # nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks
-PICK = {0: lambda times: times[0], 1: mean, 2: min, 3: max}
+PICK: Dict[int, Callable[[list], float]] = {0: lambda times: times[0], 1: mean, 2: min, 3: max}
 
 
 @dataclass

@@ -103,7 +103,8 @@ class Trainer:
             switches.refuse(self.s.rank, need)
             self.net = model.build(self.shape, self.device)
             self.opt = self._adamw(self.net)
-            self.data = model.batches(self.shape, self.batch, self.s.rank, BATCHES, self.device)
+            # different on every rank
+            self.data = model.batches(self.shape, self.batch, 1000 + self.s.rank, BATCHES, self.device)
             self._local_step(self.net, self.opt)
             if self.parallel == "fsdp":     # the unsynced reference: an unsharded copy
                 self.ref = model.build(self.shape, self.device)
@@ -186,8 +187,9 @@ class Trainer:
 
     # ---- after the timed steps ----
     def shared_loss(self):
-        """The loss of the data-parallel model on a batch shared by every rank."""
-        x, y = model.shared_batch(self.shape, self.batch, self.device)
+        """The loss of the data-parallel model on a batch shared by every rank: a loss that
+        agrees across ranks means the replicas do."""
+        x, y = model.batches(self.shape, self.batch, 7, 1, self.device)[0]
         net = self.ddp.module if self.ddp is not None else self.net
         with self.torch.no_grad(), self._amp:
             return float(net(x, y))
