@@ -72,12 +72,9 @@ def parse(text):
 
 
 def by_host_pair(parsed, hosts):
-    """{(host a, host b): sorted transports} from parsed logs; hosts[r] is rank r's host.
-
-    Pairs are unordered (h1, h2 in rank order of first appearance); a host with itself
-    is the pair of its own GPUs. NVLS and CollNet, used across the communicator, are
-    added to every pair they can serve: NVLS within a host, CollNet between hosts.
-    """
+    """{(host a, host b): sorted transports} from parsed logs (hosts[r]: rank r's host), a
+    pair in the order hosts first appear, (h, h) its own GPUs'. NVLS and CollNet, used across
+    the communicator, join every pair they can serve: NVLS within a host, CollNet between."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
     pairs = {}
     nvls = collnet = False

@@ -19,11 +19,8 @@ def participants(hosts, every_rank=False):
 
 
 def round_robin(items):
-    """Every pair of items exactly once, in rounds where no item is in two pairs.
-
-    The circle method: fix the first item, rotate the others one place per round.
-    n - 1 rounds for even n; n rounds for odd n (each round one item sits out).
-    """
+    """Every pair of items once, in rounds where no item is in two pairs: the circle method
+    (the first fixed, the others rotated; n - 1 rounds for even n, n for odd n)."""
     items = list(items)
     if len(items) < 2:
         return []
@@ -41,11 +38,8 @@ def round_robin(items):
 
 
 def schedule(ranks, hosts):
-    """Rounds of rank pairs in which no host is in two pairs at once.
-
-    One rank per host: the circle method as it is. Several ranks per host (p2p --every-rank):
-    each circle round is split greedily so that pairs sharing a host run apart.
-    """
+    """Rounds of rank pairs in which no host is in two pairs at once: round_robin's, each
+    split greedily so that pairs sharing a host (p2p --every-rank) run apart."""
     out = []
     for rnd in round_robin(ranks):
         subs = []

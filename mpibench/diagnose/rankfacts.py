@@ -72,9 +72,7 @@ def version_differences(per_host):
     hosts = list(per_host)
     if not hosts:
         return []
-    ref_host = hosts[0]
-    ref = per_host[ref_host]
-    lines = []
+    ref_host, ref, lines = hosts[0], per_host[hosts[0]], []
     for host in hosts[1:]:
         diffs = [f"{k} {per_host[host].get(k)} vs {ref.get(k)}" for k in ref
                  if per_host[host].get(k) != ref.get(k)]

@@ -48,10 +48,8 @@ class Session:
                 quiet_stdout()
 
     def agree(self, error, code=2):
-        """Every rank passes its own error (or None); if any rank has one, all raise.
-
-        Rank 0 prints the first error, naming where it happened unless it concerns all.
-        """
+        """Every rank passes its own error (or None); if any rank has one, all raise Exit with
+        the first, naming where it happened unless every rank had it."""
         errors = self.comm.allgather(None if error is None else (self.rank, self.hostname, str(error)))
         bad = [e for e in errors if e is not None]
         if not bad:

@@ -23,15 +23,10 @@ LAUNCH_BOUND_NOTE = (f"time per call within {LAUNCH_BOUND_FACTOR:g}x of the host
 
 
 def per_call_seconds(call, n, finish=None):
-    """Host seconds per launch for n calls of call() issued without waiting for any.
-
-    call() starts one collective and returns at once: on a GPU a call bound with
-    async_op=False (it is queued on the stream), on a CPU backend one bound with
-    async_op=True (it returns a Work). finish(results), run after the clock stops, completes
-    them: results is the list of what the n calls returned (a stream's synchronize ignores
-    it; CPU backends wait each Work). Every rank must make the same calls (they are
-    collectives). The list for the results is allocated before the clock starts.
-    """
+    """Host seconds per launch for n calls of call() issued without waiting for any (a GPU
+    call queued on the stream, a CPU backend's async_op=True call returning a Work), on every
+    rank alike. finish(results), after the clock stops, completes what the n calls returned
+    (a stream's synchronize ignores it; CPU backends wait each Work)."""
     if n < 1:
         raise ValueError("n must be at least 1")
     results = [None] * n
