@@ -141,9 +141,7 @@ def gpus():
 
 def gpu_links(topology):
     """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
-    if not topology:
-        return set()
-    lines = [line for line in topology.splitlines() if line.strip()]
+    lines = [line for line in (topology or "").splitlines() if line.strip()]
     if not lines:
         return set()
     header = lines[0].split()

@@ -53,7 +53,7 @@ def launch_bound(time_s, per_call_s, factor=LAUNCH_BOUND_FACTOR):
     return per_call_s is not None and per_call_s > 0 and time_s <= factor * per_call_s
 
 
-def mark_rows(rows, per_call_s, modes=("out_of_place", "in_place"), factor=LAUNCH_BOUND_FACTOR):
+def mark_rows(rows, per_call_s):
     """Set "launch_bound" (True/False) in each measured mode of each results row (rows as
     the engine builds them, time_us per mode); rows left unchanged when per_call_s is None.
     Returns how many modes were marked launch-bound."""
@@ -61,10 +61,10 @@ def mark_rows(rows, per_call_s, modes=("out_of_place", "in_place"), factor=LAUNC
         return 0
     marked = 0
     for row in rows:
-        for key in modes:
+        for key in ("out_of_place", "in_place"):
             m = row.get(key)
             if m:
-                m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s, factor)
+                m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s)
                 marked += m["launch_bound"]
     return marked
 
