@@ -1,6 +1,7 @@
 """Facts about this rank: versions, device, and the variables that shape the network."""
 import os
 import platform
+from contextlib import suppress
 
 from .. import __version__
 from ..launch.comm import mpi_library_version
@@ -83,13 +84,11 @@ def version_differences(per_host):
 
 def peak_rss_bytes():
     """This process's peak resident memory so far (VmHWM), or None where nothing says."""
-    try:
+    with suppress(OSError):
         with open("/proc/self/status") as f:
             for line in f:
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
-        pass
     try:
         import resource
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux

@@ -4,6 +4,7 @@ address, the backend and device, the watchdog, and the two things every rank doe
 import os
 import socket
 import sys
+from contextlib import suppress
 
 from ..errors import Exit
 from . import verdict
@@ -71,18 +72,14 @@ class Session:
             self.watch = None
         if self.pg:
             import torch.distributed as dist
-            try:
+            with suppress(Exception):
                 dist.destroy_process_group()
-            except Exception:
-                pass
             self.pg = False
 
 
 def quiet_stdout():
     """Send whatever stdout still has to print to /dev/null (its reader has gone)."""
-    try:
+    with suppress(OSError, ValueError):
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
-    except (OSError, ValueError):
-        pass

@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from contextlib import suppress
 
 from . import faults, verdict
 
@@ -132,10 +133,8 @@ class Watchdog(NullWatch):
             self._wake()
 
     def _wake(self):
-        try:
+        with suppress(OSError):
             os.write(self._wfd, b"\0")        # 0 is no signal: the thread only wakes
-        except OSError:
-            pass
 
     def disarm(self):
         self.deadline = None
@@ -153,15 +152,11 @@ class Watchdog(NullWatch):
                 signal.signal(s, h)
             self._saved = None
         for fd in (self._rfd, self._wfd):
-            try:
+            with suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         if self.comm is not None:
-            try:
+            with suppress(Exception):
                 self.comm.Free()
-            except Exception:
-                pass
             self.comm = None
 
     def fail(self):
@@ -242,11 +237,9 @@ class Watchdog(NullWatch):
                     return
 
     def _send(self, obj, dest, tag):
-        try:
+        with suppress(Exception):
             self._sends.append(self.comm.isend(obj, dest=dest, tag=tag))
             self._sends = [r for r in self._sends if not r.Test()]
-        except Exception:
-            pass
 
     def _probe(self, why):
         """{rank: (step, where, phase, host)} of every rank that answers within the grace."""

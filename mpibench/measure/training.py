@@ -43,11 +43,9 @@ class Memory:
             torch.cuda.reset_peak_memory_stats(device)
             self.kind = "cuda_max_memory_allocated"
             return
-        try:
+        with contextlib.suppress(OSError):
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")          # resets VmHWM to the current resident set
-        except OSError:
-            pass
         self.kind = "peak_rss_growth"
         self.start = _status("VmRSS")
 
@@ -59,13 +57,11 @@ class Memory:
 
 
 def _status(field):
-    try:
+    with contextlib.suppress(OSError):
         with open("/proc/self/status") as f:
             for line in f:
                 if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
-    except OSError:
-        pass
     return None
 
 
