@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+from contextlib import suppress
 
 from .. import __version__
 from ..errors import Exit, UsageError
@@ -259,13 +260,11 @@ def join_store(addr, port, size, timeout):
 
 
 def _primary_address():
-    try:
+    addr = None
+    with suppress(OSError):
         addr = socket.gethostbyname(socket.gethostname())
-    except OSError:
-        addr = None
     if not addr or addr.startswith("127."):
-        addrs = [a for a in netaddr.interface_addresses().values() if not a.startswith("127.")]
-        addr = addrs[0] if addrs else None
+        addr = next((a for a in netaddr.interface_addresses().values() if not a.startswith("127.")), None)
     return addr
 
 

@@ -36,15 +36,9 @@ class PairBench:
     bidirectional); with a round's latency, ping-pongs of latency_size bytes."""
     def __init__(self, session, backend, size, *, iters, warmup, bidirectional,
                  latency_size=1, latency_iters=1):
-        self.s = session
-        self.b = backend
-        self.dist = backend.dist
-        self.size = size
-        self.latency_size = latency_size
-        self.iters = iters
-        self.warmup = warmup
-        self.latency_iters = latency_iters
-        self.bidirectional = bidirectional
+        self.s, self.b, self.dist = session, backend, backend.dist
+        self.size, self.iters, self.warmup, self.bidirectional = size, iters, warmup, bidirectional
+        self.latency_size, self.latency_iters = latency_size, latency_iters
         self.send_buf: Any = None
         self.recv_buf: Any = None
 
