@@ -109,11 +109,9 @@ def reserve_room(session, backend, plan):
         return None
     total = min(session.comm.allgather(total))
     sizes = sizes_with_room(plan, session.size, total, backend.modes)
-    room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total),
-            "maxbytes": plan.sizes[-1], "lowered_to": None}
-    if len(sizes) < len(plan.sizes):
-        room["lowered_to"] = sizes[-1]
-        plan.sizes = sizes
+    room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total), "maxbytes": plan.sizes[-1],
+            "lowered_to": sizes[-1] if len(sizes) < len(plan.sizes) else None}
+    plan.sizes = sizes
     return room
 
 
@@ -164,14 +162,9 @@ def iteration_views(send_t, recv_t, c, mode, rank, wanted):
     nccl-tests does so that repeated calls do not just hit the cache."""
     if mode == "in":
         foot = max(c.send, c.recv)
-        steps = max(1, recv_t.numel() // foot)
-        views = []
-        for j in range(min(steps, wanted)):
-            base = j * foot
-            s0 = base + c.send_inplace_offset * rank
-            r0 = base + c.recv_inplace_offset * rank
-            views.append((recv_t[s0:s0 + c.send], recv_t[r0:r0 + c.recv]))
-        return views
+        s, r = c.send_inplace_offset * rank, c.recv_inplace_offset * rank
+        return [(recv_t[b + s:b + s + c.send], recv_t[b + r:b + r + c.recv])
+                for b in range(0, min(max(1, recv_t.numel() // foot), wanted) * foot, foot)]
     steps = max(1, min(send_t.numel() // c.send, recv_t.numel() // c.recv))
     return [(send_t[j * c.send:(j + 1) * c.send], recv_t[j * c.recv:(j + 1) * c.recv])
             for j in range(min(steps, wanted))]
