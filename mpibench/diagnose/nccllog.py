@@ -43,9 +43,7 @@ def transport_name(via):
 def parse_line(line):
     """(src rank, dst rank, transport) for a channel connection line, else None."""
     m = _CHANNEL.search(line)
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), transport_name(m.group(4))
+    return (int(m.group(1)), int(m.group(2)), transport_name(m.group(4))) if m else None
 
 
 def parse(text):
