@@ -84,9 +84,7 @@ class PairBench:
                 for _ in range(self.warmup):
                     call()
                 self.b.sync()
-            latency = None
-            if with_latency and step == 0:
-                latency = self._latency(mine)
+            latency = self._latency(mine) if with_latency and step == 0 else None
             if call is not None:
                 times = self.b.time_each(call, self.iters, self.s.comm.polite_barrier)
                 records.append({"from": src, "to": dst, "role": "send" if me == src else "recv",
