@@ -84,11 +84,10 @@ def version_differences(per_host):
 
 def peak_rss_bytes():
     """This process's peak resident memory so far (VmHWM), or None where nothing says."""
-    with suppress(OSError):
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+    with suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     try:
         import resource
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux

@@ -43,9 +43,8 @@ class Memory:
             torch.cuda.reset_peak_memory_stats(device)
             self.kind = "cuda_max_memory_allocated"
             return
-        with contextlib.suppress(OSError):
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")          # resets VmHWM to the current resident set
+        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+            f.write("5")          # resets VmHWM to the current resident set
         self.kind = "peak_rss_growth"
         self.start = _status("VmRSS")
 
@@ -57,11 +56,10 @@ class Memory:
 
 
 def _status(field):
-    with contextlib.suppress(OSError):
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
     return None
 
 
