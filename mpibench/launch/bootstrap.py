@@ -270,8 +270,7 @@ def _primary_address():
 
 def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None, link=None,
           rails_spec=None):
-    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group.
-
+    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group;
     timeout bounds each step (the rendezvous here, rows later) through the watchdog;
     argv (the command line) must be the same on every rank; link: connect()'s, made here
     when not given; rails_spec: the rails to bind (rails.py), else the environment's."""
