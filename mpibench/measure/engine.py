@@ -56,7 +56,7 @@ class Buffers:
     """One send and one receive buffer for the largest row, viewed for every smaller one."""
 
     def __init__(self, backend, send_bytes, recv_bytes, rank):
-        send, recv = (-(-n // 16) * 16 for n in (send_bytes, recv_bytes))
+        send, recv = ((n + 15) // 16 * 16 for n in (send_bytes, recv_bytes))
         self.send = backend.alloc(send, rank) if send else None
         self.recv = backend.alloc(recv, rank)
         self.nbytes = send + recv
