@@ -329,11 +329,10 @@ class Engine:
         through holds this rank's position-sensitive values, not a fresh buffer's zeros
         (zeros can run faster: less power, hardware that skips them). Not the check's
         inputs: signed sums of those cancel to zeros over a multiple of 3 ranks."""
-        torch = self.torch
-        values = partial(_rank_values, torch, ctx)
+        values = partial(_rank_values, ctx)
         for sv, rv in views:
-            fill_chunks(torch, rv, values)
-            fill_chunks(torch, sv, values)    # in place, inside rv
+            fill_chunks(rv, values)
+            fill_chunks(sv, values)    # in place, inside rv
         self.b.sync()
 
     def check(self, coll, view, ctx, rounds):
@@ -404,8 +403,8 @@ class Engine:
             self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
 
 
-def _rank_values(torch, ctx, start, stop):
-    return data_values(torch, ctx, ctx.rank, index(torch, start, stop, ctx.device))
+def _rank_values(ctx, start, stop):
+    return data_values(ctx, ctx.rank, index(ctx, start, stop))
 
 
 def warm_up(backend, watch, calls, warmup, z, barrier, window=1, first=True):

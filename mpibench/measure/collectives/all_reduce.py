@@ -15,7 +15,7 @@ class AllReduce(Collective):
 
     def expected(self, ctx, start, stop):
         import torch
-        return reduce_result(torch, ctx, index(torch, start, stop, ctx.device))
+        return reduce_result(torch, ctx, index(ctx, start, stop))
 
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(dist.all_reduce, recv, op=ctx.backend_op, async_op=async_op)

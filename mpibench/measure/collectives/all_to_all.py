@@ -15,14 +15,12 @@ class AllToAll(Collective):
         return Counts(base * n, base * n, base, 0, 0)
 
     def fill(self, send, recv, ctx):
-        import torch
         recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send, per_destination(torch, ctx, ctx.rank))
+        fill_chunks(send, per_destination(ctx, ctx.rank))
 
     def expected(self, ctx, start, stop):
-        import torch
-        k = index(torch, start, stop, ctx.device)
-        return data_values(torch, ctx, k // ctx.count, k % ctx.count, dst=ctx.rank)
+        k = index(ctx, start, stop)
+        return data_values(ctx, k // ctx.count, k % ctx.count, dst=ctx.rank)
 
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(dist.all_to_all_single, recv, send, async_op=async_op)

@@ -71,11 +71,10 @@ class Collective:
     def fill(self, send, recv, ctx):
         """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place:
         a reduction's recv in place lies inside send, which overwrites it."""
-        import torch
         if not (self.reduces and ctx.in_place):
             recv.fill_(poison_value(ctx.dtype))
         values = reduce_inputs if self.reduces else data_values
-        fill_chunks(torch, send, lambda a, b: values(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
+        fill_chunks(send, lambda a, b: values(ctx, ctx.rank, index(ctx, a, b)))
 
     def expected(self, ctx, start, stop):
         """Expected values of recv[start:stop] on this rank (int64 or float64), or None: unchecked."""
@@ -106,25 +105,26 @@ class Ctx:
     device: object = None
 
 
-def index(torch, start, stop, device):
-    return torch.arange(start, stop, dtype=torch.int64, device=device)
+def index(ctx, start, stop):
+    import torch
+    return torch.arange(start, stop, dtype=torch.int64, device=ctx.device)
 
 
 # ---------- values for collectives that move data without reducing ----------
 
-def data_values(torch, ctx, src, i, dst=0):
+def data_values(ctx, src, i, dst=0):
     """Position-sensitive values a rank src sends (dst: for all_to_all, whom to)."""
     return (src * 7 + dst * 13 + i + ctx.seed) % ctx.dtype.period
 
 
-def per_destination(torch, ctx, src):
+def per_destination(ctx, src):
     """values(start, stop) for fill_chunks: chunk j of count elements holds what rank src
     sends to rank j (all_to_all, scatter)."""
     count = ctx.count
 
     def values(a, b):
-        k = index(torch, a, b, ctx.device)
-        return data_values(torch, ctx, src, k % count, dst=k // count)
+        k = index(ctx, a, b)
+        return data_values(ctx, src, k % count, dst=k // count)
     return values
 
 
@@ -137,7 +137,8 @@ def poison_value(dtype):
 
 # ---------- values for reductions, and their closed-form results ----------
 
-def reduce_inputs(torch, ctx, r, i):
+def reduce_inputs(ctx, r, i):
+    import torch
     s = i + ctx.seed
     if ctx.op in ("sum", "avg"):
         v = (r + s) % 3
@@ -214,7 +215,7 @@ def count_wrong(torch, coll, recv, ctx):
     return wrong
 
 
-def fill_chunks(torch, view, values_fn):
+def fill_chunks(view, values_fn):
     """view[k] = values_fn(k) for every k, CHUNK elements at a time."""
     total = view.numel()
     for start in range(0, total, CHUNK):

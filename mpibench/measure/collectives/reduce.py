@@ -15,7 +15,7 @@ class Reduce(Collective):
         import torch
         if ctx.rank != ctx.root:
             return None       # only the root's result is defined
-        return reduce_result(torch, ctx, index(torch, start, stop, ctx.device))
+        return reduce_result(torch, ctx, index(ctx, start, stop))
 
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(dist.reduce, recv, ctx.root, op=ctx.backend_op, async_op=async_op)

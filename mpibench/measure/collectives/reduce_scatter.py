@@ -20,7 +20,7 @@ class ReduceScatter(Collective):
     def expected(self, ctx, start, stop):
         import torch
         offset = ctx.rank * ctx.count
-        return reduce_result(torch, ctx, index(torch, offset + start, offset + stop, ctx.device))
+        return reduce_result(torch, ctx, index(ctx, offset + start, offset + stop))
 
     def bind(self, dist, send, recv, ctx, async_op):
         fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
