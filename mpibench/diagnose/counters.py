@@ -9,7 +9,7 @@ Only error counters are kept (byte and packet counts move on every healthy link)
 """
 import os
 
-from .hostfacts import listdir, read_text
+from .hostfacts import listdir, number, read_text
 
 IB_ERRORS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
              "port_xmit_discards", "port_rcv_remote_physical_errors",
@@ -19,13 +19,6 @@ IB_ERRORS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_err
 NET_ERRORS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors",
               "rx_frame_errors", "rx_fifo_errors", "tx_fifo_errors", "rx_missed_errors",
               "rx_over_errors", "tx_carrier_errors", "tx_aborted_errors")
-
-
-def _int(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def snapshot(root="/"):
@@ -39,7 +32,7 @@ def snapshot(root="/"):
               for name in listdir(net) if name != "lo"]
     out = {}
     for port, d, folder, names, state, speed in ports:
-        found = {c: _int(read_text(os.path.join(d, folder, c))) for c in names}
+        found = {c: number(read_text(os.path.join(d, folder, c))) for c in names}
         out[port] = {"state": (read_text(os.path.join(d, state)) or "unknown").split(":")[-1].strip(),
                      "speed": read_text(os.path.join(d, speed)),
                      "counters": {c: v for c, v in found.items() if v is not None}}
