@@ -41,11 +41,9 @@ class Fabric:
 
     def uplinks(self, a, b):
         key = (self.leaf[a], self.leaf[b])
-        found = self._ups.get(key)
-        if found is None:
-            found = self._ups[key] = [uplink(s, p) for s, p in
-                                      self.topo.uplinks_between(*key)] if key[0] != key[1] else []
-        return found
+        if key not in self._ups:        # [] on one leaf
+            self._ups[key] = [uplink(s, p) for s, p in self.topo.uplinks_between(*key)]
+        return self._ups[key]
 
     def path(self, a, b, r):
         links = [nic(a, r), nic(b, r)] + self.uplinks(a, b)
