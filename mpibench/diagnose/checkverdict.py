@@ -55,13 +55,9 @@ def per_host(gathered):
 
 def shortfall(fig, lim):
     """How far a figure misses its limits, as a share of the limit (0 when it meets them)."""
-    out = 0.0
     low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")
-    if low and fig["busbw_GBps"] is not None:
-        out = max(out, 1 - fig["busbw_GBps"] / low)
-    if high:
-        out = max(out, fig["time_us"] / high - 1)
-    return out
+    return max(0.0, 1 - fig["busbw_GBps"] / low if low and fig["busbw_GBps"] is not None else 0.0,
+               fig["time_us"] / high - 1 if high else 0.0)
 
 
 def sure(fig, lim):
@@ -182,14 +178,11 @@ class Judge:
         times = pairs.slower_end(records)
         figs = {}
         for a, b in todo:
-            figs[(a, b)] = []
-            for i in range(self.ppn):
-                ra, rb = self.members[self.names[a]][i], self.members[self.names[b]][i]
-                each = times[(ra, rb)]            # both ends record (ra, rb): both ways at once
-                t = median(each)
-                speed = algbw(self.size, t)
-                figs[(a, b)].append({"time_us": t * 1e6, "algbw_GBps": speed, "busbw_GBps": speed,
-                                     "spread_pct": spread_pct(each), "best_us": min(each) * 1e6})
+            # each rail's ranks (ra, rb): both ends record the pair as such, both ways at once
+            ends = [times[(self.members[self.names[a]][i], self.members[self.names[b]][i])]
+                    for i in range(self.ppn)]
+            figs[(a, b)] = [figure({"bw_bytes": self.size, "seconds": median(each), "times": each,
+                                    "factor": 1}) for each in ends]
         if self.pair_limit is None:       # relative: the first round sets the reference
             first = [f["busbw_GBps"] for per in figs.values() for f in per]
             self.pair_limit = {"min_busbw_GBps": thresholds.relative(first),

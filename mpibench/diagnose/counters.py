@@ -9,7 +9,7 @@ Only error counters are kept (byte and packet counts move on every healthy link)
 """
 import os
 
-from .hostfacts import listdir, read_text
+from .hostfacts import listdir, number, read_text
 
 IB_ERRORS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
              "port_xmit_discards", "port_rcv_remote_physical_errors",
@@ -21,33 +21,20 @@ NET_ERRORS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_erro
               "rx_over_errors", "tx_carrier_errors", "tx_aborted_errors")
 
 
-def _int(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
-
-
 def snapshot(root="/"):
     """{port: {'state', 'speed', 'counters': {name: value}}}, port being 'mlx5_0/1'
     (device/port) or 'eth1' (interface; loopback left out)."""
+    ib, net = os.path.join(root, "sys/class/infiniband"), os.path.join(root, "sys/class/net")
+    # (port, its folder, the counters' folder, their names, the state and speed files)
+    ports = [(f"{dev}/{port}", os.path.join(ib, dev, "ports", port), "counters", IB_ERRORS,
+              "state", "rate") for dev in listdir(ib) for port in listdir(os.path.join(ib, dev, "ports"))]
+    ports += [(name, os.path.join(net, name), "statistics", NET_ERRORS, "operstate", "speed")
+              for name in listdir(net) if name != "lo"]
     out = {}
-    ib = os.path.join(root, "sys/class/infiniband")
-    for dev in listdir(ib):
-        for port in listdir(os.path.join(ib, dev, "ports")):
-            d = os.path.join(ib, dev, "ports", port)
-            found = {c: _int(read_text(os.path.join(d, "counters", c))) for c in IB_ERRORS}
-            state = (read_text(os.path.join(d, "state")) or "unknown").split(":")[-1].strip()
-            out[f"{dev}/{port}"] = {"state": state, "speed": read_text(os.path.join(d, "rate")),
-                                    "counters": {c: v for c, v in found.items() if v is not None}}
-    net = os.path.join(root, "sys/class/net")
-    for name in listdir(net):
-        if name == "lo":
-            continue
-        d = os.path.join(net, name)
-        found = {c: _int(read_text(os.path.join(d, "statistics", c))) for c in NET_ERRORS}
-        out[name] = {"state": read_text(os.path.join(d, "operstate")) or "unknown",
-                     "speed": read_text(os.path.join(d, "speed")),
+    for port, d, folder, names, state, speed in ports:
+        found = {c: number(read_text(os.path.join(d, folder, c))) for c in names}
+        out[port] = {"state": (read_text(os.path.join(d, state)) or "unknown").split(":")[-1].strip(),
+                     "speed": read_text(os.path.join(d, speed)),
                      "counters": {c: v for c, v in found.items() if v is not None}}
     return out
 

@@ -146,9 +146,8 @@ class FabricRounds:
     """The rounds as a state machine: next_round() gives host pairs, record() takes
     {(a, b): [passed on rail 0, rail 1, ...]}, verdict() says what is named."""
 
-    def __init__(self, fabric, max_rounds=MAX_ROUNDS):
+    def __init__(self, fabric):
         self.fabric = fabric
-        self.max_rounds = max_rounds
         self.plan = first_rounds(fabric)
         self.results = []
         self.tested = set()
@@ -161,7 +160,7 @@ class FabricRounds:
         k = len(self.rounds)
         if k < len(self.plan):
             pairs = self.plan[k]
-        elif k >= self.max_rounds:
+        elif k >= MAX_ROUNDS:
             pairs = []
         else:
             v = self.verdict()
@@ -200,9 +199,9 @@ class FabricRounds:
         return self._verdict
 
 
-def run(fabric, judge, max_rounds=MAX_ROUNDS):
+def run(fabric, judge):
     """Drive FabricRounds with judge(pairs) -> {(a, b): [passed per rail]}; the verdict."""
-    rounds = FabricRounds(fabric, max_rounds)
+    rounds = FabricRounds(fabric)
     while True:
         pairs = rounds.next_round()
         if not pairs:

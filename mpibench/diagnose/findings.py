@@ -55,12 +55,8 @@ def differences(per_host):
     """[(label, {host: value})] for every fact that differs between hosts."""
     tables = {h: comparable(f) for h, f in per_host.items()}
     labels = list(dict.fromkeys(k for t in tables.values() for k in t))
-    out = []
-    for label in labels:
-        values = {h: t.get(label) for h, t in tables.items()}
-        if len(set(map(str, values.values()))) > 1:
-            out.append((label, values))
-    return out
+    return [(label, values) for label in labels for values in [{h: t.get(label) for h, t in tables.items()}]
+            if len(set(map(str, values.values()))) > 1]
 
 
 def _active_ports(facts):
@@ -152,15 +148,12 @@ def _name_findings(h, f):
 
 def _switched_off(h, env):
     """NCCL transports that host h's variables turn off (P2P, InfiniBand/RoCE, SHM)."""
-    out = []
-    for var, what in (("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: "
-                                           "traffic inside the host goes through host memory"),
-                      ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets "
-                                          "between hosts"),
-                      ("NCCL_SHM_DISABLE", "shared-memory transport is off")):
-        if env.get(var, "0").strip() not in ("", "0"):
-            out.append((h, f"{var}={env[var]} is set: {what}; unset it unless on purpose"))
-    return out
+    return [(h, f"{var}={env[var]} is set: {what}; unset it unless on purpose") for var, what in (
+        ("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: traffic inside the host "
+                             "goes through host memory"),
+        ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets between hosts"),
+        ("NCCL_SHM_DISABLE", "shared-memory transport is off"))
+        if env.get(var, "0").strip() not in ("", "0")]
 
 
 def _gpu_findings(h, f):

@@ -9,6 +9,7 @@ errors, a test that fails or hangs. docs/commands/check.md says more.
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from ..errors import CheckFailed, UsageError
 from ..launch import faults, verdict
@@ -65,23 +66,16 @@ def run(session, args, coll, size, members, limits, make_intra, retest):
         gathered = session.comm.gather(intra(args, "inside the host"), root=0)
         if judge:
             judge.intra(gathered)
-        retest(intra, _Retests(judge) if judge else None)
+        # what check's retest rounds need of rank 0's report: the judge; their words are
+        # kept in the results file (the health check prints one line)
+        retest(intra, SimpleNamespace(judge=judge, say_retest=lambda test, lines: None)
+               if judge else None)
     session.watch.disarm()
     failed = session.comm.bcast(_verdict(session, out, args, judge, facts)
                                 if session.rank == 0 else None, root=0)
     if failed:
         raise CheckFailed("")       # the line said it all
     return 0
-
-
-class _Retests:
-    """What check's retest rounds need of rank 0's report: the judge, and where its words
-    go (kept in the results file: the health check prints one line)."""
-    def __init__(self, judge):
-        self.judge = judge
-
-    def say_retest(self, test, lines):
-        pass
 
 
 def _slowed(session, t):

@@ -32,6 +32,14 @@ def listdir(path):
         return []
 
 
+def number(text, kind=int):
+    """text as a number of kind, None where it is none."""
+    try:
+        return kind(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def interfaces(root):
     """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
     base = os.path.join(root, "sys/class/net")
@@ -39,13 +47,9 @@ def interfaces(root):
     for name in listdir(base):
         if name == "lo":
             continue
-        speed = read_text(os.path.join(base, name, "speed"))
-        try:
-            speed = int(speed) if speed is not None and int(speed) > 0 else None
-        except ValueError:
-            speed = None
+        speed = number(read_text(os.path.join(base, name, "speed")))
         out.append({"name": name, "state": read_text(os.path.join(base, name, "operstate")) or "unknown",
-                    "speed_mbps": speed})
+                    "speed_mbps": speed if speed and speed > 0 else None})
     return out
 
 
@@ -59,16 +63,9 @@ def rdma_ports(root):
             state = read_text(os.path.join(d, "state")) or "unknown"      # "4: ACTIVE"
             rate = read_text(os.path.join(d, "rate"))                      # "200 Gb/sec (4X HDR)"
             out.append({"device": dev, "port": port, "state": state.split(":")[-1].strip(),
-                        "rate": rate, "rate_gbps": _gbps(rate),
+                        "rate": rate, "rate_gbps": number(rate.split()[0] if rate else None, float),
                         "link_layer": read_text(os.path.join(d, "link_layer")) or "unknown"})
     return out
-
-
-def _gbps(rate):
-    try:
-        return float(rate.split()[0]) if rate else None
-    except ValueError:
-        return None
 
 
 def link_rates(root="/"):
@@ -141,9 +138,7 @@ def gpus():
 
 def gpu_links(topology):
     """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
-    if not topology:
-        return set()
-    lines = [line for line in topology.splitlines() if line.strip()]
+    lines = [line for line in (topology or "").splitlines() if line.strip()]
     if not lines:
         return set()
     header = lines[0].split()

@@ -90,18 +90,14 @@ def run_pairs(session, env, seconds, port=PORT):
     known = session.comm.allgather(mine)
     results = []
     for rnd in pairs.schedule(ranks, session.hosts):
-        role = next(((a, b) for a, b in rnd if session.rank in (a, b)), None)
-        record = None
-        server = None
-        if role is not None:
-            a, b = role
-            ready = known[a][1] and known[b][1]
-            if session.rank == a and ready:
-                server = serve(known[a][0], port, seconds)
+        a, b = next(((a, b) for a, b in rnd if session.rank in (a, b)), (None, None))
+        record = server = None
+        ready = a is not None and known[a][1] and known[b][1]
+        if ready and session.rank == a:
+            server = serve(known[a][0], port, seconds)
         session.comm.barrier()
-        if role is not None and session.rank == role[1]:
-            a, b = role
-            if known[a][1] and known[b][1]:
+        if b is not None and session.rank == b:
+            if ready:
                 bps, retr, why = connect(known[a][0], known[b][0], port, seconds)
             else:
                 missing = [session.hosts[r] for r in (a, b) if not known[r][1]]

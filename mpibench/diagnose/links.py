@@ -92,9 +92,7 @@ def _latency_values(latency):
 
 def _links(labels, collected, latency, bench, analysis):
     moved = _moved(bench)
-    verdicts = {}
-    if analysis:
-        verdicts = {(x["from"], x["to"]): x for x in analysis["links"]}
+    verdicts = {(x["from"], x["to"]): x for x in analysis["links"]} if analysis else {}
     rows = []
     for (a, b), rec in sorted(collected.items(), key=lambda kv: (kv[1]["round"], kv[0])):
         t = rec["times"]

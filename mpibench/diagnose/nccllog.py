@@ -43,9 +43,7 @@ def transport_name(via):
 def parse_line(line):
     """(src rank, dst rank, transport) for a channel connection line, else None."""
     m = _CHANNEL.search(line)
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), transport_name(m.group(4))
+    return (int(m.group(1)), int(m.group(2)), transport_name(m.group(4))) if m else None
 
 
 def parse(text):
@@ -58,33 +56,23 @@ def parse(text):
         p = _PREFIX.search(line)
         if p:
             out["hosts"].add(p.group(1))
-        conn = parse_line(line)
-        if conn:
+        if conn := parse_line(line):
             out["connections"].add(conn)
-            continue
-        if _COLLNET.search(line):
+        elif _COLLNET.search(line):
             out["collnet"] = True
-            continue
-        if _NVLS_USED.search(line):
+        elif _NVLS_USED.search(line):
             out["nvls"] = True
-            continue
-        m = _VERSION.search(line)
-        if m:
+        elif m := _VERSION.search(line):
             out["version"] = m.group(1)
-            continue
-        m = _NETWORK.search(line)
-        if m:
+        elif m := _NETWORK.search(line):
             out["network"] = m.group(1)
     return out
 
 
 def by_host_pair(parsed, hosts):
-    """{(host a, host b): sorted transports} from parsed logs; hosts[r] is rank r's host.
-
-    Pairs are unordered (h1, h2 in rank order of first appearance); a host with itself
-    is the pair of its own GPUs. NVLS and CollNet, used across the communicator, are
-    added to every pair they can serve: NVLS within a host, CollNet between hosts.
-    """
+    """{(host a, host b): sorted transports} from parsed logs (hosts[r]: rank r's host), a
+    pair in the order hosts first appear, (h, h) its own GPUs'. NVLS and CollNet, used across
+    the communicator, join every pair they can serve: NVLS within a host, CollNet between."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
     pairs = {}
     nvls = collnet = False

@@ -19,11 +19,8 @@ def participants(hosts, every_rank=False):
 
 
 def round_robin(items):
-    """Every pair of items exactly once, in rounds where no item is in two pairs.
-
-    The circle method: fix the first item, rotate the others one place per round.
-    n - 1 rounds for even n; n rounds for odd n (each round one item sits out).
-    """
+    """Every pair of items once, in rounds where no item is in two pairs: the circle method
+    (the first fixed, the others rotated; n - 1 rounds for even n, n for odd n)."""
     items = list(items)
     if len(items) < 2:
         return []
@@ -41,11 +38,8 @@ def round_robin(items):
 
 
 def schedule(ranks, hosts):
-    """Rounds of rank pairs in which no host is in two pairs at once.
-
-    One rank per host: the circle method as it is. Several ranks per host (p2p --every-rank):
-    each circle round is split greedily so that pairs sharing a host run apart.
-    """
+    """Rounds of rank pairs in which no host is in two pairs at once: round_robin's, each
+    split greedily so that pairs sharing a host (p2p --every-rank) run apart."""
     out = []
     for rnd in round_robin(ranks):
         subs = []
@@ -73,15 +67,11 @@ def slower_end(gathered):
 
 
 def analyze(labels, links, threshold=0.8, consistency=0.8):
-    """Slow links and slow hosts from every link's per-iteration seconds.
-
-    labels[i]: the host (or host:rank) of participant i. links: {(i, j): [seconds per
-    iteration]} for the transfer i -> j (a bidirectional pair appears once as (i, j)).
-    A host is slow when the links it takes part in are below `threshold` times the
-    links it does not take part in; a link is slow when it is below `threshold` times
-    the median link between hosts not found slow. Both only when consistent: in at
-    least `consistency` of the iterations (stragglers.consistently_slow).
-    """
+    """Slow links and hosts from links {(i, j): [seconds per iteration]} of the transfer i -> j
+    (a bidirectional pair once), labels[i] participant i's host (or host:rank). A host is slow
+    when its links are below `threshold` times the others, a link below `threshold` times the
+    median link between hosts not found slow; both only in at least `consistency` of the
+    iterations (stragglers.consistently_slow)."""
     margin = 1 / threshold - 1          # bandwidth below threshold x ref = time above (1+margin) x ref
     keys = sorted(links)
     iters = min((len(links[k]) for k in keys), default=0)

@@ -1,6 +1,7 @@
 """Facts about this rank: versions, device, and the variables that shape the network."""
 import os
 import platform
+from contextlib import suppress
 
 from .. import __version__
 from ..launch.comm import mpi_library_version
@@ -72,9 +73,7 @@ def version_differences(per_host):
     hosts = list(per_host)
     if not hosts:
         return []
-    ref_host = hosts[0]
-    ref = per_host[ref_host]
-    lines = []
+    ref_host, ref, lines = hosts[0], per_host[hosts[0]], []
     for host in hosts[1:]:
         diffs = [f"{k} {per_host[host].get(k)} vs {ref.get(k)}" for k in ref
                  if per_host[host].get(k) != ref.get(k)]
@@ -85,13 +84,10 @@ def version_differences(per_host):
 
 def peak_rss_bytes():
     """This process's peak resident memory so far (VmHWM), or None where nothing says."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     try:
         import resource
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux

@@ -95,11 +95,8 @@ def _quantile(values, q):
 
 
 def consistently_slow(times, reference, margin, consistency):
-    """times[k] against reference[k], seconds in iteration k: slow when over
-    (1 + margin) x the reference in at least `consistency` of the iterations.
-
-    Returns {'ratio': median of times/reference, 'slow_iterations': k, 'slow': bool}.
-    """
+    """{'ratio': median of times/reference, 'slow_iterations', 'slow'}: slow when times[k]
+    is over (1 + margin) x reference[k] in at least `consistency` of the iterations."""
     ratios = [t / ref for t, ref in zip(times, reference) if ref > 0]
     slow = sum(1 for x in ratios if x > 1 + margin)
     return {"ratio": median(ratios) if ratios else None, "slow_iterations": slow,

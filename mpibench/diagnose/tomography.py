@@ -12,6 +12,7 @@ all its rails are named (rails whose switch is named left aside); never for an u
 Work: O(paths x links per path) plus a heap, i.e. O(hosts x rails log) per verdict.
 """
 import heapq
+from collections import Counter
 
 
 def nic(host, rail):
@@ -40,11 +41,9 @@ class Fabric:
 
     def uplinks(self, a, b):
         key = (self.leaf[a], self.leaf[b])
-        found = self._ups.get(key)
-        if found is None:
-            found = self._ups[key] = [uplink(s, p) for s, p in
-                                      self.topo.uplinks_between(*key)] if key[0] != key[1] else []
-        return found
+        if key not in self._ups:        # [] on one leaf
+            self._ups[key] = [uplink(s, p) for s, p in self.topo.uplinks_between(*key)]
+        return self._ups[key]
 
     def path(self, a, b, r):
         links = [nic(a, r), nic(b, r)] + self.uplinks(a, b)
@@ -110,12 +109,7 @@ def _sort_paths(fabric, results):
 
 def _host_links(failed):
     """Every host's link on a failed path, once each, in the order first met."""
-    seen = {}
-    for _, links in failed:
-        for link in links:
-            if link[0] == "nic":
-                seen.setdefault(link, None)
-    return list(seen)
+    return list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
 
 
 def _candidates(failed, good):
@@ -182,10 +176,7 @@ def _thin(named, cands, cover):
 
 def _once(failed, settled):
     """The failed paths that are the one failed measurement of a named or tied link."""
-    count = {}
-    for _, links in failed:
-        for x in links:
-            count[x] = count.get(x, 0) + 1
+    count = Counter(x for _, links in failed for x in links)
     return list(dict.fromkeys(p for p, links in failed
                               if any(count[x] == 1 for x in links if x in settled)))
 

@@ -126,8 +126,7 @@ def read_file(path):
     """--topology FILE's text; UsageError when it cannot be read."""
     try:
         with open(path, "rb") as f:
-            data = f.read(16 << 20)
-        return data.decode()
+            return f.read(16 << 20).decode()
     except OSError as exc:
         raise UsageError(f"cannot read --topology {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

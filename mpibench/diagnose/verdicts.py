@@ -7,6 +7,7 @@ exit 0, with a note naming the spread and the rounds that would decide), INFO (a
 shown, nothing to judge) and n/a (nothing to compare with, and why).
 """
 import math
+from functools import partial
 from statistics import median
 
 from ..measure import iterstats
@@ -139,13 +140,11 @@ def correctness(rows, wrong, label):
     modes = sum(1 for r in rows for k in ("out_of_place", "in_place")
                 if r.get(k) and r[k]["nwrong"] is not None)
     names = len({r["collective"] for r in rows})
-    fig = f"{names} collectives, {modes} checked calls, {wrong} wrong"
+    judged = partial(check, label, f"{names} collectives, {modes} checked calls, {wrong} wrong",
+                     "0 wrong", None)
     if wrong:
-        return check(label, fig, "0 wrong", None, "FAIL",
-                     f"{wrong} wrong elements: see the JSON rows' per_rank_nwrong")
-    if not modes:
-        return check(label, fig, "0 wrong", None, "n/a", "no call could be checked")
-    return check(label, fig, "0 wrong", None, "PASS")
+        return judged("FAIL", f"{wrong} wrong elements: see the JSON rows' per_rank_nwrong")
+    return judged("n/a", "no call could be checked") if not modes else judged("PASS")
 
 
 def ring_only(backend, nccl_algo):
@@ -174,35 +173,32 @@ def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True
     name = f"plausibility {format_size(size)}"
     gbit = busbw_GBps * 8 if busbw_GBps else None
     fig = "n/a" if gbit is None else f"busbw {gbit:.3f} Gbit/s"
-    if len(rates) < 2:
-        return check(name, fig, "n/a", None, "n/a",
-                     "one host: its ranks share memory (or NVLink), no link rate bounds it")
     known = {h: r for h, r in rates.items() if r}
-    if not known or gbit is None:
-        return check(name, fig, "n/a", None, "n/a",
-                     "the hosts report no link rate (doctor shows what they report)"
-                     if not known else "busbw is not defined")
+    if len(rates) < 2 or not known or gbit is None:
+        why = ("one host: its ranks share memory (or NVLink), no link rate bounds it"
+               if len(rates) < 2 else "the hosts report no link rate (doctor shows what they "
+               "report)" if not known else "busbw is not defined")
+        return check(name, fig, "n/a", None, "n/a", why)
     host = min(known, key=known.get)
-    limit = known[host]
-    ref = f"{limit:g} Gbit/s ({host}: all its links)"
-    ratio = gbit / limit
+    ratio = gbit / known[host]
+    judged = partial(check, name, fig, f"{known[host]:g} Gbit/s ({host}: all its links)", ratio)
     if ratio <= 1:
-        return check(name, fig, ref, ratio, "PASS")
+        return judged("PASS")
     hosts = len(rates)
     tree = (ranks - 1) * hosts / (ranks * (hosts - 1))
     in_network = 2 * (ranks - 1) / ranks
     if not ring and ratio <= in_network:        # in_network >= tree for 2 hosts or more
-        return check(name, fig, ref, ratio, "INFO",
-                     f"busbw is {ratio:.2f}x the links, which only a ring bounds: the algorithm "
-                     f"is not known to be ring (NCCL_ALGO=Ring makes it so); {ranks} ranks on "
-                     f"{hosts} hosts allow up to {tree:.3f}x for tree or NVLS and "
-                     f"{in_network:.3f}x with in-network reduction (CollNet/SHARP)")
+        return judged("INFO",
+                      f"busbw is {ratio:.2f}x the links, which only a ring bounds: the algorithm "
+                      f"is not known to be ring (NCCL_ALGO=Ring makes it so); {ranks} ranks on "
+                      f"{hosts} hosts allow up to {tree:.3f}x for tree or NVLS and "
+                      f"{in_network:.3f}x with in-network reduction (CollNet/SHARP)")
     cause = ("mpibench's timer stopped early: its loop took less time than the bare loop's"
              if timer_failed_short else
              "the byte count (size or busbw factor) is wrong: both timers agree on the time")
     bound = "the physical rate" if ring else \
         f"the physical rate, beyond what any algorithm can ({in_network:.3f}x)"
-    return check(name, fig, ref, ratio, "FAIL", f"busbw is {ratio:.2f}x {bound}: {cause}")
+    return judged("FAIL", f"busbw is {ratio:.2f}x {bound}: {cause}")
 
 
 def iperf_share(pair, size, busbw_GBps, backend, floor):
@@ -217,14 +213,14 @@ def iperf_share(pair, size, busbw_GBps, backend, floor):
     if gbit is None:
         return check(name, fig, ref, None, "n/a", "busbw is not defined")
     share = gbit / rate
+    judged = partial(check, name, fig, ref, share)
     if backend == "nccl":
-        return check(name, fig, ref, share, "INFO", "NCCL uses RDMA where it can: TCP's rate "
-                     "bounds only NCCL over sockets (NCCL_IB_DISABLE=1)")
+        return judged("INFO", "NCCL uses RDMA where it can: TCP's rate bounds only NCCL over "
+                      "sockets (NCCL_IB_DISABLE=1)")
     if share < floor:
-        return check(name, fig, ref, share, "LOW",
-                     f"{backend} reaches {share:.2f} of the TCP rate (floor {floor:g}); try "
-                     f"{KNOBS_TCP}")
-    return check(name, fig, ref, share, "PASS")
+        return judged("LOW", f"{backend} reaches {share:.2f} of the TCP rate (floor {floor:g}); "
+                      f"try {KNOBS_TCP}")
+    return judged("PASS")
 
 
 def peer_rows(mine, theirs, tool, floor, judged_from):
@@ -245,23 +241,21 @@ def peer_rows(mine, theirs, tool, floor, judged_from):
             if not ours or not peer:
                 continue
             ratio = ours / peer
-            name = f"{tool} {row['collective']} {format_size(row['size'])} {mode.replace('_', '-')}"
-            fig = f"mpibench {ours:.4g} GB/s"
-            ref = f"{tool} {peer:.4g} GB/s"
+            judged = partial(check, f"{tool} {row['collective']} {format_size(row['size'])} "
+                             f"{mode.replace('_', '-')}", f"mpibench {ours:.4g} GB/s",
+                             f"{tool} {peer:.4g} GB/s", ratio)
             if row["size"] < judged_from:
-                out.append(check(name, fig, ref, ratio, "INFO"))
+                out.append(judged("INFO"))
             elif ratio < floor:
-                out.append(check(name, fig, ref, ratio, "LOW",
-                                 f"mpibench measures {ratio:.2f} of {tool}'s figure (floor "
-                                 f"{floor:g}); try {KNOBS_PEER}"))
+                out.append(judged("LOW", f"mpibench measures {ratio:.2f} of {tool}'s figure (floor "
+                                  f"{floor:g}); try {KNOBS_PEER}"))
             elif ratio > 1 / floor:
-                out.append(check(name, fig, ref, ratio, "HIGH",
-                                 f"mpibench measures {ratio:.2f}x {tool}'s figure: the tools "
-                                 f"drive the library differently here, or one side's timer or "
-                                 f"byte count is wrong (the plausibility check says whether "
-                                 f"mpibench's figure is possible)"))
+                out.append(judged("HIGH", f"mpibench measures {ratio:.2f}x {tool}'s figure: the "
+                                  f"tools drive the library differently here, or one side's timer "
+                                  f"or byte count is wrong (the plausibility check says whether "
+                                  f"mpibench's figure is possible)"))
             else:
-                out.append(check(name, fig, ref, ratio, "PASS"))
+                out.append(judged("PASS"))
     return out
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+from contextlib import suppress
 
 from .. import __version__
 from ..errors import Exit, UsageError
@@ -47,15 +48,12 @@ def connect(place, env=None):
         addr, port = (_slurm_master(env) if place.launcher == "slurm"
                       else (env.get("MASTER_ADDR"), env.get("MASTER_PORT")))
         _require_master(addr, port)
+        timeout = datetime.timedelta(seconds=float(env.get("MPIBENCH_INIT_TIMEOUT", "300")))
         store, _, _ = next(dist.rendezvous(f"tcp://{addr}:{port}", place.rank, place.size,
-                                           timeout=datetime.timedelta(seconds=_env_timeout(env))))
+                                           timeout=timeout))
         return Link(StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, place.size),
                     store, f"{addr}:{port}")
     return Link(Comm())
-
-
-def _env_timeout(env):
-    return float(env.get("MPIBENCH_INIT_TIMEOUT", "300"))
 
 
 def _require_master(addr, port):
@@ -80,13 +78,6 @@ def _slurm_master(env):
         step = int(env.get("SLURM_STEP_ID", "0") or 0)
         port = str(20000 + (job * 16 + step) % 20000)
     return addr, port
-
-
-def _local_ranks(session):
-    """Local rank and size from the ranks that share this host, in rank order."""
-    hosts = session.hosts
-    same = [r for r, h in enumerate(hosts) if h == session.hostname]
-    return same.index(session.rank), len(same)
 
 
 def resolve_backend(name):
@@ -213,31 +204,28 @@ def _eager(dist, session, backend):
     then created at once, not by the first collective (which may sit in a CUDA graph's
     capture or a timed row)."""
     import inspect
-    if backend != "nccl" or session.device is None:
-        return {}
-    if "device_id" not in inspect.signature(dist.init_process_group).parameters:
-        return {}
-    return {"device_id": session.device}
+    if backend == "nccl" and session.device is not None \
+            and "device_id" in inspect.signature(dist.init_process_group).parameters:
+        return {"device_id": session.device}
+    return {}
 
 
 def _init_pg(session, backend, env, link, timeout):
     import torch.distributed as dist
     td = datetime.timedelta(seconds=pg_timeout(timeout))
-    eager = _eager(dist, session, backend)
     if link.store is not None:                     # torchrun / srun: the store already exists
-        dist.init_process_group(backend, store=dist.PrefixStore("mpibench-pg", link.store),
-                                rank=session.rank, world_size=session.size, timeout=td, **eager)
+        how = {"store": dist.PrefixStore("mpibench-pg", link.store)}
         session.rendezvous = f"{link.address} ({session.launcher})"
     elif env.get("MASTER_ADDR") and env.get("MASTER_PORT"):   # the user's values win
-        dist.init_process_group(backend, init_method="env://", rank=session.rank,
-                                world_size=session.size, timeout=td, **eager)
+        how = {"init_method": "env://"}
         session.rendezvous = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']} (MASTER_ADDR/MASTER_PORT)"
     else:
         tcp, addr, port = rank0_store(session, env, td)
-        dist.init_process_group(backend, store=tcp, rank=session.rank,
-                                world_size=session.size, timeout=td, **eager)
-        how = "single process" if session.size == 1 else "chosen by rank 0, sent through MPI"
-        session.rendezvous = f"{addr}:{port} ({how})"
+        how = {"store": tcp}
+        by = "single process" if session.size == 1 else "chosen by rank 0, sent through MPI"
+        session.rendezvous = f"{addr}:{port} ({by})"
+    dist.init_process_group(backend, rank=session.rank, world_size=session.size, timeout=td,
+                            **how, **_eager(dist, session, backend))
     session.pg = True
 
 
@@ -272,20 +260,17 @@ def join_store(addr, port, size, timeout):
 
 
 def _primary_address():
-    try:
+    addr = None
+    with suppress(OSError):
         addr = socket.gethostbyname(socket.gethostname())
-    except OSError:
-        addr = None
     if not addr or addr.startswith("127."):
-        addrs = [a for a in netaddr.interface_addresses().values() if not a.startswith("127.")]
-        addr = addrs[0] if addrs else None
+        addr = next((a for a in netaddr.interface_addresses().values() if not a.startswith("127.")), None)
     return addr
 
 
 def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None, link=None,
           rails_spec=None):
-    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group.
-
+    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group;
     timeout bounds each step (the rendezvous here, rows later) through the watchdog;
     argv (the command line) must be the same on every rank; link: connect()'s, made here
     when not given; rails_spec: the rails to bind (rails.py), else the environment's."""
@@ -308,10 +293,10 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
 
 
 def _started(session, backend, init_pg, timeout, env, link, rails_spec):
-    if session.local_rank is None or session.local_size is None:
-        local_rank, local_size = _local_ranks(session)
-        session.local_rank = local_rank if session.local_rank is None else session.local_rank
-        session.local_size = local_size if session.local_size is None else session.local_size
+    # What the launcher did not say: the ranks that share this host, in rank order.
+    same = [r for r, h in enumerate(session.hosts) if h == session.hostname]
+    session.local_rank = same.index(session.rank) if session.local_rank is None else session.local_rank
+    session.local_size = len(same) if session.local_size is None else session.local_size
 
     if faults.get("raise", session.rank) is not None:
         raise RuntimeError("test fault switch MPIBENCH_FAULT=raise made this rank fail")

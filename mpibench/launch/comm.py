@@ -8,6 +8,7 @@ import os
 import pickle
 import sys
 import time
+from contextlib import suppress
 
 
 # How long rank 0 waits, when it ends a failed job last, for the other ranks' exits to reach
@@ -54,10 +55,8 @@ class Comm:
 
 def _flush():
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with suppress(Exception):
             stream.flush()
-        except Exception:
-            pass
 
 
 def _hard_exit(code):

@@ -39,10 +39,7 @@ def _entries():
 
 def get(kind, rank):
     """The fault's argument ('' when it has none) if KIND is switched on for RANK, else None."""
-    for k, r, arg in _entries():
-        if k == kind and r == rank:
-            return arg
-    return None
+    return next((arg for k, r, arg in _entries() if k == kind and r == rank), None)
 
 
 ROW_FAULTS = ("hang", "die", "crash")

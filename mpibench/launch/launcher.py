@@ -52,14 +52,26 @@ def _first(env, *names):
     return None, None
 
 
-# (launcher, rank var, size vars, local rank vars, local size vars)
+SLURM_SIZE = ("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
+# (launcher, rank variable, size, local rank and local size variables, each the first set),
+# read in this order; slurm counts only inside a step, and RANK needs WORLD_SIZE.
 _TABLE = (
     ("openmpi", "OMPI_COMM_WORLD_RANK", ("OMPI_COMM_WORLD_SIZE",),
      ("OMPI_COMM_WORLD_LOCAL_RANK",), ("OMPI_COMM_WORLD_LOCAL_SIZE",)),
     ("hydra", "PMI_RANK", ("PMI_SIZE",), ("MPI_LOCALRANKID",), ("MPI_LOCALNRANKS",)),
     ("mvapich2", "MV2_COMM_WORLD_RANK", ("MV2_COMM_WORLD_SIZE",),
      ("MV2_COMM_WORLD_LOCAL_RANK",), ("MV2_COMM_WORLD_LOCAL_SIZE",)),
+    ("pmix", "PMIX_RANK", (), (), ()),
+    ("slurm", "SLURM_PROCID", SLURM_SIZE, ("SLURM_LOCALID",), ()),
+    ("env", "RANK", ("WORLD_SIZE",), ("LOCAL_RANK",), ("LOCAL_WORLD_SIZE",)),
 )
+# What stands instead inside a SLURM step: srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE and no
+# MPI_LOCAL*; srun --mpi=pmix: PMIx gives the rank, SLURM the rest (PMIx exports no size).
+_IN_STEP = {
+    "hydra": ("slurm-pmi2", "PMI_RANK", ("PMI_SIZE",), ("MPI_LOCALRANKID", "SLURM_LOCALID"),
+              ("MPI_LOCALNRANKS",)),
+    "pmix": ("slurm-pmix", "PMIX_RANK", SLURM_SIZE, ("SLURM_LOCALID",), ()),
+}
 
 
 def _in_slurm_step(env):
@@ -69,51 +81,20 @@ def _in_slurm_step(env):
 
 
 def detect(env: Mapping[str, str]) -> Placement:
-    for name, rank_var, size_vars, lrank_vars, lsize_vars in _TABLE:
+    step = _in_slurm_step(env)
+    for entry in _TABLE:
+        name, rank_var, *others = _IN_STEP.get(entry[0], entry) if step else entry
         rank = _int(env, rank_var)
-        if rank is None:
+        if rank is None or (name == "slurm" and not step):
             continue
-        size, size_src = _first(env, *size_vars)
-        lrank, lrank_src = _first(env, *lrank_vars)
-        lsize, lsize_src = _first(env, *lsize_vars)
-        if name == "hydra" and _in_slurm_step(env):
-            name = "slurm-pmi2"    # srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE, no MPI_LOCAL*
-            if lrank is None:
-                lrank, lrank_src = _first(env, "SLURM_LOCALID")
+        (size, size_src), (lrank, lrank_src), (lsize, lsize_src) = (_first(env, *v) for v in others)
+        if name == "env":
+            if size is None:
+                raise UsageError("RANK is set but WORLD_SIZE is not: set both, or start with a launcher")
+            name = "torchrun" if env.get("TORCHELASTIC_RUN_ID") or env.get("GROUP_RANK") else "env"
         return _checked(Placement(name, rank, size, lrank, lsize,
                                   {"rank": rank_var, "size": size_src,
                                    "local_rank": lrank_src, "local_size": lsize_src}))
-
-    pmix = _int(env, "PMIX_RANK")
-    if pmix is not None:
-        # srun --mpi=pmix: PMIx gives the rank, SLURM the rest (PMIx exports no size).
-        if _in_slurm_step(env):
-            size, size_src = _first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
-            lrank = _int(env, "SLURM_LOCALID")
-            return _checked(Placement("slurm-pmix", pmix, size, lrank, None,
-                                      {"rank": "PMIX_RANK", "size": size_src,
-                                       "local_rank": "SLURM_LOCALID" if lrank is not None else None}))
-        return _checked(Placement("pmix", pmix, None, None, None, {"rank": "PMIX_RANK"}))
-
-    if _int(env, "SLURM_PROCID") is not None and _in_slurm_step(env):
-        size, size_src = _first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
-        lrank = _int(env, "SLURM_LOCALID")
-        return _checked(Placement("slurm", _int(env, "SLURM_PROCID"), size, lrank, None,
-                                  {"rank": "SLURM_PROCID", "size": size_src,
-                                   "local_rank": "SLURM_LOCALID" if lrank is not None else None}))
-
-    rank = _int(env, "RANK")
-    if rank is not None:
-        size = _int(env, "WORLD_SIZE")
-        if size is None:
-            raise UsageError("RANK is set but WORLD_SIZE is not: set both, or start with a launcher")
-        name = "torchrun" if env.get("TORCHELASTIC_RUN_ID") or env.get("GROUP_RANK") else "env"
-        return _checked(Placement(name, rank, size, _int(env, "LOCAL_RANK"),
-                                  _int(env, "LOCAL_WORLD_SIZE"),
-                                  {"rank": "RANK", "size": "WORLD_SIZE",
-                                   "local_rank": "LOCAL_RANK" if "LOCAL_RANK" in env else None,
-                                   "local_size": "LOCAL_WORLD_SIZE" if "LOCAL_WORLD_SIZE" in env else None}))
-
     return Placement("none", 0, 1, 0, 1, {})
 
 

@@ -29,18 +29,13 @@ def _is_loopback(addr):
 
 
 def match_ifname(spec, names):
-    """Interfaces chosen by an NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME value.
-
-    NCCL's syntax: comma-separated prefixes; '^' excludes them; '=' asks for exact names.
-    """
+    """Interfaces chosen by an NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME value, in NCCL's
+    syntax: comma-separated prefixes; '^' excludes them; '=' asks for exact names."""
     spec = spec.strip()
     exclude = spec.startswith("^")
-    if exclude:
-        spec = spec[1:]
+    spec = spec[exclude:]
     exact = spec.startswith("=")
-    if exact:
-        spec = spec[1:]
-    items = [item for item in spec.split(",") if item]
+    items = [item for item in spec[exact:].split(",") if item]
 
     def hit(name):
         return any(name == item if exact else name.startswith(item) for item in items)
@@ -49,11 +44,8 @@ def match_ifname(spec, names):
 
 
 def reachable_address(env, peers):
-    """This host's address for other hosts to connect to.
-
-    env: the environment (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME are honoured);
-    peers: addresses of ranks on other hosts (empty when the job is on one host).
-    """
+    """This host's address for other hosts to connect to, NCCL_SOCKET_IFNAME /
+    GLOO_SOCKET_IFNAME in env honoured; peers: the other hosts' ranks' addresses."""
     if not peers:
         return "127.0.0.1"
     addrs = interface_addresses()

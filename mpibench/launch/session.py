@@ -4,6 +4,7 @@ address, the backend and device, the watchdog, and the two things every rank doe
 import os
 import socket
 import sys
+from contextlib import suppress
 
 from ..errors import Exit
 from . import verdict
@@ -48,10 +49,8 @@ class Session:
                 quiet_stdout()
 
     def agree(self, error, code=2):
-        """Every rank passes its own error (or None); if any rank has one, all raise.
-
-        Rank 0 prints the first error, naming where it happened unless it concerns all.
-        """
+        """Every rank passes its own error (or None); if any rank has one, all raise Exit with
+        the first, naming where it happened unless every rank had it."""
         errors = self.comm.allgather(None if error is None else (self.rank, self.hostname, str(error)))
         bad = [e for e in errors if e is not None]
         if not bad:
@@ -73,18 +72,14 @@ class Session:
             self.watch = None
         if self.pg:
             import torch.distributed as dist
-            try:
+            with suppress(Exception):
                 dist.destroy_process_group()
-            except Exception:
-                pass
             self.pg = False
 
 
 def quiet_stdout():
     """Send whatever stdout still has to print to /dev/null (its reader has gone)."""
-    try:
+    with suppress(OSError, ValueError):
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
-    except (OSError, ValueError):
-        pass

@@ -46,11 +46,9 @@ def expand_nodelist(text):
 
 
 def compress_hostlist(hosts):
-    """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'.
-
-    Names sharing a prefix before their trailing digits go in one bracket, sorted by
-    number, consecutive numbers as ranges (a range only where expanding it gives back
-    the same spellings, zero padding included); other names stay as they are."""
+    """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'. Names sharing
+    a prefix before their trailing digits share a bracket, consecutive numbers a range where
+    expanding it gives back the same spellings (zero padding included)."""
     groups = {}
     for name in dict.fromkeys(hosts):
         m = re.fullmatch(r"(.*?)(\d+)", name)

@@ -9,6 +9,7 @@ watchdog's thread can end the job (a signal, a hang) while the main thread still
 """
 import sys
 import threading
+from contextlib import suppress
 
 STATUS = {0: "ok", 1: "failed", 2: "usage", 124: "hang", 130: "interrupted", 143: "terminated"}
 PREFIX = "mpibench-verdict:"
@@ -60,8 +61,6 @@ def say_in_place(text):
         if _said:
             return
         _said = True
-        try:
+        with suppress(OSError, ValueError):
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
-        except (OSError, ValueError):
-            pass

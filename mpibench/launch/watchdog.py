@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from contextlib import suppress
 
 from . import faults, verdict
 
@@ -51,26 +52,14 @@ def _ignore(signum, frame):
     pass
 
 
-def _say(text):
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
 class NullWatch:
     """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
     timeout = None
 
-    def keep_results(self, abandon):
-        pass
+    def arm(self, *args):
+        """Nothing to arm: no watchdog runs (nor anything to mark, disarm or keep)."""
 
-    def arm(self, where, phase=""):
-        pass
-
-    def mark(self, phase):
-        pass
-
-    def disarm(self):
-        pass
+    keep_results = mark = disarm = arm
 
 
 class Watchdog(NullWatch):
@@ -88,7 +77,7 @@ class Watchdog(NullWatch):
         self._sends = []
         self._joined = False       # a timeout is being handled
         self._asked = False        # another rank timed out and asked us
-        self._signalled = None     # first signal seen
+        self.signalled = None      # the first SIGINT/SIGTERM this rank received
         self._ending = threading.Lock()   # one end of the job per rank
         self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
         self._stop = False
@@ -100,9 +89,9 @@ class Watchdog(NullWatch):
         self._saved = None
         # test only: "stop:RANK:WHERE", "sigterm:RANK:WHERE", "sigint:RANK:WHERE" send this
         # rank that signal when it starts a step whose name holds WHERE (see arm())
-        self._raise_at = [(sig, faults.get(kind, session.rank)) for kind, sig in
-                          (("stop", signal.SIGSTOP), ("sigterm", signal.SIGTERM),
-                           ("sigint", signal.SIGINT)) if faults.get(kind, session.rank) is not None]
+        self._raise_at = [(sig, at) for kind, sig in (("stop", signal.SIGSTOP), ("sigterm", signal.SIGTERM),
+                                                      ("sigint", signal.SIGINT))
+                          for at in [faults.get(kind, session.rank)] if at is not None]
         if threading.current_thread() is threading.main_thread():
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
             self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
@@ -134,10 +123,11 @@ class Watchdog(NullWatch):
         it, so that a notice or a question waits no longer than the loop."""
         if self._owed and self.phase != TIMED_LOOP:
             self._owed = False
-            try:
-                os.write(self._wfd, b"\0")     # 0 is no signal: the thread only wakes
-            except OSError:
-                pass
+            self._wake()
+
+    def _wake(self):
+        with suppress(OSError):
+            os.write(self._wfd, b"\0")        # 0 is no signal: the thread only wakes
 
     def disarm(self):
         self.deadline = None
@@ -146,10 +136,7 @@ class Watchdog(NullWatch):
         """Stop watching (end of the command); signals go back to what they were."""
         self.deadline = None
         self._stop = True
-        try:
-            os.write(self._wfd, b"\0")        # wake the thread now, not at its next poll
-        except OSError:
-            pass
+        self._wake()                      # now, not at its next poll
         self._thread.join(timeout=2 * IDLE_POLL + 1)
         if self._saved is not None and threading.current_thread() is threading.main_thread():
             old_fd, handlers = self._saved
@@ -158,15 +145,11 @@ class Watchdog(NullWatch):
                 signal.signal(s, h)
             self._saved = None
         for fd in (self._rfd, self._wfd):
-            try:
+            with suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         if self.comm is not None:
-            try:
+            with suppress(Exception):
                 self.comm.Free()
-            except Exception:
-                pass
             self.comm = None
 
     def fail(self):
@@ -178,10 +161,6 @@ class Watchdog(NullWatch):
         failed = [r for r, s in snaps.items() if s[2] == FAILED]
         reports = min(failed) == self.s.rank and not any(s[4] for s in snaps.values())
         return [r for r in range(self.s.size) if r not in snaps], reports
-
-    def abandon(self, reason, code=1, status=None):
-        """Rank 0: mark the results incomplete (a failure the caller reports itself)."""
-        return self._results(reason, code=code, status=status)
 
     # ---- the thread ----
     def _run(self):
@@ -251,11 +230,9 @@ class Watchdog(NullWatch):
                     return
 
     def _send(self, obj, dest, tag):
-        try:
+        with suppress(Exception):
             self._sends.append(self.comm.isend(obj, dest=dest, tag=tag))
             self._sends = [r for r in self._sends if not r.Test()]
-        except Exception:
-            pass
 
     def _probe(self, why):
         """{rank: (step, where, phase, host)} of every rank that answers within the grace."""
@@ -284,11 +261,11 @@ class Watchdog(NullWatch):
         lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, grace_for(self.timeout))
         if self.s.rank == min(snaps):
             reason = f"timed out: {lines[0]}"
-            self._end(lines + [self._results(reason, 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
+            self._end(lines + [self.abandon(reason, TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
         else:
             # A lower rank answered and reports; end the job ourselves if it cannot.
             self._deferred = (time.monotonic() + grace_for(self.timeout) + 5,
-                              lines + [self._results("", 0 in snaps, TIMEOUT_CODE)], TIMEOUT_CODE)
+                              lines + [self.abandon("", TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
@@ -296,12 +273,11 @@ class Watchdog(NullWatch):
             return
         code = 128 + signum
         name = signal.Signals(signum).name
-        if self._signalled is not None and origin == self.s.rank:
-            self._end([], code)               # a second signal here: no more waiting
+        if self.signalled is not None:
+            if origin == self.s.rank:
+                self._end([], code)           # a second signal here: no more waiting
             return
-        if self._signalled is not None:
-            return
-        self._signalled = signum
+        self.signalled = signum
         if self.s.rank == 0 or self.comm is None:
             self.stop_for(signum, origin)
         else:
@@ -310,21 +286,17 @@ class Watchdog(NullWatch):
                               [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
                                f"job, so this rank does"], code)
 
-    @property
-    def signalled(self):
-        """The first SIGINT/SIGTERM this rank received (None if none)."""
-        return self._signalled
-
     def stop_for(self, signum, origin):
         """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
         with the closing line and the results kept."""
         code = 128 + signum
         reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
                   f"(host {self.s.hosts[origin]})")
-        self.s.out(f"# {reason}: {self._results(reason, code=code)}")
+        self.s.out(f"# {reason}: {self.abandon(reason, code)}")
         self._end([], code)
 
-    def _results(self, reason, rank0_alive=True, code=1, status=None):
+    def abandon(self, reason, code=1, status=None, rank0_alive=True):
+        """Rank 0: mark the results incomplete; what happened to them, in words."""
         if self.s.rank == 0 and self.on_fault is not None:
             return self.on_fault(reason, verdict.record(code, status))
         if self.s.rank == 0:
@@ -339,7 +311,8 @@ class Watchdog(NullWatch):
             while True:                 # another thread of this rank is ending the job
                 time.sleep(3600)
         for line in lines:
-            _say(line if line.startswith("mpibench") else f"mpibench: {line}")
+            sys.stderr.write((line if line.startswith("mpibench") else f"mpibench: {line}") + "\n")
+        sys.stderr.flush()
         verdict.say(code, getattr(self.s, "command", None))
         self.abort(code)
 
@@ -369,14 +342,10 @@ def describe_hang(snaps, size, hosts, timeout, grace):
     if not silent and not behind:
         return [f"no progress for {timeout:g} s at {at}: every rank arrived, the call itself "
                 f"never completed (the backend or the network is stuck)"]
+    missing = sorted(silent + behind)
     lines = [f"no progress for {timeout:g} s at {at}; "
-             f"{len(silent) + len(behind)} rank{'s' if len(silent) + len(behind) != 1 else ''} "
-             f"never arrived:"]
-    shown = 0
-    for r in sorted(silent + behind):
-        if shown == 16:
-            lines.append(f"  ... and {len(silent) + len(behind) - shown} more")
-            break
+             f"{len(missing)} rank{'s' if len(missing) != 1 else ''} never arrived:"]
+    for r in missing[:16]:
         if r in snaps:
             s = snaps[r]
             lines.append(f"  rank {r} (host {s[3]}): alive but still at {s[1]}" +
@@ -384,5 +353,4 @@ def describe_hang(snaps, size, hosts, timeout, grace):
         else:
             lines.append(f"  rank {r} (host {hosts[r]}): no answer within {grace:g} s "
                          f"(stopped, dead, or stuck) in {where}")
-        shown += 1
-    return lines
+    return lines + ([f"  ... and {len(missing) - 16} more"] if len(missing) > 16 else [])

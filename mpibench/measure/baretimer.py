@@ -15,9 +15,7 @@ import time
 
 def torch_seconds(dist, tensor, iters, barrier, stream=None):
     """Seconds per call of `iters` blocking all_reduce calls of tensor (in place), after
-    barrier().
-
-    stream: the CUDA stream the calls run in (GPU tensors: the bare loop's own)."""
+    barrier(); stream: the CUDA stream they run in (GPU tensors: the bare loop's own)."""
     if tensor.is_cuda:
         return _cuda_seconds(dist, tensor, iters, barrier, stream)
     barrier()

@@ -7,7 +7,7 @@ through the backend being measured.
 """
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Optional
+from typing import Callable, Dict, Optional
 from statistics import mean
 
 from ..errors import Exit
@@ -20,6 +20,8 @@ from .row import Figures, Row
 from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
+# nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks
+PICK: Dict[int, Callable[[list], float]] = {0: lambda times: times[0], 1: mean, 2: min, 3: max}
 
 
 @dataclass
@@ -54,13 +56,10 @@ class Buffers:
     """One send and one receive buffer for the largest row, viewed for every smaller one."""
 
     def __init__(self, backend, send_bytes, recv_bytes, rank):
-        self.send = backend.alloc(_round16(send_bytes), rank) if send_bytes else None
-        self.recv = backend.alloc(_round16(recv_bytes), rank)
-        self.nbytes = (_round16(send_bytes) if send_bytes else 0) + _round16(recv_bytes)
-
-
-def _round16(n):
-    return (n + 15) // 16 * 16
+        send, recv = ((n + 15) // 16 * 16 for n in (send_bytes, recv_bytes))
+        self.send = backend.alloc(send, rank) if send else None
+        self.recv = backend.alloc(recv, rank)
+        self.nbytes = send + recv
 
 
 def footprint(plan, n, sizes, modes_of=lambda coll: coll.modes):
@@ -110,11 +109,9 @@ def reserve_room(session, backend, plan):
         return None
     total = min(session.comm.allgather(total))
     sizes = sizes_with_room(plan, session.size, total, backend.modes)
-    room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total),
-            "maxbytes": plan.sizes[-1], "lowered_to": None}
-    if len(sizes) < len(plan.sizes):
-        room["lowered_to"] = sizes[-1]
-        plan.sizes = sizes
+    room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total), "maxbytes": plan.sizes[-1],
+            "lowered_to": sizes[-1] if len(sizes) < len(plan.sizes) else None}
+    plan.sizes = sizes
     return room
 
 
@@ -165,14 +162,9 @@ def iteration_views(send_t, recv_t, c, mode, rank, wanted):
     nccl-tests does so that repeated calls do not just hit the cache."""
     if mode == "in":
         foot = max(c.send, c.recv)
-        steps = max(1, recv_t.numel() // foot)
-        views = []
-        for j in range(min(steps, wanted)):
-            base = j * foot
-            s0 = base + c.send_inplace_offset * rank
-            r0 = base + c.recv_inplace_offset * rank
-            views.append((recv_t[s0:s0 + c.send], recv_t[r0:r0 + c.recv]))
-        return views
+        s, r = c.send_inplace_offset * rank, c.recv_inplace_offset * rank
+        return [(recv_t[b + s:b + s + c.send], recv_t[b + r:b + r + c.recv])
+                for b in range(0, min(max(1, recv_t.numel() // foot), wanted) * foot, foot)]
     steps = max(1, min(send_t.numel() // c.send, recv_t.numel() // c.recv))
     return [(send_t[j * c.send:(j + 1) * c.send], recv_t[j * c.recv:(j + 1) * c.recv])
             for j in range(min(steps, wanted))]
@@ -251,9 +243,9 @@ class Engine:
         calls = [call] * max(iters, self.plan.warmup, 1)
         warm_up(self.b, self.watch, calls, self.plan.warmup, z, barrier, first=first)
         self.watch.mark(TIMED_LOOP)
-        seconds, each = self.b.time_loop(calls[:iters], z, barrier, per_iter=True)
+        timed = self.b.time_loop(calls[:iters], z, barrier, per_iter=True)
         self.watch.mark("gathering the times")
-        return seconds, each
+        return timed
 
     def modes_run(self, coll):
         """The plan's modes this backend has a call for, in the plan's order."""
@@ -322,11 +314,10 @@ class Engine:
         if trace is not None:
             calls, barrier = trace.calls(calls, views), trace.barrier
         self.watch.mark(TIMED_LOOP)
-        if plan.per_iter:
-            seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, per_iter=True)
-        else:
-            seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph), None
+        timed = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph,
+                                 per_iter=bool(plan.per_iter))
         self.watch.mark("check")
+        seconds, each = timed if plan.per_iter else (timed, None)
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
@@ -338,11 +329,10 @@ class Engine:
         through holds this rank's position-sensitive values, not a fresh buffer's zeros
         (zeros can run faster: less power, hardware that skips them). Not the check's
         inputs: signed sums of those cancel to zeros over a multiple of 3 ranks."""
-        torch = self.torch
-        values = partial(_rank_values, torch, ctx)
+        values = partial(_rank_values, ctx)
         for sv, rv in views:
-            fill_chunks(torch, rv, values)
-            fill_chunks(torch, sv, values)    # in place, inside rv
+            fill_chunks(rv, values)
+            fill_chunks(sv, values)    # in place, inside rv
         self.b.sync()
 
     def check(self, coll, view, ctx, rounds):
@@ -383,7 +373,7 @@ class Engine:
                 continue
             times = [g[mode][0] for g in gathered]
             wrongs = [g[mode][1] for g in gathered]
-            t = pick_time(times, self.plan.average)
+            t = PICK[self.plan.average](times)
             alg = algbw(bw_bytes, t)
             checked = self.plan.check and any(w is not None for w in wrongs)
             figures: Figures = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
@@ -413,8 +403,8 @@ class Engine:
             self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
 
 
-def _rank_values(torch, ctx, start, stop):
-    return data_values(torch, ctx, ctx.rank, index(torch, start, stop, ctx.device))
+def _rank_values(ctx, start, stop):
+    return data_values(ctx, ctx.rank, index(ctx, start, stop))
 
 
 def warm_up(backend, watch, calls, warmup, z, barrier, window=1, first=True):
@@ -431,13 +421,3 @@ def warm_up(backend, watch, calls, warmup, z, barrier, window=1, first=True):
     watch.mark("barrier before the timed loop")
     barrier()
 
-
-def pick_time(times, average):
-    """nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks."""
-    if average == 0:
-        return times[0]
-    if average == 2:
-        return min(times)
-    if average == 3:
-        return max(times)
-    return mean(times)

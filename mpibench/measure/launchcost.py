@@ -23,15 +23,10 @@ LAUNCH_BOUND_NOTE = (f"time per call within {LAUNCH_BOUND_FACTOR:g}x of the host
 
 
 def per_call_seconds(call, n, finish=None):
-    """Host seconds per launch for n calls of call() issued without waiting for any.
-
-    call() starts one collective and returns at once: on a GPU a call bound with
-    async_op=False (it is queued on the stream), on a CPU backend one bound with
-    async_op=True (it returns a Work). finish(results), run after the clock stops, completes
-    them: results is the list of what the n calls returned (a stream's synchronize ignores
-    it; CPU backends wait each Work). Every rank must make the same calls (they are
-    collectives). The list for the results is allocated before the clock starts.
-    """
+    """Host seconds per launch for n calls of call() issued without waiting for any (a GPU
+    call queued on the stream, a CPU backend's async_op=True call returning a Work), on every
+    rank alike. finish(results), after the clock stops, completes what the n calls returned
+    (a stream's synchronize ignores it; CPU backends wait each Work)."""
     if n < 1:
         raise ValueError("n must be at least 1")
     results = [None] * n
@@ -58,7 +53,7 @@ def launch_bound(time_s, per_call_s, factor=LAUNCH_BOUND_FACTOR):
     return per_call_s is not None and per_call_s > 0 and time_s <= factor * per_call_s
 
 
-def mark_rows(rows, per_call_s, modes=("out_of_place", "in_place"), factor=LAUNCH_BOUND_FACTOR):
+def mark_rows(rows, per_call_s):
     """Set "launch_bound" (True/False) in each measured mode of each results row (rows as
     the engine builds them, time_us per mode); rows left unchanged when per_call_s is None.
     Returns how many modes were marked launch-bound."""
@@ -66,10 +61,10 @@ def mark_rows(rows, per_call_s, modes=("out_of_place", "in_place"), factor=LAUNC
         return 0
     marked = 0
     for row in rows:
-        for key in modes:
+        for key in ("out_of_place", "in_place"):
             m = row.get(key)
             if m:
-                m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s, factor)
+                m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s)
                 marked += m["launch_bound"]
     return marked
 

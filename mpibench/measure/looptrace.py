@@ -21,11 +21,7 @@ ON = os.environ.get("MPIBENCH_TRACE_LOOPS") == "1"
 
 def spans(views):
     """The byte ranges [start, stop) that one call's (send, recv) views cover."""
-    out = []
-    for t in views:
-        start = t.data_ptr()
-        out.append((start, start + t.numel() * t.element_size()))
-    return tuple(out)
+    return tuple((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in views)
 
 
 def overlap(a, b):

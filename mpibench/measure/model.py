@@ -31,7 +31,7 @@ PRESETS = {
     "gpt2-large": Shape(layers=36, hidden=1280, heads=20, seq=1024, vocab=50257),
     "gpt2-xl": Shape(layers=48, hidden=1600, heads=25, seq=1024, vocab=50257),
 }
-FIELDS = ("layers", "hidden", "heads", "seq", "vocab")
+FIELDS = tuple(Shape.__dataclass_fields__)
 
 
 def shape(preset, **overrides):
@@ -111,20 +111,9 @@ def build(s, device):
     return model.to(device)
 
 
-def batches(s, batch, rank, count, device):
-    """count (inputs, targets) pairs of random tokens, different on every rank."""
+def batches(s, batch, seed, count, device):
+    """count (inputs, targets) pairs of random tokens from seed."""
     import torch
-    g = torch.Generator().manual_seed(1000 + rank)
-    out = []
-    for _ in range(count):
-        tokens = torch.randint(s.vocab, (batch, s.seq + 1), generator=g).to(device)
-        out.append((tokens[:, :-1], tokens[:, 1:]))
-    return out
-
-
-def shared_batch(s, batch, device):
-    """The same batch on every rank: a loss that agrees across ranks means the replicas do."""
-    import torch
-    g = torch.Generator().manual_seed(7)
-    tokens = torch.randint(s.vocab, (batch, s.seq + 1), generator=g).to(device)
-    return tokens[:, :-1], tokens[:, 1:]
+    g = torch.Generator().manual_seed(seed)
+    tokens = [torch.randint(s.vocab, (batch, s.seq + 1), generator=g).to(device) for _ in range(count)]
+    return [(t[:, :-1], t[:, 1:]) for t in tokens]

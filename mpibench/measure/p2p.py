@@ -36,15 +36,9 @@ class PairBench:
     bidirectional); with a round's latency, ping-pongs of latency_size bytes."""
     def __init__(self, session, backend, size, *, iters, warmup, bidirectional,
                  latency_size=1, latency_iters=1):
-        self.s = session
-        self.b = backend
-        self.dist = backend.dist
-        self.size = size
-        self.latency_size = latency_size
-        self.iters = iters
-        self.warmup = warmup
-        self.latency_iters = latency_iters
-        self.bidirectional = bidirectional
+        self.s, self.b, self.dist = session, backend, backend.dist
+        self.size, self.iters, self.warmup, self.bidirectional = size, iters, warmup, bidirectional
+        self.latency_size, self.latency_iters = latency_size, latency_iters
         self.send_buf: Any = None
         self.recv_buf: Any = None
 
@@ -90,9 +84,7 @@ class PairBench:
                 for _ in range(self.warmup):
                     call()
                 self.b.sync()
-            latency = None
-            if with_latency and step == 0:
-                latency = self._latency(mine)
+            latency = self._latency(mine) if with_latency and step == 0 else None
             if call is not None:
                 times = self.b.time_each(call, self.iters, self.s.comm.polite_barrier)
                 records.append({"from": src, "to": dst, "role": "send" if me == src else "recv",

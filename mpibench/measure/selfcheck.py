@@ -3,6 +3,7 @@ the bare loop of baretimer.py, alternated over rounds; the per-call cost; one ch
 of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
 import time
+from functools import partial
 from typing import Any, Dict
 
 from . import baretimer, launchcost
@@ -94,14 +95,12 @@ class BareLoops:
 
     def seconds(self, size, iters, warmup):
         """Seconds per call at size, after `warmup` untimed calls (a loop of their own)."""
-        if self.mpi:
-            if warmup:
-                baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], warmup)
-            return baretimer.mpi_seconds(self.MPI, self.comm, self.arrays[size], iters)
-        dist, barrier = self.backend.dist, self.barrier
+        loop = (partial(baretimer.mpi_seconds, self.MPI, self.comm, self.arrays[size]) if self.mpi
+                else partial(baretimer.torch_seconds, self.backend.dist, self.bufs[size],
+                             barrier=self.barrier, stream=self.stream))
         if warmup:
-            baretimer.torch_seconds(dist, self.bufs[size], warmup, barrier, self.stream)
-        return baretimer.torch_seconds(dist, self.bufs[size], iters, barrier, self.stream)
+            loop(warmup)
+        return loop(iters)
 
     def close(self):
         if self.mpi:

@@ -7,6 +7,7 @@ from ..errors import UsageError
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_SIZES = 10000
 _SIZE = re.compile(r"(\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_BINARY = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
 
 def parse_size(text: Union[str, int], what: str = "size") -> int:
@@ -23,7 +24,7 @@ def parse_size(text: Union[str, int], what: str = "size") -> int:
 
 def format_size(n: int) -> str:
     """65536 -> '64 KiB' (exact units only, else bytes)."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in _BINARY:
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
     return f"{n} B"
@@ -31,7 +32,7 @@ def format_size(n: int) -> str:
 
 def format_bytes(n: int) -> str:
     """1610612736 -> '1.5 GiB': one decimal in the largest unit that is at least 1."""
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in _BINARY:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} B"

@@ -43,11 +43,8 @@ class Memory:
             torch.cuda.reset_peak_memory_stats(device)
             self.kind = "cuda_max_memory_allocated"
             return
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")          # resets VmHWM to the current resident set
-        except OSError:
-            pass
+        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+            f.write("5")          # resets VmHWM to the current resident set
         self.kind = "peak_rss_growth"
         self.start = _status("VmRSS")
 
@@ -59,13 +56,10 @@ class Memory:
 
 
 def _status(field):
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
     return None
 
 
@@ -103,7 +97,8 @@ class Trainer:
             switches.refuse(self.s.rank, need)
             self.net = model.build(self.shape, self.device)
             self.opt = self._adamw(self.net)
-            self.data = model.batches(self.shape, self.batch, self.s.rank, BATCHES, self.device)
+            # different on every rank
+            self.data = model.batches(self.shape, self.batch, 1000 + self.s.rank, BATCHES, self.device)
             self._local_step(self.net, self.opt)
             if self.parallel == "fsdp":     # the unsynced reference: an unsharded copy
                 self.ref = model.build(self.shape, self.device)
@@ -186,8 +181,9 @@ class Trainer:
 
     # ---- after the timed steps ----
     def shared_loss(self):
-        """The loss of the data-parallel model on a batch shared by every rank."""
-        x, y = model.shared_batch(self.shape, self.batch, self.device)
+        """The loss of the data-parallel model on a batch shared by every rank: a loss that
+        agrees across ranks means the replicas do."""
+        x, y = model.batches(self.shape, self.batch, 7, 1, self.device)[0]
         net = self.ddp.module if self.ddp is not None else self.net
         with self.torch.no_grad(), self._amp:
             return float(net(x, y))

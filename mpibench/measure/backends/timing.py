@@ -20,13 +20,10 @@ BLOCKING = {0: "launch all, wait once",
 
 
 def seconds(calls, mode, finish=None, barrier=None, wait=None, window=1):
-    """Seconds for running every call once, in order, in -z mode `mode`.
-
-    finish(): waits until every call launched so far has finished (a GPU stream's
-    synchronize); None where each call returns finished (or returns a handle).
-    wait(handle): completes one handle, when the calls return handles (CPU backends with
-    -z 0); then at most `window` calls are in flight at once.
-    """
+    """Seconds for running every call once, in order, in -z mode `mode`. finish(): waits for
+    every call launched so far (a GPU stream's synchronize; None where calls return finished
+    or return a handle). wait(handle): completes one handle, when the calls return handles
+    (CPU backends with -z 0); then at most `window` calls are in flight at once."""
     if mode == 0:
         if wait is not None:
             return _windowed(calls, wait, window)

@@ -10,6 +10,7 @@ stream: since torch 2.8 a call with async_op=False runs on the caller's current 
 and NCCL has had failures specific to the default stream (NVIDIA/nccl#2003).
 """
 import time
+from contextlib import nullcontext
 
 from .. import switches
 from . import timing
@@ -99,9 +100,7 @@ class TorchBackend:
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
     def alloc(self, nbytes, rank):
-        if self.pool is None:
-            return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
-        with self.torch.cuda.use_mem_pool(self.pool, self.device):
+        with (nullcontext() if self.pool is None else self.torch.cuda.use_mem_pool(self.pool, self.device)):
             return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 
     def typed(self, buf, dtype):

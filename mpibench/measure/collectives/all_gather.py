@@ -1,33 +1,21 @@
 """all_gather: every rank contributes count elements; every rank receives all n chunks."""
 from functools import partial
 
-from .base import Collective, Counts, align_down, data_values, fill_chunks, index, poison_value
+from .base import Collective, Counts, align_down, data_values, index
 
 
 class AllGather(Collective):
     name = "all_gather"
+    chunked = True
 
     def counts(self, count, elsize, n):
         base = align_down(count // n, elsize)
         return Counts(base, base * n, base, base, 0)
 
-    def bw_bytes(self, counts, elsize, n):
-        return counts.param * elsize * n
-
-    def busbw_factor(self, n):
-        return (n - 1) / n
-
-    def fill(self, send, recv, ctx):
-        import torch
-        recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send,
-                    lambda a, b: data_values(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
-
     def expected(self, ctx, start, stop):
-        import torch
-        k = index(torch, start, stop, ctx.device)
+        k = index(ctx, start, stop)
         count = ctx.count
-        return data_values(torch, ctx, k // count, k % count)
+        return data_values(ctx, k // count, k % count)
 
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(_all_gather(dist), recv, send, async_op=async_op)

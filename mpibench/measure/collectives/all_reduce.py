@@ -1,7 +1,7 @@
 """all_reduce: every rank ends with the reduction of every rank's count elements."""
 from functools import partial
 
-from .base import Collective, fill_chunks, poison_value, index, reduce_inputs, reduce_result
+from .base import Collective, index, reduce_result
 
 
 class AllReduce(Collective):
@@ -13,16 +13,9 @@ class AllReduce(Collective):
     def busbw_factor(self, n):
         return 2 * (n - 1) / n
 
-    def fill(self, send, recv, ctx):
-        import torch
-        if not ctx.in_place:
-            recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send,
-                    lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
-
     def expected(self, ctx, start, stop):
         import torch
-        return reduce_result(torch, ctx, index(torch, start, stop, ctx.device))
+        return reduce_result(torch, ctx, index(ctx, start, stop))
 
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(dist.all_reduce, recv, op=ctx.backend_op, async_op=async_op)

@@ -8,26 +8,19 @@ from .base import (Collective, Counts, align_down, data_values, fill_chunks, ind
 class AllToAll(Collective):
     name = "all_to_all"
     modes = ("out",)          # no in-place all_to_all in torch.distributed
+    chunked = True
 
     def counts(self, count, elsize, n):
         base = align_down(count // n, elsize)
         return Counts(base * n, base * n, base, 0, 0)
 
-    def bw_bytes(self, counts, elsize, n):
-        return counts.param * elsize * n
-
-    def busbw_factor(self, n):
-        return (n - 1) / n
-
     def fill(self, send, recv, ctx):
-        import torch
         recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send, per_destination(torch, ctx, ctx.rank))
+        fill_chunks(send, per_destination(ctx, ctx.rank))
 
     def expected(self, ctx, start, stop):
-        import torch
-        k = index(torch, start, stop, ctx.device)
-        return data_values(torch, ctx, k // ctx.count, k % ctx.count, dst=ctx.rank)
+        k = index(ctx, start, stop)
+        return data_values(ctx, k // ctx.count, k % ctx.count, dst=ctx.rank)
 
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(dist.all_to_all_single, recv, send, async_op=async_op)

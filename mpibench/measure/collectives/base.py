@@ -46,6 +46,7 @@ class Collective:
     modes: Tuple[str, ...] = ("out", "in")   # what torch.distributed can express: out-of-place, in-place
     mpi_modes: Optional[Tuple[str, ...]] = None   # what MPI can express, when it differs from modes
     min_ranks = 1
+    chunked = False         # nccl-tests' S is count x n, busbw (n-1)/n: one chunk per rank
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
     torch_notes: Dict[Tuple[str, str], str] = {}
@@ -61,15 +62,19 @@ class Collective:
 
     def bw_bytes(self, counts, elsize, n):
         """Bytes S in algbw = S / t (nccl-tests' *GetBw)."""
-        return counts.param * elsize
+        return counts.param * elsize * (n if self.chunked else 1)
 
     def busbw_factor(self, n):
-        return 1.0
+        return (n - 1) / n if self.chunked else 1.0
 
     # ---- correctness check: fill inputs, then count wrong outputs ----
     def fill(self, send, recv, ctx):
-        """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place."""
-        raise NotImplementedError
+        """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place:
+        a reduction's recv in place lies inside send, which overwrites it."""
+        if not (self.reduces and ctx.in_place):
+            recv.fill_(poison_value(ctx.dtype))
+        values = reduce_inputs if self.reduces else data_values
+        fill_chunks(send, lambda a, b: values(ctx, ctx.rank, index(ctx, a, b)))
 
     def expected(self, ctx, start, stop):
         """Expected values of recv[start:stop] on this rank (int64 or float64), or None: unchecked."""
@@ -100,25 +105,26 @@ class Ctx:
     device: object = None
 
 
-def index(torch, start, stop, device):
-    return torch.arange(start, stop, dtype=torch.int64, device=device)
+def index(ctx, start, stop):
+    import torch
+    return torch.arange(start, stop, dtype=torch.int64, device=ctx.device)
 
 
 # ---------- values for collectives that move data without reducing ----------
 
-def data_values(torch, ctx, src, i, dst=0):
+def data_values(ctx, src, i, dst=0):
     """Position-sensitive values a rank src sends (dst: for all_to_all, whom to)."""
     return (src * 7 + dst * 13 + i + ctx.seed) % ctx.dtype.period
 
 
-def per_destination(torch, ctx, src):
+def per_destination(ctx, src):
     """values(start, stop) for fill_chunks: chunk j of count elements holds what rank src
     sends to rank j (all_to_all, scatter)."""
     count = ctx.count
 
     def values(a, b):
-        k = index(torch, a, b, ctx.device)
-        return data_values(torch, ctx, src, k % count, dst=k // count)
+        k = index(ctx, a, b)
+        return data_values(ctx, src, k % count, dst=k // count)
     return values
 
 
@@ -131,7 +137,8 @@ def poison_value(dtype):
 
 # ---------- values for reductions, and their closed-form results ----------
 
-def reduce_inputs(torch, ctx, r, i):
+def reduce_inputs(ctx, r, i):
+    import torch
     s = i + ctx.seed
     if ctx.op in ("sum", "avg"):
         v = (r + s) % 3
@@ -208,7 +215,7 @@ def count_wrong(torch, coll, recv, ctx):
     return wrong
 
 
-def fill_chunks(torch, view, values_fn):
+def fill_chunks(view, values_fn):
     """view[k] = values_fn(k) for every k, CHUNK elements at a time."""
     total = view.numel()
     for start in range(0, total, CHUNK):

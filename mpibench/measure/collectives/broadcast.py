@@ -13,17 +13,14 @@ class Broadcast(Collective):
         "nccl-tests' ncclBroadcast also copies the data into it"))
 
     def fill(self, send, recv, ctx):
-        import torch
         recv.fill_(poison_value(ctx.dtype))
         if ctx.rank == ctx.root:
-            fill_chunks(torch, send,
-                        lambda a, b: data_values(torch, ctx, ctx.root, index(torch, a, b, ctx.device)))
+            fill_chunks(send, lambda a, b: data_values(ctx, ctx.root, index(ctx, a, b)))
 
     def expected(self, ctx, start, stop):
-        import torch
         if ctx.rank == ctx.root and not ctx.in_place:
             return None       # the root's receive buffer is not part of a torch broadcast
-        return data_values(torch, ctx, ctx.root, index(torch, start, stop, ctx.device))
+        return data_values(ctx, ctx.root, index(ctx, start, stop))
 
     def bind(self, dist, send, recv, ctx, async_op):
         tensor = send if ctx.rank == ctx.root else recv

@@ -1,7 +1,7 @@
 """reduce: the root receives the reduction of every rank's count elements."""
 from functools import partial
 
-from .base import Collective, fill_chunks, poison_value, index, reduce_inputs, reduce_result
+from .base import Collective, index, reduce_result
 
 
 class Reduce(Collective):
@@ -11,18 +11,11 @@ class Reduce(Collective):
     modes = ("in",)           # torch.distributed.reduce works in place only
     mpi_modes = ("out", "in")
 
-    def fill(self, send, recv, ctx):
-        import torch
-        if not ctx.in_place:
-            recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send,
-                    lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
-
     def expected(self, ctx, start, stop):
         import torch
         if ctx.rank != ctx.root:
             return None       # only the root's result is defined
-        return reduce_result(torch, ctx, index(torch, start, stop, ctx.device))
+        return reduce_result(torch, ctx, index(ctx, start, stop))
 
     def bind(self, dist, send, recv, ctx, async_op):
         return partial(dist.reduce, recv, ctx.root, op=ctx.backend_op, async_op=async_op)

@@ -2,8 +2,7 @@
 from functools import partial
 from typing import Optional, Tuple
 
-from .base import (Collective, Counts, align_down, fill_chunks, index, poison_value, reduce_inputs,
-                   reduce_result)
+from .base import Collective, Counts, align_down, index, reduce_result
 
 
 class ReduceScatter(Collective):
@@ -12,28 +11,16 @@ class ReduceScatter(Collective):
     # MPI's in-place Reduce_scatter_block leaves the result at the start of the buffer,
     # not at this rank's chunk as nccl-tests' in-place row does: out-of-place only.
     mpi_modes: Optional[Tuple[str, ...]] = ("out",)
+    chunked = True
 
     def counts(self, count, elsize, n):
         base = align_down(count // n, elsize)
         return Counts(base * n, base, base, 0, base)
 
-    def bw_bytes(self, counts, elsize, n):
-        return counts.param * elsize * n
-
-    def busbw_factor(self, n):
-        return (n - 1) / n
-
-    def fill(self, send, recv, ctx):
-        import torch
-        if not ctx.in_place:                          # in place, recv lies inside send
-            recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(torch, send,
-                    lambda a, b: reduce_inputs(torch, ctx, ctx.rank, index(torch, a, b, ctx.device)))
-
     def expected(self, ctx, start, stop):
         import torch
         offset = ctx.rank * ctx.count
-        return reduce_result(torch, ctx, index(torch, offset + start, offset + stop, ctx.device))
+        return reduce_result(torch, ctx, index(ctx, offset + start, offset + stop))
 
     def bind(self, dist, send, recv, ctx, async_op):
         fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor

@@ -16,14 +16,12 @@ class Scatter(ReduceScatter):
         "sends), where nccl-tests' root sends it to itself through NCCL"))
 
     def fill(self, send, recv, ctx):
-        import torch
         recv.fill_(poison_value(ctx.dtype))           # in place, recv lies inside send: first
         if ctx.rank == ctx.root:
-            fill_chunks(torch, send, per_destination(torch, ctx, ctx.root))
+            fill_chunks(send, per_destination(ctx, ctx.root))
 
     def expected(self, ctx, start, stop):
-        import torch
-        return data_values(torch, ctx, ctx.root, index(torch, start, stop, ctx.device), dst=ctx.rank)
+        return data_values(ctx, ctx.root, index(ctx, start, stop), dst=ctx.rank)
 
     def bind(self, dist, send, recv, ctx, async_op):
         chunks = list(send.split(ctx.count)) if ctx.rank == ctx.root else None
