@@ -56,10 +56,8 @@ def timer(size, harness, bare, tolerance, judged_from):
 
 
 def timers_together(got, tolerance, judged_from):
-    """Every judged size's pairs of rounds as one sample (None for fewer than two sizes):
-    a timer that stops early or late does so at every size (the loop is the same), so the
-    sizes' pairs are evidence on one question, and the cheapest size's pairs add most of
-    it per second. A FAIL here says the ratio is beyond the tolerance at one size at least."""
+    """Every judged size's pairs as one sample, judged (None for fewer than two sizes): a
+    timer that stops early or late does so at every size (docs/verify.md)."""
     sizes = sorted(s for s in got if s >= judged_from)
     if len(sizes) < 2:
         return None
