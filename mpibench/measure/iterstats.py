@@ -54,23 +54,17 @@ def centre_interval(values: Sequence[float],
     end, c the largest whose coverage 1 - 2 P(T < c) (T: the signed-rank statistic) is at
     least `confidence`, and their median (Hodges-Lehmann's). None when too few values
     (fewer than 6 for 95%, 8 for 99%)."""
-    n, c = len(values), _cut(len(values), confidence)
+    n, below, c = len(values), 0.0, 0
+    for p in _signed_ranks(n):          # P(T < c) grows with c
+        if 1 - 2 * (below + p) < confidence:
+            break
+        below, c = below + p, c + 1
     pairs = sorted((values[i] + values[j]) / 2 for i in range(n) for j in range(i, n))
     m = len(pairs)
     return (pairs[c - 1], (pairs[(m - 1) // 2] + pairs[m // 2]) / 2, pairs[m - c]) if c else None
 
 
-@functools.lru_cache(maxsize=None)
-def _cut(n: int, confidence: float) -> int:
-    """The largest c whose coverage 1 - 2 P(T < c) is at least confidence (0: none)."""
-    below, c = 0.0, 0
-    for p in _signed_ranks(n):          # P(T < c) grows with c
-        if 1 - 2 * (below + p) < confidence:
-            break
-        below, c = below + p, c + 1
-    return c
-
-
+@functools.lru_cache(maxsize=None)      # verify asks again after every pair
 def _signed_ranks(n: int) -> List[float]:
     """P(T = t), t up to half the top, of the signed-rank statistic (exact to n = 60)."""
     top = n * (n + 1) // 2
