@@ -286,11 +286,19 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
 
 
 def _timer_checks(got, tolerance, judged):
-    """{size: its timer check, None: the judged sizes' pairs together (when two or more)}."""
+    """{size: its timer check, None: the judged sizes' pairs together (when two or more);
+    a size with too few pairs for an interval of its own is INFO, judged in the pool}."""
     checks = {s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)
               for s, g in sorted(got.items())}
     together = verdicts.timers_together(got, tolerance, judged)
-    return {**checks, None: together} if together else checks
+    if not together:
+        return checks
+    for s, c in checks.items():
+        if c["verdict"] == "INCONCLUSIVE" and "interval" not in c:     # too few pairs alone
+            c.pop("rounds_needed")
+            checks[s] = dict(c, verdict="INFO", reason=f"too few pairs to judge alone: "
+                             f"judged with the other sizes ({together['check']})")
+    return {**checks, None: together}
 
 
 def _timers(got):
