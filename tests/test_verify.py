@@ -106,6 +106,13 @@ def test_timer_verdict_from_the_interval_of_paired_rounds():
     # 6 pairs: the 95% interval is beyond the tolerance, a 99.9% one needs 11 pairs.
     early = verdicts.timer(1 << 20, [0.8 * w for w in wobble[:12]], bare, 0.05, 1 << 20)
     assert early["verdict"] == "INCONCLUSIVE" and "which a FAIL needs, not yet" in early["reason"]
+    # ... but the 6 pairs of two sizes together are 12: the judged sizes' pairs as one sample.
+    got = {s: {"harness": [0.8 * w for w in wobble[:12]], "bare": bare[:12]}
+           for s in (8, 1 << 20, 4 << 20)}
+    both = verdicts.timers_together(got, 0.05, 1 << 20)
+    assert both["check"] == "timer 1 MiB-4 MiB" and both["verdict"] == "FAIL", both
+    assert "over 12 pairs of rounds" in both["reason"] and both["interval"][1] < 0.95
+    assert verdicts.timers_together({1 << 20: got[1 << 20]}, 0.05, 1 << 20) is None
     # Round by round the loop run first is 1.3x slower: pairs cancel it, so this passes.
     order = [w * (1.3 if k % 2 == 0 else 1 / 1.3) for k, w in enumerate(wobble)]
     assert verdicts.timer(1 << 20, order, bare, 0.05, 1 << 20)["verdict"] == "PASS"

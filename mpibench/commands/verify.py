@@ -50,9 +50,10 @@ def add_arguments(p):
     p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
                    help=f"sizes the two timers compare, comma-separated (default {CPU_SIZES} on "
                         f"CPUs, {GPU_SIZES} on GPUs); 8 bytes is added for the per-call cost")
-    p.add_argument("--rounds", type=options.int_at_least(1), default=6, metavar="N",
+    p.add_argument("--rounds", type=options.int_at_least(1), default=2, metavar="N",
                    help="rounds of the two timers at every size before its first "
-                        "judgement, made even (default 6)")
+                        "judgement, made even (default 2: the budget's pairs go where "
+                        "they decide most)")
     p.add_argument("--budget", type=options.number_arg, default=60.0, metavar="SECONDS",
                    help="the timers add pairs of rounds while a size is inconclusive until "
                         "they have taken SECONDS in all (default 60; 0: --rounds only)")
@@ -209,14 +210,25 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
     start, rounds = time.monotonic(), args.rounds + args.rounds % 2
 
     def pick(got):
-        # Of the sizes owed their --rounds and the undecided ones whose next pair fits the
-        # budget, the one that took least time (cheap sizes get more); none after a FAIL.
+        # First every size its --rounds, the one that took least time first. Then, while the
+        # judged sizes' pairs together are undecided, the size whose pairs cost least (the
+        # most evidence per second); after that the undecided sizes, least time first; only
+        # a pair that fits the budget, none after a FAIL.
+        owed = [(got[s]["seconds"], s) for s in timed if len(got[s]["bare"]) < rounds]
+        if owed:
+            return min(owed)[1]
+        checks = _timer_checks(got, tolerance, judged)
+        if any(c["verdict"] == "FAIL" for c in checks.values()):
+            return None
         left = args.budget - (time.monotonic() - start)
-        said = {s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)["verdict"]
-                for s, g in got.items() if len(g["bare"]) >= rounds}
-        todo = [(got[s]["seconds"], s) for s in timed if s not in said or (
-            said[s] == "INCONCLUSIVE" and 2 * got[s]["seconds"] / len(got[s]["bare"]) <= left)]
-        return None if "FAIL" in said.values() or not todo else min(todo)[1]
+        cost = {s: 2 * g["seconds"] / len(g["bare"]) for s, g in got.items()}
+        together = checks.pop(None, None)
+        if together and together["verdict"] == "INCONCLUSIVE":
+            todo = [(cost[s], s) for s in timed if s >= judged and cost[s] <= left]
+        else:
+            todo = [(got[s]["seconds"], s) for s, c in checks.items()
+                    if c["verdict"] == "INCONCLUSIVE" and cost[s] <= left]
+        return min(todo)[1] if todo else None
     return selfcheck.compare_timers(session, backend, timed, iters=args.iters, warmup=args.warmup,
                                     watch=session.watch, progress=progress, pick=pick)
 
@@ -239,12 +251,11 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
     per-call cost and link rates as the JSON keeps them)."""
     got, checks, medians = found["got"], [], {}
     timer_failed_short = False
-    for s in timed:
-        g = got[s]
-        c = verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)
+    for c in _timer_checks(got, tolerance, judged).values():
         timer_failed_short |= c["verdict"] == "FAIL" and c["ratio"] < 1
         checks.append(c)
-        medians[s] = selfcheck.median_row(g["rows"], g["harness"])
+    for s in timed:
+        medians[s] = selfcheck.median_row(got[s]["rows"], got[s]["harness"])
     gpu_launch = found["gpu_launch"]
     harness_cost = median(h - b for h, b in zip(got[8]["harness"], got[8]["bare"]))
     times = {s: medians[s]["in_place"]["time_us"] * 1e-6 for s in timed}
@@ -272,6 +283,22 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
     cost = gpu_launch if gpu_launch is not None else harness_cost
     return checks, medians, {"per_call_s": cost, "launch_bound_up_to": bound,
                              "line_rates_gbps": per_host}
+
+
+def _timer_checks(got, tolerance, judged):
+    """{size: its timer check, None: the judged sizes' pairs together (when two or more);
+    a size with too few pairs for an interval of its own is INFO, judged in the pool}."""
+    checks = {s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)
+              for s, g in sorted(got.items())}
+    together = verdicts.timers_together(got, tolerance, judged)
+    if not together:
+        return checks
+    for s, c in checks.items():
+        if c["verdict"] == "INCONCLUSIVE" and "interval" not in c:     # too few pairs alone
+            c.pop("rounds_needed")
+            checks[s] = dict(c, verdict="INFO", reason=f"too few pairs to judge alone: "
+                             f"judged with the other sizes ({together['check']})")
+    return {**checks, None: together}
 
 
 def _timers(got):

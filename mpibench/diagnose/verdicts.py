@@ -44,18 +44,36 @@ def spread(values):
 
 def timer(size, harness, bare, tolerance, judged_from):
     """mpibench's loop against the bare loop at one size (seconds per call per round),
-    judged from pairs of rounds (paired_ratios) by interval(): PASS when the 95% one lies
-    within the tolerance, FAIL when the 99.9% one lies wholly beyond it (verify looks again
-    after every pair, and a CI gate acts on a FAIL), INCONCLUSIVE otherwise."""
+    judged from pairs of rounds (paired_ratios) by judge()."""
     ratios = paired_ratios(harness, bare)
-    ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
-    r = ci[1] if ci else median(ratios or [h / b for h, b in zip(harness, bare)])
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
     ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
     name = f"timer {format_size(size)}"
     if size < judged_from:
+        r = median(ratios or [h / b for h, b in zip(harness, bare)])
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
                      f"where one call's own cost differs, not judged")
+    return judge(name, fig, ref, ratios, tolerance)
+
+
+def timers_together(got, tolerance, judged_from):
+    """Every judged size's pairs as one sample, judged (None for fewer than two sizes): a
+    timer that stops early or late does so at every size (docs/verify.md)."""
+    sizes = sorted(s for s in got if s >= judged_from)
+    if len(sizes) < 2:
+        return None
+    ratios = [r for s in sizes for r in paired_ratios(got[s]["harness"], got[s]["bare"])]
+    counts = ", ".join(f"{len(got[s]['bare']) // 2} at {format_size(s)}" for s in sizes)
+    return judge(f"timer {format_size(sizes[0])}-{format_size(sizes[-1])}",
+                 f"mpibench's loop: pairs {counts}", "the bare loop", ratios, tolerance)
+
+
+def judge(name, fig, ref, ratios, tolerance):
+    """PASS when the ratio's 95% interval lies within the tolerance, FAIL when its 99.9%
+    one lies wholly beyond it (verify looks again after every pair, and a CI gate acts on
+    a FAIL), INCONCLUSIVE otherwise."""
+    ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
+    r = ci[1] if ci else (median(ratios) if ratios else None)
     pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
     if ci is None:
         need = 2 * next(n for n in range(64) if interval([1.0] * n, PASS_CONFIDENCE))

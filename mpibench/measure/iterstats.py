@@ -2,6 +2,7 @@
 it (src/util.cu computeIterStats, writePerIterReport; src/common.cu
 ReduceProcessMaxIterTimes: each iteration's time is the slowest rank's, the summary skips
 the first -K iterations), and how sure the centre of repeated figures is (centre_interval)."""
+import functools
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -63,6 +64,7 @@ def centre_interval(values: Sequence[float],
     return (pairs[c - 1], (pairs[(m - 1) // 2] + pairs[m // 2]) / 2, pairs[m - c]) if c else None
 
 
+@functools.lru_cache(maxsize=None)      # verify asks again after every pair
 def _signed_ranks(n: int) -> List[float]:
     """P(T = t), t up to half the top, of the signed-rank statistic (exact to n = 60)."""
     top = n * (n + 1) // 2
