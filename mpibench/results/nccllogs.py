@@ -1,26 +1,17 @@
-"""nccl-tests' printed output as users keep it: every table layout since before 2.13,
-with launcher prefixes or labels (--tag-output, srun -l, hydra, pdsh), NCCL/libfabric
-noise, several tests per log, two runs written into one stream, or a pasted tail.
+"""nccl-tests' printed output as users keep it: every table layout since before 2.13, with
+launcher prefixes or labels (--tag-output, srun -l, hydra, pdsh), NCCL/libfabric noise,
+several tests per log, two runs written into one stream, or a pasted tail; and mpibench's
+own (`# mpibench run:`, then a `# Collective:` table per collective and one average).
 
-The table is recognised by itself (its column-name header, the `# nThread ... minBytes`
-line, the rank lines); the layout of a row comes from the column names above it. Each
-test (one table) keeps its own rows, ranks and average. A test's collective comes from
-the log (`# Collective test starting:`, mpibench's `# Collective:`), else from the
-caller's hint (--collective), else from a `*_perf` command line in the log, else from
-the file's name, else from what its rows allow: the redop and root cells, size / (count
-x element size) (n for the collectives whose size spans every rank), busbw / algbw
-(nccl-tests' factor) and an in-place #wrong that is N/A on every row. The
-same evidence gives the rank count where the rank lines are missing or cut; a named
-collective its rows contradict, an average its rows contradict, or sizes that run
-backwards (lines of two runs mixed) are refused with the line, never read as figures.
-Rows of two runs that wrote into one stream at once are read where each row fits one
-run's table only, else refused naming both.
-
-Logs from before June 2020 printed all_gather's and reduce_scatter's algbw already
-scaled by (n-1)/n (busbw = algbw): such a table reads with algbw = size / time.
-
-mpibench's own printed output (`# mpibench run:` then one `# Collective:` table per
-collective and one average for them all) reads through the same path.
+A table is recognised by itself (its column names, `# nThread ... minBytes`, the rank
+lines); a row's layout comes from the column names above it. A test's collective comes
+from the log, else --collective, else a `*_perf` command line, else the file's name, else
+what its rows allow (redop and root cells, size / (count x element size), busbw / algbw,
+an in-place #wrong N/A on every row), which also give the rank count where rank lines are
+missing or cut. A named collective or an average the rows contradict, and sizes that run
+backwards, are refused with the line; rows of two runs in one stream are read where each
+fits one run's table only. Before June 2020 all_gather's and reduce_scatter's algbw was
+printed x (n-1)/n (busbw = algbw): such a table reads with algbw = size / time.
 """
 import math
 import os
@@ -64,12 +55,10 @@ _OWN = re.compile(r"\s*(?:#|\d+\s+\d+\s+\S+\s)")        # a '#' line or a table 
 # in_place ? 0 : 1), so their in-place #wrong is N/A on every row
 _IN_PLACE_UNCHECKED = ("all_to_all", "sendrecv")
 # the names files carry: nccl_alltoall.log, allgather_run2.txt, reduce-scatter.out
-_FILE_NAMES = {"all_reduce": "all_reduce", "allreduce": "all_reduce", "all_gather": "all_gather",
-               "allgather": "all_gather", "reduce_scatter": "reduce_scatter",
-               "reducescatter": "reduce_scatter", "alltoall": "all_to_all",
-               "all_to_all": "all_to_all", "a2a": "all_to_all", "broadcast": "broadcast",
-               "bcast": "broadcast", "reduce": "reduce", "gather": "gather",
-               "scatter": "scatter", "sendrecv": "sendrecv"}
+_FILE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+               "alltoall": "all_to_all", "a2a": "all_to_all", "bcast": "broadcast",
+               **{c: c for c in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                 "broadcast", "reduce", "gather", "scatter", "sendrecv")}}
 _LEAD = ("redop", "root")
 _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
 _CHECKED = ("time", "algbw", "busbw")
@@ -130,15 +119,16 @@ def _mode(values, names):
     time_us = cells["time"]
     if time_us is None or not time_us[0] > 0:
         raise Unreadable("a time is not above 0")
-    out = {"time_us": time_us[0], "algbw_GBps": None if cells["algbw"] is None else cells["algbw"][0],
-           "busbw_GBps": None if cells["busbw"] is None else cells["busbw"][0], "nwrong": None}
-    if "#wrong" in cells and cells["#wrong"] is not None:
-        wrong = cells["#wrong"][0]
+    first = {k: None if v is None else v[0] for k, v in cells.items()}
+    out = {"time_us": time_us[0], "algbw_GBps": first["algbw"], "busbw_GBps": first["busbw"],
+           "nwrong": None}
+    if first.get("#wrong") is not None:
+        wrong = first["#wrong"]
         if wrong < 0 or wrong != int(wrong):
             raise Unreadable(f"#wrong {wrong:g} is not a count")
         out["nwrong"] = int(wrong)
-    if "error" in cells and cells["error"] is not None:    # before 2.13: the largest error
-        out["max_error"] = cells["error"][0]
+    if first.get("error") is not None:    # before 2.13: the largest error
+        out["max_error"] = first["error"]
     return out, (cells["algbw"], cells["busbw"])
 
 
@@ -316,23 +306,17 @@ def _continues(test, row):
 def _comment_line(state, line, n):
     """A '#' line: a rank line, an average, column names, a test's name, or the rest of
     a header (in that order: the first that matches decides)."""
-    m = _RANK.match(line)
-    if m:
+    if m := _RANK.match(line):
         _rank_line(state, m, n)
-        return
-    m = _AVERAGE.match(line)
-    if m:
+    elif m := _AVERAGE.match(line):
         _average_line(state, m, n)
-        return
-    if _COLUMNS.match(line):
+    elif _COLUMNS.match(line):
         _columns_line(state, line, n)
-        return
-    m = _START.match(line) or _OURS.match(line)
-    if m:
+    elif m := _START.match(line) or _OURS.match(line):
         _next_header(state)
         state["header"]["name"] = m.group(1)
-        return
-    _header_line(state, line, n)
+    else:
+        _header_line(state, line, n)
 
 
 def _rank_line(state, m, n):
@@ -370,13 +354,7 @@ def _average_line(state, m, n):
 
 def _averaged(group, value, n):
     """The one test of several open ones whose rows the average at line n is the mean of."""
-    fits = []
-    for t in group:
-        try:
-            check_average(t["rows"], value, n, "")
-        except Unreadable:
-            continue
-        fits.append(t)
+    fits = [t for t in group if _is_average(t["rows"], value, n)]
     if len(fits) != 1:
         raise Unreadable(f"line {n}: an average with the tables at {_two_runs(group)} open, "
                          f"the mean of {'both' if fits else 'neither'}: two runs wrote into "
@@ -434,10 +412,8 @@ def _spreads(coll):
 
 def _factor_shape(coll):
     """(a, varies): busbw factor a * (n-1)/n when varies, else the constant a."""
-    f2, f3 = coll.busbw_factor(2), coll.busbw_factor(3)
-    if f2 == f3:
-        return f2, False
-    return f2 * 2, True
+    f2 = coll.busbw_factor(2)
+    return (f2, False) if f2 == coll.busbw_factor(3) else (f2 * 2, True)
 
 
 def _ratio_bounds(rows):
@@ -454,12 +430,8 @@ def _ratio_bounds(rows):
 
 def _ks(rows):
     """size / (count x element size) of every row where that is defined."""
-    out = []
-    for r in rows:
-        el = _ELSIZE.get(r["label"])
-        if el and r["count"] > 0:
-            out.append((r["size"] / (r["count"] * el), r["line"]))
-    return out
+    return [(r["size"] / (r["count"] * _ELSIZE[r["label"]]), r["line"]) for r in rows
+            if _ELSIZE.get(r["label"]) and r["count"] > 0]
 
 
 def _pattern(coll, rows, layout):
@@ -584,11 +556,8 @@ def resolve(test, hint, source=None):
             raise Unreadable(f"the table at line {test['line']} is not {coll} "
                              f"(named by {how}): {why}")
         return coll, _exact(span), how
-    fits = {}
-    for coll in REGISTRY.values():
-        span, _ = ranks_for(coll, rows, layout, lines)
-        if span is not None:
-            fits[coll.name] = span
+    spans = {c.name: ranks_for(c, rows, layout, lines)[0] for c in REGISTRY.values()}
+    fits = {name: span for name, span in spans.items() if span is not None}
     how = "its rows (redop, root, size / count, busbw / algbw)"
     if len(fits) > 1 and _in_place_unchecked(test):
         fits = {k: v for k, v in fits.items() if k in _IN_PLACE_UNCHECKED}
@@ -604,8 +573,7 @@ def resolve(test, hint, source=None):
 
 
 def _exact(span):
-    lo, hi = span
-    return lo if lo == hi else None
+    return span[0] if span[0] == span[1] else None
 
 
 def _lines_only(lines):
@@ -665,8 +633,12 @@ def _sizes_forward(test):
                              f"come from another run")
 
 
-def _busbw_cells(rows):
-    return [bus for r in rows for _, bus in r["bws"] if bus is not None]
+def _is_average(rows, average, line):
+    try:
+        check_average(rows, average, line, "")
+    except Unreadable:
+        return False
+    return True
 
 
 def check_average(rows, average, line, what):
@@ -674,7 +646,7 @@ def check_average(rows, average, line, what):
     both average every measured mode of every row), to the digits printed."""
     if average is None or not _checking():
         return
-    cells = _busbw_cells(rows)
+    cells = [bus for r in rows for _, bus in r["bws"] if bus is not None]
     if not cells:
         return
     lo = sum(b - h for b, h in cells) / len(cells)

@@ -82,21 +82,19 @@ def _mode_values(m):
     return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6), wrong)
 
 
-def _per_iter_values(m):
-    """i_min, i_max, i_p99, i_cv% of one mode (-I 1), as writePerIterReport prints them."""
-    p = (m or {}).get("per_iter")
-    if p is None:
-        return ("", "", "", "")
-    return tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct"))
-
-
 def has_per_iter(rows):
     return any((row.get(k) or {}).get("per_iter") for row in rows for k in MODES)
 
 
 def _mode_cells(m, per_iter):
+    """A mode's cells, and with per_iter its i_min, i_max, i_p99, i_cv% (-I 1) as
+    writePerIterReport prints them."""
     cells = "  %7s  %6s  %6s  %6s" % _mode_values(m)
-    return cells + ("  %7s  %7s  %7s  %7s" % _per_iter_values(m) if per_iter else "")
+    if not per_iter:
+        return cells
+    p = (m or {}).get("per_iter")
+    return cells + "  %7s  %7s  %7s  %7s" % (
+        tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct")) if p else ("",) * 4)
 
 
 ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
@@ -156,26 +154,21 @@ def pair_lines(analysis, unit):
             for p in analysis.get("pairs", [])]
 
 
-def host_table(analysis, bw_bytes, factor, fmt="simple"):
-    """Per host: ranks, min/median/max of its ranks' times, busbw of its slowest rank."""
-    rows = []
-    for h in analysis["hosts"]:
-        bus = busbw(algbw(bw_bytes, h["max_s"]), factor)
-        rows.append(host_cells(h, us) + [figure(bus), ratio(h["ratio"])])
-    return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
-                                   "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
-
-
 def host_section(entry, fmt="simple"):
-    """The per-host block for one probe entry of a results document, as run prints it: the
-    table with several hosts, and the hosts and ranks found slow (nothing else on one host)."""
+    """The per-host block for one probe entry of a results document, as run prints it: per
+    host its ranks, min/median/max of its ranks' times and busbw of its slowest rank (with
+    several hosts), and the hosts and ranks found slow (nothing else on one host)."""
     lines = []
     if len(entry["hosts"]) > 1:
         mode = "in" if entry["mode"] == "in" else "out-of"
         lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
                  f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
                  f"iterations, each after a barrier):"]
-        table = host_table(entry, entry["bw_bytes"], entry["busbw_factor"], fmt)
+        rows = [host_cells(h, us) + [figure(busbw(algbw(entry["bw_bytes"], h["max_s"]),
+                                                  entry["busbw_factor"])), ratio(h["ratio"])]
+                for h in entry["hosts"]]
+        table = tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
+                                        "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
         lines += ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
     return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
 
