@@ -7,6 +7,7 @@ from tabulate import tabulate
 from ..errors import UsageError
 from ..measure.sizes import format_size
 from . import reader, rows as rowkeys, traintext
+from .numbers import count
 
 NOISE = 0.05
 
@@ -69,7 +70,7 @@ def preamble(paths, docs, notes, found):
         print(line)
     for p, (_, zero) in zip(paths, found):
         if zero:
-            print(f"# {p}: {len(zero)} row-mode{'s' if len(zero) != 1 else ''} not compared: "
+            print(f"# {p}: {count(len(zero), 'row-mode')} not compared: "
                   f"its bandwidth is printed as 0.00 (below 0.005 GB/s) at {_sizes(zero)}")
 
 
@@ -139,7 +140,7 @@ def _counts(paths, figs, common, counts, ratios):
     for p, f in zip(paths, figs):
         missing = len(set(f) - set(common))
         if missing:
-            print(f"# {missing} row-mode{'s' if missing != 1 else ''} of {p} not in every file: "
+            print(f"# {count(missing, 'row-mode')} of {p} not in every file: "
                   f"not compared")
 
 

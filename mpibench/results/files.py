@@ -224,11 +224,15 @@ def csv_rows(doc):
 
 
 def render_csv(doc):
-    """The CSV text in parts, one per line."""
+    return csv_lines((CSV_FIELDS, *csv_rows(doc)))
+
+
+def csv_lines(lines):
+    """CSV text in parts, one per line."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     parts = []
-    for line in (CSV_FIELDS, *csv_rows(doc)):
+    for line in lines:
         w.writerow(line)
         parts.append(out.getvalue())
         out.seek(0)

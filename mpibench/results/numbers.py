@@ -9,6 +9,16 @@ def figure(value: Optional[float], spec: str = ".3f", unit: str = "", missing: s
     return missing if value is None else format(value, spec) + unit
 
 
+def plural(n, word, many=None):
+    """word, or its plural (word + s unless many) when n is not 1."""
+    return word if n == 1 else (many or word + "s")
+
+
+def count(n, word, many=None):
+    """'1 rank', '3 ranks'."""
+    return f"{n} {plural(n, word, many)}"
+
+
 def ratio(value: Optional[float], missing: str = "-") -> str:
     """How many times another figure a figure is: 1.23x."""
     return figure(value, ".2f", "x", missing)

@@ -168,7 +168,7 @@ def trials_summary(out, trials, unstable_share):
     unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
                    if row[k] and row[k].get("unstable"))
     if unstable:
-        out.say(f"# {unstable} row-mode{'s' if unstable != 1 else ''} UNSTABLE: "
+        out.say(f"# {numbers.count(unstable, 'row-mode')} UNSTABLE: "
                 f"differences smaller than their spread are noise")
 
 
@@ -179,6 +179,6 @@ def launch_bound(out):
     bound = [row["size"] for row in out.doc["results"] for k in MODE_KEYS.values()
              if row[k] and row[k].get("launch_bound")]
     if bound:
-        out.say(f"# {'Launch-bound rows':<20s} : {len(bound)} row-mode{'s' if len(bound) != 1 else ''}"
+        out.say(f"# {'Launch-bound rows':<20s} : {numbers.count(len(bound), 'row-mode')}"
                 f" ({format_size(min(bound))} .. {format_size(max(bound))}): "
                 + launchcost.LAUNCH_BOUND_NOTE)

@@ -2,12 +2,11 @@
 prints them as it ends and `report` prints the same from the saved file: nccl-tests'
 "Out of bounds values" and "Avg bus bandwidth" lines, the backends side by side (run
 --backend gloo,mpi), and each row's share of the hosts' line rate."""
-from tabulate import tabulate
-
 from ..measure.modes import MODES
 from . import reader
 from .rows import key as row_key
 from .numbers import figure, share_text
+from .tables import commented
 
 
 def _busbws(rows):
@@ -96,14 +95,13 @@ def comparison(rows, a, b, memory=None):
                           m.replace("_", "-"), f"{x['time_us']:.1f}", figure(x["busbw_GBps"]),
                           f"{y['time_us']:.1f}", figure(y["busbw_GBps"]),
                           figure(ratio, ".2f")])
-    table = tabulate(cells, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
-                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"],
-                     disable_numparse=True)
     lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
     if memory and memory.get(a) != memory.get(b):
         lines.append(f"# {a} moves {memory.get(a)} memory, {b} {memory.get(b)} memory: "
                      f"different data paths, not only different libraries")
-    return compared, lines + ["#  " + line for line in table.splitlines()]
+    return compared, lines + commented(cells, ["collective", "size", "type", "redop", "mode",
+                                               f"{a} us", f"{a} busbw", f"{b} us", f"{b} busbw",
+                                               f"{b}/{a}"])
 
 
 def comparison_lines(doc):
@@ -135,7 +133,5 @@ def line_rate_lines(doc):
     lines = ["#", f"# busbw against the line rate: {rate:g} Gbit/s, the slowest the hosts report "
                   f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest "
                   f"interface up)"]
-    table = tabulate(cells, headers=["collective", "backend", "size", "type", "mode",
-                                     "busbw GB/s", "busbw Gbit/s", "of line rate"],
-                     disable_numparse=True)
-    return lines + ["#  " + line for line in table.splitlines()]
+    return lines + commented(cells, ["collective", "backend", "size", "type", "mode",
+                                     "busbw GB/s", "busbw Gbit/s", "of line rate"])

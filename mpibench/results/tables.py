@@ -118,6 +118,12 @@ def row_line(row, per_iter=False):
             + _spread_cells(row))
 
 
+def commented(rows, headers, **options):
+    """A table as lines after '#  ', its cells printed as given."""
+    return ["#  " + line for line in
+            tabulate(rows, headers=headers, disable_numparse=True, **options).splitlines()]
+
+
 def host_cells(h, time):
     """A host's first cells in a per-host table (probes' and train's): its name, its ranks,
     and the min, median and max of its ranks' times as time() writes them."""
