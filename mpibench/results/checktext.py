@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Tuple
 
 from ..measure.sizes import format_size
 from .files import csv_lines
-from .numbers import count, figure, share_text
+from .numbers import counted, figure, share_text
 from .tables import commented
 
 
@@ -32,7 +32,7 @@ def pair_rate(rate_a, rate_b):
 
 def header_line(collective, size, hosts, ppn, iters, warmup):
     return (f"# mpibench check: {collective} at {format_size(size)}, "
-            f"{count(hosts, 'host')} x {count(ppn, 'rank')}, "
+            f"{counted(hosts, 'host')} x {counted(ppn, 'rank')}, "
             f"{iters} timed calls after {warmup} warm-up per test")
 
 
@@ -68,7 +68,7 @@ def round_line(k, pairs, ppn, seconds):
              + ("" if not bad else " FAIL" if ppn == 1 else f" FAIL rail {','.join(map(str, bad))}")
              for ha, hb, per, bad, rate in pairs]
     n = len(pairs)
-    return (f"# 2. between hosts, round {k}: {count(n, 'pair')}"
+    return (f"# 2. between hosts, round {k}: {counted(n, 'pair')}"
             + (f" x {ppn} rails" if ppn > 1 else "")
             + " at once, busbw GB/s: " + ", ".join(lines[:8])
             + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else "")
@@ -93,7 +93,7 @@ def retest_lines(test, lines):
 
 
 def job_line(collective, n, fig, failed):
-    return (f"# 3. the whole job: {collective} over {count(n, 'rank')}, "
+    return (f"# 3. the whole job: {collective} over {counted(n, 'rank')}, "
             + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None
                else "busbw n/a (not defined for one rank)")
             + f", {fig['time_us']:.1f} us per call" + spread_text(fig)
@@ -143,7 +143,7 @@ def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
 
 def csv(doc):
     """The --csv file: one line per host and partner rail (one for a host without pairs)."""
-    lines = [["host", "ranks", "intra_busbw_GBps", "partner", "round", "rail",
+    lines: List[List[Any]] = [["host", "ranks", "intra_busbw_GBps", "partner", "round", "rail",
               "pair_busbw_GBps", "line_rate_gbps", "verdict", "reason"]]
     for e in (doc.get("check") or {}).get("hosts", []):
         intra = "" if e["intra"] is None else e["intra"]["busbw_GBps"]

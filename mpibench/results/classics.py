@@ -12,7 +12,7 @@ from ..measure.collectives.base import algbw, busbw, Counts
 from ..measure.dtypes import DTYPES
 from ..measure.sizes import format_size
 from . import rows, trials
-from .numbers import count, figure, ratio
+from .numbers import counted, figure, ratio
 
 INT64 = DTYPES["int64"]
 
@@ -48,7 +48,7 @@ def allreduce(out, backend, dt, count, n, records, gathered, warmup):
     out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
                     "trials": ntrials, "warmup": warmup, "busbw_factor": factor})
     out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
-            f"{count(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
+            f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
     out.trials = trials.Collector()
@@ -99,7 +99,7 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
                     "busbw_factor": factor})
     out.say(f"# 1 x {format_size(big_bytes)} ({count} x {dt.name}) against {k} x "
             f"{format_size(small_bytes)} ({small} x {dt.name}, {small_bytes * k} bytes in all), "
-            f"{count(n, 'rank')}, {busbw_text(factor)}")
+            f"{counted(n, 'rank')}, {busbw_text(factor)}")
     # Two rows of the document, each per call as nccl-tests counts it: one of the K calls of
     # S/K bytes (the K calls' time over K), then the one call of S bytes: sizes rising, as
     # nccl-tests prints them, so the printed table reads back as one run.
@@ -149,7 +149,7 @@ def flagsync(out, backend, names, calls, warmup, records, gathered):
     wrong = [(r, names[i], g[1][i]) for r, g in enumerate(gathered)
              for i in range(len(names)) if g[1][i] != expected]
     out.set(config={**out.doc["config"], "calls": calls, "warmup": warmup, "expected_sum": expected})
-    out.say(f"# {calls} calls of each on {count(n, 'rank')} ({backend}); "
+    out.say(f"# {calls} calls of each on {counted(n, 'rank')} ({backend}); "
             f"rank r's flag is r+1, so every method must sum to {expected}")
     lines = []
     for i, name in enumerate(names):
@@ -194,7 +194,7 @@ def demo(out, backend, cases, records, gathered):
     rank r's (before, after, seconds) of case i. Returns the failure message, or None
     when all pass."""
     n, failed = len(gathered), []
-    out.say(f"# {count(n, 'rank')} on {backend}; rank r holds r")
+    out.say(f"# {counted(n, 'rank')} on {backend}; rank r holds r")
     for i, (coll, counts, mode, op, root, expected) in enumerate(cases):
         held = [{"rank": r, "label": label, "before": g[i][0], "after": g[i][1], "pass": g[i][1] == expected}
                 for r, (label, g) in enumerate(zip(labels(records), gathered))]
@@ -218,7 +218,7 @@ def demo(out, backend, cases, records, gathered):
         coll, rank = failed[0]
         return (f"demo FAILED: {', '.join(colls)} (first: {coll} on rank {rank}, host "
                 f"{records[rank]['hostname']})")
-    out.say(f"\ndemo: all {len(cases)} collectives PASS on {count(n, 'rank')}")
+    out.say(f"\ndemo: all {len(cases)} collectives PASS on {counted(n, 'rank')}")
     return None
 
 

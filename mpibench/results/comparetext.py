@@ -7,7 +7,7 @@ from tabulate import tabulate
 from ..errors import UsageError
 from ..measure.sizes import format_size
 from . import reader, rows as rowkeys, traintext
-from .numbers import count
+from .numbers import counted
 
 NOISE = 0.05
 
@@ -70,7 +70,7 @@ def preamble(paths, docs, notes, found):
         print(line)
     for p, (_, zero) in zip(paths, found):
         if zero:
-            print(f"# {p}: {count(len(zero), 'row-mode')} not compared: "
+            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: "
                   f"its bandwidth is printed as 0.00 (below 0.005 GB/s) at {_sizes(zero)}")
 
 
@@ -140,7 +140,7 @@ def _counts(paths, figs, common, counts, ratios):
     for p, f in zip(paths, figs):
         missing = len(set(f) - set(common))
         if missing:
-            print(f"# {count(missing, 'row-mode')} of {p} not in every file: "
+            print(f"# {counted(missing, 'row-mode')} of {p} not in every file: "
                   f"not compared")
 
 

@@ -1,10 +1,11 @@
 """What doctor prints: every host's facts, what differs between hosts, the transports NCCL
 used between them and the findings (diagnose/findings.py), each with its severity."""
-from .numbers import count, plural
+from .numbers import counted, plural
 
 
 def hosts(out, per_host, ranks, size, launcher, version_keys):
-    out.say(f"# mpibench doctor: {count(len(per_host), 'host')}, {count(size, 'rank')}, launcher {launcher}")
+    out.say(f"# mpibench doctor: {counted(len(per_host), 'host')}, {counted(size, 'rank')}, "
+            f"launcher {launcher}")
     out.announce_files()
     for h, f in per_host.items():
         for line in host_lines(h, f, ranks[h], version_keys):
@@ -13,7 +14,7 @@ def hosts(out, per_host, ranks, size, launcher, version_keys):
 
 def consistency(out, diffs, nhosts):
     """The facts that differ between hosts."""
-    out.say("#\n# consistency: " + (f"{count(len(diffs), 'difference')} between hosts" if diffs else
+    out.say("#\n# consistency: " + (f"{counted(len(diffs), 'difference')} between hosts" if diffs else
                                     ("every compared fact is the same on every host"
                                      if nhosts > 1 else "one host, nothing to compare")))
     for label, values in diffs:
@@ -43,8 +44,8 @@ def findings(out, found, error):
         out.say(f"#   {host + ': ' if host else ''}{'ERROR ' if bad else ''}{text}")
     errors = sum(error)
     if found:
-        out.say(f"#\n# {count(errors, 'problem')} that {plural(errors, 'breaks', 'break')} runs (ERROR), "
-                f"{count(len(found) - errors, 'warning')}" + ("; exit 1" if errors else ""))
+        out.say(f"#\n# {counted(errors, 'problem')} that {plural(errors, 'breaks', 'break')} runs (ERROR), "
+                f"{counted(len(found) - errors, 'warning')}" + ("; exit 1" if errors else ""))
 
 
 def _show(value):

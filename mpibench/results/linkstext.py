@@ -1,28 +1,28 @@
 """What the link measurements print (run's link check, p2p): the bandwidth and latency
 matrices between hosts (diagnose/links.py) and the slow links and hosts named."""
 from ..measure.sizes import format_size
-from .numbers import count, figure
+from .numbers import counted, figure
 from .tables import commented
 
 
 def intro(out, size, nrounds, iters):
     out.say(f"#\n# links between hosts at {format_size(size)}: one rank per host, "
-            f"{count(nrounds, 'round')} of pairs, {iters} transfers each way after a barrier (a "
+            f"{counted(nrounds, 'round')} of pairs, {iters} transfers each way after a barrier (a "
             f"slow link makes every rank of a collective equally slow; pairs show which it is):")
 
 
 def p2p_header(out, args, nranks, nhosts, backend, launcher, size, rounds):
     who = "every rank" if args.every_rank else "one rank per host, the lowest on each"
-    out.say(f"# mpibench p2p: {nranks} ranks on {count(nhosts, 'host')} take part ({who}), "
+    out.say(f"# mpibench p2p: {nranks} ranks on {counted(nhosts, 'host')} take part ({who}), "
             f"backend {backend}, launcher {launcher}")
     out.say(f"# bandwidth at {format_size(size)}: {args.iters} transfers per link after "
-            f"{count(args.warmup, 'warm-up')}, each after a barrier, "
+            f"{counted(args.warmup, 'warm-up')}, each after a barrier, "
             + ("both ranks sending at once (bytes both ways / time)" if args.bidirectional
                else "one direction at a time (row sends to column)"))
     out.say(f"# latency at {format_size(args.latency_size)}: half the round trip of "
             f"{args.latency_iters} ping-pongs")
     npairs = sum(len(r) for r in rounds)
-    out.say(f"# schedule: {count(npairs, 'pair')} in {count(len(rounds), 'round')}, no host in two "
+    out.say(f"# schedule: {counted(npairs, 'pair')} in {counted(len(rounds), 'round')}, no host in two "
             f"pairs at once; ranks not in a pair wait at an MPI barrier")
 
 

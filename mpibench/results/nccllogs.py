@@ -122,8 +122,7 @@ def _mode(values, names):
     first = {k: None if v is None else v[0] for k, v in cells.items()}
     out = {"time_us": time_us[0], "algbw_GBps": first["algbw"], "busbw_GBps": first["busbw"],
            "nwrong": None}
-    if first.get("#wrong") is not None:
-        wrong = first["#wrong"]
+    if (wrong := first.get("#wrong")) is not None:
         if wrong < 0 or wrong != int(wrong):
             raise Unreadable(f"#wrong {wrong:g} is not a count")
         out["nwrong"] = int(wrong)

@@ -9,12 +9,12 @@ def figure(value: Optional[float], spec: str = ".3f", unit: str = "", missing: s
     return missing if value is None else format(value, spec) + unit
 
 
-def plural(n, word, many=None):
+def plural(n: Optional[int], word: str, many: Optional[str] = None) -> str:
     """word, or its plural (word + s unless many) when n is not 1."""
     return word if n == 1 else (many or word + "s")
 
 
-def count(n, word, many=None):
+def counted(n: Optional[int], word: str, many: Optional[str] = None) -> str:
     """'1 rank', '3 ranks'."""
     return f"{n} {plural(n, word, many)}"
 

@@ -13,7 +13,7 @@ from . import document, nccltests, tables
 from .document import now
 from .files import render_csv, render_json, ResultFile
 from .metrics import MetricsFile
-from .numbers import count
+from .numbers import counted
 from .schema import HostAnalysis, HostEntry
 
 
@@ -108,7 +108,7 @@ class RunOutput:
         if not self._lock.acquire(timeout=5):
             return "the results file is busy: left as last written"
         rows = len(self.doc["results"])
-        kept = f"{count(rows, 'row')} measured"
+        kept = f"{counted(rows, 'row')} measured"
         try:
             self.doc.update(complete=False, incomplete=reason, end_time=now(),
                             **({"exit": exit} if exit else {}))

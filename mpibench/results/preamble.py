@@ -1,7 +1,7 @@
 """The lines of every command's preamble that say where it ran: each rank's device (as
 nccl-tests prints it), the backend and launcher, versions with their differences between
 hosts, and the network variables."""
-from .numbers import count
+from .numbers import counted
 
 
 def rank_line(r):
@@ -20,7 +20,7 @@ def describe(out, records, world, nbackends, versions, differences, env):
         out.say(rank_line(r))
     size, hosts = world["size"], len(world["hosts"])
     out.say(f"# backend{'s' if nbackends > 1 else ''} {world['backend']}, launcher "
-            f"{world['launcher']}, {count(size, 'rank')} on {count(hosts, 'host')}, rendezvous "
+            f"{world['launcher']}, {counted(size, 'rank')} on {counted(hosts, 'host')}, rendezvous "
             f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier "
             f"{world['barrier']}")
     out.say("# versions: " + ", ".join(f"{k} {versions[k]}" for k in versions if versions[k]))

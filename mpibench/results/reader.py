@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Union
 from ..errors import UsageError
 from ..measure.modes import MODES
 from . import document, nccllogs, nccltests, netpipe, schema
-from .numbers import count
+from .numbers import counted
 
 
 def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None) -> Any:
@@ -163,11 +163,11 @@ def describe(path, doc):
     if world:
         nh = len(world.get("hosts") or [])
         n = world.get("size")
-        where = f" on {count(nh, 'host')}"
+        where = f" on {counted(nh, 'host')}"
         if world.get("hosts_complete") is False:    # a printed log without every rank line
             where = f" on {nh}+ hosts (the rank lines list some of them)" if nh else \
                 " (from the rows; no rank lines, hosts unknown)"
-        bits.append(f"{count(n, 'rank')}{where}, "
+        bits.append(f"{counted(n, 'rank')}{where}, "
                     f"backend {world.get('backend', '?')}")
     elif tests(doc):
         sizes = sorted({t["ranks"] for t in tests(doc) if t["ranks"]})

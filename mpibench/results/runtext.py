@@ -168,7 +168,7 @@ def trials_summary(out, trials, unstable_share):
     unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
                    if row[k] and row[k].get("unstable"))
     if unstable:
-        out.say(f"# {numbers.count(unstable, 'row-mode')} UNSTABLE: "
+        out.say(f"# {numbers.counted(unstable, 'row-mode')} UNSTABLE: "
                 f"differences smaller than their spread are noise")
 
 
@@ -179,6 +179,6 @@ def launch_bound(out):
     bound = [row["size"] for row in out.doc["results"] for k in MODE_KEYS.values()
              if row[k] and row[k].get("launch_bound")]
     if bound:
-        out.say(f"# {'Launch-bound rows':<20s} : {numbers.count(len(bound), 'row-mode')}"
+        out.say(f"# {'Launch-bound rows':<20s} : {numbers.counted(len(bound), 'row-mode')}"
                 f" ({format_size(min(bound))} .. {format_size(max(bound))}): "
                 + launchcost.LAUNCH_BOUND_NOTE)

@@ -2,12 +2,12 @@
 and size each setting's busbw and the best."""
 from ..measure.sizes import format_size
 from . import reader, traintext
-from .numbers import count
+from .numbers import counted
 from .tables import commented
 
 
 def header(nsettings, swept, command, openmpi, announcement, folder):
-    print(f"# mpibench sweep: {count(nsettings, 'setting')} of "
+    print(f"# mpibench sweep: {counted(nsettings, 'setting')} of "
           f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
     print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
                                               if openmpi else ""))

@@ -47,8 +47,8 @@ def summary_lines(train, n):
     if not s:
         return ["# no summary: the run ended before its timed steps were done"]
     m = train["model"]
-    lines = ["#", f"# summary over {numbers.count(len(train['steps']), 'timed step')} (medians; "
-                  f"{numbers.count(n, 'rank')} x batch {train['batch_per_rank']} x seq {m['seq']}):",
+    lines = ["#", f"# summary over {numbers.counted(len(train['steps']), 'timed step')} (medians; "
+                  f"{numbers.counted(n, 'rank')} x batch {train['batch_per_rank']} x seq {m['seq']}):",
              f"#  step time            : {numbers.ms(s['step_s'])} ms",
              f"#  throughput           : {s['tokens_per_s']:.1f} tokens/s, "
              f"{s['samples_per_s']:.2f} samples/s (the job)"]
@@ -76,8 +76,8 @@ def summary_lines(train, n):
 def scaling_line(sc):
     """The seed's '1.70x on 2x the GPUs' as one line."""
     return (f"scaling: {sc['speedup']:.2f}x on {sc['rank_ratio']:g}x the ranks: efficiency "
-            f"{sc['efficiency']:.2f} (baseline {numbers.count(sc['baseline_ranks'], 'rank')} on "
-            f"{numbers.count(sc['baseline_hosts'], 'host')}, {sc['baseline_tokens_per_s']:.1f} tokens/s)")
+            f"{sc['efficiency']:.2f} (baseline {numbers.counted(sc['baseline_ranks'], 'rank')} on "
+            f"{numbers.counted(sc['baseline_hosts'], 'host')}, {sc['baseline_tokens_per_s']:.1f} tokens/s)")
 
 
 def memory_lines(train):
@@ -115,7 +115,7 @@ def header_line(train):
             f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}, "
             f"vocab {m['vocab']}), parallel {train['parallel']}{bucket}, batch "
             f"{train['batch_per_rank']} per rank, {train['precision']}, "
-            f"{numbers.count(train['warmup'], 'warm-up step')} and {train['timed']} timed")
+            f"{numbers.counted(train['warmup'], 'warm-up step')} and {train['timed']} timed")
 
 
 def calls_line(train):
