@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Tuple
 from ..launch import faults
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
-from .nccltests import Unreadable, collective_name, document, row_of
+from .nccltests import Unreadable, collective_name, document, no_busbw, row_of
 
 _TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")         # mpirun --tag-output
 _COLUMNS = re.compile(r"#\s*size\s+count\s+type\b")
@@ -683,15 +683,13 @@ def parse_text(text, hint=None, source=None):
         avg = t["average"]
         if avg is not None:
             check_average(t["rows"], avg[0], avg[1], f"the table at line {t['line']}")
-        one_rank = ranks == 1
         model = REGISTRY.get(coll)
         for r in t["rows"]:
             redop = r["redop"] if model is None or model.reduces else "none"
             out = row_of(coll, r["size"], r["count"], r["label"],
                          redop if redop is not None else "none", r["root"], r["modes"])
-            if one_rank:         # factor 0: busbw is not defined (nccl-tests prints 0)
-                for m in r["modes"].values():
-                    m["busbw_GBps"] = None
+            if ranks == 1:
+                no_busbw([out])
             out["backend"] = t["backend"]
             if len(tests) > 1:
                 out["test"] = i

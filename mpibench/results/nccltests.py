@@ -15,6 +15,7 @@ import re
 
 from .. import __version__
 from ..measure.dtypes import DTYPES
+from ..measure.modes import MODES
 from .document import finite, new
 
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
@@ -43,36 +44,32 @@ def collective_name(program):
 
 
 def document(rows, hosts, ranks, command, start_time, note):
-    world = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
-             "backend": "nccl (nccl-tests)"} if ranks else None
     doc = new(command, [], start_time=start_time or "", complete=True, results=rows,
               notes=[note], source="nccl-tests")
-    if world:
-        doc["world"] = world
+    if ranks:
+        doc["world"] = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
+                        "backend": "nccl (nccl-tests)"}
     return doc
 
 
 def row_of(collective, size, count, label, redop, root, modes):
-    row = {"collective": collective, "backend": "nccl", "size": size, "count": count,
-           "type": label, "dtype": _BY_LABEL.get(label, label), "redop": redop, "root": root,
-           "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
-    return row
+    return {"collective": collective, "backend": "nccl", "size": size, "count": count,
+            "type": label, "dtype": _BY_LABEL.get(label, label), "redop": redop, "root": root,
+            "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
 
 
-def _value_mode(values):
-    time_us, alg, bus, wrong = values[:4]
-    if time_us is None or not time_us > 0:
-        raise Unreadable("a time is not above 0")
-    return {"time_us": time_us, "algbw_GBps": alg, "busbw_GBps": bus,
-            "nwrong": None if wrong is None else int(wrong)}
+def no_busbw(rows):
+    """One rank: busbw is not defined (factor 0; nccl-tests prints 0)."""
+    for row in rows:
+        for m in MODES:
+            if row.get(m):
+                row[m]["busbw_GBps"] = None
 
 
 # ---- -J JSON ----
 def _num(obj, key):
     v = obj.get(key)
-    if isinstance(v, str) and v.strip().lower() == "nan":
-        return None
-    if v is None:
+    if v is None or isinstance(v, str) and v.strip().lower() == "nan":
         return None
     if not finite(v):
         raise Unreadable(f"{key} is not a number: {v!r}")
@@ -107,15 +104,18 @@ def parse_json(doc):
             raise Unreadable(f"{where}: no experiment_name and no program in args: which collective?")
         modes = {}
         try:
-            for key in ("out_of_place", "in_place"):
+            for key in MODES:
                 m = r.get(key)
                 if m is None:
                     continue
                 if not isinstance(m, dict):
                     raise Unreadable(f"{key} is not an object")
-                t = _num(m, "time") if "time" in m else _num(m, "cpu_time")
-                wrong = _num(m, "nwrong")
-                modes[key] = _value_mode([t, _num(m, "alg_bw"), _num(m, "bus_bw"), wrong])
+                t, wrong, alg, bus = (_num(m, k) for k in ("time" if "time" in m else "cpu_time",
+                                                           "nwrong", "alg_bw", "bus_bw"))
+                if t is None or not t > 0:
+                    raise Unreadable("a time is not above 0")
+                modes[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": bus,
+                              "nwrong": None if wrong is None else int(wrong)}
                 per_iter = _per_iter_in(r.get(key + "_per_iter"), key)
                 if per_iter is not None:
                     modes[key]["per_iter"] = per_iter
@@ -130,11 +130,8 @@ def parse_json(doc):
             raise Unreadable(f"{where}: {exc}") from None
         rows.append(row_of(collective_name(name), size, count, label, redop, root, modes))
     ranks = len(devices) or None
-    if ranks == 1:          # factor 0: busbw is not defined (nccl-tests writes 0)
-        for row in rows:
-            for key in ("out_of_place", "in_place"):
-                if row[key]:
-                    row[key]["busbw_GBps"] = None
+    if ranks == 1:
+        no_busbw(rows)
     hosts = [d.get("hostname") for d in devices if isinstance(d.get("hostname"), str)]
     name = rows[0]["collective"] if rows else "?"
     start = doc.get("start_time") if isinstance(doc.get("start_time"), str) else None
@@ -175,13 +172,17 @@ def version_line(versions):
             f"nccl-library={code or 'none'}")
 
 
+def _step(sizes):
+    """nccl-tests' step between sizes: ("factor", -f) or ("bytes", -i)."""
+    if len(sizes) > 1 and sizes[0] and sizes[1] % sizes[0] == 0:
+        return "factor", sizes[1] // sizes[0]
+    return "bytes", sizes[1] - sizes[0] if len(sizes) > 1 else 0
+
+
 def settings_line(sizes, warmup, iters, check, graph):
     """nccl-tests' "# nThread 1 nGpus 1 minBytes ..." line (one thread, one GPU per process)."""
-    if len(sizes) > 1 and sizes[0] and sizes[1] % sizes[0] == 0:
-        step = f"{sizes[1] // sizes[0]}(factor)"
-    else:
-        step = f"{sizes[1] - sizes[0] if len(sizes) > 1 else 0}(bytes)"
-    return (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: {step} "
+    kind, step = _step(sizes)
+    return (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: {step}({kind}) "
             f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(bool(check))} "
             f"graph: {graph} unalign: 0")
 
@@ -220,7 +221,7 @@ def _result_out(r, iters):
     """One row in -J's key order: each mode followed by its per-iteration object (-I 1)."""
     out = {"size": r["size"], "count": r["count"], "type": r["type"], "redop": r["redop"],
            "root": "%6i" % r["root"]}
-    for key in ("out_of_place", "in_place"):
+    for key in MODES:
         m = r.get(key)
         out[key] = _mode_out(m)
         if m and m.get("per_iter"):
@@ -234,8 +235,7 @@ def render(doc):
     from .files import json_parts
     cfg = doc.get("config") or {}
     sizes = cfg.get("sizes") or [r["size"] for r in doc["results"]] or [0]
-    step = {"step_factor": int(round(sizes[1] / sizes[0]))} if len(sizes) > 1 and sizes[0] \
-        and sizes[1] % sizes[0] == 0 else {"step_bytes": sizes[1] - sizes[0] if len(sizes) > 1 else 0}
+    kind, step = _step(sizes)
     devices = [{"rank": d.get("rank"), "group": 0, "pid": d.get("pid"),
                 "hostname": d.get("hostname"), "device": d.get("local_rank", 0),
                 "device_hex": "", "device_info": str(d.get("device", ""))}
@@ -245,7 +245,7 @@ def render(doc):
            "env": [f"{k}={v}" for k, v in (doc.get("env") or {}).items()],
            "nccl_version": _nccl_code(doc.get("versions")),
            "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": min(sizes),
-                      "maximum_bytes": max(sizes), **step,
+                      "maximum_bytes": max(sizes), f"step_{kind}": step,
                       "warmup_iters": cfg.get("warmup", 0), "iterations": cfg.get("iters", 0),
                       "aggregated_iterations": 1, "validation": int(bool(cfg.get("check"))),
                       "graph": cfg.get("graph", 0),
