@@ -16,16 +16,10 @@ def verdict(base, other, noise):
     """'faster' / 'slower' / 'within noise' for two reader.bandwidth() tuples."""
     ratio = other[0] / base[0]
     if base[1] != base[2] and other[1] != other[2]:      # both have a trials' range
-        if other[2] < base[1]:
-            return ratio, "slower"
-        if other[1] > base[2]:
-            return ratio, "faster"
-        return ratio, "within noise"
-    if ratio < 1 - noise:
-        return ratio, "slower"
-    if ratio > 1 + noise:
-        return ratio, "faster"
-    return ratio, "within noise"
+        slower, faster = other[2] < base[1], other[1] > base[2]
+    else:
+        slower, faster = ratio < 1 - noise, ratio > 1 + noise
+    return ratio, "slower" if slower else "faster" if faster else "within noise"
 
 
 def figures(doc, modes, min_size, by_backend=True):

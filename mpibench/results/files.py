@@ -116,7 +116,6 @@ class ResultFile:
             os.fsync(self.fd)
             self.synced = time.monotonic()
 
-
     def _replace(self, parts):
         data = "".join(parts).encode()
         write_whole(self.path, data, os.stat(self.path).st_mode & 0o777)

@@ -220,7 +220,13 @@ def _check(doc, add):
     check = doc.get("check")
     if not check:
         return
-    _check_hosts(check, add)
+    size, coll = check.get("config", {}).get("size"), check.get("config", {}).get("collective")
+    for h in check.get("hosts", []):
+        add("mpibench_check_host_passed", int(h["verdict"] == "PASS"), node=h["host"],
+            verdict=h["verdict"])
+        if h.get("intra"):
+            add("mpibench_check_host_busbw_bytes_per_second", _scaled(h["intra"]["busbw_GBps"]),
+                node=h["host"], collective=coll, message_size=size)
     if "failing_hosts" in check:
         add("mpibench_check_passed", int(not check["failing_hosts"] and not check.get("suspects")
                                          and not (doc.get("exit") or {}).get("code")))
@@ -236,17 +242,6 @@ def _check(doc, add):
                 node=h["host"], rail=rail)
     for name in check.get("suspects", []):
         add("mpibench_check_suspect", 1, link=name, kind=_kind(name))
-
-
-def _check_hosts(check, add):
-    size = check.get("config", {}).get("size")
-    coll = check.get("config", {}).get("collective")
-    for h in check.get("hosts", []):
-        add("mpibench_check_host_passed", int(h["verdict"] == "PASS"), node=h["host"],
-            verdict=h["verdict"])
-        if h.get("intra"):
-            add("mpibench_check_host_busbw_bytes_per_second", _scaled(h["intra"]["busbw_GBps"]),
-                node=h["host"], collective=coll, message_size=size)
 
 
 def _kind(name):

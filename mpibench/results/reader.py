@@ -73,8 +73,7 @@ def modes(choice):
 
 
 def ranks(doc):
-    world = doc.get("world") or {}
-    return world.get("size")
+    return (doc.get("world") or {}).get("size")
 
 
 def hosts(doc):

@@ -172,8 +172,6 @@ def trials_summary(out, trials, unstable_share):
                 f"differences smaller than their spread are noise")
 
 
-
-
 def launch_bound(out):
     """The summary's line on the row-modes within reach of their launch cost."""
     bound = [row["size"] for row in out.doc["results"] for k in MODE_KEYS.values()

@@ -1,6 +1,4 @@
 """Text output: nccl-tests' row format, and the per-host tables it lacks."""
-from typing import Tuple
-
 from tabulate import tabulate
 
 from ..measure.collectives.base import algbw, busbw
@@ -32,21 +30,19 @@ def row_header(per_iter=False, max_error=False):
     after each mode; max_error: the `error` column of logs before 2.13. Then two columns
     nccl-tests lacks, after all of its own (its columns keep their places): each mode's
     spread over the ranks (SPREAD)."""
+    mode = "  %7s  %6s  %6s  %6s"
+    names = ["time", "algbw", "busbw", "error" if max_error and not per_iter else "#wrong"]
+    units = ["(us)", "(GB/s)", "(GB/s)", ""]
+    title = "#" + " " * 58 + "out-of-place" + " " * 23 + "in-place" + " " * 19
     if per_iter:
-        mode = "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
-        title = "#" + " " * 65 + "out-of-place (+ per-iteration)" + " " * 32 + "in-place (+ per-iteration)"
-        names: Tuple[str, ...] = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
-        units: Tuple[str, ...] = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
-        pad = 32
-    else:
-        mode = "  %7s  %6s  %6s  %6s"
-        title = "#%s%s" % (" " * 58, "out-of-place                       in-place          ")
-        names = ("time", "algbw", "busbw", "error" if max_error else "#wrong")
-        units = ("(us)", "(GB/s)", "(GB/s)", "")
-        pad = 9
+        mode += "  %7s  %7s  %7s  %7s"
+        title = "#" + " " * 65 + "out-of-place (+ per-iteration)" + " " * 32 + \
+            "in-place (+ per-iteration)" + " " * 32
+        names += ["i_min", "i_max", "i_p99", "i_cv%"]
+        units += ["(us)", "(us)", "(us)", "(%)"]
     line = "# %10s  %12s  %8s  %6s  %6s" + mode + mode + "  %6s  %6s"
     return "\n".join([
-        title + " " * pad + SPREAD_TITLE,
+        title + SPREAD_TITLE,
         line % ("size", "count", "type", "redop", "root", *names, *names, "out", "in"),
         line % ("(B)", "(elements)", "", "", "", *units, *units, "(%)", "(%)"),
     ])
