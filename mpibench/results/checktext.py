@@ -101,8 +101,7 @@ def job_line(collective, n, fig, failed):
 
 
 def host_table(hosts):
-    """The table of hosts (the document's check.hosts): ranks, intra busbw, busbw with each
-    partner (its rails joined by |, % of line rate), verdict, reasons."""
+    """The table of check.hosts: ranks, intra busbw, busbw with each partner, verdict, reasons."""
     rate = {e["host"]: e["line_rate_gbps"] for e in hosts}
     rows = []
     for e in hosts:

@@ -140,8 +140,7 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
 # ---- flagsync: three ways to sum a done flag ----
 
 def flagsync(out, backend, names, calls, warmup, records, gathered):
-    """gathered[r]: rank r's (seconds per call of each method, its sum by each method);
-    returns the failure message, or None when every method agrees."""
+    """gathered[r]: rank r's (seconds per call, sum) per method; the failure message or None."""
     n = len(gathered)
     expected = n * (n + 1) // 2
     per_call = [sum(g[0][i] for g in gathered) / n for i in range(len(names))]

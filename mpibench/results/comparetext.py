@@ -23,8 +23,7 @@ def verdict(base, other, noise):
 
 
 def figures(doc, modes, min_size, by_backend=True):
-    """({key: bandwidth}, [(size, mode)] of row-modes whose printed figure is 0: not
-    comparable, and said so)."""
+    """({key: bandwidth}, [(size, mode)] printed as 0: not comparable, and said so)."""
     out, zero = {}, []
     for row in doc["results"]:
         if row["size"] < min_size:
@@ -77,8 +76,7 @@ def train_steps(paths, docs, min_share):
 
 
 def rows(paths, docs, figs, common, noise, min_share):
-    """Print the rows in common with each file's ratio and verdict, then each file's
-    counts; the rows below --min-share."""
+    """Print the rows in common, each file's ratio, verdict and counts; return those below --min-share."""
     both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
                          if both_trials else
@@ -123,8 +121,7 @@ def _headers(files, settings):
 
 
 def _counts(paths, figs, common, counts, ratios):
-    """Each file's faster / slower / within-noise counts and geometric mean ratio, and the
-    rows not in every file."""
+    """Each file's verdict counts and geometric mean ratio, and the rows not in every file."""
     for i, p in enumerate(paths[1:]):
         c = counts[i]
         geo = exp(sum(log(r) for r in ratios[i]) / len(ratios[i]))

@@ -35,8 +35,7 @@ def now() -> str:
 
 def new(command: str, argv: List[str], args: Optional[argparse.Namespace] = None,
         **fields: Any) -> Dict[str, Any]:
-    """A fresh results document: the one header every writer starts from (run and every
-    command with --json, sweep's merged file, nccl-tests' output read back)."""
+    """A fresh results document: the header every writer starts from."""
     doc: Dict[str, Any] = {"version": FORMAT_VERSION, "tool": "mpibench", "mpibench_version": __version__,
            "command": command, "start_time": now(), "end_time": None, "complete": False,
            "argv": list(argv), "results": [], "hosts": [], "notes": []}
@@ -151,8 +150,7 @@ def _no_duplicates(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
 
 
 def validate(doc: Any) -> Document:
-    """The document itself if it is a results file mpibench can read (schema.Document);
-    else Bad."""
+    """The document if it is a results file mpibench can read (schema.Document); else Bad."""
     if not isinstance(doc, dict):
         raise Bad(f"the top level is a {type(doc).__name__}, expected an object")
     if doc.get("tool") != "mpibench":

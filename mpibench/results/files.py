@@ -46,8 +46,7 @@ def replace_atomically(path, write):
 
 
 def write_whole(path, data, mode):
-    """data (bytes) replaces path in one rename, on disk (fsync) before it; the file gets
-    mode."""
+    """data (bytes) replaces path with mode in one rename, on disk (fsync) before it."""
     def write(tmp):
         with open(tmp, "wb") as f:
             f.write(data)

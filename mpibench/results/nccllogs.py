@@ -70,8 +70,7 @@ def looks_like_text(text):
 
 
 def number(token):
-    """(value, half a unit of its last printed digit), or None for N/A; Unreadable if not
-    a number."""
+    """(value, half a unit of its last printed digit), None for N/A; Unreadable if no number."""
     if token in ("N/A", "n/a"):
         return None
     m = _NUMBER.match(token)
@@ -184,15 +183,13 @@ def _state():
 
 
 def _next_header(state):
-    """Starts a new header where the current one already has its table (mpibench's own
-    header stands over all of its tables)."""
+    """A new header where the current one has its table (mpibench's stands over all of its)."""
     if state["header"]["used"] and not state["header"]["ours"]:
         state["header"] = _header()
 
 
 def _unlabel(lines):
-    """The lines without the launcher label that starts the log's own lines, where the
-    labelled ones outnumber the others."""
+    """The lines without the launcher label that most of the log's own lines start with."""
     own = sum(1 for x in lines if _OWN.match(x))
     for label in _LABELS:
         ends = [m.end() if m else 0 for m in map(label.match, lines)]
@@ -202,8 +199,7 @@ def _unlabel(lines):
 
 
 def scan(text):
-    """The tests in text: [{name, command, ranks, ours, line, rows, average}], and the
-    averages printed for several tables at once (mpibench's own output)."""
+    """The tests in text, and the averages printed for several tables at once (mpibench's)."""
     state = _state()
     lines = [_TAG.sub(" ", raw) if ">:" in raw else raw for raw in text.splitlines()]
     for n, line in enumerate(_unlabel(lines), 1):
@@ -220,8 +216,7 @@ def scan(text):
 
 
 def _plain_line(state, line, n):
-    """A line outside the comments: a table row of the current test, or a command line
-    naming a *_perf program (the next table's collective); anything else is noise."""
+    """A table row, a command line naming a *_perf program (the next table's), or noise."""
     tokens = line.split()
     if len(tokens) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
         _table_row(state, tokens, line, n)
@@ -233,8 +228,7 @@ def _plain_line(state, line, n):
 
 
 def _table_row(state, tokens, line, n):
-    """Adds the row to the open test it fits; Unreadable, with the line, where there is
-    none, the row does not fit its column names, or it fits two runs' tables."""
+    """Adds the row to the open test it fits; Unreadable, with the line, where none or two fit."""
     tests = state["open"]
     if not tests:
         raise Unreadable(f"line {n}: a table row with no column names above it "
@@ -303,8 +297,7 @@ def _continues(test, row):
 
 
 def _comment_line(state, line, n):
-    """A '#' line: a rank line, an average, column names, a test's name, or the rest of
-    a header (in that order: the first that matches decides)."""
+    """A '#' line: the first of rank line, average, column names, test name, other header that matches."""
     if m := _RANK.match(line):
         _rank_line(state, m, n)
     elif m := _AVERAGE.match(line):
@@ -333,8 +326,7 @@ def _rank_line(state, m, n):
 
 
 def _average_line(state, m, n):
-    """Gives the average to the one table above it, or keeps it as shared by the several
-    tables above it; either way those tables end here."""
+    """Gives the average to the table above it, or shares it among the several above; they end here."""
     group = state["group"]
     if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
         value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
@@ -362,8 +354,7 @@ def _averaged(group, value, n):
 
 
 def _columns_line(state, line, n):
-    """Starts a test: its layout from the column names, its name and command from the
-    header above."""
+    """Starts a test: its layout from the column names, its name and command from the header."""
     header, backend = state["header"], state["backend"]
     layout = _layout(line, n)
     test = {"name": header["name"], "command": header["command"], "header": header,
@@ -377,8 +368,7 @@ def _columns_line(state, line, n):
 
 
 def _header_line(state, line, n):
-    """The other header lines: mpibench's title and backend, nccl-tests' version and
-    sweep (a new header), a reduced sweep, a test's end."""
+    """mpibench's title and backend, nccl-tests' version and sweep, a reduced sweep, a test's end."""
     if _MPIBENCH.match(line):
         state["header"], state["open"], state["group"] = _header(), [], []
         state["header"]["ours"] = True
@@ -587,8 +577,7 @@ def _checking():
 
 
 def _series(test):
-    """The rows by (type, redop, root): nccl-tests sweeps the sizes once per type, op and
-    root it was given (-d all, -o all, -r all)."""
+    """The rows by (type, redop, root): nccl-tests sweeps the sizes once per each (-d/-o/-r all)."""
     out: Dict[Tuple[str, str, int], List[Dict[str, Any]]] = {}
     for r in test["rows"]:
         out.setdefault((r["label"], r["redop"], r["root"]), []).append(r)
@@ -667,9 +656,7 @@ def _rescale(rows, ranks):
 
 
 def parse_text(text, hint=None, source=None):
-    """Printed output -> results document with a 'tests' list (Unreadable with the line
-    when it cannot be read right). source: the file's path, whose name may name the
-    collective."""
+    """Printed output (source: its path) -> results document with 'tests'; Unreadable with the line."""
     tests, shared = scan(text)
     if not tests:
         raise Unreadable("no table rows (size count type ...) under column names")

@@ -152,8 +152,7 @@ def _stamp(iso):
 
 
 def _nccl_code(versions):
-    """NCCL_VERSION_CODE (major*10000 + minor*100 + patch) of the NCCL torch reports; 0
-    when there is none (gloo)."""
+    """NCCL_VERSION_CODE of the NCCL torch reports; 0 when none (gloo)."""
     for v in (versions.values() if isinstance(versions, dict) else versions or []):
         text = v.get("nccl") if isinstance(v, dict) else None
         m = re.match(r"(\d+)\.(\d+)\.(\d+)", str(text or ""))

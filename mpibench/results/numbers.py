@@ -40,6 +40,5 @@ def pct(share: Optional[float]) -> str:
 
 
 def share_text(gbps_figure: Optional[float], rate: Optional[float]) -> str:
-    """' (NN%)': a figure in GB/s as a share of a line rate in Gbit/s ('' when either is
-    unknown)."""
+    """' (NN%)': GB/s as a share of a line rate in Gbit/s ('' when either is unknown)."""
     return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""

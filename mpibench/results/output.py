@@ -36,8 +36,7 @@ class RunOutput:
         self.abandoned = False   # abandon() took the lock for good
 
     def csv_from(self, render):
-        """The CSV file's text from render(doc) instead of one line per row (a command whose
-        CSV holds something else, e.g. check's line per host)."""
+        """The CSV file's text from render(doc), not a line per row (e.g. check's line per host)."""
         if self.csv is not None:
             self.csv.render = render
 
@@ -56,8 +55,7 @@ class RunOutput:
             self.say(f.announcement())
 
     def set(self, **items):
-        """Top-level fields into the document, and the files rewritten (with none: after a
-        section given before changed)."""
+        """Top-level fields into the document, and the files rewritten."""
         with self._lock:
             self.doc.update(items)
             self.flush()
@@ -74,8 +72,7 @@ class RunOutput:
         self.say(tables.row_line(row, self.per_iter) if line is None else line)
 
     def record_row(self, row):
-        """Add a row to the document and rewrite the files; print nothing (the command
-        prints its own table)."""
+        """Add a row to the document and rewrite the files; print nothing."""
         with self._lock:
             if self.trials:
                 self.trials.add(self.doc["results"], row)
@@ -122,8 +119,7 @@ class RunOutput:
             f"{kept} (no --json/--csv file asked for)"
 
     def record_exit(self, verdict):
-        """The job's verdict into the document, also after abandon() (which keeps the lock
-        for good, so nothing else writes then)."""
+        """The job's verdict into the document, also after abandon() (which keeps the lock)."""
         if self.abandoned:
             self.doc["exit"] = verdict
             self.flush()

@@ -15,8 +15,7 @@ from .numbers import counted
 
 
 def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None) -> Any:
-    """The validated results document in PATH (a dict), or UsageError. collective: the
-    collective of printed tables that do not name theirs (--collective)."""
+    """The validated results document in PATH, or UsageError (collective: --collective)."""
     over = f"over the {document.MAX_BYTES >> 20} MiB limit for a results file"
     try:
         with open(path, "rb") as f:
@@ -81,8 +80,7 @@ def hosts(doc):
 
 
 def first_mode(row, wanted=None):
-    """The mode a one-mode summary shows: wanted ('out_of_place'/'in_place') if measured,
-    else out-of-place where measured, else in-place."""
+    """wanted if measured, else the first measured mode."""
     for mode in ([wanted] if wanted else MODES):
         if row.get(mode):
             return mode
@@ -90,8 +88,7 @@ def first_mode(row, wanted=None):
 
 
 def bandwidth(row, mode):
-    """(value, low, high, metric): busbw where defined, else algbw (one rank), with the
-    trials' range when the row has one (else low = high = value)."""
+    """(value, low, high, metric): busbw, else algbw (one rank), with the trials' range if any."""
     m = row.get(mode)
     if not m:
         return None
@@ -114,8 +111,7 @@ def has_trials(row):
 
 
 def tests(doc):
-    """The tests a printed log held (each one table with its own average); [] for a
-    results file mpibench wrote."""
+    """The tests (tables) of a printed log; [] for a file mpibench wrote."""
     found = doc.get("tests")
     return found if isinstance(found, list) else []
 
@@ -126,8 +122,7 @@ def test_info(doc, number):
 
 
 def pick_test(doc, path, number):
-    """The document with only test NUMBER's rows (--test), when the file holds several
-    tests; unchanged otherwise. UsageError when it holds fewer."""
+    """Only test NUMBER's rows (--test) of a file of several tests; UsageError if it has fewer."""
     held = tests(doc)
     if number is None or len(held) < 2:
         return doc
@@ -139,8 +134,7 @@ def pick_test(doc, path, number):
 
 
 def first_of_each(doc, path):
-    """(document, note): where several tests of a log hold one collective (repeats), the
-    first of them, and a line saying so; the document unchanged when none repeat."""
+    """(document, note): of the tests repeating a collective only the first, and a line saying so."""
     held = tests(doc)
     by_coll: Dict[str, List[Any]] = {}
     for t in held:

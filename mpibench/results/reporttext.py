@@ -7,8 +7,7 @@ from .files import CSV_FIELDS, csv_lines, csv_rows
 
 
 def groups(doc):
-    """Rows by (test, setting, collective), in the order first measured; test is 0 but in
-    a printed log of several tests."""
+    """Rows by (test, setting, collective), in the order first measured."""
     out: dict = {}
     for row in doc["results"]:
         out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),

@@ -42,8 +42,7 @@ def one_mode(collective, backend, dtype, size, count, redop, root, bw_bytes, fac
 
 
 def of_collective(coll, backend, dtype, c, n, redop, root, mode, seconds, wrong=None, **extra):
-    """one_mode() for a collective module's counts c (size, count and bytes as the engine's
-    rows: nccl-tests' definitions)."""
+    """one_mode() for a collective module's counts c (nccl-tests' size, count and bytes)."""
     return one_mode(coll.name, backend, dtype, max(c.send, c.recv) * dtype.size, c.param, redop,
                     root, coll.bw_bytes(c, dtype.size, n), coll.busbw_factor(n), mode, seconds,
                     wrong, **extra)

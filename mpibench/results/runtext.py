@@ -124,9 +124,7 @@ def graph_buffers_header(out, buffers):
 
 
 def memory_summary(hosts, out, memory):
-    """Peak memory of every rank (JSON 'memory'), and the largest in one line: the host's
-    resident memory and, on GPUs, the device memory torch allocated, which is where the
-    buffers are there."""
+    """Every rank's peak memory into the document, and the largest (host, device) in one line."""
     out.set(memory=[{"rank": r, "host": hosts[r], **m} for r, m in enumerate(memory)])
     known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
     device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)

@@ -54,8 +54,7 @@ def closing(rows, names, ranks, wrong, threshold=None):
 
 
 def closing_lines(doc):
-    """closing()'s lines for a saved document (#wrong summed over its rows when the file
-    does not say)."""
+    """closing()'s lines for a saved document."""
     bounds, limit = doc.get("out_of_bounds"), doc.get("min_busbw")
     wrong = bounds["count"] if bounds else \
         int(sum(row[k].get("nwrong") or 0 for row in doc["results"] for k in MODES if row.get(k)))
@@ -113,9 +112,7 @@ def comparison_lines(doc):
 
 
 def line_rate_lines(doc):
-    """With several hosts: every row's busbw as a share of the slowest line rate the hosts
-    report (document key line_rate_gbps: {host: Gbit/s or null}), so that the output says
-    whether a figure is good for this network."""
+    """With several hosts: each row's busbw as a share of the slowest line rate the hosts report."""
     rates = doc.get("line_rate_gbps")
     if len(reader.hosts(doc)) < 2 or not rates:
         return []

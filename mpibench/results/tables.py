@@ -83,8 +83,7 @@ def has_per_iter(rows):
 
 
 def _mode_cells(m, per_iter):
-    """A mode's cells, and with per_iter its i_min, i_max, i_p99, i_cv% (-I 1) as
-    writePerIterReport prints them."""
+    """A mode's cells, and with per_iter its -I 1 i_min, i_max, i_p99, i_cv%."""
     cells = "  %7s  %6s  %6s  %6s" % _mode_values(m)
     if not per_iter:
         return cells
@@ -121,15 +120,13 @@ def commented(rows, headers, **options):
 
 
 def host_cells(h, time):
-    """A host's first cells in a per-host table (probes' and train's): its name, its ranks,
-    and the min, median and max of its ranks' times as time() writes them."""
+    """A host's name, ranks, and min, median and max of its ranks' times as time() writes them."""
     return [h["host"], ",".join(str(r) for r in h["ranks"]), time(h["min_s"]),
             time(h["median_s"]), time(h["max_s"])]
 
 
 def slow_host_lines(analysis, unit):
-    """A line per host found consistently slow (probes' and train's), and per pair of two
-    where one was consistently slower; unit: what the analysis counted (iterations, steps)."""
+    """A line per consistently slow host and slower one of a pair; unit: iterations or steps."""
     lines = []
     for name in analysis["slow_hosts"]:
         h = next(x for x in analysis["hosts"] if x["host"] == name)
@@ -157,9 +154,7 @@ def pair_lines(analysis, unit):
 
 
 def host_section(entry, fmt="simple"):
-    """The per-host block for one probe entry of a results document, as run prints it: per
-    host its ranks, min/median/max of its ranks' times and busbw of its slowest rank (with
-    several hosts), and the hosts and ranks found slow (nothing else on one host)."""
+    """The per-host table of a probe entry (several hosts), and the hosts and ranks found slow."""
     lines = []
     if len(entry["hosts"]) > 1:
         mode = "in" if entry["mode"] == "in" else "out-of"
@@ -202,8 +197,7 @@ def straggler_lines(analysis, size, symmetric=True):
 
 
 def trials_table(rows, fmt="simple"):
-    """Per row and mode of a run with --trials: median, min and max of the time, its
-    coefficient of variation, the busbw median and range, and whether it is stable."""
+    """Per row and mode of run --trials: the time's median, range and cv, busbw, stability."""
     out = []
     for row in rows:
         for key in MODES:

@@ -141,8 +141,7 @@ def text(doc):
 
 
 def comparison(named_docs):
-    """compare's lines for train documents (each file's step time, throughput and exposed
-    share), and every other file's throughput over the first file's."""
+    """compare's lines for train documents, and each other file's throughput over the first's."""
     base = named_docs[0][1]["train"]["summary"]
     rows, ratios = [], []
     for path, doc in named_docs:
