@@ -1,15 +1,10 @@
 """The results document: a new one, and one read back validated, or one clear error.
 
-    doc = resultsfile.load("results.json")      # UsageError naming the file and the problem
-    for row, mode, m in resultsfile.measurements(doc):
-        print(row["collective"], row["size"], mode, m["busbw_GBps"])
-
 A results file may come from anywhere (another cluster, a colleague, a broken job), so
 reader.load() trusts nothing: it refuses files over MAX_BYTES, input that is not UTF-8 JSON,
-NaN/Infinity, duplicate keys, nesting deeper than MAX_DEPTH, and any field of the wrong
-type or with an absurd value. Fields it does not know are kept as they are (newer
-versions may add some). A file from a run that did not finish ("complete": false) is
-valid: its rows were measured.
+NaN/Infinity, duplicate keys, nesting deeper than MAX_DEPTH, and any field of the wrong type
+or with an absurd value. Unknown fields are kept (newer versions may add some). A file from
+a run that did not finish ("complete": false) is valid: its rows were measured.
 """
 import argparse
 import datetime

@@ -1,21 +1,16 @@
 """Result files: reserved before the benchmark, then brought up to date in place as rows
 arrive, writing only what changed.
 
-An existing file is never overwritten: as nccl-tests' -J does, the next free name
-FILE.0, FILE.1, ... is used and the caller says which (`# Writing JSON output to FILE.0`).
-Files are created with mode 0666 less the user's umask, like any file the user's shell
-would create.
+An existing file is never overwritten: as nccl-tests' -J does, the next free name FILE.0,
+FILE.1, ... is used and announced. Files get mode 0666 less the user's umask.
 
-A document is rendered in parts (one per top-level field and one per list element, the
-lists last, the one that grows, "results", last of all), so that a new row rewrites only
-itself and the closing lines after it: the bytes written grow with the rows, not with their
-square. Every write() reaches the kernel before the caller prints the row, so a SIGKILL
-loses no row already printed; fsync (a machine crash) runs at most once a second and when
-the document ends. Only such an append is written in place: a kill inside it leaves the new
-row cut and the old closing lines after it, which document.mend() reads back as the rows
-before the cut. Any other change (a field or row already written, mostly at the end of a
-run) replaces the file whole, atomically. A JSON file that shrinks is padded with spaces
-rather than truncated, so that it never ends cut.
+A document is rendered in parts (one per top-level field and per list element, "results"
+last), so a new row rewrites only itself and the closing lines after it: the bytes written
+grow with the rows, not their square. Every write() reaches the kernel before the row is
+printed, so a SIGKILL loses no printed row; fsync runs at most once a second and at the end.
+Only such an append is written in place (a kill inside it leaves a cut row that
+document.mend() reads back as the rows before it); any other change replaces the file
+whole, atomically. A JSON file that shrinks is padded with spaces, never left cut.
 """
 import csv
 import io

@@ -1,17 +1,14 @@
 """--metrics FILE: a command's results document in Prometheus' text exposition format.
 
-One exporter serves every command: it reads the document the command already builds
-(its rows, run's per-host analysis, p2p's links, check's verdicts, train's summary,
-verify's checks) and writes what it finds. The file is replaced in one rename, as
-node_exporter's textfile collector expects (it reads every *.prom file of a folder at
-each scrape), so it is a state that each run refreshes, not a record kept: it is the one
-result file mpibench overwrites. Every metric is a gauge of one run.
+One exporter serves every command: it writes what it finds in the document the command
+builds (rows, per-host analysis, p2p's links, check's verdicts, train's summary, verify's
+checks). The file is replaced in one rename, as node_exporter's textfile collector expects:
+a state each run refreshes (the one result file mpibench overwrites); every metric is a gauge.
 
 Label names follow NCCL Inspector's (slurm_job_id, node, n_nodes, nranks, collective,
-message_size) and DCGM exporter's (gpu, Hostname) where they mean the same thing, so that
-dashboards can join them; `command` keeps two commands' files in one folder apart (two
-files with one series are an error at every scrape), "check --health" included.
-METRICS is the list docs/metrics.md documents: a name not in it cannot be written.
+message_size) and DCGM exporter's (gpu, Hostname), so that dashboards can join them;
+`command` keeps two commands' files in one folder apart (one series in two files is an
+error at every scrape). METRICS is what docs/metrics.md documents: no other name is written.
 """
 import datetime
 import math

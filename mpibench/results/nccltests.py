@@ -1,13 +1,10 @@
 """nccl-tests' own formats (version 2.19.6), both ways.
 
-Read: its -J JSON (its printed output: nccllogs.py), turned into a results document as
-mpibench writes one, so that report, compare, plot and check --baseline take it as it is. Write: a run's
-results document in the -J schema, so that tools written for nccl-tests (its
-tools/analyze_perf_json.py, CSV converters) read mpibench's results unchanged.
-
-The -J schema has no collective name (nccl-tests runs one binary per collective):
-the reader takes it from "experiment_name" when set, else from the program in "args"
-(all_reduce_perf -> all_reduce); the writer puts it in "experiment_name".
+Read: its -J JSON (its printed output: nccllogs.py) as a results document, so that report,
+compare, plot and check --baseline take it as it is. Write: a run's results document in the
+-J schema, so that tools written for nccl-tests (tools/analyze_perf_json.py, CSV converters)
+read mpibench's results unchanged. The -J schema has no collective name: it is read from
+"experiment_name", else from the program in "args", and written to "experiment_name".
 """
 import datetime
 import os

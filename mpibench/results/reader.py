@@ -1,9 +1,8 @@
 """Saved results files, as report, compare, plot, sweep and predict read them.
 
-load() is the one place a file is read: it refuses anything that is not a results
-document (UsageError naming the file, never a traceback), so the commands may trust every
-field they touch. The readers of other tools' output (nccllogs, nccltests, netpipe) turn
-theirs into one; the document module validates it.
+load() is the one place a file is read: anything that is not a results document is refused
+(UsageError naming the file), so the commands may trust every field they touch. Other
+tools' output (nccllogs, nccltests, netpipe) is turned into one first.
 """
 import os
 from typing import Any, Dict, List, Optional, Union

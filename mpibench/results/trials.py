@@ -1,9 +1,8 @@
 """Repeated sweeps (run --trials K): one row per size from K measurements of it.
 
-A row's top-level figures are the medians over the trials, so every reader of the JSON
-still finds nccl-tests' keys where it expects them; the row keeps every trial under
-`trials`, and each mode gets a `spread` (min, max, coefficient of variation of the
-time) and an `unstable` flag when (max - min) / median of the time exceeds a threshold.
+A row's figures are the medians over the trials, where readers expect nccl-tests' keys; it
+keeps every trial under `trials`, and each mode a `spread` (min, max, coefficient of
+variation of the time) and `unstable` when (max - min) / median exceeds a threshold.
 """
 from statistics import mean, median, pstdev
 
