@@ -154,14 +154,12 @@ _ENCODED_SINCE = [0.0]
 
 
 def _encode(value, cache):
-    if not cache:
-        return json.dumps(value, allow_nan=False)
-    hit = _ENCODED.get(id(value))
-    if hit is not None and hit[0] is value:
-        return hit[1]
-    text = json.dumps(value, allow_nan=False)
-    _ENCODED[id(value)] = (value, text)
-    return text
+    hit = _ENCODED.get(id(value)) if cache else None
+    if hit is None or hit[0] is not value:
+        hit = (value, json.dumps(value, allow_nan=False))
+        if cache:
+            _ENCODED[id(value)] = hit
+    return hit[1]
 
 
 # the fields a document's end sets: after the rows, so that ending rewrites only them

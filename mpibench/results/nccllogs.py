@@ -672,9 +672,8 @@ def parse_text(text, hint=None, source=None):
             check_average(t["rows"], avg[0], avg[1], f"the table at line {t['line']}")
         model = REGISTRY.get(coll)
         for r in t["rows"]:
-            redop = r["redop"] if model is None or model.reduces else "none"
-            out = row_of(coll, r["size"], r["count"], r["label"],
-                         redop if redop is not None else "none", r["root"], r["modes"])
+            redop = r["redop"] if (model is None or model.reduces) and r["redop"] is not None else "none"
+            out = row_of(coll, r["size"], r["count"], r["label"], redop, r["root"], r["modes"])
             if ranks == 1:
                 no_busbw([out])
             out["backend"] = t["backend"]
@@ -697,20 +696,18 @@ def parse_text(text, hint=None, source=None):
                       f"the {len(group)} tables above it")
         if sum(1 for t in group if t["rows"]) == len(tests) and value is not None:
             average = value[0]
-    if len(tests) == 1:
-        average = infos[0]["average_bus_bandwidth"] if average is None else average
-    sizes = {x["ranks"] for x in infos}
-    ranks = sizes.pop() if len(sizes) == 1 else None
+    if len(tests) == 1 and average is None:
+        average = infos[0]["average_bus_bandwidth"]
+    ranks = infos[0]["ranks"] if len({x["ranks"] for x in infos}) == 1 else None
     hosts = list(dict.fromkeys(h for x in infos for h in x["hosts"]))
     first = infos[0]["name"] or infos[0]["collective"]
     command = "mpibench (printed output)" if ours else \
         f"nccl-tests {first if first.endswith(('_perf', '_mpi')) else first + '_perf'}"
     doc = document(rows, hosts, ranks, command, None,
                    "read from " + ("mpibench's" if ours else "nccl-tests'") + " printed output")
-    doc["tests"] = infos
+    doc.update(tests=infos, average_bus_bandwidth=average)
     if doc.get("world") and not all(x["hosts_complete"] for x in infos):
         doc["world"]["hosts_complete"] = False       # a pasted tail of the rank lines
     if ours and doc.get("world"):
         doc["world"]["backend"] = rows[0]["backend"]
-    doc["average_bus_bandwidth"] = average
     return doc
