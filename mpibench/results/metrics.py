@@ -16,6 +16,7 @@ import os
 from typing import Any, Dict, List
 
 from ..errors import UsageError
+from ..measure.modes import MODE_KEYS
 from .files import write_whole
 
 GAUGE = "gauge"
@@ -23,6 +24,8 @@ _ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
 _RANK = ("collective", "message_size", "dtype", "mode", "rank", "node", "Hostname", "gpu")
 _LINK = ("node", "rank", "peer_node", "peer_rank", "message_size", "bidirectional")
 _PAIR = ("node", "peer_node", "rail", "round")
+_HOST = ("collective", "message_size", "node")
+_TRAIN = ("model", "parallel", "nranks")
 
 # name: (help, labels besides command and slurm_job_id)
 METRICS = {
@@ -39,9 +42,8 @@ METRICS = {
     "mpibench_collective_wrong_elements": ("elements found wrong in one row's check (-c 1)", _ROW),
     "mpibench_rank_time_seconds": ("a rank's median time per call, at the size analysed per host", _RANK),
     "mpibench_host_time_seconds": ("a host's median time per call over its ranks, at the size analysed "
-                                   "per host", ("collective", "message_size", "node")),
-    "mpibench_host_slow": ("1 when the per-host analysis names the host slow, else 0",
-                           ("collective", "message_size", "node")),
+                                   "per host", _HOST),
+    "mpibench_host_slow": ("1 when the per-host analysis names the host slow, else 0", _HOST),
     "mpibench_link_bandwidth_bytes_per_second": ("p2p: one link's bandwidth (median iteration)", _LINK),
     "mpibench_link_latency_seconds": ("p2p: one link's latency (half the ping-pong's round trip)", _LINK),
     "mpibench_link_passed": ("p2p: 1 when the link is not named slow, else 0", _LINK),
@@ -57,11 +59,9 @@ METRICS = {
     "mpibench_check_suspect": ("check: 1 for each link or switch the verdict suspects; kind host_rail, "
                                "uplink, rail_switch, tie or path", ("link", "kind")),
     "mpibench_health_passed": ("check --health: 1 when the host is healthy, else 0", ("node",)),
-    "mpibench_train_step_seconds": ("train: median synced step time", ("model", "parallel", "nranks")),
-    "mpibench_train_tokens_per_second": ("train: tokens per second over every rank",
-                                         ("model", "parallel", "nranks")),
-    "mpibench_train_exposed_share": ("train: share of the step spent in exposed communication",
-                                     ("model", "parallel", "nranks")),
+    "mpibench_train_step_seconds": ("train: median synced step time", _TRAIN),
+    "mpibench_train_tokens_per_second": ("train: tokens per second over every rank", _TRAIN),
+    "mpibench_train_exposed_share": ("train: share of the step spent in exposed communication", _TRAIN),
     "mpibench_train_rank_step_seconds": ("train: a rank's median step time", ("rank", "node")),
     "mpibench_verify_check_passed": ("verify: 1 when the check passed, 0 when it failed (checks that "
                                      "only inform are left out)", ("check",)),
@@ -150,16 +150,12 @@ def _run(doc, add):
         add("mpibench_exit_code", doc["exit"].get("code"))
 
 
-GB = 1e9
-MODES = (("out_of_place", "out"), ("in_place", "in"))
-
-
 def _rows(doc, add):
     n_nodes, nranks = _world(doc)
     for row in doc.get("results", []):
         if "link" in row:       # p2p's rows: its links say more (_links)
             continue
-        for key, mode in MODES:
+        for mode, key in MODE_KEYS.items():
             m = row.get(key)
             if not m:
                 continue
@@ -173,7 +169,7 @@ def _rows(doc, add):
 
 
 def _scaled(gbps):
-    return None if gbps is None else gbps * GB
+    return None if gbps is None else gbps * 1e9
 
 
 def _devices(doc):

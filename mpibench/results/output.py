@@ -92,10 +92,7 @@ class RunOutput:
             self.flush()
 
     def finish(self, complete=True):
-        with self._lock:
-            self.doc["end_time"] = now()
-            self.doc["complete"] = complete
-            self.flush()
+        self.set(end_time=now(), complete=complete)
 
     def abandon(self, reason, exit=None):
         """Write the document marked incomplete, for a job about to end; say what was kept.
