@@ -120,9 +120,7 @@ def host_table(hosts):
 
 
 def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
-    """The closing lines: counters that moved where all passed, what missed once and not
-    when measured again (transient: both figures), the hosts to drain (and the scontrol
-    line that drains them), the suspect links."""
+    """The closing lines: warnings, transient misses, the hosts to drain (scontrol), suspect links."""
     out = ["#"]
     out += [f"# WARNING {h} passed, but its counters moved: {moved}" for h, moved in warnings]
     out += [f"# TRANSIENT {t['what']}: at first {t['first']}; then {t['again']}; nobody drained "

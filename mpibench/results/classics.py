@@ -189,9 +189,7 @@ def flagsync(out, backend, names, calls, warmup, records, gathered):
 # ---- demo: rank r holds r ----
 
 def demo(out, backend, cases, records, gathered):
-    """cases: (collective, counts, mode, op, root, expected) of each call; gathered[r][i]:
-    rank r's (before, after, seconds) of case i. Returns the failure message, or None
-    when all pass."""
+    """gathered[r][i]: rank r's (before, after, seconds) of cases[i]; the failure message or None."""
     n, failed = len(gathered), []
     out.say(f"# {counted(n, 'rank')} on {backend}; rank r holds r")
     for i, (coll, counts, mode, op, root, expected) in enumerate(cases):

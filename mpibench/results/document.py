@@ -75,10 +75,7 @@ _FIELD = re.compile(r' ("(?:[^"\\]|\\.)*"): (.*)$')
 
 
 def mend(text: str) -> Optional[Dict[str, Any]]:
-    """mpibench's own JSON (results/files.py: a line per field and per row, the rows last)
-    cut by a kill inside a write, which leaves the new bytes up to the cut and the older
-    closing lines after it: the fields and the whole rows before the cut, marked incomplete;
-    None for any other text."""
+    """mpibench's JSON cut by a kill inside a write: the fields and whole rows before the cut; else None."""
     lines = text.split("\n")
     if len(lines) < 3 or lines[0] != "{":
         return None

@@ -26,8 +26,7 @@ SYNC_SECONDS = 1.0
 
 
 def replace_atomically(path, write):
-    """write(tmp) fills a temporary file beside path, which then replaces path in one step,
-    so a reader (or a kill) never sees half a file; the temporary never outlives a failure."""
+    """write(tmp) fills a file beside path that then replaces it in one step (never half a file)."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         write(tmp)
@@ -53,8 +52,7 @@ def write_whole(path, data, mode):
 
 class ResultFile:
     def __init__(self, path, render, kind="JSON"):
-        """render(doc) -> text, or a list of parts that join into it (None: the caller writes
-        the file itself). Reserves a fresh name now (UsageError if unwritable)."""
+        """render(doc) -> text or its parts (None: the caller writes it); reserves a fresh name now."""
         self.requested = path
         self.render = render
         self.kind = kind
@@ -167,9 +165,7 @@ ENDING = ("end_time", "complete", "incomplete", "exit")
 
 
 def json_parts(doc, cache=True):
-    """doc as JSON text in parts: one line per top-level field, the lists of objects (rows)
-    next with one line per element, and the ENDING fields last. cache: keep each element's
-    text (elements that live on between writes)."""
+    """doc as JSON in parts: a line per field and per row, ENDING last (cache: keep rows' text)."""
     now = time.monotonic()
     if doc.get("end_time") is not None or now - _ENCODED_SINCE[0] >= SYNC_SECONDS:
         _ENCODED.clear()

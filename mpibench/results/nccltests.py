@@ -160,8 +160,7 @@ def _nccl_code(versions):
 
 
 def version_line(versions):
-    """mpibench's line in the place of nccl-tests' "# nccl-tests version 2.19.6
-    nccl-headers=N nccl-library=N" (NCCL's version code, none on gloo)."""
+    """mpibench's line in the place of nccl-tests' '# nccl-tests version ...' (NCCL's version code)."""
     v0 = next(iter(versions.values())) if isinstance(versions, dict) else (versions or [{}])[0]
     code = _nccl_code(versions)
     return (f"# mpibench version {__version__} torch {v0.get('torch', '?')} "
@@ -204,8 +203,7 @@ def _mode_out(m):
 
 
 def _per_iter_out(p):
-    """writePerIterReport's object; like nccl-tests, the per-process rows only when there
-    are several processes (mpibench runs one rank per process)."""
+    """writePerIterReport's object; the per-process rows only with several (as nccl-tests)."""
     out = {k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
     rows = p.get("per_process_max_times_us") or []
     if len(rows) > 1:

@@ -66,8 +66,7 @@ class RunOutput:
         self.say(tables.row_header(self.per_iter))
 
     def add_row(self, row, line=None):
-        """Record the row, then print it (nccl-tests' format unless a line is given).
-        On disk before on screen: every row a user has seen survives a kill."""
+        """Record the row, then print it (nccl-tests' format, or line): what was seen survives a kill."""
         self.record_row(row)
         self.say(tables.row_line(row, self.per_iter) if line is None else line)
 
@@ -95,10 +94,7 @@ class RunOutput:
         self.set(end_time=now(), complete=complete)
 
     def abandon(self, reason, exit=None):
-        """Write the document marked incomplete, for a job about to end; say what was kept.
-        exit: the job's verdict ({"code", "status"}).
-
-        The lock stays taken: nothing may rewrite the file after this."""
+        """Write the document incomplete (exit: the job's verdict) and keep the lock; say what was kept."""
         if not self._lock.acquire(timeout=5):
             return "the results file is busy: left as last written"
         rows = len(self.doc["results"])

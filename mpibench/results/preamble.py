@@ -5,8 +5,7 @@ from .numbers import counted
 
 
 def rank_line(r):
-    """nccl-tests 2.19.6's line for one rank (one group: mpibench runs one); the device is
-    the CUDA ordinal, or cpu."""
+    """nccl-tests 2.19.6's line for one rank (group 0); the device is the CUDA ordinal, or cpu."""
     device = r["device"].split(":")[-1] if r["device"].startswith("cuda") else r["device"]
     return (f"#  Rank {r['rank']:2d} Group {0:2d} Pid {r['pid']:6d} on {r['hostname']:>10s} "
             f"device {device:>2s} [{r['bus_id'] or '-'}] {r['device_name']}")

@@ -40,9 +40,7 @@ def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None)
 
 
 def parse_bytes(data: bytes, collective: Optional[str] = None, path: Any = None) -> Any:
-    """A results document from the bytes of a file: mpibench's JSON, nccl-tests' (or
-    mpibench's) printed output or nccl-tests' -J JSON, or NetPIPE's printed output, turned
-    into one (path: the file's, whose name may name a printed table's collective)."""
+    """A results document from mpibench's JSON, nccl-tests' -J JSON or printed output, or NetPIPE's."""
     text = document.utf8(data)
     try:
         if not text.lstrip()[:1] == "{" and netpipe.looks_like_text(text) \

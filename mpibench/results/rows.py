@@ -9,9 +9,7 @@ from ..measure.modes import MODES
 
 
 def key(row, mode=None, backend=True):
-    """What lines a row up: across trials of a run (mode None), across files (compare),
-    across backends of one file (backend False). A p2p row's link (from->to) is part of
-    it: one row per link at the same size."""
+    """What lines a row up: across trials (mode None), files (compare), backends (backend False)."""
     return (row["collective"], row.get("backend", "?") if backend else None,
             row.get("dtype", row["type"]), row["redop"], row["root"],
             row.get("setting", "") + row.get("link", ""), row["size"], mode)

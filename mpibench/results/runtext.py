@@ -54,8 +54,7 @@ def call_notes(out, missing, notes):
 
 
 def blocking_wait_note(backends, environ):
-    """The header's line when TORCH_NCCL_BLOCKING_WAIT is on for an NCCL run: torch then
-    blocks the host in every wait, point-to-point ones included."""
+    """The header's line when TORCH_NCCL_BLOCKING_WAIT makes NCCL's p2p waits block the host."""
     value = environ.get("TORCH_NCCL_BLOCKING_WAIT", "").strip().lower()
     if value in ("1", "true", "yes", "y") and any(b.name == "nccl" for b in backends):
         return ("# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host, so -z 0 "
@@ -69,8 +68,7 @@ def buffer_memory(backends):
 
 
 def memory_note(backends):
-    """The header's line when the backends' buffers live in different memories: NCCL's on
-    the GPU, MPI's on the host (mpibench hands MPI host buffers, never CUDA-aware ones)."""
+    """The header's line when the backends' buffers live in different memories (GPU, host)."""
     where = buffer_memory(backends)
     if len(set(where.values())) < 2:
         return None

@@ -71,8 +71,7 @@ def closing_lines(doc):
 
 
 def comparison(rows, a, b, memory=None):
-    """(compared rows, lines): rows of backends a and b side by side, with b's bandwidth
-    over a's. memory: {backend: 'GPU' or 'host'}, where each one's buffers were."""
+    """(compared rows, lines): backends a and b side by side (memory: where their buffers were)."""
     theirs = {row_key(row, m, backend=False): row[m] for row in rows
               if row.get("backend") == b for m in MODES if row.get(m)}
     compared, cells = [], []

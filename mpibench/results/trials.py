@@ -61,8 +61,7 @@ def merge(trial_rows, threshold=UNSTABLE):
 
 
 class Collector:
-    """Rank 0 during run --trials: each trial's row joins the same row of the earlier
-    trials; the results list holds the merged rows, in the order first measured."""
+    """run --trials on rank 0: each trial's row merged with the same row of the earlier trials."""
 
     def __init__(self, threshold=UNSTABLE):
         self.threshold = threshold
