@@ -75,8 +75,6 @@ def _num(obj, key):
 
 def _per_iter_in(p, key):
     """-I 1's per-iteration object of one mode, kept as it is once its summary is numbers."""
-    if p is None:
-        return None
     if not isinstance(p, dict):
         raise Unreadable(f"{key}_per_iter is not an object")
     for k in PER_ITER_SUMMARY:
@@ -113,9 +111,8 @@ def parse_json(doc):
                     raise Unreadable("a time is not above 0")
                 modes[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": bus,
                               "nwrong": None if wrong is None else int(wrong)}
-                per_iter = _per_iter_in(r.get(key + "_per_iter"), key)
-                if per_iter is not None:
-                    modes[key]["per_iter"] = per_iter
+                if r.get(key + "_per_iter") is not None:
+                    modes[key]["per_iter"] = _per_iter_in(r[key + "_per_iter"], key)
             root = int(str(r.get("root", "-1")).strip())
             size, count = r.get("size"), r.get("count")
             if not isinstance(size, int) or not isinstance(count, int) or isinstance(size, bool):

@@ -29,15 +29,12 @@ def merge(trial_rows, threshold=UNSTABLE):
            if k not in MODES and k not in ("per_rank_time_us", "per_rank_nwrong", "trials")}
     row["trials"] = [{k: t[k] for k in (*MODES, "per_rank_time_us", "per_rank_nwrong")}
                      for t in trial_rows]
-    row["per_rank_time_us"] = {
-        key: [median(t["per_rank_time_us"][key][r] for t in trial_rows)
-              for r in range(len(times))]
-        for key, times in first["per_rank_time_us"].items()}
-    row["per_rank_nwrong"] = {
-        key: [None if any(t["per_rank_nwrong"][key][r] is None for t in trial_rows)
-              else sum(t["per_rank_nwrong"][key][r] for t in trial_rows)
-              for r in range(len(wrongs))]
-        for key, wrongs in first["per_rank_nwrong"].items()}
+    def per_rank(field, key):       # each rank's values over the trials
+        return zip(*(t[field][key] for t in trial_rows))
+    row["per_rank_time_us"] = {key: [median(x) for x in per_rank("per_rank_time_us", key)]
+                               for key in first["per_rank_time_us"]}
+    row["per_rank_nwrong"] = {key: [None if None in x else sum(x) for x in per_rank("per_rank_nwrong", key)]
+                              for key in first["per_rank_nwrong"]}
     for key in MODES:
         if first[key] is None:
             row[key] = None
