@@ -11,8 +11,7 @@ def unavailable():
 
 
 def draw_on(fig, ax, labels, matrix, title, unit="GB/s", cmap="viridis"):
-    """The heatmap on one axes of a figure; cmap 'viridis_r' makes small values bright
-    (latency)."""
+    """The heatmap on one axes of a figure; cmap 'viridis_r' makes small values (latency) bright."""
     values = [[float("nan") if v is None else v for v in row] for row in matrix]
     known = [v for row in matrix for v in row if v is not None]
     top = max(known) if known else 1.0

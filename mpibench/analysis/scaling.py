@@ -113,8 +113,7 @@ class Model:
         return (self.times(x, feats) * feats[1]).sum(axis=0)
 
     def start(self, pts, secs):
-        """Initial constants from the data: the smallest time as latency, the largest
-        bytes / time as bandwidth."""
+        """Initial constants: the smallest time as latency, the largest bytes / time as bandwidth."""
         tmin, bw = float(np.min(secs)), float(np.max(self.features(pts)[0][:, 2] / secs))
         x = [log(tmin * (0.5 if p == "LL" else 1.0) / d) for p in self.protos for d in (2, 50, 10)]
         x += [log(bw) + (log(0.9) if a == "tree" else 0.0) for a in self.algos]

@@ -11,7 +11,8 @@ from statistics import mean, median
 from ..launch.slurm import compress_hostlist
 from ..measure.collectives.base import algbw, busbw
 from ..measure.iterstats import slowest, spread_pct
-from ..results.checktext import bw, limit_text, plural, retest_text, spread_text
+from ..results.checktext import bw, limit_text, retest_text, spread_text
+from ..results.numbers import plural
 from . import counters, limits as thresholds, pairs
 
 RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together

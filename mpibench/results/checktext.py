@@ -1,16 +1,14 @@
 """`check`'s words: its lines as the tests end, the table of hosts, the closing verdict
 lines and the CSV (one line per host and partner rail), from the figures and verdicts
 that diagnose/checkverdict.py records in the document's "check"."""
-import csv as csvlib
-import io
 import math
 from statistics import median
 from typing import Any, Dict, List, Tuple
 
-from tabulate import tabulate
-
 from ..measure.sizes import format_size
-from .numbers import figure, share_text
+from .files import csv_lines
+from .numbers import counted, figure, share_text
+from .tables import commented
 
 
 SKIPPED = {1: "# 1. inside each host: skipped, one rank per host",
@@ -32,14 +30,9 @@ def pair_rate(rate_a, rate_b):
     return min((x for x in (rate_a, rate_b) if x), default=None)
 
 
-def plural(n, word, many=None):
-    """word, or its plural (word + s unless many) when n is not 1."""
-    return word if n == 1 else (many or word + "s")
-
-
 def header_line(collective, size, hosts, ppn, iters, warmup):
     return (f"# mpibench check: {collective} at {format_size(size)}, "
-            f"{hosts} {plural(hosts, 'host')} x {ppn} {plural(ppn, 'rank')}, "
+            f"{counted(hosts, 'host')} x {counted(ppn, 'rank')}, "
             f"{iters} timed calls after {warmup} warm-up per test")
 
 
@@ -75,7 +68,7 @@ def round_line(k, pairs, ppn, seconds):
              + ("" if not bad else " FAIL" if ppn == 1 else f" FAIL rail {','.join(map(str, bad))}")
              for ha, hb, per, bad, rate in pairs]
     n = len(pairs)
-    return (f"# 2. between hosts, round {k}: {n} {plural(n, 'pair')}"
+    return (f"# 2. between hosts, round {k}: {counted(n, 'pair')}"
             + (f" x {ppn} rails" if ppn > 1 else "")
             + " at once, busbw GB/s: " + ", ".join(lines[:8])
             + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else "")
@@ -100,7 +93,7 @@ def retest_lines(test, lines):
 
 
 def job_line(collective, n, fig, failed):
-    return (f"# 3. the whole job: {collective} over {n} {plural(n, 'rank')}, "
+    return (f"# 3. the whole job: {collective} over {counted(n, 'rank')}, "
             + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None
                else "busbw n/a (not defined for one rank)")
             + f", {fig['time_us']:.1f} us per call" + spread_text(fig)
@@ -108,8 +101,7 @@ def job_line(collective, n, fig, failed):
 
 
 def host_table(hosts):
-    """The table of hosts (the document's check.hosts): ranks, intra busbw, busbw with each
-    partner (its rails joined by |, % of line rate), verdict, reasons."""
+    """The table of check.hosts: ranks, intra busbw, busbw with each partner, verdict, reasons."""
     rate = {e["host"]: e["line_rate_gbps"] for e in hosts}
     rows = []
     for e in hosts:
@@ -123,16 +115,12 @@ def host_table(hosts):
             for (_, other), ps in by.items()) or "-"
         rows.append([e["host"], len(e["ranks"]), intra, partners, e["verdict"],
                      "; ".join(e["reasons"]) or "-"])
-    table = tabulate(rows, headers=["host", "ranks", "intra busbw", "busbw with each partner "
-                                    "(% of line rate)", "verdict", "reason"],
-                     disable_numparse=True)
-    return ["#"] + ["#  " + line for line in table.splitlines()]
+    return ["#"] + commented(rows, ["host", "ranks", "intra busbw", "busbw with each partner "
+                                    "(% of line rate)", "verdict", "reason"])
 
 
 def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
-    """The closing lines: counters that moved where all passed, what missed once and not
-    when measured again (transient: both figures), the hosts to drain (and the scontrol
-    line that drains them), the suspect links."""
+    """The closing lines: warnings, transient misses, the hosts to drain (scontrol), suspect links."""
     out = ["#"]
     out += [f"# WARNING {h} passed, but its counters moved: {moved}" for h, moved in warnings]
     out += [f"# TRANSIENT {t['what']}: at first {t['first']}; then {t['again']}; nobody drained "
@@ -152,15 +140,13 @@ def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
 
 def csv(doc):
     """The --csv file: one line per host and partner rail (one for a host without pairs)."""
-    buf = io.StringIO()
-    w = csvlib.writer(buf, lineterminator="\n")
-    w.writerow(["host", "ranks", "intra_busbw_GBps", "partner", "round", "rail",
-                "pair_busbw_GBps", "line_rate_gbps", "verdict", "reason"])
+    lines: List[List[Any]] = [["host", "ranks", "intra_busbw_GBps", "partner", "round", "rail",
+              "pair_busbw_GBps", "line_rate_gbps", "verdict", "reason"]]
     for e in (doc.get("check") or {}).get("hosts", []):
         intra = "" if e["intra"] is None else e["intra"]["busbw_GBps"]
         for p in e["pairs"] or [None]:
-            w.writerow([e["host"], len(e["ranks"]), intra, p["partner"] if p else "",
-                        p["round"] if p else "", p.get("rail", 0) if p else "",
-                        p["busbw_GBps"] if p else "",
-                        e["line_rate_gbps"] or "", e["verdict"], "; ".join(e["reasons"])])
-    return buf.getvalue()
+            lines.append([e["host"], len(e["ranks"]), intra, p["partner"] if p else "",
+                          p["round"] if p else "", p.get("rail", 0) if p else "",
+                          p["busbw_GBps"] if p else "",
+                          e["line_rate_gbps"] or "", e["verdict"], "; ".join(e["reasons"])])
+    return "".join(csv_lines(lines))

@@ -12,7 +12,7 @@ from ..measure.collectives.base import algbw, busbw, Counts
 from ..measure.dtypes import DTYPES
 from ..measure.sizes import format_size
 from . import rows, trials
-from .numbers import figure, ratio
+from .numbers import counted, figure, ratio
 
 INT64 = DTYPES["int64"]
 
@@ -34,10 +34,6 @@ def ms(seconds):
     return f"{value:.{digits}f}"
 
 
-def ranks(n):
-    return f"{n} rank{'s' if n != 1 else ''}"
-
-
 def busbw_text(factor, formula=""):
     return (f"busbw = algbw x {factor:g}{formula}"
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
@@ -52,7 +48,7 @@ def allreduce(out, backend, dt, count, n, records, gathered, warmup):
     out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
                     "trials": ntrials, "warmup": warmup, "busbw_factor": factor})
     out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
-            f"{ranks(n)}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
+            f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
     out.trials = trials.Collector()
@@ -103,7 +99,7 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
                     "busbw_factor": factor})
     out.say(f"# 1 x {format_size(big_bytes)} ({count} x {dt.name}) against {k} x "
             f"{format_size(small_bytes)} ({small} x {dt.name}, {small_bytes * k} bytes in all), "
-            f"{ranks(n)}, {busbw_text(factor)}")
+            f"{counted(n, 'rank')}, {busbw_text(factor)}")
     # Two rows of the document, each per call as nccl-tests counts it: one of the K calls of
     # S/K bytes (the K calls' time over K), then the one call of S bytes: sizes rising, as
     # nccl-tests prints them, so the printed table reads back as one run.
@@ -144,8 +140,7 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
 # ---- flagsync: three ways to sum a done flag ----
 
 def flagsync(out, backend, names, calls, warmup, records, gathered):
-    """gathered[r]: rank r's (seconds per call of each method, its sum by each method);
-    returns the failure message, or None when every method agrees."""
+    """gathered[r]: rank r's (seconds per call, sum) per method; the failure message or None."""
     n = len(gathered)
     expected = n * (n + 1) // 2
     per_call = [sum(g[0][i] for g in gathered) / n for i in range(len(names))]
@@ -153,7 +148,7 @@ def flagsync(out, backend, names, calls, warmup, records, gathered):
     wrong = [(r, names[i], g[1][i]) for r, g in enumerate(gathered)
              for i in range(len(names)) if g[1][i] != expected]
     out.set(config={**out.doc["config"], "calls": calls, "warmup": warmup, "expected_sum": expected})
-    out.say(f"# {calls} calls of each on {ranks(n)} ({backend}); "
+    out.say(f"# {calls} calls of each on {counted(n, 'rank')} ({backend}); "
             f"rank r's flag is r+1, so every method must sum to {expected}")
     lines = []
     for i, name in enumerate(names):
@@ -194,11 +189,9 @@ def flagsync(out, backend, names, calls, warmup, records, gathered):
 # ---- demo: rank r holds r ----
 
 def demo(out, backend, cases, records, gathered):
-    """cases: (collective, counts, mode, op, root, expected) of each call; gathered[r][i]:
-    rank r's (before, after, seconds) of case i. Returns the failure message, or None
-    when all pass."""
+    """gathered[r][i]: rank r's (before, after, seconds) of cases[i]; the failure message or None."""
     n, failed = len(gathered), []
-    out.say(f"# {ranks(n)} on {backend}; rank r holds r")
+    out.say(f"# {counted(n, 'rank')} on {backend}; rank r holds r")
     for i, (coll, counts, mode, op, root, expected) in enumerate(cases):
         held = [{"rank": r, "label": label, "before": g[i][0], "after": g[i][1], "pass": g[i][1] == expected}
                 for r, (label, g) in enumerate(zip(labels(records), gathered))]
@@ -222,7 +215,7 @@ def demo(out, backend, cases, records, gathered):
         coll, rank = failed[0]
         return (f"demo FAILED: {', '.join(colls)} (first: {coll} on rank {rank}, host "
                 f"{records[rank]['hostname']})")
-    out.say(f"\ndemo: all {len(cases)} collectives PASS on {ranks(n)}")
+    out.say(f"\ndemo: all {len(cases)} collectives PASS on {counted(n, 'rank')}")
     return None
 
 

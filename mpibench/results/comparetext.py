@@ -7,6 +7,7 @@ from tabulate import tabulate
 from ..errors import UsageError
 from ..measure.sizes import format_size
 from . import reader, rows as rowkeys, traintext
+from .numbers import counted
 
 NOISE = 0.05
 
@@ -15,21 +16,14 @@ def verdict(base, other, noise):
     """'faster' / 'slower' / 'within noise' for two reader.bandwidth() tuples."""
     ratio = other[0] / base[0]
     if base[1] != base[2] and other[1] != other[2]:      # both have a trials' range
-        if other[2] < base[1]:
-            return ratio, "slower"
-        if other[1] > base[2]:
-            return ratio, "faster"
-        return ratio, "within noise"
-    if ratio < 1 - noise:
-        return ratio, "slower"
-    if ratio > 1 + noise:
-        return ratio, "faster"
-    return ratio, "within noise"
+        slower, faster = other[2] < base[1], other[1] > base[2]
+    else:
+        slower, faster = ratio < 1 - noise, ratio > 1 + noise
+    return ratio, "slower" if slower else "faster" if faster else "within noise"
 
 
 def figures(doc, modes, min_size, by_backend=True):
-    """({key: bandwidth}, [(size, mode)] of row-modes whose printed figure is 0: not
-    comparable, and said so)."""
+    """({key: bandwidth}, [(size, mode)] printed as 0: not comparable, and said so)."""
     out, zero = {}, []
     for row in doc["results"]:
         if row["size"] < min_size:
@@ -69,7 +63,7 @@ def preamble(paths, docs, notes, found):
         print(line)
     for p, (_, zero) in zip(paths, found):
         if zero:
-            print(f"# {p}: {len(zero)} row-mode{'s' if len(zero) != 1 else ''} not compared: "
+            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: "
                   f"its bandwidth is printed as 0.00 (below 0.005 GB/s) at {_sizes(zero)}")
 
 
@@ -82,8 +76,7 @@ def train_steps(paths, docs, min_share):
 
 
 def rows(paths, docs, figs, common, noise, min_share):
-    """Print the rows in common with each file's ratio and verdict, then each file's
-    counts; the rows below --min-share."""
+    """Print the rows in common, each file's ratio, verdict and counts; return those below --min-share."""
     both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
                          if both_trials else
@@ -128,8 +121,7 @@ def _headers(files, settings):
 
 
 def _counts(paths, figs, common, counts, ratios):
-    """Each file's faster / slower / within-noise counts and geometric mean ratio, and the
-    rows not in every file."""
+    """Each file's verdict counts and geometric mean ratio, and the rows not in every file."""
     for i, p in enumerate(paths[1:]):
         c = counts[i]
         geo = exp(sum(log(r) for r in ratios[i]) / len(ratios[i]))
@@ -139,7 +131,7 @@ def _counts(paths, figs, common, counts, ratios):
     for p, f in zip(paths, figs):
         missing = len(set(f) - set(common))
         if missing:
-            print(f"# {missing} row-mode{'s' if missing != 1 else ''} of {p} not in every file: "
+            print(f"# {counted(missing, 'row-mode')} of {p} not in every file: "
                   f"not compared")
 
 

@@ -1,10 +1,11 @@
 """What doctor prints: every host's facts, what differs between hosts, the transports NCCL
 used between them and the findings (diagnose/findings.py), each with its severity."""
+from .numbers import counted, plural
 
 
 def hosts(out, per_host, ranks, size, launcher, version_keys):
-    out.say(f"# mpibench doctor: {len(per_host)} host{'s' if len(per_host) != 1 else ''}, "
-            f"{size} rank{'s' if size != 1 else ''}, launcher {launcher}")
+    out.say(f"# mpibench doctor: {counted(len(per_host), 'host')}, {counted(size, 'rank')}, "
+            f"launcher {launcher}")
     out.announce_files()
     for h, f in per_host.items():
         for line in host_lines(h, f, ranks[h], version_keys):
@@ -13,8 +14,7 @@ def hosts(out, per_host, ranks, size, launcher, version_keys):
 
 def consistency(out, diffs, nhosts):
     """The facts that differ between hosts."""
-    out.say("#\n# consistency: " + (f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''} "
-                                    f"between hosts" if diffs else
+    out.say("#\n# consistency: " + (f"{counted(len(diffs), 'difference')} between hosts" if diffs else
                                     ("every compared fact is the same on every host"
                                      if nhosts > 1 else "one host, nothing to compare")))
     for label, values in diffs:
@@ -44,9 +44,8 @@ def findings(out, found, error):
         out.say(f"#   {host + ': ' if host else ''}{'ERROR ' if bad else ''}{text}")
     errors = sum(error)
     if found:
-        out.say(f"#\n# {errors} problem{'s' if errors != 1 else ''} that break{'s' if errors == 1 else ''} "
-                f"runs (ERROR), {len(found) - errors} warning{'s' if len(found) - errors != 1 else ''}"
-                + ("; exit 1" if errors else ""))
+        out.say(f"#\n# {counted(errors, 'problem')} that {plural(errors, 'breaks', 'break')} runs (ERROR), "
+                f"{counted(len(found) - errors, 'warning')}" + ("; exit 1" if errors else ""))
 
 
 def _show(value):
@@ -55,7 +54,7 @@ def _show(value):
 
 def host_lines(host, f, ranks, version_keys):
     v = f["versions"]
-    lines = [f"#\n# host {host} (rank{'s' if len(ranks) != 1 else ''} {', '.join(map(str, ranks))})",
+    lines = [f"#\n# host {host} ({plural(len(ranks), 'rank')} {', '.join(map(str, ranks))})",
              "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]
     cvd = f["cuda_visible_devices"]
     if f["gpus"]:

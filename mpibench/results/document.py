@@ -1,15 +1,10 @@
 """The results document: a new one, and one read back validated, or one clear error.
 
-    doc = resultsfile.load("results.json")      # UsageError naming the file and the problem
-    for row, mode, m in resultsfile.measurements(doc):
-        print(row["collective"], row["size"], mode, m["busbw_GBps"])
-
 A results file may come from anywhere (another cluster, a colleague, a broken job), so
 reader.load() trusts nothing: it refuses files over MAX_BYTES, input that is not UTF-8 JSON,
-NaN/Infinity, duplicate keys, nesting deeper than MAX_DEPTH, and any field of the wrong
-type or with an absurd value. Fields it does not know are kept as they are (newer
-versions may add some). A file from a run that did not finish ("complete": false) is
-valid: its rows were measured.
+NaN/Infinity, duplicate keys, nesting deeper than MAX_DEPTH, and any field of the wrong type
+or with an absurd value. Unknown fields are kept (newer versions may add some). A file from
+a run that did not finish ("complete": false) is valid: its rows were measured.
 """
 import argparse
 import datetime
@@ -35,8 +30,7 @@ def now() -> str:
 
 def new(command: str, argv: List[str], args: Optional[argparse.Namespace] = None,
         **fields: Any) -> Dict[str, Any]:
-    """A fresh results document: the one header every writer starts from (run and every
-    command with --json, sweep's merged file, nccl-tests' output read back)."""
+    """A fresh results document: the header every writer starts from."""
     doc: Dict[str, Any] = {"version": FORMAT_VERSION, "tool": "mpibench", "mpibench_version": __version__,
            "command": command, "start_time": now(), "end_time": None, "complete": False,
            "argv": list(argv), "results": [], "hosts": [], "notes": []}
@@ -47,15 +41,10 @@ def new(command: str, argv: List[str], args: Optional[argparse.Namespace] = None
 
 
 def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, (str, int, float, bool)) or v is None:
-            out[k] = v
-        elif isinstance(v, (list, tuple)):
-            out[k] = [x if isinstance(x, (str, int, float, bool)) else str(x) for x in v]
-        else:
-            out[k] = str(v)
-    return out
+    def plain(x: Any) -> Any:
+        return x if isinstance(x, (str, int, float, bool)) else str(x)
+    return {k: v if v is None else [plain(x) for x in v] if isinstance(v, (list, tuple)) else plain(v)
+            for k, v in d.items()}
 
 
 def utf8(data: bytes) -> str:
@@ -86,10 +75,7 @@ _FIELD = re.compile(r' ("(?:[^"\\]|\\.)*"): (.*)$')
 
 
 def mend(text: str) -> Optional[Dict[str, Any]]:
-    """mpibench's own JSON (results/files.py: a line per field and per row, the rows last)
-    cut by a kill inside a write, which leaves the new bytes up to the cut and the older
-    closing lines after it: the fields and the whole rows before the cut, marked incomplete;
-    None for any other text."""
+    """mpibench's JSON cut by a kill inside a write: the fields and whole rows before the cut; else None."""
     lines = text.split("\n")
     if len(lines) < 3 or lines[0] != "{":
         return None
@@ -156,8 +142,7 @@ def _no_duplicates(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
 
 
 def validate(doc: Any) -> Document:
-    """The document itself if it is a results file mpibench can read (schema.Document);
-    else Bad."""
+    """The document if it is a results file mpibench can read (schema.Document); else Bad."""
     if not isinstance(doc, dict):
         raise Bad(f"the top level is a {type(doc).__name__}, expected an object")
     if doc.get("tool") != "mpibench":

@@ -1,21 +1,16 @@
 """Result files: reserved before the benchmark, then brought up to date in place as rows
 arrive, writing only what changed.
 
-An existing file is never overwritten: as nccl-tests' -J does, the next free name
-FILE.0, FILE.1, ... is used and the caller says which (`# Writing JSON output to FILE.0`).
-Files are created with mode 0666 less the user's umask, like any file the user's shell
-would create.
+An existing file is never overwritten: as nccl-tests' -J does, the next free name FILE.0,
+FILE.1, ... is used and announced. Files get mode 0666 less the user's umask.
 
-A document is rendered in parts (one per top-level field and one per list element, the
-lists last, the one that grows, "results", last of all), so that a new row rewrites only
-itself and the closing lines after it: the bytes written grow with the rows, not with their
-square. Every write() reaches the kernel before the caller prints the row, so a SIGKILL
-loses no row already printed; fsync (a machine crash) runs at most once a second and when
-the document ends. Only such an append is written in place: a kill inside it leaves the new
-row cut and the old closing lines after it, which document.mend() reads back as the rows
-before the cut. Any other change (a field or row already written, mostly at the end of a
-run) replaces the file whole, atomically. A JSON file that shrinks is padded with spaces
-rather than truncated, so that it never ends cut.
+A document is rendered in parts (one per top-level field and per list element, "results"
+last), so a new row rewrites only itself and the closing lines after it: the bytes written
+grow with the rows, not their square. Every write() reaches the kernel before the row is
+printed, so a SIGKILL loses no printed row; fsync runs at most once a second and at the end.
+Only such an append is written in place (a kill inside it leaves a cut row that
+document.mend() reads back as the rows before it); any other change replaces the file
+whole, atomically. A JSON file that shrinks is padded with spaces, never left cut.
 """
 import csv
 import io
@@ -31,8 +26,7 @@ SYNC_SECONDS = 1.0
 
 
 def replace_atomically(path, write):
-    """write(tmp) fills a temporary file beside path, which then replaces path in one step,
-    so a reader (or a kill) never sees half a file; the temporary never outlives a failure."""
+    """write(tmp) fills a file beside path that then replaces it in one step (never half a file)."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         write(tmp)
@@ -46,8 +40,7 @@ def replace_atomically(path, write):
 
 
 def write_whole(path, data, mode):
-    """data (bytes) replaces path in one rename, on disk (fsync) before it; the file gets
-    mode."""
+    """data (bytes) replaces path with mode in one rename, on disk (fsync) before it."""
     def write(tmp):
         with open(tmp, "wb") as f:
             f.write(data)
@@ -59,8 +52,7 @@ def write_whole(path, data, mode):
 
 class ResultFile:
     def __init__(self, path, render, kind="JSON"):
-        """render(doc) -> text, or a list of parts that join into it (None: the caller writes
-        the file itself). Reserves a fresh name now (UsageError if unwritable)."""
+        """render(doc) -> text or its parts (None: the caller writes it); reserves a fresh name now."""
         self.requested = path
         self.render = render
         self.kind = kind
@@ -116,7 +108,6 @@ class ResultFile:
             os.fsync(self.fd)
             self.synced = time.monotonic()
 
-
     def _replace(self, parts):
         data = "".join(parts).encode()
         write_whole(self.path, data, os.stat(self.path).st_mode & 0o777)
@@ -161,14 +152,12 @@ _ENCODED_SINCE = [0.0]
 
 
 def _encode(value, cache):
-    if not cache:
-        return json.dumps(value, allow_nan=False)
-    hit = _ENCODED.get(id(value))
-    if hit is not None and hit[0] is value:
-        return hit[1]
-    text = json.dumps(value, allow_nan=False)
-    _ENCODED[id(value)] = (value, text)
-    return text
+    hit = _ENCODED.get(id(value)) if cache else None
+    if hit is None or hit[0] is not value:
+        hit = (value, json.dumps(value, allow_nan=False))
+        if cache:
+            _ENCODED[id(value)] = hit
+    return hit[1]
 
 
 # the fields a document's end sets: after the rows, so that ending rewrites only them
@@ -176,9 +165,7 @@ ENDING = ("end_time", "complete", "incomplete", "exit")
 
 
 def json_parts(doc, cache=True):
-    """doc as JSON text in parts: one line per top-level field, the lists of objects (rows)
-    next with one line per element, and the ENDING fields last. cache: keep each element's
-    text (elements that live on between writes)."""
+    """doc as JSON in parts: a line per field and per row, ENDING last (cache: keep rows' text)."""
     now = time.monotonic()
     if doc.get("end_time") is not None or now - _ENCODED_SINCE[0] >= SYNC_SECONDS:
         _ENCODED.clear()
@@ -224,11 +211,15 @@ def csv_rows(doc):
 
 
 def render_csv(doc):
-    """The CSV text in parts, one per line."""
+    return csv_lines((CSV_FIELDS, *csv_rows(doc)))
+
+
+def csv_lines(lines):
+    """CSV text in parts, one per line."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     parts = []
-    for line in (CSV_FIELDS, *csv_rows(doc)):
+    for line in lines:
         w.writerow(line)
         parts.append(out.getvalue())
         out.seek(0)

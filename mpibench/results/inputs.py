@@ -1,12 +1,10 @@
 """Input files of multi-rank commands, read on rank 0 only, the outcome agreed by all.
 
-A path may exist only where the job was started (a login node's home, a local /tmp):
-a rank that read it itself would fail alone and leave the others waiting. Rank 0 reads
-and checks the file; every rank gets the same value, or raises the same UsageError
-(rank 0 prints it once; exit 2 everywhere).
+A path may exist only where the job was started (a login node's home, a local /tmp): a
+rank reading it itself would fail alone and leave the others waiting. Every rank gets rank
+0's value, or the same UsageError (printed once; exit 2 everywhere):
 
     limits = inputs.on_rank0(session, args.expect, limits.read_expect)
-    text = inputs.on_rank0(session, path, inputs.read_text, "--topology")
 """
 from ..errors import UsageError
 from ..launch import faults

@@ -1,32 +1,29 @@
 """What the link measurements print (run's link check, p2p): the bandwidth and latency
 matrices between hosts (diagnose/links.py) and the slow links and hosts named."""
-from tabulate import tabulate
-
 from ..measure.sizes import format_size
-from .numbers import figure
+from .numbers import counted, figure
+from .tables import commented
 
 
 def intro(out, size, nrounds, iters):
     out.say(f"#\n# links between hosts at {format_size(size)}: one rank per host, "
-            f"{nrounds} round{'s' if nrounds != 1 else ''} of pairs, "
-            f"{iters} transfers each way after a barrier (a slow link makes every rank of a "
-            f"collective equally slow; pairs show which it is):")
+            f"{counted(nrounds, 'round')} of pairs, {iters} transfers each way after a barrier (a "
+            f"slow link makes every rank of a collective equally slow; pairs show which it is):")
 
 
 def p2p_header(out, args, nranks, nhosts, backend, launcher, size, rounds):
     who = "every rank" if args.every_rank else "one rank per host, the lowest on each"
-    out.say(f"# mpibench p2p: {nranks} ranks on {nhosts} host{'s' if nhosts != 1 else ''} "
-            f"take part ({who}), backend {backend}, launcher {launcher}")
+    out.say(f"# mpibench p2p: {nranks} ranks on {counted(nhosts, 'host')} take part ({who}), "
+            f"backend {backend}, launcher {launcher}")
     out.say(f"# bandwidth at {format_size(size)}: {args.iters} transfers per link after "
-            f"{args.warmup} warm-up{'s' if args.warmup != 1 else ''}, each after a barrier, "
+            f"{counted(args.warmup, 'warm-up')}, each after a barrier, "
             + ("both ranks sending at once (bytes both ways / time)" if args.bidirectional
                else "one direction at a time (row sends to column)"))
     out.say(f"# latency at {format_size(args.latency_size)}: half the round trip of "
             f"{args.latency_iters} ping-pongs")
     npairs = sum(len(r) for r in rounds)
-    out.say(f"# schedule: {npairs} pair{'s' if npairs != 1 else ''} in {len(rounds)} "
-            f"round{'s' if len(rounds) != 1 else ''}, no host in two pairs at once; "
-            f"ranks not in a pair wait at an MPI barrier")
+    out.say(f"# schedule: {counted(npairs, 'pair')} in {counted(len(rounds), 'round')}, no host in two "
+            f"pairs at once; ranks not in a pair wait at an MPI barrier")
 
 
 def heatmap(out, png, when=":"):
@@ -48,9 +45,8 @@ def matrices(out, names, size, bidirectional, bandwidth, latency_size, latency):
 def _table(out, corner, names, matrix, digits):
     rows = [[n] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
             for n, row, a in zip(names, matrix, names)]
-    for line in tabulate(rows, headers=[corner] + names, disable_numparse=True,
-                         stralign="right").splitlines():
-        out.say("#  " + line)
+    for line in commented(rows, [corner] + names, stralign="right"):
+        out.say(line)
 
 
 def verdict(out, analysis, hosts, labels, bw, moved):

@@ -1,17 +1,14 @@
 """--metrics FILE: a command's results document in Prometheus' text exposition format.
 
-One exporter serves every command: it reads the document the command already builds
-(its rows, run's per-host analysis, p2p's links, check's verdicts, train's summary,
-verify's checks) and writes what it finds. The file is replaced in one rename, as
-node_exporter's textfile collector expects (it reads every *.prom file of a folder at
-each scrape), so it is a state that each run refreshes, not a record kept: it is the one
-result file mpibench overwrites. Every metric is a gauge of one run.
+One exporter serves every command: it writes what it finds in the document the command
+builds (rows, per-host analysis, p2p's links, check's verdicts, train's summary, verify's
+checks). The file is replaced in one rename, as node_exporter's textfile collector expects:
+a state each run refreshes (the one result file mpibench overwrites); every metric is a gauge.
 
 Label names follow NCCL Inspector's (slurm_job_id, node, n_nodes, nranks, collective,
-message_size) and DCGM exporter's (gpu, Hostname) where they mean the same thing, so that
-dashboards can join them; `command` keeps two commands' files in one folder apart (two
-files with one series are an error at every scrape), "check --health" included.
-METRICS is the list docs/metrics.md documents: a name not in it cannot be written.
+message_size) and DCGM exporter's (gpu, Hostname), so that dashboards can join them;
+`command` keeps two commands' files in one folder apart (one series in two files is an
+error at every scrape). METRICS is what docs/metrics.md documents: no other name is written.
 """
 import datetime
 import math
@@ -19,6 +16,7 @@ import os
 from typing import Any, Dict, List
 
 from ..errors import UsageError
+from ..measure.modes import MODE_KEYS
 from .files import write_whole
 
 GAUGE = "gauge"
@@ -26,6 +24,8 @@ _ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
 _RANK = ("collective", "message_size", "dtype", "mode", "rank", "node", "Hostname", "gpu")
 _LINK = ("node", "rank", "peer_node", "peer_rank", "message_size", "bidirectional")
 _PAIR = ("node", "peer_node", "rail", "round")
+_HOST = ("collective", "message_size", "node")
+_TRAIN = ("model", "parallel", "nranks")
 
 # name: (help, labels besides command and slurm_job_id)
 METRICS = {
@@ -42,9 +42,8 @@ METRICS = {
     "mpibench_collective_wrong_elements": ("elements found wrong in one row's check (-c 1)", _ROW),
     "mpibench_rank_time_seconds": ("a rank's median time per call, at the size analysed per host", _RANK),
     "mpibench_host_time_seconds": ("a host's median time per call over its ranks, at the size analysed "
-                                   "per host", ("collective", "message_size", "node")),
-    "mpibench_host_slow": ("1 when the per-host analysis names the host slow, else 0",
-                           ("collective", "message_size", "node")),
+                                   "per host", _HOST),
+    "mpibench_host_slow": ("1 when the per-host analysis names the host slow, else 0", _HOST),
     "mpibench_link_bandwidth_bytes_per_second": ("p2p: one link's bandwidth (median iteration)", _LINK),
     "mpibench_link_latency_seconds": ("p2p: one link's latency (half the ping-pong's round trip)", _LINK),
     "mpibench_link_passed": ("p2p: 1 when the link is not named slow, else 0", _LINK),
@@ -60,11 +59,9 @@ METRICS = {
     "mpibench_check_suspect": ("check: 1 for each link or switch the verdict suspects; kind host_rail, "
                                "uplink, rail_switch, tie or path", ("link", "kind")),
     "mpibench_health_passed": ("check --health: 1 when the host is healthy, else 0", ("node",)),
-    "mpibench_train_step_seconds": ("train: median synced step time", ("model", "parallel", "nranks")),
-    "mpibench_train_tokens_per_second": ("train: tokens per second over every rank",
-                                         ("model", "parallel", "nranks")),
-    "mpibench_train_exposed_share": ("train: share of the step spent in exposed communication",
-                                     ("model", "parallel", "nranks")),
+    "mpibench_train_step_seconds": ("train: median synced step time", _TRAIN),
+    "mpibench_train_tokens_per_second": ("train: tokens per second over every rank", _TRAIN),
+    "mpibench_train_exposed_share": ("train: share of the step spent in exposed communication", _TRAIN),
     "mpibench_train_rank_step_seconds": ("train: a rank's median step time", ("rank", "node")),
     "mpibench_verify_check_passed": ("verify: 1 when the check passed, 0 when it failed (checks that "
                                      "only inform are left out)", ("check",)),
@@ -153,16 +150,12 @@ def _run(doc, add):
         add("mpibench_exit_code", doc["exit"].get("code"))
 
 
-GB = 1e9
-MODES = (("out_of_place", "out"), ("in_place", "in"))
-
-
 def _rows(doc, add):
     n_nodes, nranks = _world(doc)
     for row in doc.get("results", []):
         if "link" in row:       # p2p's rows: its links say more (_links)
             continue
-        for key, mode in MODES:
+        for mode, key in MODE_KEYS.items():
             m = row.get(key)
             if not m:
                 continue
@@ -176,7 +169,7 @@ def _rows(doc, add):
 
 
 def _scaled(gbps):
-    return None if gbps is None else gbps * GB
+    return None if gbps is None else gbps * 1e9
 
 
 def _devices(doc):
@@ -220,7 +213,13 @@ def _check(doc, add):
     check = doc.get("check")
     if not check:
         return
-    _check_hosts(check, add)
+    size, coll = check.get("config", {}).get("size"), check.get("config", {}).get("collective")
+    for h in check.get("hosts", []):
+        add("mpibench_check_host_passed", int(h["verdict"] == "PASS"), node=h["host"],
+            verdict=h["verdict"])
+        if h.get("intra"):
+            add("mpibench_check_host_busbw_bytes_per_second", _scaled(h["intra"]["busbw_GBps"]),
+                node=h["host"], collective=coll, message_size=size)
     if "failing_hosts" in check:
         add("mpibench_check_passed", int(not check["failing_hosts"] and not check.get("suspects")
                                          and not (doc.get("exit") or {}).get("code")))
@@ -236,17 +235,6 @@ def _check(doc, add):
                 node=h["host"], rail=rail)
     for name in check.get("suspects", []):
         add("mpibench_check_suspect", 1, link=name, kind=_kind(name))
-
-
-def _check_hosts(check, add):
-    size = check.get("config", {}).get("size")
-    coll = check.get("config", {}).get("collective")
-    for h in check.get("hosts", []):
-        add("mpibench_check_host_passed", int(h["verdict"] == "PASS"), node=h["host"],
-            verdict=h["verdict"])
-        if h.get("intra"):
-            add("mpibench_check_host_busbw_bytes_per_second", _scaled(h["intra"]["busbw_GBps"]),
-                node=h["host"], collective=coll, message_size=size)
 
 
 def _kind(name):

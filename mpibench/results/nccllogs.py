@@ -1,26 +1,17 @@
-"""nccl-tests' printed output as users keep it: every table layout since before 2.13,
-with launcher prefixes or labels (--tag-output, srun -l, hydra, pdsh), NCCL/libfabric
-noise, several tests per log, two runs written into one stream, or a pasted tail.
+"""nccl-tests' printed output as users keep it: every table layout since before 2.13, with
+launcher prefixes or labels (--tag-output, srun -l, hydra, pdsh), NCCL/libfabric noise,
+several tests per log, two runs written into one stream, or a pasted tail; and mpibench's
+own (`# mpibench run:`, then a `# Collective:` table per collective and one average).
 
-The table is recognised by itself (its column-name header, the `# nThread ... minBytes`
-line, the rank lines); the layout of a row comes from the column names above it. Each
-test (one table) keeps its own rows, ranks and average. A test's collective comes from
-the log (`# Collective test starting:`, mpibench's `# Collective:`), else from the
-caller's hint (--collective), else from a `*_perf` command line in the log, else from
-the file's name, else from what its rows allow: the redop and root cells, size / (count
-x element size) (n for the collectives whose size spans every rank), busbw / algbw
-(nccl-tests' factor) and an in-place #wrong that is N/A on every row. The
-same evidence gives the rank count where the rank lines are missing or cut; a named
-collective its rows contradict, an average its rows contradict, or sizes that run
-backwards (lines of two runs mixed) are refused with the line, never read as figures.
-Rows of two runs that wrote into one stream at once are read where each row fits one
-run's table only, else refused naming both.
-
-Logs from before June 2020 printed all_gather's and reduce_scatter's algbw already
-scaled by (n-1)/n (busbw = algbw): such a table reads with algbw = size / time.
-
-mpibench's own printed output (`# mpibench run:` then one `# Collective:` table per
-collective and one average for them all) reads through the same path.
+A table is recognised by itself (its column names, `# nThread ... minBytes`, the rank
+lines); a row's layout comes from the column names above it. A test's collective comes
+from the log, else --collective, else a `*_perf` command line, else the file's name, else
+what its rows allow (redop and root cells, size / (count x element size), busbw / algbw,
+an in-place #wrong N/A on every row), which also give the rank count where rank lines are
+missing or cut. A named collective or an average the rows contradict, and sizes that run
+backwards, are refused with the line; rows of two runs in one stream are read where each
+fits one run's table only. Before June 2020 all_gather's and reduce_scatter's algbw was
+printed x (n-1)/n (busbw = algbw): such a table reads with algbw = size / time.
 """
 import math
 import os
@@ -30,7 +21,7 @@ from typing import Any, Dict, List, Tuple
 from ..launch import faults
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
-from .nccltests import Unreadable, collective_name, document, row_of
+from .nccltests import Unreadable, collective_name, document, no_busbw, row_of
 
 _TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")         # mpirun --tag-output
 _COLUMNS = re.compile(r"#\s*size\s+count\s+type\b")
@@ -64,12 +55,10 @@ _OWN = re.compile(r"\s*(?:#|\d+\s+\d+\s+\S+\s)")        # a '#' line or a table 
 # in_place ? 0 : 1), so their in-place #wrong is N/A on every row
 _IN_PLACE_UNCHECKED = ("all_to_all", "sendrecv")
 # the names files carry: nccl_alltoall.log, allgather_run2.txt, reduce-scatter.out
-_FILE_NAMES = {"all_reduce": "all_reduce", "allreduce": "all_reduce", "all_gather": "all_gather",
-               "allgather": "all_gather", "reduce_scatter": "reduce_scatter",
-               "reducescatter": "reduce_scatter", "alltoall": "all_to_all",
-               "all_to_all": "all_to_all", "a2a": "all_to_all", "broadcast": "broadcast",
-               "bcast": "broadcast", "reduce": "reduce", "gather": "gather",
-               "scatter": "scatter", "sendrecv": "sendrecv"}
+_FILE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+               "alltoall": "all_to_all", "a2a": "all_to_all", "bcast": "broadcast",
+               **{c: c for c in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                 "broadcast", "reduce", "gather", "scatter", "sendrecv")}}
 _LEAD = ("redop", "root")
 _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
 _CHECKED = ("time", "algbw", "busbw")
@@ -81,8 +70,7 @@ def looks_like_text(text):
 
 
 def number(token):
-    """(value, half a unit of its last printed digit), or None for N/A; Unreadable if not
-    a number."""
+    """(value, half a unit of its last printed digit), None for N/A; Unreadable if no number."""
     if token in ("N/A", "n/a"):
         return None
     m = _NUMBER.match(token)
@@ -130,15 +118,15 @@ def _mode(values, names):
     time_us = cells["time"]
     if time_us is None or not time_us[0] > 0:
         raise Unreadable("a time is not above 0")
-    out = {"time_us": time_us[0], "algbw_GBps": None if cells["algbw"] is None else cells["algbw"][0],
-           "busbw_GBps": None if cells["busbw"] is None else cells["busbw"][0], "nwrong": None}
-    if "#wrong" in cells and cells["#wrong"] is not None:
-        wrong = cells["#wrong"][0]
+    first = {k: None if v is None else v[0] for k, v in cells.items()}
+    out = {"time_us": time_us[0], "algbw_GBps": first["algbw"], "busbw_GBps": first["busbw"],
+           "nwrong": None}
+    if (wrong := first.get("#wrong")) is not None:
         if wrong < 0 or wrong != int(wrong):
             raise Unreadable(f"#wrong {wrong:g} is not a count")
         out["nwrong"] = int(wrong)
-    if "error" in cells and cells["error"] is not None:    # before 2.13: the largest error
-        out["max_error"] = cells["error"][0]
+    if first.get("error") is not None:    # before 2.13: the largest error
+        out["max_error"] = first["error"]
     return out, (cells["algbw"], cells["busbw"])
 
 
@@ -195,15 +183,13 @@ def _state():
 
 
 def _next_header(state):
-    """Starts a new header where the current one already has its table (mpibench's own
-    header stands over all of its tables)."""
+    """A new header where the current one has its table (mpibench's stands over all of its)."""
     if state["header"]["used"] and not state["header"]["ours"]:
         state["header"] = _header()
 
 
 def _unlabel(lines):
-    """The lines without the launcher label that starts the log's own lines, where the
-    labelled ones outnumber the others."""
+    """The lines without the launcher label that most of the log's own lines start with."""
     own = sum(1 for x in lines if _OWN.match(x))
     for label in _LABELS:
         ends = [m.end() if m else 0 for m in map(label.match, lines)]
@@ -213,8 +199,7 @@ def _unlabel(lines):
 
 
 def scan(text):
-    """The tests in text: [{name, command, ranks, ours, line, rows, average}], and the
-    averages printed for several tables at once (mpibench's own output)."""
+    """The tests in text, and the averages printed for several tables at once (mpibench's)."""
     state = _state()
     lines = [_TAG.sub(" ", raw) if ">:" in raw else raw for raw in text.splitlines()]
     for n, line in enumerate(_unlabel(lines), 1):
@@ -231,8 +216,7 @@ def scan(text):
 
 
 def _plain_line(state, line, n):
-    """A line outside the comments: a table row of the current test, or a command line
-    naming a *_perf program (the next table's collective); anything else is noise."""
+    """A table row, a command line naming a *_perf program (the next table's), or noise."""
     tokens = line.split()
     if len(tokens) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
         _table_row(state, tokens, line, n)
@@ -244,8 +228,7 @@ def _plain_line(state, line, n):
 
 
 def _table_row(state, tokens, line, n):
-    """Adds the row to the open test it fits; Unreadable, with the line, where there is
-    none, the row does not fit its column names, or it fits two runs' tables."""
+    """Adds the row to the open test it fits; Unreadable, with the line, where none or two fit."""
     tests = state["open"]
     if not tests:
         raise Unreadable(f"line {n}: a table row with no column names above it "
@@ -314,25 +297,18 @@ def _continues(test, row):
 
 
 def _comment_line(state, line, n):
-    """A '#' line: a rank line, an average, column names, a test's name, or the rest of
-    a header (in that order: the first that matches decides)."""
-    m = _RANK.match(line)
-    if m:
+    """A '#' line: the first of rank line, average, column names, test name, other header that matches."""
+    if m := _RANK.match(line):
         _rank_line(state, m, n)
-        return
-    m = _AVERAGE.match(line)
-    if m:
+    elif m := _AVERAGE.match(line):
         _average_line(state, m, n)
-        return
-    if _COLUMNS.match(line):
+    elif _COLUMNS.match(line):
         _columns_line(state, line, n)
-        return
-    m = _START.match(line) or _OURS.match(line)
-    if m:
+    elif m := _START.match(line) or _OURS.match(line):
         _next_header(state)
         state["header"]["name"] = m.group(1)
-        return
-    _header_line(state, line, n)
+    else:
+        _header_line(state, line, n)
 
 
 def _rank_line(state, m, n):
@@ -350,8 +326,7 @@ def _rank_line(state, m, n):
 
 
 def _average_line(state, m, n):
-    """Gives the average to the one table above it, or keeps it as shared by the several
-    tables above it; either way those tables end here."""
+    """Gives the average to the table above it, or shares it among the several above; they end here."""
     group = state["group"]
     if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
         value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
@@ -370,13 +345,7 @@ def _average_line(state, m, n):
 
 def _averaged(group, value, n):
     """The one test of several open ones whose rows the average at line n is the mean of."""
-    fits = []
-    for t in group:
-        try:
-            check_average(t["rows"], value, n, "")
-        except Unreadable:
-            continue
-        fits.append(t)
+    fits = [t for t in group if _is_average(t["rows"], value, n)]
     if len(fits) != 1:
         raise Unreadable(f"line {n}: an average with the tables at {_two_runs(group)} open, "
                          f"the mean of {'both' if fits else 'neither'}: two runs wrote into "
@@ -385,8 +354,7 @@ def _averaged(group, value, n):
 
 
 def _columns_line(state, line, n):
-    """Starts a test: its layout from the column names, its name and command from the
-    header above."""
+    """Starts a test: its layout from the column names, its name and command from the header."""
     header, backend = state["header"], state["backend"]
     layout = _layout(line, n)
     test = {"name": header["name"], "command": header["command"], "header": header,
@@ -400,8 +368,7 @@ def _columns_line(state, line, n):
 
 
 def _header_line(state, line, n):
-    """The other header lines: mpibench's title and backend, nccl-tests' version and
-    sweep (a new header), a reduced sweep, a test's end."""
+    """mpibench's title and backend, nccl-tests' version and sweep, a reduced sweep, a test's end."""
     if _MPIBENCH.match(line):
         state["header"], state["open"], state["group"] = _header(), [], []
         state["header"]["ours"] = True
@@ -434,10 +401,8 @@ def _spreads(coll):
 
 def _factor_shape(coll):
     """(a, varies): busbw factor a * (n-1)/n when varies, else the constant a."""
-    f2, f3 = coll.busbw_factor(2), coll.busbw_factor(3)
-    if f2 == f3:
-        return f2, False
-    return f2 * 2, True
+    f2 = coll.busbw_factor(2)
+    return (f2, False) if f2 == coll.busbw_factor(3) else (f2 * 2, True)
 
 
 def _ratio_bounds(rows):
@@ -454,12 +419,8 @@ def _ratio_bounds(rows):
 
 def _ks(rows):
     """size / (count x element size) of every row where that is defined."""
-    out = []
-    for r in rows:
-        el = _ELSIZE.get(r["label"])
-        if el and r["count"] > 0:
-            out.append((r["size"] / (r["count"] * el), r["line"]))
-    return out
+    return [(r["size"] / (r["count"] * _ELSIZE[r["label"]]), r["line"]) for r in rows
+            if _ELSIZE.get(r["label"]) and r["count"] > 0]
 
 
 def _pattern(coll, rows, layout):
@@ -584,11 +545,8 @@ def resolve(test, hint, source=None):
             raise Unreadable(f"the table at line {test['line']} is not {coll} "
                              f"(named by {how}): {why}")
         return coll, _exact(span), how
-    fits = {}
-    for coll in REGISTRY.values():
-        span, _ = ranks_for(coll, rows, layout, lines)
-        if span is not None:
-            fits[coll.name] = span
+    spans = {c.name: ranks_for(c, rows, layout, lines)[0] for c in REGISTRY.values()}
+    fits = {name: span for name, span in spans.items() if span is not None}
     how = "its rows (redop, root, size / count, busbw / algbw)"
     if len(fits) > 1 and _in_place_unchecked(test):
         fits = {k: v for k, v in fits.items() if k in _IN_PLACE_UNCHECKED}
@@ -604,8 +562,7 @@ def resolve(test, hint, source=None):
 
 
 def _exact(span):
-    lo, hi = span
-    return lo if lo == hi else None
+    return span[0] if span[0] == span[1] else None
 
 
 def _lines_only(lines):
@@ -620,8 +577,7 @@ def _checking():
 
 
 def _series(test):
-    """The rows by (type, redop, root): nccl-tests sweeps the sizes once per type, op and
-    root it was given (-d all, -o all, -r all)."""
+    """The rows by (type, redop, root): nccl-tests sweeps the sizes once per each (-d/-o/-r all)."""
     out: Dict[Tuple[str, str, int], List[Dict[str, Any]]] = {}
     for r in test["rows"]:
         out.setdefault((r["label"], r["redop"], r["root"]), []).append(r)
@@ -665,8 +621,12 @@ def _sizes_forward(test):
                              f"come from another run")
 
 
-def _busbw_cells(rows):
-    return [bus for r in rows for _, bus in r["bws"] if bus is not None]
+def _is_average(rows, average, line):
+    try:
+        check_average(rows, average, line, "")
+    except Unreadable:
+        return False
+    return True
 
 
 def check_average(rows, average, line, what):
@@ -674,7 +634,7 @@ def check_average(rows, average, line, what):
     both average every measured mode of every row), to the digits printed."""
     if average is None or not _checking():
         return
-    cells = _busbw_cells(rows)
+    cells = [bus for r in rows for _, bus in r["bws"] if bus is not None]
     if not cells:
         return
     lo = sum(b - h for b, h in cells) / len(cells)
@@ -696,9 +656,7 @@ def _rescale(rows, ranks):
 
 
 def parse_text(text, hint=None, source=None):
-    """Printed output -> results document with a 'tests' list (Unreadable with the line
-    when it cannot be read right). source: the file's path, whose name may name the
-    collective."""
+    """Printed output (source: its path) -> results document with 'tests'; Unreadable with the line."""
     tests, shared = scan(text)
     if not tests:
         raise Unreadable("no table rows (size count type ...) under column names")
@@ -712,15 +670,12 @@ def parse_text(text, hint=None, source=None):
         avg = t["average"]
         if avg is not None:
             check_average(t["rows"], avg[0], avg[1], f"the table at line {t['line']}")
-        one_rank = ranks == 1
         model = REGISTRY.get(coll)
         for r in t["rows"]:
-            redop = r["redop"] if model is None or model.reduces else "none"
-            out = row_of(coll, r["size"], r["count"], r["label"],
-                         redop if redop is not None else "none", r["root"], r["modes"])
-            if one_rank:         # factor 0: busbw is not defined (nccl-tests prints 0)
-                for m in r["modes"].values():
-                    m["busbw_GBps"] = None
+            redop = r["redop"] if (model is None or model.reduces) and r["redop"] is not None else "none"
+            out = row_of(coll, r["size"], r["count"], r["label"], redop, r["root"], r["modes"])
+            if ranks == 1:
+                no_busbw([out])
             out["backend"] = t["backend"]
             if len(tests) > 1:
                 out["test"] = i
@@ -741,20 +696,18 @@ def parse_text(text, hint=None, source=None):
                       f"the {len(group)} tables above it")
         if sum(1 for t in group if t["rows"]) == len(tests) and value is not None:
             average = value[0]
-    if len(tests) == 1:
-        average = infos[0]["average_bus_bandwidth"] if average is None else average
-    sizes = {x["ranks"] for x in infos}
-    ranks = sizes.pop() if len(sizes) == 1 else None
+    if len(tests) == 1 and average is None:
+        average = infos[0]["average_bus_bandwidth"]
+    ranks = infos[0]["ranks"] if len({x["ranks"] for x in infos}) == 1 else None
     hosts = list(dict.fromkeys(h for x in infos for h in x["hosts"]))
     first = infos[0]["name"] or infos[0]["collective"]
     command = "mpibench (printed output)" if ours else \
         f"nccl-tests {first if first.endswith(('_perf', '_mpi')) else first + '_perf'}"
     doc = document(rows, hosts, ranks, command, None,
                    "read from " + ("mpibench's" if ours else "nccl-tests'") + " printed output")
-    doc["tests"] = infos
+    doc.update(tests=infos, average_bus_bandwidth=average)
     if doc.get("world") and not all(x["hosts_complete"] for x in infos):
         doc["world"]["hosts_complete"] = False       # a pasted tail of the rank lines
     if ours and doc.get("world"):
         doc["world"]["backend"] = rows[0]["backend"]
-    doc["average_bus_bandwidth"] = average
     return doc

@@ -1,13 +1,10 @@
 """nccl-tests' own formats (version 2.19.6), both ways.
 
-Read: its -J JSON (its printed output: nccllogs.py), turned into a results document as
-mpibench writes one, so that report, compare, plot and check --baseline take it as it is. Write: a run's
-results document in the -J schema, so that tools written for nccl-tests (its
-tools/analyze_perf_json.py, CSV converters) read mpibench's results unchanged.
-
-The -J schema has no collective name (nccl-tests runs one binary per collective):
-the reader takes it from "experiment_name" when set, else from the program in "args"
-(all_reduce_perf -> all_reduce); the writer puts it in "experiment_name".
+Read: its -J JSON (its printed output: nccllogs.py) as a results document, so that report,
+compare, plot and check --baseline take it as it is. Write: a run's results document in the
+-J schema, so that tools written for nccl-tests (tools/analyze_perf_json.py, CSV converters)
+read mpibench's results unchanged. The -J schema has no collective name: it is read from
+"experiment_name", else from the program in "args", and written to "experiment_name".
 """
 import datetime
 import os
@@ -15,6 +12,7 @@ import re
 
 from .. import __version__
 from ..measure.dtypes import DTYPES
+from ..measure.modes import MODES
 from .document import finite, new
 
 JSON_VERSION = 3                 # what nccl-tests 2.19.6 writes (util.cu JSON_FILE_VERSION)
@@ -43,36 +41,32 @@ def collective_name(program):
 
 
 def document(rows, hosts, ranks, command, start_time, note):
-    world = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
-             "backend": "nccl (nccl-tests)"} if ranks else None
     doc = new(command, [], start_time=start_time or "", complete=True, results=rows,
               notes=[note], source="nccl-tests")
-    if world:
-        doc["world"] = world
+    if ranks:
+        doc["world"] = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
+                        "backend": "nccl (nccl-tests)"}
     return doc
 
 
 def row_of(collective, size, count, label, redop, root, modes):
-    row = {"collective": collective, "backend": "nccl", "size": size, "count": count,
-           "type": label, "dtype": _BY_LABEL.get(label, label), "redop": redop, "root": root,
-           "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
-    return row
+    return {"collective": collective, "backend": "nccl", "size": size, "count": count,
+            "type": label, "dtype": _BY_LABEL.get(label, label), "redop": redop, "root": root,
+            "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
 
 
-def _value_mode(values):
-    time_us, alg, bus, wrong = values[:4]
-    if time_us is None or not time_us > 0:
-        raise Unreadable("a time is not above 0")
-    return {"time_us": time_us, "algbw_GBps": alg, "busbw_GBps": bus,
-            "nwrong": None if wrong is None else int(wrong)}
+def no_busbw(rows):
+    """One rank: busbw is not defined (factor 0; nccl-tests prints 0)."""
+    for row in rows:
+        for m in MODES:
+            if row.get(m):
+                row[m]["busbw_GBps"] = None
 
 
 # ---- -J JSON ----
 def _num(obj, key):
     v = obj.get(key)
-    if isinstance(v, str) and v.strip().lower() == "nan":
-        return None
-    if v is None:
+    if v is None or isinstance(v, str) and v.strip().lower() == "nan":
         return None
     if not finite(v):
         raise Unreadable(f"{key} is not a number: {v!r}")
@@ -81,8 +75,6 @@ def _num(obj, key):
 
 def _per_iter_in(p, key):
     """-I 1's per-iteration object of one mode, kept as it is once its summary is numbers."""
-    if p is None:
-        return None
     if not isinstance(p, dict):
         raise Unreadable(f"{key}_per_iter is not an object")
     for k in PER_ITER_SUMMARY:
@@ -107,18 +99,20 @@ def parse_json(doc):
             raise Unreadable(f"{where}: no experiment_name and no program in args: which collective?")
         modes = {}
         try:
-            for key in ("out_of_place", "in_place"):
+            for key in MODES:
                 m = r.get(key)
                 if m is None:
                     continue
                 if not isinstance(m, dict):
                     raise Unreadable(f"{key} is not an object")
-                t = _num(m, "time") if "time" in m else _num(m, "cpu_time")
-                wrong = _num(m, "nwrong")
-                modes[key] = _value_mode([t, _num(m, "alg_bw"), _num(m, "bus_bw"), wrong])
-                per_iter = _per_iter_in(r.get(key + "_per_iter"), key)
-                if per_iter is not None:
-                    modes[key]["per_iter"] = per_iter
+                t, wrong, alg, bus = (_num(m, k) for k in ("time" if "time" in m else "cpu_time",
+                                                           "nwrong", "alg_bw", "bus_bw"))
+                if t is None or not t > 0:
+                    raise Unreadable("a time is not above 0")
+                modes[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": bus,
+                              "nwrong": None if wrong is None else int(wrong)}
+                if r.get(key + "_per_iter") is not None:
+                    modes[key]["per_iter"] = _per_iter_in(r[key + "_per_iter"], key)
             root = int(str(r.get("root", "-1")).strip())
             size, count = r.get("size"), r.get("count")
             if not isinstance(size, int) or not isinstance(count, int) or isinstance(size, bool):
@@ -130,11 +124,8 @@ def parse_json(doc):
             raise Unreadable(f"{where}: {exc}") from None
         rows.append(row_of(collective_name(name), size, count, label, redop, root, modes))
     ranks = len(devices) or None
-    if ranks == 1:          # factor 0: busbw is not defined (nccl-tests writes 0)
-        for row in rows:
-            for key in ("out_of_place", "in_place"):
-                if row[key]:
-                    row[key]["busbw_GBps"] = None
+    if ranks == 1:
+        no_busbw(rows)
     hosts = [d.get("hostname") for d in devices if isinstance(d.get("hostname"), str)]
     name = rows[0]["collective"] if rows else "?"
     start = doc.get("start_time") if isinstance(doc.get("start_time"), str) else None
@@ -155,8 +146,7 @@ def _stamp(iso):
 
 
 def _nccl_code(versions):
-    """NCCL_VERSION_CODE (major*10000 + minor*100 + patch) of the NCCL torch reports; 0
-    when there is none (gloo)."""
+    """NCCL_VERSION_CODE of the NCCL torch reports; 0 when none (gloo)."""
     for v in (versions.values() if isinstance(versions, dict) else versions or []):
         text = v.get("nccl") if isinstance(v, dict) else None
         m = re.match(r"(\d+)\.(\d+)\.(\d+)", str(text or ""))
@@ -167,21 +157,24 @@ def _nccl_code(versions):
 
 
 def version_line(versions):
-    """mpibench's line in the place of nccl-tests' "# nccl-tests version 2.19.6
-    nccl-headers=N nccl-library=N" (NCCL's version code, none on gloo)."""
+    """mpibench's line in the place of nccl-tests' '# nccl-tests version ...' (NCCL's version code)."""
     v0 = next(iter(versions.values())) if isinstance(versions, dict) else (versions or [{}])[0]
     code = _nccl_code(versions)
     return (f"# mpibench version {__version__} torch {v0.get('torch', '?')} "
             f"nccl-library={code or 'none'}")
 
 
+def _step(sizes):
+    """nccl-tests' step between sizes: ("factor", -f) or ("bytes", -i)."""
+    if len(sizes) > 1 and sizes[0] and sizes[1] % sizes[0] == 0:
+        return "factor", sizes[1] // sizes[0]
+    return "bytes", sizes[1] - sizes[0] if len(sizes) > 1 else 0
+
+
 def settings_line(sizes, warmup, iters, check, graph):
     """nccl-tests' "# nThread 1 nGpus 1 minBytes ..." line (one thread, one GPU per process)."""
-    if len(sizes) > 1 and sizes[0] and sizes[1] % sizes[0] == 0:
-        step = f"{sizes[1] // sizes[0]}(factor)"
-    else:
-        step = f"{sizes[1] - sizes[0] if len(sizes) > 1 else 0}(bytes)"
-    return (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: {step} "
+    kind, step = _step(sizes)
+    return (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: {step}({kind}) "
             f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(bool(check))} "
             f"graph: {graph} unalign: 0")
 
@@ -207,8 +200,7 @@ def _mode_out(m):
 
 
 def _per_iter_out(p):
-    """writePerIterReport's object; like nccl-tests, the per-process rows only when there
-    are several processes (mpibench runs one rank per process)."""
+    """writePerIterReport's object; the per-process rows only with several (as nccl-tests)."""
     out = {k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
     rows = p.get("per_process_max_times_us") or []
     if len(rows) > 1:
@@ -220,7 +212,7 @@ def _result_out(r, iters):
     """One row in -J's key order: each mode followed by its per-iteration object (-I 1)."""
     out = {"size": r["size"], "count": r["count"], "type": r["type"], "redop": r["redop"],
            "root": "%6i" % r["root"]}
-    for key in ("out_of_place", "in_place"):
+    for key in MODES:
         m = r.get(key)
         out[key] = _mode_out(m)
         if m and m.get("per_iter"):
@@ -234,8 +226,7 @@ def render(doc):
     from .files import json_parts
     cfg = doc.get("config") or {}
     sizes = cfg.get("sizes") or [r["size"] for r in doc["results"]] or [0]
-    step = {"step_factor": int(round(sizes[1] / sizes[0]))} if len(sizes) > 1 and sizes[0] \
-        and sizes[1] % sizes[0] == 0 else {"step_bytes": sizes[1] - sizes[0] if len(sizes) > 1 else 0}
+    kind, step = _step(sizes)
     devices = [{"rank": d.get("rank"), "group": 0, "pid": d.get("pid"),
                 "hostname": d.get("hostname"), "device": d.get("local_rank", 0),
                 "device_hex": "", "device_info": str(d.get("device", ""))}
@@ -245,7 +236,7 @@ def render(doc):
            "env": [f"{k}={v}" for k, v in (doc.get("env") or {}).items()],
            "nccl_version": _nccl_code(doc.get("versions")),
            "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": min(sizes),
-                      "maximum_bytes": max(sizes), **step,
+                      "maximum_bytes": max(sizes), f"step_{kind}": step,
                       "warmup_iters": cfg.get("warmup", 0), "iterations": cfg.get("iters", 0),
                       "aggregated_iterations": 1, "validation": int(bool(cfg.get("check"))),
                       "graph": cfg.get("graph", 0),

@@ -1,16 +1,11 @@
 """NetPIPE's printed output (NPmpi / Debian's NPopenmpi 3.7), read as a results document.
 
-Each measured size prints one line:
-
-      24: 4194304 bytes     20 times -->   6897.45 Mbps in    9278.80 usec
-
-usec is the time of one transfer: half the round trip in its default ping-pong, one
-exchange with -2 (both ranks send at once); bytes are what one rank sends. So bytes / usec
-is the rate of one direction in both modes, which is mpibench's sendrecv algbw (and busbw:
-its factor is 1). Mbps is NetPIPE's own, in 2^20 bits per second and with -2 counting both
-directions: kept in the row, never used for the ratio. Launchers' `[1,0]<stdout>:` prefixes
-are allowed. (The -o file holds bytes of both directions with -2 and does not say which
-mode made it: read the printed output.)
+Each measured size prints `24: 4194304 bytes   20 times -->   6897.45 Mbps in   9278.80 usec`.
+usec is one transfer (half the ping-pong's round trip, or one exchange with -2); bytes are
+what one rank sends, so bytes / usec is one direction's rate in both modes: mpibench's
+sendrecv algbw (and busbw, factor 1). Mbps (2^20 bits/s, both directions with -2) is kept
+in the row, never used. Launchers' `[1,0]<stdout>:` prefixes are allowed. (The -o file
+does not say which mode made it: read the printed output.)
 """
 import re
 

@@ -9,6 +9,16 @@ def figure(value: Optional[float], spec: str = ".3f", unit: str = "", missing: s
     return missing if value is None else format(value, spec) + unit
 
 
+def plural(n: Optional[int], word: str, many: Optional[str] = None) -> str:
+    """word, or its plural (word + s unless many) when n is not 1."""
+    return word if n == 1 else (many or word + "s")
+
+
+def counted(n: Optional[int], word: str, many: Optional[str] = None) -> str:
+    """'1 rank', '3 ranks'."""
+    return f"{n} {plural(n, word, many)}"
+
+
 def ratio(value: Optional[float], missing: str = "-") -> str:
     """How many times another figure a figure is: 1.23x."""
     return figure(value, ".2f", "x", missing)
@@ -30,6 +40,5 @@ def pct(share: Optional[float]) -> str:
 
 
 def share_text(gbps_figure: Optional[float], rate: Optional[float]) -> str:
-    """' (NN%)': a figure in GB/s as a share of a line rate in Gbit/s ('' when either is
-    unknown)."""
+    """' (NN%)': GB/s as a share of a line rate in Gbit/s ('' when either is unknown)."""
     return f" ({gbps_figure * 8 / rate:.0%})" if gbps_figure and rate else ""

@@ -13,6 +13,7 @@ from . import document, nccltests, tables
 from .document import now
 from .files import render_csv, render_json, ResultFile
 from .metrics import MetricsFile
+from .numbers import counted
 from .schema import HostAnalysis, HostEntry
 
 
@@ -35,8 +36,7 @@ class RunOutput:
         self.abandoned = False   # abandon() took the lock for good
 
     def csv_from(self, render):
-        """The CSV file's text from render(doc) instead of one line per row (a command whose
-        CSV holds something else, e.g. check's line per host)."""
+        """The CSV file's text from render(doc), not a line per row (e.g. check's line per host)."""
         if self.csv is not None:
             self.csv.render = render
 
@@ -55,8 +55,7 @@ class RunOutput:
             self.say(f.announcement())
 
     def set(self, **items):
-        """Top-level fields into the document, and the files rewritten (with none: after a
-        section given before changed)."""
+        """Top-level fields into the document, and the files rewritten."""
         with self._lock:
             self.doc.update(items)
             self.flush()
@@ -67,14 +66,12 @@ class RunOutput:
         self.say(tables.row_header(self.per_iter))
 
     def add_row(self, row, line=None):
-        """Record the row, then print it (nccl-tests' format unless a line is given).
-        On disk before on screen: every row a user has seen survives a kill."""
+        """Record the row, then print it (nccl-tests' format, or line): what was seen survives a kill."""
         self.record_row(row)
         self.say(tables.row_line(row, self.per_iter) if line is None else line)
 
     def record_row(self, row):
-        """Add a row to the document and rewrite the files; print nothing (the command
-        prints its own table)."""
+        """Add a row to the document and rewrite the files; print nothing."""
         with self._lock:
             if self.trials:
                 self.trials.add(self.doc["results"], row)
@@ -94,20 +91,14 @@ class RunOutput:
             self.flush()
 
     def finish(self, complete=True):
-        with self._lock:
-            self.doc["end_time"] = now()
-            self.doc["complete"] = complete
-            self.flush()
+        self.set(end_time=now(), complete=complete)
 
     def abandon(self, reason, exit=None):
-        """Write the document marked incomplete, for a job about to end; say what was kept.
-        exit: the job's verdict ({"code", "status"}).
-
-        The lock stays taken: nothing may rewrite the file after this."""
+        """Write the document incomplete (exit: the job's verdict) and keep the lock; say what was kept."""
         if not self._lock.acquire(timeout=5):
             return "the results file is busy: left as last written"
         rows = len(self.doc["results"])
-        kept = f"{rows} row{'s' if rows != 1 else ''} measured"
+        kept = f"{counted(rows, 'row')} measured"
         try:
             self.doc.update(complete=False, incomplete=reason, end_time=now(),
                             **({"exit": exit} if exit else {}))
@@ -121,8 +112,7 @@ class RunOutput:
             f"{kept} (no --json/--csv file asked for)"
 
     def record_exit(self, verdict):
-        """The job's verdict into the document, also after abandon() (which keeps the lock
-        for good, so nothing else writes then)."""
+        """The job's verdict into the document, also after abandon() (which keeps the lock)."""
         if self.abandoned:
             self.doc["exit"] = verdict
             self.flush()

@@ -1,11 +1,11 @@
 """The lines of every command's preamble that say where it ran: each rank's device (as
 nccl-tests prints it), the backend and launcher, versions with their differences between
 hosts, and the network variables."""
+from .numbers import counted
 
 
 def rank_line(r):
-    """nccl-tests 2.19.6's line for one rank (one group: mpibench runs one); the device is
-    the CUDA ordinal, or cpu."""
+    """nccl-tests 2.19.6's line for one rank (group 0); the device is the CUDA ordinal, or cpu."""
     device = r["device"].split(":")[-1] if r["device"].startswith("cuda") else r["device"]
     return (f"#  Rank {r['rank']:2d} Group {0:2d} Pid {r['pid']:6d} on {r['hostname']:>10s} "
             f"device {device:>2s} [{r['bus_id'] or '-'}] {r['device_name']}")
@@ -19,8 +19,7 @@ def describe(out, records, world, nbackends, versions, differences, env):
         out.say(rank_line(r))
     size, hosts = world["size"], len(world["hosts"])
     out.say(f"# backend{'s' if nbackends > 1 else ''} {world['backend']}, launcher "
-            f"{world['launcher']}, {size} rank{'s' if size != 1 else ''} on "
-            f"{hosts} host{'s' if hosts != 1 else ''}, rendezvous "
+            f"{world['launcher']}, {counted(size, 'rank')} on {counted(hosts, 'host')}, rendezvous "
             f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier "
             f"{world['barrier']}")
     out.say("# versions: " + ", ".join(f"{k} {versions[k]}" for k in versions if versions[k]))

@@ -1,9 +1,8 @@
 """Saved results files, as report, compare, plot, sweep and predict read them.
 
-load() is the one place a file is read: it refuses anything that is not a results
-document (UsageError naming the file, never a traceback), so the commands may trust every
-field they touch. The readers of other tools' output (nccllogs, nccltests, netpipe) turn
-theirs into one; the document module validates it.
+load() is the one place a file is read: anything that is not a results document is refused
+(UsageError naming the file), so the commands may trust every field they touch. Other
+tools' output (nccllogs, nccltests, netpipe) is turned into one first.
 """
 import os
 from typing import Any, Dict, List, Optional, Union
@@ -11,11 +10,11 @@ from typing import Any, Dict, List, Optional, Union
 from ..errors import UsageError
 from ..measure.modes import MODES
 from . import document, nccllogs, nccltests, netpipe, schema
+from .numbers import counted
 
 
 def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None) -> Any:
-    """The validated results document in PATH (a dict), or UsageError. collective: the
-    collective of printed tables that do not name theirs (--collective)."""
+    """The validated results document in PATH, or UsageError (collective: --collective)."""
     over = f"over the {document.MAX_BYTES >> 20} MiB limit for a results file"
     try:
         with open(path, "rb") as f:
@@ -41,9 +40,7 @@ def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None)
 
 
 def parse_bytes(data: bytes, collective: Optional[str] = None, path: Any = None) -> Any:
-    """A results document from the bytes of a file: mpibench's JSON, nccl-tests' (or
-    mpibench's) printed output or nccl-tests' -J JSON, or NetPIPE's printed output, turned
-    into one (path: the file's, whose name may name a printed table's collective)."""
+    """A results document from mpibench's JSON, nccl-tests' -J JSON or printed output, or NetPIPE's."""
     text = document.utf8(data)
     try:
         if not text.lstrip()[:1] == "{" and netpipe.looks_like_text(text) \
@@ -72,8 +69,7 @@ def modes(choice):
 
 
 def ranks(doc):
-    world = doc.get("world") or {}
-    return world.get("size")
+    return (doc.get("world") or {}).get("size")
 
 
 def hosts(doc):
@@ -81,8 +77,7 @@ def hosts(doc):
 
 
 def first_mode(row, wanted=None):
-    """The mode a one-mode summary shows: wanted ('out_of_place'/'in_place') if measured,
-    else out-of-place where measured, else in-place."""
+    """wanted if measured, else the first measured mode."""
     for mode in ([wanted] if wanted else MODES):
         if row.get(mode):
             return mode
@@ -90,8 +85,7 @@ def first_mode(row, wanted=None):
 
 
 def bandwidth(row, mode):
-    """(value, low, high, metric): busbw where defined, else algbw (one rank), with the
-    trials' range when the row has one (else low = high = value)."""
+    """(value, low, high, metric): busbw, else algbw (one rank), with the trials' range if any."""
     m = row.get(mode)
     if not m:
         return None
@@ -114,8 +108,7 @@ def has_trials(row):
 
 
 def tests(doc):
-    """The tests a printed log held (each one table with its own average); [] for a
-    results file mpibench wrote."""
+    """The tests (tables) of a printed log; [] for a file mpibench wrote."""
     found = doc.get("tests")
     return found if isinstance(found, list) else []
 
@@ -126,8 +119,7 @@ def test_info(doc, number):
 
 
 def pick_test(doc, path, number):
-    """The document with only test NUMBER's rows (--test), when the file holds several
-    tests; unchanged otherwise. UsageError when it holds fewer."""
+    """Only test NUMBER's rows (--test) of a file of several tests; UsageError if it has fewer."""
     held = tests(doc)
     if number is None or len(held) < 2:
         return doc
@@ -139,8 +131,7 @@ def pick_test(doc, path, number):
 
 
 def first_of_each(doc, path):
-    """(document, note): where several tests of a log hold one collective (repeats), the
-    first of them, and a line saying so; the document unchanged when none repeat."""
+    """(document, note): of the tests repeating a collective only the first, and a line saying so."""
     held = tests(doc)
     by_coll: Dict[str, List[Any]] = {}
     for t in held:
@@ -162,11 +153,11 @@ def describe(path, doc):
     if world:
         nh = len(world.get("hosts") or [])
         n = world.get("size")
-        where = f" on {nh} host{'s' if nh != 1 else ''}"
+        where = f" on {counted(nh, 'host')}"
         if world.get("hosts_complete") is False:    # a printed log without every rank line
             where = f" on {nh}+ hosts (the rank lines list some of them)" if nh else \
                 " (from the rows; no rank lines, hosts unknown)"
-        bits.append(f"{n} rank{'s' if n != 1 else ''}{where}, "
+        bits.append(f"{counted(n, 'rank')}{where}, "
                     f"backend {world.get('backend', '?')}")
     elif tests(doc):
         sizes = sorted({t["ranks"] for t in tests(doc) if t["ranks"]})

@@ -1,17 +1,13 @@
 """What report prints: saved results as run printed them (text), as markdown, or as CSV."""
-import csv
-import io
-
 from tabulate import tabulate
 
 from ..measure.modes import MODES
 from . import reader, summary, tables, traintext
-from .files import CSV_FIELDS, csv_rows
+from .files import CSV_FIELDS, csv_lines, csv_rows
 
 
 def groups(doc):
-    """Rows by (test, setting, collective), in the order first measured; test is 0 but in
-    a printed log of several tests."""
+    """Rows by (test, setting, collective), in the order first measured."""
     out: dict = {}
     for row in doc["results"]:
         out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
@@ -101,17 +97,12 @@ def markdown(docs):
 
 
 def csv_text(docs):
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(("file", "test", "setting") + CSV_FIELDS + ("max_error",))
+    lines = [("file", "test", "setting") + CSV_FIELDS + ("max_error",)]
     for path, doc in docs:
         for row in doc["results"]:
-            for values, mode in zip(csv_rows({"results": [row]}), _measured(row)):
+            measured = [m for m in MODES if row.get(m) is not None]
+            for values, mode in zip(csv_rows({"results": [row]}), measured):
                 err = row[mode].get("max_error")
-                w.writerow([path, row.get("test", ""), row.get("setting", "")] + values +
-                           ["" if err is None else err])
-    return out.getvalue()
-
-
-def _measured(row):
-    return [m for m in MODES if row.get(m) is not None]
+                lines.append([path, row.get("test", ""), row.get("setting", "")] + values +
+                             ["" if err is None else err])
+    return "".join(csv_lines(lines))

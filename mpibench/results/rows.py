@@ -9,9 +9,7 @@ from ..measure.modes import MODES
 
 
 def key(row, mode=None, backend=True):
-    """What lines a row up: across trials of a run (mode None), across files (compare),
-    across backends of one file (backend False). A p2p row's link (from->to) is part of
-    it: one row per link at the same size."""
+    """What lines a row up: across trials (mode None), files (compare), backends (backend False)."""
     return (row["collective"], row.get("backend", "?") if backend else None,
             row.get("dtype", row["type"]), row["redop"], row["root"],
             row.get("setting", "") + row.get("link", ""), row["size"], mode)
@@ -42,8 +40,7 @@ def one_mode(collective, backend, dtype, size, count, redop, root, bw_bytes, fac
 
 
 def of_collective(coll, backend, dtype, c, n, redop, root, mode, seconds, wrong=None, **extra):
-    """one_mode() for a collective module's counts c (size, count and bytes as the engine's
-    rows: nccl-tests' definitions)."""
+    """one_mode() for a collective module's counts c (nccl-tests' size, count and bytes)."""
     return one_mode(coll.name, backend, dtype, max(c.send, c.recv) * dtype.size, c.param, redop,
                     root, coll.bw_bytes(c, dtype.size, n), coll.busbw_factor(n), mode, seconds,
                     wrong, **extra)

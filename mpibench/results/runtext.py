@@ -54,8 +54,7 @@ def call_notes(out, missing, notes):
 
 
 def blocking_wait_note(backends, environ):
-    """The header's line when TORCH_NCCL_BLOCKING_WAIT is on for an NCCL run: torch then
-    blocks the host in every wait, point-to-point ones included."""
+    """The header's line when TORCH_NCCL_BLOCKING_WAIT makes NCCL's p2p waits block the host."""
     value = environ.get("TORCH_NCCL_BLOCKING_WAIT", "").strip().lower()
     if value in ("1", "true", "yes", "y") and any(b.name == "nccl" for b in backends):
         return ("# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host, so -z 0 "
@@ -69,8 +68,7 @@ def buffer_memory(backends):
 
 
 def memory_note(backends):
-    """The header's line when the backends' buffers live in different memories: NCCL's on
-    the GPU, MPI's on the host (mpibench hands MPI host buffers, never CUDA-aware ones)."""
+    """The header's line when the backends' buffers live in different memories (GPU, host)."""
     where = buffer_memory(backends)
     if len(set(where.values())) < 2:
         return None
@@ -124,9 +122,7 @@ def graph_buffers_header(out, buffers):
 
 
 def memory_summary(hosts, out, memory):
-    """Peak memory of every rank (JSON 'memory'), and the largest in one line: the host's
-    resident memory and, on GPUs, the device memory torch allocated, which is where the
-    buffers are there."""
+    """Every rank's peak memory into the document, and the largest (host, device) in one line."""
     out.set(memory=[{"rank": r, "host": hosts[r], **m} for r, m in enumerate(memory)])
     known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
     device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
@@ -168,10 +164,8 @@ def trials_summary(out, trials, unstable_share):
     unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
                    if row[k] and row[k].get("unstable"))
     if unstable:
-        out.say(f"# {unstable} row-mode{'s' if unstable != 1 else ''} UNSTABLE: "
+        out.say(f"# {numbers.counted(unstable, 'row-mode')} UNSTABLE: "
                 f"differences smaller than their spread are noise")
-
-
 
 
 def launch_bound(out):
@@ -179,6 +173,6 @@ def launch_bound(out):
     bound = [row["size"] for row in out.doc["results"] for k in MODE_KEYS.values()
              if row[k] and row[k].get("launch_bound")]
     if bound:
-        out.say(f"# {'Launch-bound rows':<20s} : {len(bound)} row-mode{'s' if len(bound) != 1 else ''}"
+        out.say(f"# {'Launch-bound rows':<20s} : {numbers.counted(len(bound), 'row-mode')}"
                 f" ({format_size(min(bound))} .. {format_size(max(bound))}): "
                 + launchcost.LAUNCH_BOUND_NOTE)

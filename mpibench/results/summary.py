@@ -2,12 +2,11 @@
 prints them as it ends and `report` prints the same from the saved file: nccl-tests'
 "Out of bounds values" and "Avg bus bandwidth" lines, the backends side by side (run
 --backend gloo,mpi), and each row's share of the hosts' line rate."""
-from tabulate import tabulate
-
 from ..measure.modes import MODES
 from . import reader
 from .rows import key as row_key
 from .numbers import figure, share_text
+from .tables import commented
 
 
 def _busbws(rows):
@@ -55,8 +54,7 @@ def closing(rows, names, ranks, wrong, threshold=None):
 
 
 def closing_lines(doc):
-    """closing()'s lines for a saved document (#wrong summed over its rows when the file
-    does not say)."""
+    """closing()'s lines for a saved document."""
     bounds, limit = doc.get("out_of_bounds"), doc.get("min_busbw")
     wrong = bounds["count"] if bounds else \
         int(sum(row[k].get("nwrong") or 0 for row in doc["results"] for k in MODES if row.get(k)))
@@ -73,8 +71,7 @@ def closing_lines(doc):
 
 
 def comparison(rows, a, b, memory=None):
-    """(compared rows, lines): rows of backends a and b side by side, with b's bandwidth
-    over a's. memory: {backend: 'GPU' or 'host'}, where each one's buffers were."""
+    """(compared rows, lines): backends a and b side by side (memory: where their buffers were)."""
     theirs = {row_key(row, m, backend=False): row[m] for row in rows
               if row.get("backend") == b for m in MODES if row.get(m)}
     compared, cells = [], []
@@ -96,14 +93,13 @@ def comparison(rows, a, b, memory=None):
                           m.replace("_", "-"), f"{x['time_us']:.1f}", figure(x["busbw_GBps"]),
                           f"{y['time_us']:.1f}", figure(y["busbw_GBps"]),
                           figure(ratio, ".2f")])
-    table = tabulate(cells, headers=["collective", "size", "type", "redop", "mode", f"{a} us",
-                                     f"{a} busbw", f"{b} us", f"{b} busbw", f"{b}/{a}"],
-                     disable_numparse=True)
     lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
     if memory and memory.get(a) != memory.get(b):
         lines.append(f"# {a} moves {memory.get(a)} memory, {b} {memory.get(b)} memory: "
                      f"different data paths, not only different libraries")
-    return compared, lines + ["#  " + line for line in table.splitlines()]
+    return compared, lines + commented(cells, ["collective", "size", "type", "redop", "mode",
+                                               f"{a} us", f"{a} busbw", f"{b} us", f"{b} busbw",
+                                               f"{b}/{a}"])
 
 
 def comparison_lines(doc):
@@ -115,9 +111,7 @@ def comparison_lines(doc):
 
 
 def line_rate_lines(doc):
-    """With several hosts: every row's busbw as a share of the slowest line rate the hosts
-    report (document key line_rate_gbps: {host: Gbit/s or null}), so that the output says
-    whether a figure is good for this network."""
+    """With several hosts: each row's busbw as a share of the slowest line rate the hosts report."""
     rates = doc.get("line_rate_gbps")
     if len(reader.hosts(doc)) < 2 or not rates:
         return []
@@ -135,7 +129,5 @@ def line_rate_lines(doc):
     lines = ["#", f"# busbw against the line rate: {rate:g} Gbit/s, the slowest the hosts report "
                   f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest "
                   f"interface up)"]
-    table = tabulate(cells, headers=["collective", "backend", "size", "type", "mode",
-                                     "busbw GB/s", "busbw Gbit/s", "of line rate"],
-                     disable_numparse=True)
-    return lines + ["#  " + line for line in table.splitlines()]
+    return lines + commented(cells, ["collective", "backend", "size", "type", "mode",
+                                     "busbw GB/s", "busbw Gbit/s", "of line rate"])

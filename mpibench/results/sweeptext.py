@@ -1,13 +1,13 @@
 """What sweep prints: what it runs, each setting as it starts and ends, and per collective
 and size each setting's busbw and the best."""
-from tabulate import tabulate
-
 from ..measure.sizes import format_size
 from . import reader, traintext
+from .numbers import counted
+from .tables import commented
 
 
 def header(nsettings, swept, command, openmpi, announcement, folder):
-    print(f"# mpibench sweep: {nsettings} setting{'s' if nsettings != 1 else ''} of "
+    print(f"# mpibench sweep: {counted(nsettings, 'setting')} of "
           f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
     print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
                                               if openmpi else ""))
@@ -46,8 +46,6 @@ def summary(doc, names, labels, wanted):
                 "-" if n not in per else f"{per[n][0]:.4g}" for n in names]
             best = max(per, key=lambda n: per[n][0])
             rows.append(cells + [labels[best]])
-        lines += ["#  " + x for x in tabulate(
-            rows, headers=["size"] + [labels[n] for n in names] + ["best"],
-            disable_numparse=True).splitlines()]
+        lines += commented(rows, ["size"] + [labels[n] for n in names] + ["best"])
     for line in lines + traintext.sweep_lines(doc["settings"], labels):
         print(line)

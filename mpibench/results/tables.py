@@ -1,6 +1,4 @@
 """Text output: nccl-tests' row format, and the per-host tables it lacks."""
-from typing import Tuple
-
 from tabulate import tabulate
 
 from ..measure.collectives.base import algbw, busbw
@@ -32,21 +30,19 @@ def row_header(per_iter=False, max_error=False):
     after each mode; max_error: the `error` column of logs before 2.13. Then two columns
     nccl-tests lacks, after all of its own (its columns keep their places): each mode's
     spread over the ranks (SPREAD)."""
+    mode = "  %7s  %6s  %6s  %6s"
+    names = ["time", "algbw", "busbw", "error" if max_error and not per_iter else "#wrong"]
+    units = ["(us)", "(GB/s)", "(GB/s)", ""]
+    title = "#" + " " * 58 + "out-of-place" + " " * 23 + "in-place" + " " * 19
     if per_iter:
-        mode = "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
-        title = "#" + " " * 65 + "out-of-place (+ per-iteration)" + " " * 32 + "in-place (+ per-iteration)"
-        names: Tuple[str, ...] = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
-        units: Tuple[str, ...] = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
-        pad = 32
-    else:
-        mode = "  %7s  %6s  %6s  %6s"
-        title = "#%s%s" % (" " * 58, "out-of-place                       in-place          ")
-        names = ("time", "algbw", "busbw", "error" if max_error else "#wrong")
-        units = ("(us)", "(GB/s)", "(GB/s)", "")
-        pad = 9
+        mode += "  %7s  %7s  %7s  %7s"
+        title = "#" + " " * 65 + "out-of-place (+ per-iteration)" + " " * 32 + \
+            "in-place (+ per-iteration)" + " " * 32
+        names += ["i_min", "i_max", "i_p99", "i_cv%"]
+        units += ["(us)", "(us)", "(us)", "(%)"]
     line = "# %10s  %12s  %8s  %6s  %6s" + mode + mode + "  %6s  %6s"
     return "\n".join([
-        title + " " * pad + SPREAD_TITLE,
+        title + SPREAD_TITLE,
         line % ("size", "count", "type", "redop", "root", *names, *names, "out", "in"),
         line % ("(B)", "(elements)", "", "", "", *units, *units, "(%)", "(%)"),
     ])
@@ -82,21 +78,18 @@ def _mode_values(m):
     return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6), wrong)
 
 
-def _per_iter_values(m):
-    """i_min, i_max, i_p99, i_cv% of one mode (-I 1), as writePerIterReport prints them."""
-    p = (m or {}).get("per_iter")
-    if p is None:
-        return ("", "", "", "")
-    return tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct"))
-
-
 def has_per_iter(rows):
     return any((row.get(k) or {}).get("per_iter") for row in rows for k in MODES)
 
 
 def _mode_cells(m, per_iter):
+    """A mode's cells, and with per_iter its -I 1 i_min, i_max, i_p99, i_cv%."""
     cells = "  %7s  %6s  %6s  %6s" % _mode_values(m)
-    return cells + ("  %7s  %7s  %7s  %7s" % _per_iter_values(m) if per_iter else "")
+    if not per_iter:
+        return cells
+    p = (m or {}).get("per_iter")
+    return cells + "  %7s  %7s  %7s  %7s" % (
+        tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct")) if p else ("",) * 4)
 
 
 ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
@@ -120,16 +113,20 @@ def row_line(row, per_iter=False):
             + _spread_cells(row))
 
 
+def commented(rows, headers, **options):
+    """A table as lines after '#  ', its cells printed as given."""
+    return ["#  " + line for line in
+            tabulate(rows, headers=headers, disable_numparse=True, **options).splitlines()]
+
+
 def host_cells(h, time):
-    """A host's first cells in a per-host table (probes' and train's): its name, its ranks,
-    and the min, median and max of its ranks' times as time() writes them."""
+    """A host's name, ranks, and min, median and max of its ranks' times as time() writes them."""
     return [h["host"], ",".join(str(r) for r in h["ranks"]), time(h["min_s"]),
             time(h["median_s"]), time(h["max_s"])]
 
 
 def slow_host_lines(analysis, unit):
-    """A line per host found consistently slow (probes' and train's), and per pair of two
-    where one was consistently slower; unit: what the analysis counted (iterations, steps)."""
+    """A line per consistently slow host and slower one of a pair; unit: iterations or steps."""
     lines = []
     for name in analysis["slow_hosts"]:
         h = next(x for x in analysis["hosts"] if x["host"] == name)
@@ -156,26 +153,19 @@ def pair_lines(analysis, unit):
             for p in analysis.get("pairs", [])]
 
 
-def host_table(analysis, bw_bytes, factor, fmt="simple"):
-    """Per host: ranks, min/median/max of its ranks' times, busbw of its slowest rank."""
-    rows = []
-    for h in analysis["hosts"]:
-        bus = busbw(algbw(bw_bytes, h["max_s"]), factor)
-        rows.append(host_cells(h, us) + [figure(bus), ratio(h["ratio"])])
-    return tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
-                                   "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
-
-
 def host_section(entry, fmt="simple"):
-    """The per-host block for one probe entry of a results document, as run prints it: the
-    table with several hosts, and the hosts and ranks found slow (nothing else on one host)."""
+    """The per-host table of a probe entry (several hosts), and the hosts and ranks found slow."""
     lines = []
     if len(entry["hosts"]) > 1:
         mode = "in" if entry["mode"] == "in" else "out-of"
         lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
                  f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
                  f"iterations, each after a barrier):"]
-        table = host_table(entry, entry["bw_bytes"], entry["busbw_factor"], fmt)
+        rows = [host_cells(h, us) + [figure(busbw(algbw(entry["bw_bytes"], h["max_s"]),
+                                                  entry["busbw_factor"])), ratio(h["ratio"])]
+                for h in entry["hosts"]]
+        table = tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
+                                        "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
         lines += ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
     return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
 
@@ -207,8 +197,7 @@ def straggler_lines(analysis, size, symmetric=True):
 
 
 def trials_table(rows, fmt="simple"):
-    """Per row and mode of a run with --trials: median, min and max of the time, its
-    coefficient of variation, the busbw median and range, and whether it is stable."""
+    """Per row and mode of run --trials: the time's median, range and cv, busbw, stability."""
     out = []
     for row in rows:
         for key in MODES:

@@ -23,8 +23,7 @@ def job_times(steps, kind):
 
 
 def figures(train, n, alone):
-    """The summary of the timed steps. alone: {(collective, size): seconds} of the step's
-    collectives timed alone (empty when not timed)."""
+    """The summary of the timed steps; alone: {(collective, size): s} of its calls timed alone."""
     steps = train["steps"]
     synced, unsynced = job_times(steps, "synced_s"), job_times(steps, "unsynced_s")
     step = median(synced) if synced else median(unsynced)

@@ -1,10 +1,8 @@
 """The text of a train run as train prints it and report renders it, and the train tables of
 compare and sweep."""
-from tabulate import tabulate
-
 from ..measure.sizes import format_bytes, format_size
 from . import numbers
-from .tables import host_cells, slow_host_lines
+from .tables import commented, host_cells, slow_host_lines
 
 
 def replicas_line(train):
@@ -49,10 +47,8 @@ def summary_lines(train, n):
     if not s:
         return ["# no summary: the run ended before its timed steps were done"]
     m = train["model"]
-    steps = len(train["steps"])
-    lines = ["#", f"# summary over {steps} timed step{'s' if steps != 1 else ''} "
-                  f"(medians; {n} rank{'s' if n != 1 else ''} x batch "
-                  f"{train['batch_per_rank']} x seq {m['seq']}):",
+    lines = ["#", f"# summary over {numbers.counted(len(train['steps']), 'timed step')} (medians; "
+                  f"{numbers.counted(n, 'rank')} x batch {train['batch_per_rank']} x seq {m['seq']}):",
              f"#  step time            : {numbers.ms(s['step_s'])} ms",
              f"#  throughput           : {s['tokens_per_s']:.1f} tokens/s, "
              f"{s['samples_per_s']:.2f} samples/s (the job)"]
@@ -80,10 +76,8 @@ def summary_lines(train, n):
 def scaling_line(sc):
     """The seed's '1.70x on 2x the GPUs' as one line."""
     return (f"scaling: {sc['speedup']:.2f}x on {sc['rank_ratio']:g}x the ranks: efficiency "
-            f"{sc['efficiency']:.2f} (baseline {sc['baseline_ranks']} rank"
-            f"{'s' if sc['baseline_ranks'] != 1 else ''} on {sc['baseline_hosts']} host"
-            f"{'s' if sc['baseline_hosts'] != 1 else ''}, "
-            f"{sc['baseline_tokens_per_s']:.1f} tokens/s)")
+            f"{sc['efficiency']:.2f} (baseline {numbers.counted(sc['baseline_ranks'], 'rank')} on "
+            f"{numbers.counted(sc['baseline_hosts'], 'host')}, {sc['baseline_tokens_per_s']:.1f} tokens/s)")
 
 
 def memory_lines(train):
@@ -100,10 +94,8 @@ def memory_lines(train):
 def host_lines(analysis, kind):
     """Per host: its ranks' step times; the slowest rank and consistently slow hosts."""
     rows = [host_cells(h, numbers.ms) + [numbers.ratio(h["ratio"])] for h in analysis["hosts"]]
-    table = tabulate(rows, headers=["host", "ranks", "min ms", "median ms", "max ms",
-                                    "vs median host"], disable_numparse=True)
     lines = [f"#\n# {kind} step time per host ({analysis['iterations']} steps, median per rank):"]
-    lines += ["#  " + line for line in table.splitlines()]
+    lines += commented(rows, ["host", "ranks", "min ms", "median ms", "max ms", "vs median host"])
     s = analysis["slowest"]
     if len(analysis["ranks"]) > 1:
         ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank"
@@ -122,8 +114,8 @@ def header_line(train):
     return (f"# mpibench train: model {m['preset']} ({m['parameters'] / 1e6:.1f}M parameters: "
             f"{m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, seq {m['seq']}, "
             f"vocab {m['vocab']}), parallel {train['parallel']}{bucket}, batch "
-            f"{train['batch_per_rank']} per rank, {train['precision']}, {train['warmup']} "
-            f"warm-up step{'s' if train['warmup'] != 1 else ''} and {train['timed']} timed")
+            f"{train['batch_per_rank']} per rank, {train['precision']}, "
+            f"{numbers.counted(train['warmup'], 'warm-up step')} and {train['timed']} timed")
 
 
 def calls_line(train):
@@ -149,8 +141,7 @@ def text(doc):
 
 
 def comparison(named_docs):
-    """compare's lines for train documents (each file's step time, throughput and exposed
-    share), and every other file's throughput over the first file's."""
+    """compare's lines for train documents, and each other file's throughput over the first's."""
     base = named_docs[0][1]["train"]["summary"]
     rows, ratios = [], []
     for path, doc in named_docs:
@@ -162,11 +153,9 @@ def comparison(named_docs):
                      numbers.pct(s.get("hidden_share")),
                      f"{s['tokens_per_s'] / base['tokens_per_s']:.3f}"])
         ratios.append(s["tokens_per_s"] / base["tokens_per_s"])
-    table = tabulate(rows, headers=["file", "model", "parallel", "ranks", "hosts", "step ms",
-                                    "tokens/s", "exposed", "hidden", "vs base"],
-                     disable_numparse=True)
-    lines = ["# train: throughput against the first file"] + ["#  " + x for x in table.splitlines()]
-    return lines, ratios[1:]
+    return ["# train: throughput against the first file"] + commented(
+        rows, ["file", "model", "parallel", "ranks", "hosts", "step ms", "tokens/s", "exposed",
+               "hidden", "vs base"]), ratios[1:]
 
 
 def sweep_lines(records, labels):
@@ -176,6 +165,5 @@ def sweep_lines(records, labels):
             for r in records for t in [r.get("train")] if t]
     if not rows:
         return []
-    table = tabulate(rows, headers=["setting", "step ms", "tokens/s", "exposed", "hidden"],
-                     disable_numparse=True)
-    return ["#\n# train steps per setting"] + ["#  " + x for x in table.splitlines()]
+    return ["#\n# train steps per setting"] + commented(
+        rows, ["setting", "step ms", "tokens/s", "exposed", "hidden"])

@@ -1,9 +1,8 @@
 """Repeated sweeps (run --trials K): one row per size from K measurements of it.
 
-A row's top-level figures are the medians over the trials, so every reader of the JSON
-still finds nccl-tests' keys where it expects them; the row keeps every trial under
-`trials`, and each mode gets a `spread` (min, max, coefficient of variation of the
-time) and an `unstable` flag when (max - min) / median of the time exceeds a threshold.
+A row's figures are the medians over the trials, where readers expect nccl-tests' keys; it
+keeps every trial under `trials`, and each mode a `spread` (min, max, coefficient of
+variation of the time) and `unstable` when (max - min) / median exceeds a threshold.
 """
 from statistics import mean, median, pstdev
 
@@ -30,15 +29,12 @@ def merge(trial_rows, threshold=UNSTABLE):
            if k not in MODES and k not in ("per_rank_time_us", "per_rank_nwrong", "trials")}
     row["trials"] = [{k: t[k] for k in (*MODES, "per_rank_time_us", "per_rank_nwrong")}
                      for t in trial_rows]
-    row["per_rank_time_us"] = {
-        key: [median(t["per_rank_time_us"][key][r] for t in trial_rows)
-              for r in range(len(times))]
-        for key, times in first["per_rank_time_us"].items()}
-    row["per_rank_nwrong"] = {
-        key: [None if any(t["per_rank_nwrong"][key][r] is None for t in trial_rows)
-              else sum(t["per_rank_nwrong"][key][r] for t in trial_rows)
-              for r in range(len(wrongs))]
-        for key, wrongs in first["per_rank_nwrong"].items()}
+    def per_rank(field, key):       # each rank's values over the trials
+        return zip(*(t[field][key] for t in trial_rows))
+    row["per_rank_time_us"] = {key: [median(x) for x in per_rank("per_rank_time_us", key)]
+                               for key in first["per_rank_time_us"]}
+    row["per_rank_nwrong"] = {key: [None if None in x else sum(x) for x in per_rank("per_rank_nwrong", key)]
+                              for key in first["per_rank_nwrong"]}
     for key in MODES:
         if first[key] is None:
             row[key] = None
@@ -62,8 +58,7 @@ def merge(trial_rows, threshold=UNSTABLE):
 
 
 class Collector:
-    """Rank 0 during run --trials: each trial's row joins the same row of the earlier
-    trials; the results list holds the merged rows, in the order first measured."""
+    """run --trials on rank 0: each trial's row merged with the same row of the earlier trials."""
 
     def __init__(self, threshold=UNSTABLE):
         self.threshold = threshold
