@@ -488,17 +488,9 @@ def test_predict_errors_on_published_runs_are_the_documented_ones():
     assert summary and int(summary[1]) >= 0.8 * int(summary[2]), got[-1]
 
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="fake hosts need root (network namespaces)")
-
-
-@needs_root
-@pytest.mark.usefixtures("procs")
+@pytest.mark.usefixtures("hosts")
 def test_predict_four_hosts_from_two_and_three(tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "launch"))
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import fakecluster
-    if fakecluster.missing_tools():
-        pytest.skip(f"no fake cluster: missing {fakecluster.missing_tools()}")
     import predict_scaling
     args = ["--collectives", "all_reduce", "-b", "1M", "-e", "16M", "-f", "4", "-n", "4",
             "-w", "1", "--probe-iters", "0"]
