@@ -11,9 +11,11 @@ a gloo loop after Open MPI's polling barrier ran 1.4-1.9x slower than after gloo
 one (4 MiB, 1 host x 2 ranks), which is no matter of the timers.
 """
 import time
+from typing import Any, Callable
 
 
-def torch_seconds(dist, tensor, iters, barrier, stream=None):
+def torch_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any],
+                  stream: Any = None) -> float:
     """Seconds per call of `iters` blocking all_reduce calls of tensor (in place), after
     barrier(); stream: the CUDA stream they run in (GPU tensors: the bare loop's own)."""
     if tensor.is_cuda:
@@ -25,7 +27,8 @@ def torch_seconds(dist, tensor, iters, barrier, stream=None):
     return (time.monotonic_ns() - t0) * 1e-9 / iters
 
 
-def _cuda_seconds(dist, tensor, iters, barrier, stream):
+def _cuda_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any],
+                  stream: Any) -> float:
     import torch
     with torch.cuda.stream(stream):
         barrier()
@@ -37,10 +40,10 @@ def _cuda_seconds(dist, tensor, iters, barrier, stream):
         return (time.monotonic_ns() - t0) * 1e-9 / iters
 
 
-def mpi_seconds(MPI, comm, array, iters):
+def mpi_seconds(MPI: Any, comm: Any, array: Any, iters: int) -> float:
     """Seconds per call of `iters` MPI_Allreduce calls of array in place (mpi4py buffers)."""
     comm.Barrier()
     t0 = MPI.Wtime()
     for _ in range(iters):
         comm.Allreduce(MPI.IN_PLACE, array)
-    return (MPI.Wtime() - t0) / iters
+    return float(MPI.Wtime() - t0) / iters

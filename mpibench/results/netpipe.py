@@ -8,6 +8,7 @@ in the row, never used. Launchers' `[1,0]<stdout>:` prefixes are allowed. (The -
 does not say which mode made it: read the printed output.)
 """
 import re
+from typing import Any, Dict
 
 from .nccltests import Unreadable, document
 
@@ -15,13 +16,13 @@ _LINE = re.compile(r"(?:^|[\s>:])\s*(\d+):\s+(\d+)\s+bytes\s+(\d+)\s+times\s+-->
                    r"([0-9.]+)\s+Mbps\s+in\s+([0-9.]+)\s+usec")
 
 
-def looks_like_text(text):
+def looks_like_text(text: str) -> bool:
     return _LINE.search(text[:20000]) is not None
 
 
-def parse_text(text):
+def parse_text(text: str) -> Dict[str, Any]:
     """NetPIPE's printed output -> results document (Unreadable when it has no rows)."""
-    rows = {}
+    rows: Dict[int, Dict[str, Any]] = {}
     for n, line in enumerate(text.splitlines(), 1):
         m = _LINE.search(line)
         if not m:
@@ -38,8 +39,9 @@ def parse_text(text):
                       "in_place": None}
     if not rows:
         raise Unreadable("no NetPIPE lines (N: BYTES bytes TIMES times --> X Mbps in T usec)")
-    doc = document([rows[s] for s in sorted(rows)], [], None, "NetPIPE NPmpi", None,
-                    "read from NetPIPE's printed output: time = one transfer, bytes / time "
-                    "= one direction (sendrecv algbw)")
+    doc: Dict[str, Any] = document(
+        [rows[s] for s in sorted(rows)], [], None, "NetPIPE NPmpi", None,
+        "read from NetPIPE's printed output: time = one transfer, bytes / time "
+        "= one direction (sendrecv algbw)")
     doc["source"] = "NetPIPE"
     return doc

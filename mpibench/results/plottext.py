@@ -1,9 +1,11 @@
 """What plot prints beside its picture: the tests it draws, the entries it skips, the file
 it wrote."""
+from typing import Any, Dict, Optional, Sequence, Tuple
+
 from . import reader
 
 
-def tests_note(docs, test):
+def tests_note(docs: Sequence[Tuple[str, Dict[str, Any]]], test: Optional[int]) -> None:
     """One line per file that holds several tests, or whose --test N is drawn."""
     for path, doc in docs:
         held = reader.tests(doc)
@@ -14,11 +16,11 @@ def tests_note(docs, test):
             print(f"# {path}: test {test} ({held[0]['collective']}, line {held[0]['line']})")
 
 
-def skipped(name, why):
+def skipped(name: str, why: str) -> None:
     print(f"# {name}: p2p entry skipped: {why}")
 
 
-def wrote(out):
+def wrote(out: Any) -> None:
     """out: the picture's ResultFile."""
     if out.renamed:
         print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")

@@ -1,17 +1,21 @@
 """The lines of every command's preamble that say where it ran: each rank's device (as
 nccl-tests prints it), the backend and launcher, versions with their differences between
 hosts, and the network variables."""
+from typing import Any, Dict, Optional, Sequence
+
 from .numbers import counted
 
 
-def rank_line(r):
+def rank_line(r: Dict[str, Any]) -> str:
     """nccl-tests 2.19.6's line for one rank (group 0); the device is the CUDA ordinal, or cpu."""
     device = r["device"].split(":")[-1] if r["device"].startswith("cuda") else r["device"]
     return (f"#  Rank {r['rank']:2d} Group {0:2d} Pid {r['pid']:6d} on {r['hostname']:>10s} "
             f"device {device:>2s} [{r['bus_id'] or '-'}] {r['device_name']}")
 
 
-def describe(out, records, world, nbackends, versions, differences, env):
+def describe(out: Any, records: Sequence[Dict[str, Any]], world: Dict[str, Any], nbackends: int,
+             versions: Dict[str, Optional[str]], differences: Sequence[str],
+             env: Dict[str, str]) -> None:
     """world: the document's (diagnose/preamble.py); versions: rank 0's; differences: lines
     on the versions that differ between hosts; env: the network variables set."""
     out.say("#\n# Using devices")

@@ -12,6 +12,11 @@ the side channel's (MPI), as nccl-tests' Barrier is MPI_Barrier. Each loop holds
 but the calls, the waits and (modes 1 and 3) the barriers.
 """
 import time
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+Call = Callable[[], Any]          # one bound call (a CPU backend's -z 0 calls return a handle)
+Step = Optional[Callable[[], Any]]  # a finish or a barrier, None where the mode has none
+Wait = Callable[[Any], Any]       # completes one handle
 
 BLOCKING = {0: "launch all, wait once",
             1: "wait and barrier after each call (barrier timed)",
@@ -19,7 +24,8 @@ BLOCKING = {0: "launch all, wait once",
             3: "wait and barrier after each call (barrier not timed)"}
 
 
-def seconds(calls, mode, finish=None, barrier=None, wait=None, window=1):
+def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step = None,
+            wait: Optional[Wait] = None, window: int = 1) -> float:
     """Seconds for running every call once, in order, in -z mode `mode`. finish(): waits for
     every call launched so far (a GPU stream's synchronize; None where calls return finished
     or return a handle). wait(handle): completes one handle, when the calls return handles
@@ -29,20 +35,20 @@ def seconds(calls, mode, finish=None, barrier=None, wait=None, window=1):
             return _windowed(calls, wait, window)
         return _each(calls, None, None, finish)
     if mode == 3:
-        return _barrier_untimed(calls, finish, barrier)
+        return _barrier_untimed(calls, finish, _needed(barrier))
     return _each(calls, finish, barrier if mode == 1 else None)
 
 
-def _each(calls, finish, barrier, finish_once=None):
+def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step = None) -> float:
     perf = time.perf_counter
-    if finish is None and barrier is None:
-        t0 = perf()
-        for call in calls:
-            call()
-        if finish_once is not None:
-            finish_once()
-        return perf() - t0
     if barrier is None:
+        if finish is None:
+            t0 = perf()
+            for call in calls:
+                call()
+            if finish_once is not None:
+                finish_once()
+            return perf() - t0
         t0 = perf()
         for call in calls:
             call()
@@ -62,7 +68,14 @@ def _each(calls, finish, barrier, finish_once=None):
     return perf() - t0
 
 
-def _barrier_untimed(calls, finish, barrier):
+def _needed(barrier: Step) -> Call:
+    """-z 3 times each call between barriers: it cannot run without one."""
+    if barrier is None:
+        raise ValueError("-z 3 needs the side channel's barrier")
+    return barrier
+
+
+def _barrier_untimed(calls: Sequence[Call], finish: Step, barrier: Call) -> float:
     """nccl-tests' -z 3: collOnlySec sums each call's own time; the barriers fall outside."""
     perf = time.perf_counter
     total = 0.0
@@ -82,7 +95,7 @@ def _barrier_untimed(calls, finish, barrier):
     return total
 
 
-def _windowed(calls, wait, window):
+def _windowed(calls: Sequence[Call], wait: Wait, window: int) -> float:
     """Launch in order with at most `window` handles outstanding: call i waits for call
     i - window first, so calls in flight never share a buffer slot when window is at most
     the number of distinct slots the calls cycle through."""
@@ -106,13 +119,15 @@ def _windowed(calls, wait, window):
 # per iteration); on GPUs they are CUDA events' record on the current stream and the
 # times are read from the events after the loop.
 
-def marks_needed(n, mode):
+def marks_needed(n: int, mode: int) -> int:
     """Boundaries of n iterations: before each and after the last; with -z 3 a start and a
     stop around each call (nccl-tests' paired events), so the barriers fall outside."""
     return 2 * n if mode == 3 else n + 1
 
 
-def seconds_marked(calls, mode, marks, finish=None, barrier=None, wait=None, window=1):
+def seconds_marked(calls: Sequence[Call], mode: int, marks: Sequence[Call], finish: Step = None,
+                   barrier: Step = None, wait: Optional[Wait] = None,
+                   window: int = 1) -> Tuple[float, List[Any]]:
     """seconds() with a mark at every iteration boundary: (seconds, stamps), stamps[j]
     what marks[j]() returned. With calls in flight (a CPU backend with -z 0) iteration i
     ends when a wait sees call i complete: the boundaries are the first launch and each
@@ -120,12 +135,13 @@ def seconds_marked(calls, mode, marks, finish=None, barrier=None, wait=None, win
     if mode == 0 and wait is not None:
         return _windowed_marked(calls, wait, window, marks)
     if mode == 3:
-        return _paired_marked(calls, finish, barrier, marks)
+        return _paired_marked(calls, finish, _needed(barrier), marks)
     return _each_marked(calls, finish if mode else None, barrier if mode == 1 else None,
                         finish if mode == 0 else None, marks)
 
 
-def _each_marked(calls, finish, barrier, finish_once, marks):
+def _each_marked(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step,
+                 marks: Sequence[Call]) -> Tuple[float, List[Any]]:
     n = len(calls)
     stamps = [None] * (n + 1)
     perf = time.perf_counter
@@ -143,7 +159,8 @@ def _each_marked(calls, finish, barrier, finish_once, marks):
     return perf() - t0, stamps
 
 
-def _paired_marked(calls, finish, barrier, marks):
+def _paired_marked(calls: Sequence[Call], finish: Step, barrier: Call,
+                   marks: Sequence[Call]) -> Tuple[float, List[Any]]:
     n = len(calls)
     stamps = [None] * (2 * n)
     perf = time.perf_counter
@@ -160,7 +177,8 @@ def _paired_marked(calls, finish, barrier, marks):
     return total, stamps
 
 
-def _windowed_marked(calls, wait, window, marks):
+def _windowed_marked(calls: Sequence[Call], wait: Wait, window: int,
+                     marks: Sequence[Call]) -> Tuple[float, List[Any]]:
     n = len(calls)
     handles = [None] * n
     stamps = [None] * (n + 1)
@@ -178,7 +196,7 @@ def _windowed_marked(calls, wait, window, marks):
     return perf() - t0, stamps
 
 
-def intervals(stamps, mode):
+def intervals(stamps: Sequence[float], mode: int) -> List[float]:
     """Per-iteration differences of host-clock stamps (seconds_marked with perf_counter)."""
     if mode == 3:
         return [stamps[2 * i + 1] - stamps[2 * i] for i in range(len(stamps) // 2)]
