@@ -61,9 +61,10 @@ exit codes:
 def command_groups():
     """The top-level help's command list, by group (a command in no group: 'other')."""
     listed = {n for _, names in commands.GROUPS for n in names}
+    groups = list(commands.GROUPS) + [("other", [n for n in commands.NAMES if n not in listed])]
     lines = []
-    for title, names in commands.GROUPS + (("other", commands.NAMES),):
-        names = [n for n in names if n in commands.NAMES and (title != "other" or n not in listed)]
+    for title, names in groups:
+        names = [n for n in names if n in commands.NAMES]
         if names:
             lines += [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
     return "\n".join(lines)

@@ -28,13 +28,13 @@ MCA = {"OMPI_MCA_btl": "^ofi"}
 for _k, _v in MCA.items():
     os.environ.setdefault(_k, _v)
 
-# Every rank of every job imports mpibench and torch: where the environment turns bytecode
-# caching off (PYTHONDONTWRITEBYTECODE), each would compile them again. The tests' children
-# cache it outside the checkout.
 # What the tests keep between runs (make test-deps puts MPICH there too).
 CACHE = os.environ.get("MPIBENCH_TEST_CACHE", os.path.join(
     os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache")),
     "mpibench-tests"))
+# Every rank of every job imports mpibench and torch: where the environment turns bytecode
+# caching off (PYTHONDONTWRITEBYTECODE), each would compile them again. The tests' children
+# cache it outside the checkout.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(CACHE, "pycache"))
 

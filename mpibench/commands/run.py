@@ -334,9 +334,9 @@ def execute(session, args):
         runtext.memory_summary(session.hosts, out, memory)
         lines = []
         if len(backends) > 1:     # both backends' rows side by side, the second's busbw over the first's
-            memory = runtext.buffer_memory(backends)
-            rows, lines = backends_side_by_side(out.doc["results"], *names, memory=memory)
-            out.set(comparison={"backends": names, "memory": memory, "rows": rows})
+            buffers = runtext.buffer_memory(backends)
+            rows, lines = backends_side_by_side(out.doc["results"], *names, memory=buffers)
+            out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
         fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
                                         args.min_bw)
         for line in lines + line_rate_lines(out.doc) + closing_lines:     # nccl-tests' closing last

@@ -132,8 +132,9 @@ def execute(session, args):
         return guard.verdict(session, None)
     replicas = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
                         base, args)["replicas"]
-    return guard.verdict(session, "FAILED: the replicas differ after synced steps (see "
-                                  "'replicas')" if replicas and not replicas["agree"] else None)
+    differ = bool(replicas) and not replicas["agree"]
+    return guard.verdict(session, "FAILED: the replicas differ after synced steps (see 'replicas')"
+                         if differ else None)
 
 
 def _header(session, out, backend, train, records, versions):
@@ -217,9 +218,11 @@ def _closing(session, out, trainer, train, gathered, alone, base, args):
                  trainfigures.replicas(losses, trainer.loss_rtol),
                  scaling=trainfigures.scaling(summary, session.size, base) if base else None)
     out.set(train=train)
-    for line in [*filter(None, [traintext.calls_line(train)]),
-                 *traintext.host_lines(analysis, "synced" if trainer.synced else "compute"),
-                 *traintext.summary_lines(train, session.size)]:
+    line = traintext.calls_line(train)
+    if line:
+        out.say(line)
+    for line in (traintext.host_lines(analysis, "synced" if trainer.synced else "compute")
+                 + traintext.summary_lines(train, session.size)):
         out.say(line)
     out.finish()
     return train

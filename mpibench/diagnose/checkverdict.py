@@ -56,9 +56,13 @@ def per_host(gathered):
 
 def shortfall(fig, lim):
     """How far a figure misses its limits, as a share of the limit (0 when it meets them)."""
+    out = 0.0
     low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")
-    return max(0.0, 1 - fig["busbw_GBps"] / low if low and fig["busbw_GBps"] is not None else 0.0,
-               fig["time_us"] / high - 1 if high else 0.0)
+    if low and fig["busbw_GBps"] is not None:
+        out = max(out, 1 - fig["busbw_GBps"] / low)
+    if high:
+        out = max(out, fig["time_us"] / high - 1)
+    return out
 
 
 def sure(fig, lim):

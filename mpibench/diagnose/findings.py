@@ -55,8 +55,12 @@ def differences(per_host):
     """[(label, {host: value})] for every fact that differs between hosts."""
     tables = {h: comparable(f) for h, f in per_host.items()}
     labels = list(dict.fromkeys(k for t in tables.values() for k in t))
-    return [(label, values) for label in labels for values in [{h: t.get(label) for h, t in tables.items()}]
-            if len(set(map(str, values.values()))) > 1]
+    out = []
+    for label in labels:
+        values = {h: t.get(label) for h, t in tables.items()}
+        if len(set(map(str, values.values()))) > 1:
+            out.append((label, values))
+    return out
 
 
 def _active_ports(facts):

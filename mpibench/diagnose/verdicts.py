@@ -192,11 +192,13 @@ def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True
     gbit = busbw_GBps * 8 if busbw_GBps else None
     fig = "n/a" if gbit is None else f"busbw {gbit:.3f} Gbit/s"
     known = {h: r for h, r in rates.items() if r}
-    if len(rates) < 2 or not known or gbit is None:
-        why = ("one host: its ranks share memory (or NVLink), no link rate bounds it"
-               if len(rates) < 2 else "the hosts report no link rate (doctor shows what they "
-               "report)" if not known else "busbw is not defined")
-        return check(name, fig, "n/a", None, "n/a", why)
+    if len(rates) < 2:
+        return check(name, fig, "n/a", None, "n/a",
+                     "one host: its ranks share memory (or NVLink), no link rate bounds it")
+    if not known or gbit is None:
+        return check(name, fig, "n/a", None, "n/a",
+                     "the hosts report no link rate (doctor shows what they report)"
+                     if not known else "busbw is not defined")
     host = min(known, key=known.get)
     ratio = gbit / known[host]
     judged = partial(check, name, fig, f"{known[host]:g} Gbit/s ({host}: all its links)", ratio)

@@ -91,7 +91,7 @@ class Watchdog(NullWatch):
         # rank that signal when it starts a step whose name holds WHERE (see arm())
         self._raise_at = [(sig, at) for kind, sig in (("stop", signal.SIGSTOP), ("sigterm", signal.SIGTERM),
                                                       ("sigint", signal.SIGINT))
-                          for at in [faults.get(kind, session.rank)] if at is not None]
+                          if (at := faults.get(kind, session.rank)) is not None]
         if threading.current_thread() is threading.main_thread():
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
             self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})

@@ -41,10 +41,15 @@ def new(command: str, argv: List[str], args: Optional[argparse.Namespace] = None
 
 
 def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:
-    def plain(x: Any) -> Any:
-        return x if isinstance(x, (str, int, float, bool)) else str(x)
-    return {k: v if v is None else [plain(x) for x in v] if isinstance(v, (list, tuple)) else plain(v)
-            for k, v in d.items()}
+    out: Dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            out[k] = v
+        elif isinstance(v, (list, tuple)):
+            out[k] = [x if isinstance(x, (str, int, float, bool)) else str(x) for x in v]
+        else:
+            out[k] = str(v)
+    return out
 
 
 def utf8(data: bytes) -> str:
