@@ -218,12 +218,7 @@ def _closing(session, out, trainer, train, gathered, alone, base, args):
                  trainfigures.replicas(losses, trainer.loss_rtol),
                  scaling=trainfigures.scaling(summary, session.size, base) if base else None)
     out.set(train=train)
-    line = traintext.calls_line(train)
-    if line:
-        out.say(line)
-    for line in (traintext.host_lines(analysis, "synced" if trainer.synced else "compute")
-                 + traintext.summary_lines(train, session.size)):
-        out.say(line)
+    out.say(*traintext.closing_lines(train, session.size))
     out.finish()
     return train
 

@@ -4,8 +4,6 @@ host:local_rank, milliseconds) and rows of the same shape as run's."""
 import math
 from statistics import mean
 
-from tabulate import tabulate
-
 from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw, Counts
@@ -13,6 +11,7 @@ from ..measure.dtypes import DTYPES
 from ..measure.sizes import format_size
 from . import rows, trials
 from .numbers import counted, figure, ratio
+from .tables import table
 
 INT64 = DTYPES["int64"]
 
@@ -65,17 +64,13 @@ def allreduce(out, backend, dt, count, n, records, gathered, warmup):
                          f"algbw {bw_cells(alg)}  busbw {bw_cells(busbw(alg, factor))}")
     good = [bw for bw in trial_bw if bw is not None]
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
-    out.say("")
-    out.say(tabulate([[name, figure(v), figure(v and v * 8), figure(busbw(v, factor)),
-                       figure(busbw(v, factor) and busbw(v, factor) * 8)] for name, v in stats.items()],
-                     headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"],
-                     disable_numparse=True))
+    out.say("", table([[name, figure(v), figure(v and v * 8), figure(busbw(v, factor)),
+                        figure(busbw(v, factor) and busbw(v, factor) * 8)] for name, v in stats.items()],
+                      ["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"]))
     means = [mean(g) for g in gathered]
-    out.say("")
-    out.say(tabulate([[r, label, ms(t), figure(algbw(nbytes, t)), figure(busbw(algbw(nbytes, t), factor))]
-                      for r, (label, t) in enumerate(zip(labels(records), means))],
-                     headers=["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"],
-                     disable_numparse=True))
+    out.say("", table([[r, label, ms(t), figure(algbw(nbytes, t)), figure(busbw(algbw(nbytes, t), factor))]
+                       for r, (label, t) in enumerate(zip(labels(records), means))],
+                      ["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"]))
     slow, fast = max(range(n), key=lambda r: means[r]), min(means)
     out.say(f"\nslowest rank: {slow} on host {records[slow]['hostname']} (local rank "
             f"{records[slow]['local_rank']}): mean {ms(means[slow])} ms, "
@@ -107,7 +102,6 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
     for x, calls, seconds in ((small, k, [g[1] / k for g in gathered]), (count, 1, [g[0] for g in gathered])):
         out.add_row(rows.of_collective(ALL_REDUCE, backend, dt, ALL_REDUCE.counts(x, dt.size, n), n,
                                        "sum", -1, "in_place", seconds, calls=calls))
-    out.say("")
 
     def part(nbytes, seconds):
         alg = algbw(nbytes, seconds)
@@ -119,13 +113,12 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
                 "one": part(big_bytes, d1), "many": part(small_bytes * k, dk),
                 "ratio": dk / d1 if d1 > 0 else None}
     per_rank = [row(r, label, *g) for r, (label, g) in enumerate(zip(labels(records), gathered))]
-    out.say(tabulate([[x["label"], x["rank"], ms(x["one"]["time_us"] / 1e6), figure(x["one"]["algbw_GBps"]),
-                       figure(x["one"]["busbw_GBps"]), ms(x["many"]["time_us"] / 1e6),
-                       figure(x["many"]["algbw_GBps"]), figure(x["many"]["busbw_GBps"]),
-                       figure(x["ratio"], ".2f")] for x in per_rank],
-                     headers=["host:local_rank", "rank", "1xS ms", "algbw GBps", "busbw GBps",
-                              f"{k}xS/{k} ms", "algbw GBps", "busbw GBps", "ratio"],
-                     disable_numparse=True))
+    out.say("", table([[x["label"], x["rank"], ms(x["one"]["time_us"] / 1e6), figure(x["one"]["algbw_GBps"]),
+                        figure(x["one"]["busbw_GBps"]), ms(x["many"]["time_us"] / 1e6),
+                        figure(x["many"]["algbw_GBps"]), figure(x["many"]["busbw_GBps"]),
+                        figure(x["ratio"], ".2f")] for x in per_rank],
+                      ["host:local_rank", "rank", "1xS ms", "algbw GBps", "busbw GBps",
+                       f"{k}xS/{k} ms", "algbw GBps", "busbw GBps", "ratio"]))
     out.set(per_rank=per_rank)
     d1, dk = mean(g[0] for g in gathered), mean(g[1] for g in gathered)
     avg = row(None, "mean", d1, dk)
@@ -173,9 +166,8 @@ def flagsync(out, backend, names, calls, warmup, records, gathered):
         lines.append([name, f"{row['total_s']:.4f}", f"{row['time_per_call_us']:.1f}",
                       f"{row['slowest_rank_time_per_call_us']:.1f}", ratio(speedup, missing="n/a"),
                       ",".join(str(s) for s in sums_i), "yes" if row["agrees"] else "NO"])
-    out.say(tabulate(lines, headers=["method", "total s (mean rank)", "us/call (mean rank)",
-                                     "us/call (slowest rank)", "speedup vs all_gather_object",
-                                     "sum", "agrees"], disable_numparse=True))
+    out.say(table(lines, ["method", "total s (mean rank)", "us/call (mean rank)", "us/call (slowest rank)",
+                          "speedup vs all_gather_object", "sum", "agrees"]))
     out.set(agree=not wrong)
     out.finish()
     if wrong:
@@ -197,11 +189,10 @@ def demo(out, backend, cases, records, gathered):
                 for r, (label, g) in enumerate(zip(labels(records), gathered))]
         failed += [(coll.name, x["rank"]) for x in held if not x["pass"]]
         verdict = "PASS" if all(x["pass"] for x in held) else "FAIL"
-        out.say(f"\n{coll.name}: expected {_show(expected)} on every rank: {verdict}")
-        out.say(tabulate([[x["rank"], x["label"], _show(x["before"]), _show(x["after"]),
-                           "PASS" if x["pass"] else "FAIL"] for x in held],
-                         headers=["rank", "host:local_rank", "before", "after", ""],
-                         disable_numparse=True))
+        out.say(f"\n{coll.name}: expected {_show(expected)} on every rank: {verdict}",
+                table([[x["rank"], x["label"], _show(x["before"]), _show(x["after"]),
+                        "PASS" if x["pass"] else "FAIL"] for x in held],
+                      ["rank", "host:local_rank", "before", "after", ""]))
         # The row's time is that of this one first call (connection set-up included): the
         # demo checks results, it is no benchmark.
         out.record_row(rows.of_collective(

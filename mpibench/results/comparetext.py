@@ -2,12 +2,11 @@
 ratio to the baseline and its verdict (faster, slower, within noise), and the counts."""
 from math import exp, log
 
-from tabulate import tabulate
-
 from ..errors import UsageError
 from ..measure.sizes import format_size
 from . import reader, rows as rowkeys, traintext
 from .numbers import counted
+from .tables import table
 
 NOISE = 0.05
 
@@ -88,11 +87,9 @@ def rows(paths, docs, figs, common, noise, min_share):
     ratios: list[list[float]] = [[] for _ in paths[1:]]
     lines, failures = [], []
     counts = [{"faster": 0, "slower": 0, "within noise": 0} for _ in paths[1:]]
-    algbw_used = False
     for k in common:
         coll, backend, dtype, redop, root, setting, size, mode = k
         base = figs[0][k]
-        algbw_used |= base[3] == "algbw"
         line = [coll, backend or file_backends, dtype, redop] + ([setting] if settings else []) + \
             [format_size(size), mode.replace("_", "-"), f"{base[0]:.4g}"]
         for i, f in enumerate(figs[1:]):
@@ -104,8 +101,8 @@ def rows(paths, docs, figs, common, noise, min_share):
                 failures.append(f"{paths[i + 1]}: {coll} {dtype} {format_size(size)} "
                                 f"{mode.replace('_', '-')} at {ratio:.3f}x the baseline")
         lines.append(line)
-    print(tabulate(lines, headers=_headers(len(paths), settings), disable_numparse=True))
-    if algbw_used:
+    print(table(lines, _headers(len(paths), settings)))
+    if any(figs[0][k][3] == "algbw" for k in common):
         print("# one-rank rows: algbw compared (busbw is not defined for one rank)")
     _counts(paths, figs, common, counts, ratios)
     return failures

@@ -8,8 +8,7 @@ def hosts(out, per_host, ranks, size, launcher, version_keys):
             f"launcher {launcher}")
     out.announce_files()
     for h, f in per_host.items():
-        for line in host_lines(h, f, ranks[h], version_keys):
-            out.say(line)
+        out.say(*host_lines(h, f, ranks[h], version_keys))
 
 
 def consistency(out, diffs, nhosts):

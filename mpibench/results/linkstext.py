@@ -45,8 +45,7 @@ def matrices(out, names, size, bidirectional, bandwidth, latency_size, latency):
 def _table(out, corner, names, matrix, digits):
     rows = [[n] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
             for n, row, a in zip(names, matrix, names)]
-    for line in commented(rows, [corner] + names, stralign="right"):
-        out.say(line)
+    out.say(*commented(rows, [corner] + names, stralign="right"))
 
 
 def verdict(out, analysis, hosts, labels, bw, moved):
@@ -80,5 +79,4 @@ def verdict(out, analysis, hosts, labels, bw, moved):
                      f"({k} iterations each)")
     if analysis["note"]:
         lines.append(f"# note: {analysis['note']}")
-    for line in lines:
-        out.say(line)
+    out.say(*lines)

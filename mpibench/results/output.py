@@ -40,8 +40,9 @@ class RunOutput:
         if self.csv is not None:
             self.csv.render = render
 
-    def say(self, text):
-        self.s.out(text)
+    def say(self, *lines):
+        for line in lines:
+            self.s.out(line)
 
     def note(self, text):
         """A line for the reader that also belongs in the results file."""
@@ -84,8 +85,7 @@ class RunOutput:
                             "dtype": dt.name, "redop": op, "mode": mode, "symmetric": coll.symmetric,
                             "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),
                             "busbw_factor": coll.busbw_factor(self.s.size), **analysis}
-        for line in tables.host_section(entry):
-            self.say(line)
+        self.say(*tables.host_section(entry))
         with self._lock:
             self.doc["hosts"].append(entry)
             self.flush()

@@ -60,7 +60,7 @@ def text(docs):
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             lines.append("#\n# median of the trials per row, and their spread")
-            lines += ["#  " + x for x in tables.trials_table(trial_rows).splitlines()]
+            lines += tables.trials_table(trial_rows)
         lines += _hosts(doc, "simple")
         lines += summary.comparison_lines(doc) + summary.line_rate_lines(doc)
         if "train" in doc:
@@ -86,7 +86,7 @@ def markdown(docs):
             parts += [_md(x) for x in _test_average(doc, test)]
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
-            parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github"))
+            parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github")[0])
         for line in _hosts(doc, "github"):
             parts.append(_md(line) if line.startswith("#") else line)
         if "train" in doc:

@@ -127,20 +127,16 @@ def memory_summary(hosts, out, memory):
     known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
     device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
               if m.get("device_peak_bytes") is not None]
-    if device:
-        peak, rank = max(device)
-        line = (f"# peak device memory (torch.cuda.max_memory_allocated): {format_bytes(peak)} "
-                f"on rank {rank} (host {hosts[rank]}), of which buffers "
-                f"{format_bytes(memory[rank]['buffer_bytes'])}")
-        if known:
-            host_peak, host_rank = max(known)
-            line += (f"; peak host resident memory {format_bytes(host_peak)} on rank "
-                     f"{host_rank} (host {hosts[host_rank]})")
-        out.say(line)
-    elif known:
-        peak, rank = max(known)
-        out.say(f"# peak resident memory: {format_bytes(peak)} on rank {rank} (host "
-                f"{hosts[rank]}), of which buffers {format_bytes(memory[rank]['buffer_bytes'])}")
+    if not (device or known):
+        return
+
+    def peak(found, what):
+        value, rank = max(found)
+        return rank, f"{what}{format_bytes(value)} on rank {rank} (host {hosts[rank]})"
+    rank, line = (peak(device, "# peak device memory (torch.cuda.max_memory_allocated): ") if device
+                  else peak(known, "# peak resident memory: "))
+    line += f", of which buffers {format_bytes(memory[rank]['buffer_bytes'])}"
+    out.say(line + ("; " + peak(known, "peak host resident memory ")[1] if device and known else ""))
 
 
 def per_rank_table(hosts, out):
@@ -159,8 +155,7 @@ def per_rank_table(hosts, out):
 def trials_summary(out, trials, unstable_share):
     out.say(f"#\n# median of {trials} trials per row; spread over the trials; a row is "
             f"UNSTABLE when its times span more than {unstable_share:.0%} of their median")
-    for line in tables.trials_table(out.doc["results"]).splitlines():
-        out.say("#  " + line)
+    out.say(*tables.trials_table(out.doc["results"]))
     unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
                    if row[k] and row[k].get("unstable"))
     if unstable:

@@ -42,19 +42,15 @@ def row_header(per_iter=False, max_error=False):
         units += ["(us)", "(us)", "(us)", "(%)"]
     line = "# %10s  %12s  %8s  %6s  %6s" + mode + mode + "  %6s  %6s"
     return "\n".join([
-        title + SPREAD_TITLE,
+        title + "rank spread",
         line % ("size", "count", "type", "redop", "root", *names, *names, "out", "in"),
         line % ("(B)", "(elements)", "", "", "", *units, *units, "(%)", "(%)"),
     ])
 
 
-# The spread of a row: (slowest rank - fastest rank) / mean rank, of the ranks' times for
-# the row (each rank's own loop), in percent; "-" where a mode was not measured.
-SPREAD_TITLE = "rank spread"
-
-
 def spread_pct(row, key):
-    """The rank spread of one mode of a row, in percent (None: not measured or unknown)."""
+    """The rank spread of one mode of a row: (slowest rank - fastest rank) / mean rank, of the
+    ranks' times for the row (each rank's own loop), in percent (None: not measured or unknown)."""
     times = (row.get("per_rank_time_us") or {}).get(key)
     if not row.get(key) or not times:
         return None
@@ -113,10 +109,16 @@ def row_line(row, per_iter=False):
             + _spread_cells(row))
 
 
-def commented(rows, headers, **options):
-    """A table as lines after '#  ', its cells printed as given."""
-    return ["#  " + line for line in
-            tabulate(rows, headers=headers, disable_numparse=True, **options).splitlines()]
+def table(rows, headers):
+    """A plain table, its cells printed as given."""
+    return tabulate(rows, headers=headers, disable_numparse=True)
+
+
+def commented(rows, headers, fmt="simple", numparse=False, **options):
+    """A table as lines after '#  ' (in another format, markdown: one block), its cells
+    printed as given unless numparse."""
+    table = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=not numparse, **options)
+    return ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
 
 
 def host_cells(h, time):
@@ -164,9 +166,8 @@ def host_section(entry, fmt="simple"):
         rows = [host_cells(h, us) + [figure(busbw(algbw(entry["bw_bytes"], h["max_s"]),
                                                   entry["busbw_factor"])), ratio(h["ratio"])]
                 for h in entry["hosts"]]
-        table = tabulate(rows, headers=["host", "ranks", "min us", "median us", "max us",
-                                        "busbw GB/s (slowest)", "vs median host"], tablefmt=fmt)
-        lines += ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
+        lines += commented(rows, ["host", "ranks", "min us", "median us", "max us",
+                                  "busbw GB/s (slowest)", "vs median host"], fmt, numparse=True)
     return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
 
 
@@ -197,7 +198,8 @@ def straggler_lines(analysis, size, symmetric=True):
 
 
 def trials_table(rows, fmt="simple"):
-    """Per row and mode of run --trials: the time's median, range and cv, busbw, stability."""
+    """Per row and mode of run --trials: the time's median, range and cv, busbw, stability
+    (commented's lines)."""
     out = []
     for row in rows:
         for key in MODES:
@@ -211,6 +213,5 @@ def trials_table(rows, fmt="simple"):
                         key.replace("_", "-"), f"{m['time_us']:.1f}", f"{sp['time_us_min']:.1f}",
                         f"{sp['time_us_max']:.1f}", f"{sp['cv'] * 100:.1f}",
                         figure(m["busbw_GBps"]), bw, "UNSTABLE" if m["unstable"] else "stable"])
-    return tabulate(out, headers=["collective", "size", "type", "redop", "mode", "time us",
-                                  "min", "max", "cv %", "busbw GB/s", "busbw min-max",
-                                  "trials"], tablefmt=fmt, disable_numparse=True)
+    return commented(out, ["collective", "size", "type", "redop", "mode", "time us", "min", "max",
+                           "cv %", "busbw GB/s", "busbw min-max", "trials"], fmt)

@@ -118,23 +118,19 @@ def header_line(train):
             f"{numbers.counted(train['warmup'], 'warm-up step')} and {train['timed']} timed")
 
 
-def calls_line(train):
-    calls = train.get("collectives") or []
-    if not calls:
-        return None
-    parts = [f"{c['count']} x {c['collective']} {format_size(c['size'])}" for c in calls]
-    return f"# one step's collectives: {', '.join(parts)}"
-
-
 def text(doc):
     """What report prints for a train document (its rows are printed as run's)."""
     train = doc["train"]
     n = (doc.get("world") or {}).get("size") or 1
     lines = [header_line(train), steps_title(train), STEP_HEADER]
-    lines += [step_line(r) for r in train["steps"]]
-    call = calls_line(train)
-    if call:
-        lines.append(call)
+    return lines + [step_line(r) for r in train["steps"]] + closing_lines(train, n)
+
+
+def closing_lines(train, n):
+    """What follows the steps: one step's collectives, the hosts, the summary."""
+    calls = train.get("collectives") or []
+    lines = ["# one step's collectives: " + ", ".join(
+        f"{c['count']} x {c['collective']} {format_size(c['size'])}" for c in calls)] if calls else []
     if train.get("hosts"):
         lines += host_lines(train["hosts"], "synced" if train["parallel"] != "none" else "compute")
     return lines + summary_lines(train, n)
