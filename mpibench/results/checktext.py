@@ -145,8 +145,7 @@ def csv(doc):
     for e in (doc.get("check") or {}).get("hosts", []):
         intra = "" if e["intra"] is None else e["intra"]["busbw_GBps"]
         for p in e["pairs"] or [None]:
-            lines.append([e["host"], len(e["ranks"]), intra, p["partner"] if p else "",
-                          p["round"] if p else "", p.get("rail", 0) if p else "",
-                          p["busbw_GBps"] if p else "",
-                          e["line_rate_gbps"] or "", e["verdict"], "; ".join(e["reasons"])])
+            pair = [p["partner"], p["round"], p.get("rail", 0), p["busbw_GBps"]] if p else [""] * 4
+            lines.append([e["host"], len(e["ranks"]), intra, *pair, e["line_rate_gbps"] or "",
+                          e["verdict"], "; ".join(e["reasons"])])
     return "".join(csv_lines(lines))
