@@ -3,44 +3,48 @@ rank 0, from every rank's figures: the units their users know (GBps and Gbps,
 host:local_rank, milliseconds) and rows of the same shape as run's."""
 import math
 from statistics import mean
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
-from ..measure.collectives.base import algbw, busbw, Counts
-from ..measure.dtypes import DTYPES
+from ..measure.collectives.base import algbw, busbw, Collective, Counts
+from ..measure.dtypes import DType, DTYPES
 from ..measure.sizes import format_size
 from . import rows, trials
 from .numbers import counted, figure, ratio
+from .output import RunOutput
 from .tables import table
 
 INT64 = DTYPES["int64"]
+Records = Sequence[Dict[str, Any]]      # every rank's record (hostname, local_rank, ...)
 
 
-def labels(records):
+def labels(records: Records) -> List[str]:
     """host:local_rank of every rank, as the classic scripts print them."""
     return [f"{r['hostname']}:{r['local_rank']}" for r in records]
 
 
-def bw_cells(value):
+def bw_cells(value: Optional[float]) -> str:
     """'12.345 GBps (98.76 Gbps)', or n/a."""
     return "n/a" if value is None else f"{value:.3f} GBps ({value * 8:.2f} Gbps)"
 
 
-def ms(seconds):
+def ms(seconds: float) -> str:
     """Milliseconds with four significant digits and no exponent."""
     value = seconds * 1e3
     digits = max(0, 3 - math.floor(math.log10(abs(value)))) if value else 3
     return f"{value:.{digits}f}"
 
 
-def busbw_text(factor, formula=""):
+def busbw_text(factor: float, formula: str = "") -> str:
     return (f"busbw = algbw x {factor:g}{formula}"
             + ("; with one rank busbw is not defined" if factor == 0 else ""))
 
 
 # ---- allreduce: per-trial and per-rank bandwidth of one payload ----
 
-def allreduce(out, backend, dt, count, n, records, gathered, warmup):
+def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, records: Records,
+              gathered: Sequence[Sequence[float]], warmup: int) -> None:
     """gathered[r][k]: rank r's seconds in trial k."""
     factor = ALL_REDUCE.busbw_factor(n)
     nbytes, ntrials = count * dt.size, len(gathered[0])
@@ -85,7 +89,9 @@ def allreduce(out, backend, dt, count, n, records, gathered, warmup):
 
 # ---- latency: 1 x S against K x S/K ----
 
-def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blocking):
+def latency(out: RunOutput, backend: str, dt: DType, count: int, small: int, k: int, n: int,
+            records: Records, gathered: Sequence[Tuple[float, float]], warmup: int,
+            blocking: int) -> None:
     """gathered[r]: rank r's (seconds of the one call, seconds of the K calls together)."""
     factor = ALL_REDUCE.busbw_factor(n)
     big_bytes, small_bytes = count * dt.size, small * dt.size
@@ -103,12 +109,12 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
         out.add_row(rows.of_collective(ALL_REDUCE, backend, dt, ALL_REDUCE.counts(x, dt.size, n), n,
                                        "sum", -1, "in_place", seconds, calls=calls))
 
-    def part(nbytes, seconds):
+    def part(nbytes: int, seconds: float) -> Dict[str, Any]:
         alg = algbw(nbytes, seconds)
         return {"bytes": nbytes, "time_us": seconds * 1e6, "algbw_GBps": alg,
                 "busbw_GBps": busbw(alg, factor)}
 
-    def row(rank, label, d1, dk):
+    def row(rank: Optional[int], label: str, d1: float, dk: float) -> Dict[str, Any]:
         return {"collective": ALL_REDUCE.name, "backend": backend, "rank": rank, "label": label,
                 "one": part(big_bytes, d1), "many": part(small_bytes * k, dk),
                 "ratio": dk / d1 if d1 > 0 else None}
@@ -132,7 +138,8 @@ def latency(out, backend, dt, count, small, k, n, records, gathered, warmup, blo
 
 # ---- flagsync: three ways to sum a done flag ----
 
-def flagsync(out, backend, names, calls, warmup, records, gathered):
+def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, warmup: int,
+             records: Records, gathered: Sequence[Tuple[Sequence[float], Sequence[int]]]) -> Optional[str]:
     """gathered[r]: rank r's (seconds per call, sum) per method; the failure message or None."""
     n = len(gathered)
     expected = n * (n + 1) // 2
@@ -180,13 +187,15 @@ def flagsync(out, backend, names, calls, warmup, records, gathered):
 
 # ---- demo: rank r holds r ----
 
-def demo(out, backend, cases, records, gathered):
+def demo(out: RunOutput, backend: str, cases: Sequence[Tuple[Collective, Counts, str, str, int, List[int]]],
+         records: Records, gathered: Sequence[Sequence[Tuple[List[int], List[int], float]]]) -> Optional[str]:
     """gathered[r][i]: rank r's (before, after, seconds) of cases[i]; the failure message or None."""
-    n, failed = len(gathered), []
+    n, failed = len(gathered), []     # failed: (collective, rank)
     out.say(f"# {counted(n, 'rank')} on {backend}; rank r holds r")
     for i, (coll, counts, mode, op, root, expected) in enumerate(cases):
-        held = [{"rank": r, "label": label, "before": g[i][0], "after": g[i][1], "pass": g[i][1] == expected}
-                for r, (label, g) in enumerate(zip(labels(records), gathered))]
+        held: List[Dict[str, Any]] = [
+            {"rank": r, "label": label, "before": g[i][0], "after": g[i][1], "pass": g[i][1] == expected}
+            for r, (label, g) in enumerate(zip(labels(records), gathered))]
         failed += [(coll.name, x["rank"]) for x in held if not x["pass"]]
         verdict = "PASS" if all(x["pass"] for x in held) else "FAIL"
         out.say(f"\n{coll.name}: expected {_show(expected)} on every rank: {verdict}",
@@ -203,17 +212,17 @@ def demo(out, backend, cases, records, gathered):
     out.finish()
     if failed:
         colls = sorted({c for c, _ in failed}, key=[c[0].name for c in cases].index)
-        coll, rank = failed[0]
-        return (f"demo FAILED: {', '.join(colls)} (first: {coll} on rank {rank}, host "
+        name, rank = failed[0]
+        return (f"demo FAILED: {', '.join(colls)} (first: {name} on rank {rank}, host "
                 f"{records[rank]['hostname']})")
     out.say(f"\ndemo: all {len(cases)} collectives PASS on {counted(n, 'rank')}")
     return None
 
 
-def _wrong(got, expected):
+def _wrong(got: List[int], expected: List[int]) -> int:
     """Elements of got that differ from expected (a missing or extra element counts)."""
     return sum(a != b for a, b in zip(got, expected)) + abs(len(got) - len(expected))
 
 
-def _show(values):
+def _show(values: List[int]) -> str:
     return str(values[0]) if len(values) == 1 else "[" + ", ".join(str(v) for v in values) + "]"

@@ -3,25 +3,32 @@ tables, the summary, and the JSON/CSV files brought up to date after every row.
 
 The watchdog thread may mark the document incomplete at any moment (a hang, a signal):
 a lock keeps it from writing while the main thread is changing the document."""
+import argparse
 import sys
 import threading
-from typing import Any, List
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from ..errors import UsageError
 from ..launch import faults
+from ..launch.session import Session
+from ..measure.collectives.base import Collective, Counts
+from ..measure.dtypes import DType
+from ..measure.row import Row
 from . import document, nccltests, tables
 from .document import now
 from .files import render_csv, render_json, ResultFile
 from .metrics import MetricsFile
 from .numbers import counted
 from .schema import HostAnalysis, HostEntry
+from .trials import Collector
 
 
 class RunOutput:
-    def __init__(self, session, command, args, json_path=None, csv_path=None):
+    def __init__(self, session: Session, command: str, args: argparse.Namespace,
+                 json_path: Optional[str] = None, csv_path: Optional[str] = None) -> None:
         self.s = session
         self._lock = threading.Lock()
-        self.files: List[Any] = []     # ResultFile and MetricsFile: path, write(doc), announcement()
+        self.files: List[Union[ResultFile, MetricsFile]] = []
         if json_path:
             nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
             self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
@@ -32,46 +39,46 @@ class RunOutput:
             self.files.append(MetricsFile(args.metrics))
         self.doc = document.new(command, sys.argv[1:], args)
         self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
-        self.trials = None   # a trials.Collector when run --trials K > 1 merges repeated rows
+        self.trials: Optional[Collector] = None   # run --trials K > 1: merges repeated rows
         self.abandoned = False   # abandon() took the lock for good
 
-    def csv_from(self, render):
+    def csv_from(self, render: Callable[[Dict[str, Any]], str]) -> None:
         """The CSV file's text from render(doc), not a line per row (e.g. check's line per host)."""
         if self.csv is not None:
             self.csv.render = render
 
-    def say(self, *lines):
+    def say(self, *lines: str) -> None:
         for line in lines:
             self.s.out(line)
 
-    def note(self, text):
+    def note(self, text: str) -> None:
         """A line for the reader that also belongs in the results file."""
         self.s.out(f"# {text}")
         with self._lock:
             self.doc["notes"].append(text)
             self.flush()
 
-    def announce_files(self):
+    def announce_files(self) -> None:
         for f in self.files:
             self.say(f.announcement())
 
-    def set(self, **items):
+    def set(self, **items: Any) -> None:
         """Top-level fields into the document, and the files rewritten."""
         with self._lock:
             self.doc.update(items)
             self.flush()
 
-    def table_header(self, collective):
+    def table_header(self, collective: str) -> None:
         """nccl-tests' start line and column header, before a collective's rows."""
         self.say(f"#\n# Collective test starting: {collective}_perf")
         self.say(tables.row_header(self.per_iter))
 
-    def add_row(self, row, line=None):
+    def add_row(self, row: Row, line: Optional[str] = None) -> None:
         """Record the row, then print it (nccl-tests' format, or line): what was seen survives a kill."""
         self.record_row(row)
         self.say(tables.row_line(row, self.per_iter) if line is None else line)
 
-    def record_row(self, row):
+    def record_row(self, row: Row) -> None:
         """Add a row to the document and rewrite the files; print nothing."""
         with self._lock:
             if self.trials:
@@ -80,7 +87,8 @@ class RunOutput:
                 self.doc["results"].append(row)
             self.flush()
 
-    def add_hosts(self, coll, dt, op, size, c, mode, analysis: HostAnalysis) -> None:
+    def add_hosts(self, coll: Collective, dt: DType, op: str, size: int, c: Counts, mode: str,
+                  analysis: HostAnalysis) -> None:
         entry: HostEntry = {"collective": coll.name, "size": size, "type": dt.label,
                             "dtype": dt.name, "redop": op, "mode": mode, "symmetric": coll.symmetric,
                             "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),
@@ -90,10 +98,10 @@ class RunOutput:
             self.doc["hosts"].append(entry)
             self.flush()
 
-    def finish(self, complete=True):
+    def finish(self, complete: bool = True) -> None:
         self.set(end_time=now(), complete=complete)
 
-    def abandon(self, reason, exit=None):
+    def abandon(self, reason: str, exit: Optional[Dict[str, Any]] = None) -> str:
         """Write the document incomplete (exit: the job's verdict) and keep the lock; say what was kept."""
         if not self._lock.acquire(timeout=5):
             return "the results file is busy: left as last written"
@@ -111,7 +119,7 @@ class RunOutput:
         return f"{kept}, saved in {paths} (marked incomplete)" if paths else \
             f"{kept} (no --json/--csv file asked for)"
 
-    def record_exit(self, verdict):
+    def record_exit(self, verdict: Dict[str, Any]) -> None:
         """The job's verdict into the document, also after abandon() (which keeps the lock)."""
         if self.abandoned:
             self.doc["exit"] = verdict
@@ -119,12 +127,12 @@ class RunOutput:
             return
         self.set(exit=verdict)
 
-    def flush(self):
+    def flush(self) -> None:
         for f in self.files:
             f.write(self.doc)
 
 
-def open_output(session, command, args):
+def open_output(session: Session, command: str, args: argparse.Namespace) -> Optional[RunOutput]:
     """Rank 0 reserves the result files before anything is measured; all ranks agree."""
     out, error = None, None
     if session.rank == 0:

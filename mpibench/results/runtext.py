@@ -1,15 +1,22 @@
 """What `run` prints around nccl-tests' rows: the settings and notes of its header, the
 launch cost, device memory and -G buffer lines, and after the sweep the trials' spread,
 the per-rank times and peak memory."""
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
 from tabulate import tabulate
 
 from ..measure import launchcost
-from ..measure.modes import MODE_KEYS, MODE_TEXT
+from ..measure.backends.torchdist import TorchBackend
+from ..measure.engine import Plan
+from ..measure.modes import MODE_TEXT
 from ..measure.sizes import format_bytes, format_size
 from . import nccltests, numbers, tables
+from .output import RunOutput
 
 
-def settings(out, versions, plan, average, blocking, modes, notes, clock, timeout):
+def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, average: str,
+             blocking: Dict[str, int], modes: Dict[str, str], notes: Sequence[Optional[str]],
+             clock: str, timeout: float) -> None:
     """The header's first lines. blocking, modes: {backend: its -z, what that does}; notes:
     lines or None; clock: what times each iteration with -I 1."""
     sizes = plan.sizes
@@ -36,12 +43,13 @@ def settings(out, versions, plan, average, blocking, modes, notes, clock, timeou
     out.say(f"# watchdog: a row that takes over {timeout:g} s is called hung (--timeout)")
 
 
-def banner(text):
+def banner(text: str) -> str:
     """The line that opens a trial, or a backend's sweep (rank 0 prints it)."""
     return f"#\n# {text}"
 
 
-def call_notes(out, missing, notes):
+def call_notes(out: RunOutput, missing: Sequence[Tuple[str, str, Sequence[str]]],
+               notes: Sequence[Tuple[str, str, str]]) -> None:
     """The header's last lines. missing: (mode, why, collectives without that call) per
     backend and mode; notes: (backend, collective, text) where torch's call differs."""
     for mode, why, colls in missing:
@@ -53,7 +61,7 @@ def call_notes(out, missing, notes):
         out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
 
 
-def blocking_wait_note(backends, environ):
+def blocking_wait_note(backends: Sequence[TorchBackend], environ: Mapping[str, str]) -> Optional[str]:
     """The header's line when TORCH_NCCL_BLOCKING_WAIT makes NCCL's p2p waits block the host."""
     value = environ.get("TORCH_NCCL_BLOCKING_WAIT", "").strip().lower()
     if value in ("1", "true", "yes", "y") and any(b.name == "nccl" for b in backends):
@@ -62,12 +70,12 @@ def blocking_wait_note(backends, environ):
     return None
 
 
-def buffer_memory(backends):
+def buffer_memory(backends: Sequence[TorchBackend]) -> Dict[str, str]:
     """{backend: 'GPU' or 'host'}: where each backend's buffers live."""
     return {b.name: "GPU" if getattr(b, "cuda", False) else "host" for b in backends}
 
 
-def memory_note(backends):
+def memory_note(backends: Sequence[TorchBackend]) -> Optional[str]:
     """The header's line when the backends' buffers live in different memories (GPU, host)."""
     where = buffer_memory(backends)
     if len(set(where.values())) < 2:
@@ -77,7 +85,7 @@ def memory_note(backends):
               "compared on different data paths, not only different libraries")
 
 
-def launch_header(out, launch, graph):
+def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bool) -> None:
     for name, costs in launch.items():
         figures = ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items())
         marked = ("with -G a graph launch starts every captured call, so no row is marked "
@@ -92,20 +100,20 @@ def launch_header(out, launch, graph):
                                 for b, costs in launch.items()})
 
 
-def room_header(out, rooms):
+def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> None:
     """What the GPU buffers leave free for NCCL, and -e where it was lowered for that."""
-    rooms = {name: r for name, r in rooms.items() if r is not None}
-    for name, r in rooms.items():
+    known = {name: r for name, r in rooms.items() if r is not None}
+    for name, r in known.items():
         text = (f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
                 if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
         out.say(f"# device memory ({name}): {text}, leaving {format_bytes(r['reserve_bytes'])} "
                 f"of the smallest GPU's {format_bytes(r['device_bytes'])} to NCCL's own buffers, "
                 f"graphs and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)")
-    if rooms:
-        out.set(device_memory=rooms)
+    if known:
+        out.set(device_memory=known)
 
 
-def graph_buffers_header(out, buffers):
+def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> None:
     """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
     during capture (nccl-tests allocates its buffers with it)."""
     for name, b in buffers.items():
@@ -121,7 +129,7 @@ def graph_buffers_header(out, buffers):
         out.set(graph_buffers=buffers)
 
 
-def memory_summary(hosts, out, memory):
+def memory_summary(hosts: Sequence[str], out: RunOutput, memory: Sequence[Dict[str, Any]]) -> None:
     """Every rank's peak memory into the document, and the largest (host, device) in one line."""
     out.set(memory=[{"rank": r, "host": hosts[r], **m} for r, m in enumerate(memory)])
     known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
@@ -130,7 +138,7 @@ def memory_summary(hosts, out, memory):
     if not (device or known):
         return
 
-    def peak(found, what):
+    def peak(found: List[Tuple[int, int]], what: str) -> Tuple[int, str]:
         value, rank = max(found)
         return rank, f"{what}{format_bytes(value)} on rank {rank} (host {hosts[rank]})"
     rank, line = (peak(device, "# peak device memory (torch.cuda.max_memory_allocated): ") if device
@@ -139,7 +147,7 @@ def memory_summary(hosts, out, memory):
     out.say(line + ("; " + peak(known, "peak host resident memory ")[1] if device and known else ""))
 
 
-def per_rank_table(hosts, out):
+def per_rank_table(hosts: Sequence[str], out: RunOutput) -> None:
     rows = []
     several = len({row["backend"] for row in out.doc["results"]}) > 1
     for row in out.doc["results"]:
@@ -152,21 +160,19 @@ def per_rank_table(hosts, out):
     out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
 
 
-def trials_summary(out, trials, unstable_share):
+def trials_summary(out: RunOutput, trials: int, unstable_share: float) -> None:
     out.say(f"#\n# median of {trials} trials per row; spread over the trials; a row is "
             f"UNSTABLE when its times span more than {unstable_share:.0%} of their median")
     out.say(*tables.trials_table(out.doc["results"]))
-    unstable = sum(1 for row in out.doc["results"] for k in MODE_KEYS.values()
-                   if row[k] and row[k].get("unstable"))
+    unstable = sum(1 for _, _, m in tables.measured(out.doc["results"]) if m.get("unstable"))
     if unstable:
         out.say(f"# {numbers.counted(unstable, 'row-mode')} UNSTABLE: "
                 f"differences smaller than their spread are noise")
 
 
-def launch_bound(out):
+def launch_bound(out: RunOutput) -> None:
     """The summary's line on the row-modes within reach of their launch cost."""
-    bound = [row["size"] for row in out.doc["results"] for k in MODE_KEYS.values()
-             if row[k] and row[k].get("launch_bound")]
+    bound = [row["size"] for row, _, m in tables.measured(out.doc["results"]) if m.get("launch_bound")]
     if bound:
         out.say(f"# {'Launch-bound rows':<20s} : {numbers.counted(len(bound), 'row-mode')}"
                 f" ({format_size(min(bound))} .. {format_size(max(bound))}): "

@@ -2,23 +2,25 @@
 prints them as it ends and `report` prints the same from the saved file: nccl-tests'
 "Out of bounds values" and "Avg bus bandwidth" lines, the backends side by side (run
 --backend gloo,mpi), and each row's share of the hosts' line rate."""
-from ..measure.modes import MODES
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..measure.row import Row
 from . import reader
 from .rows import key as row_key
 from .numbers import figure, share_text
-from .tables import commented
+from .tables import commented, measured
 
 
-def _busbws(rows):
-    return [row[k]["busbw_GBps"] for row in rows for k in MODES
-            if row.get(k) and row[k].get("busbw_GBps") is not None]
+def _busbws(rows: Sequence[Row]) -> List[float]:
+    return [bw for _, _, m in measured(rows) if (bw := m.get("busbw_GBps")) is not None]
 
 
-def backends(doc):
+def backends(doc: Dict[str, Any]) -> List[str]:
     return list(dict.fromkeys(row.get("backend", "?") for row in doc["results"]))
 
 
-def closing(rows, names, ranks, wrong, threshold=None):
+def closing(rows: Sequence[Row], names: Sequence[str], ranks: Optional[int], wrong: int,
+            threshold: Optional[Tuple[float, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """(document fields, lines): nccl-tests' closing lines over rows of the backends names.
     threshold: (GB/s, where it comes from), as NCCL_TESTS_MIN_BW: each average is marked OK or
     FAILED against it (no bus bandwidth at all fails)."""
@@ -31,7 +33,7 @@ def closing(rows, names, ranks, wrong, threshold=None):
         if bws:
             averages[name] = sum(bws) / len(bws)
             text = f"# {label:<20s} : {averages[name]:g}"
-        elif any(row.get(k) for row in mine for k in MODES) and ranks == 1:
+        elif measured(mine) and ranks == 1:
             text = (f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
                     f"its factor is 0 for these collectives)")
         else:
@@ -42,8 +44,8 @@ def closing(rows, names, ranks, wrong, threshold=None):
             text += " OK" if ok else " FAILED"
         lines.append(text)
     bws = _busbws(rows)
-    fields = {"average_bus_bandwidth": sum(bws) / len(bws) if bws else None,
-              "out_of_bounds": {"count": wrong, "okay": wrong == 0}}
+    fields: Dict[str, Any] = {"average_bus_bandwidth": sum(bws) / len(bws) if bws else None,
+                              "out_of_bounds": {"count": wrong, "okay": wrong == 0}}
     if len(names) > 1:
         fields["average_bus_bandwidth_by_backend"] = averages
     if threshold is not None:
@@ -53,11 +55,11 @@ def closing(rows, names, ranks, wrong, threshold=None):
     return fields, lines
 
 
-def closing_lines(doc):
+def closing_lines(doc: Dict[str, Any]) -> List[str]:
     """closing()'s lines for a saved document."""
     bounds, limit = doc.get("out_of_bounds"), doc.get("min_busbw")
     wrong = bounds["count"] if bounds else \
-        int(sum(row[k].get("nwrong") or 0 for row in doc["results"] for k in MODES if row.get(k)))
+        int(sum(m.get("nwrong") or 0 for _, _, m in measured(doc["results"])))
     threshold = (limit["GBps"], limit["source"]) if limit else None
     lines = closing(doc["results"], backends(doc), reader.ranks(doc), wrong, threshold)[1]
     if doc.get("source") and doc["source"] != "mpibench":
@@ -70,29 +72,27 @@ def closing_lines(doc):
     return lines
 
 
-def comparison(rows, a, b, memory=None):
+def comparison(rows: Sequence[Row], a: str, b: str, memory: Optional[Dict[str, str]] = None
+               ) -> Tuple[List[Dict[str, Any]], List[str]]:
     """(compared rows, lines): backends a and b side by side (memory: where their buffers were)."""
-    theirs = {row_key(row, m, backend=False): row[m] for row in rows
-              if row.get("backend") == b for m in MODES if row.get(m)}
-    compared, cells = [], []
-    for row in rows:
-        for m in MODES:
-            y = theirs.get(row_key(row, m, backend=False)) \
-                if row.get("backend") == a and row.get(m) else None
-            if y is None:
-                continue
-            x = row[m]
-            # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
-            ratio = y["algbw_GBps"] / x["algbw_GBps"] if x["algbw_GBps"] and y["algbw_GBps"] else None
-            compared.append({"collective": row["collective"], "size": row["size"],
-                             "type": row["type"], "redop": row["redop"], "mode": m,
-                             f"{a}_time_us": x["time_us"], f"{a}_busbw_GBps": x["busbw_GBps"],
-                             f"{b}_time_us": y["time_us"], f"{b}_busbw_GBps": y["busbw_GBps"],
-                             "busbw_ratio": ratio})
-            cells.append([row["collective"], row["size"], row["type"], row["redop"],
-                          m.replace("_", "-"), f"{x['time_us']:.1f}", figure(x["busbw_GBps"]),
-                          f"{y['time_us']:.1f}", figure(y["busbw_GBps"]),
-                          figure(ratio, ".2f")])
+    theirs = {row_key(row, m, backend=False): y for row, m, y in measured(rows) if row.get("backend") == b}
+    compared: List[Dict[str, Any]] = []
+    cells = []
+    for row, m, x in measured(rows):
+        y = theirs.get(row_key(row, m, backend=False)) if row.get("backend") == a else None
+        if y is None:
+            continue
+        # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
+        xa, ya = x["algbw_GBps"], y["algbw_GBps"]
+        ratio = ya / xa if xa and ya else None
+        compared.append({"collective": row["collective"], "size": row["size"],
+                         "type": row["type"], "redop": row["redop"], "mode": m,
+                         f"{a}_time_us": x["time_us"], f"{a}_busbw_GBps": x["busbw_GBps"],
+                         f"{b}_time_us": y["time_us"], f"{b}_busbw_GBps": y["busbw_GBps"],
+                         "busbw_ratio": ratio})
+        cells.append([row["collective"], row["size"], row["type"], row["redop"],
+                      m.replace("_", "-"), f"{x['time_us']:.1f}", figure(x["busbw_GBps"]),
+                      f"{y['time_us']:.1f}", figure(y["busbw_GBps"]), figure(ratio, ".2f")])
     lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
     if memory and memory.get(a) != memory.get(b):
         lines.append(f"# {a} moves {memory.get(a)} memory, {b} {memory.get(b)} memory: "
@@ -102,7 +102,7 @@ def comparison(rows, a, b, memory=None):
                                                f"{b}/{a}"])
 
 
-def comparison_lines(doc):
+def comparison_lines(doc: Dict[str, Any]) -> List[str]:
     """comparison()'s lines for a saved document that compared two backends (else none)."""
     names = (doc.get("comparison") or {}).get("backends")
     if not (isinstance(names, list) and len(names) == 2):
@@ -110,7 +110,7 @@ def comparison_lines(doc):
     return comparison(doc["results"], names[0], names[1], memory=doc["comparison"].get("memory"))[1]
 
 
-def line_rate_lines(doc):
+def line_rate_lines(doc: Dict[str, Any]) -> List[str]:
     """With several hosts: each row's busbw as a share of the slowest line rate the hosts report."""
     rates = doc.get("line_rate_gbps")
     if len(reader.hosts(doc)) < 2 or not rates:
@@ -121,11 +121,9 @@ def line_rate_lines(doc):
                      "speed): busbw is not shown against it"]
     rate = min(known.values())
     slow = [h for h, r in known.items() if r == rate]
-    cells = [[row["collective"], row.get("backend", ""), row["size"], row["type"],
-              m.replace("_", "-"), f"{row[m]['busbw_GBps']:.3f}",
-              f"{row[m]['busbw_GBps'] * 8:.2f}", share_text(row[m]["busbw_GBps"], rate).strip(" ()")]
-             for row in doc["results"] for m in MODES
-             if row.get(m) and row[m].get("busbw_GBps") is not None]
+    cells = [[row["collective"], row.get("backend", ""), row["size"], row["type"], m.replace("_", "-"),
+              f"{bw:.3f}", f"{bw * 8:.2f}", share_text(bw, rate).strip(" ()")]
+             for row, m, f in measured(doc["results"]) if (bw := f.get("busbw_GBps")) is not None]
     lines = ["#", f"# busbw against the line rate: {rate:g} Gbit/s, the slowest the hosts report "
                   f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest "
                   f"interface up)"]

@@ -1,13 +1,17 @@
 """Text output: nccl-tests' row format, and the per-host tables it lacks."""
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
 from tabulate import tabulate
 
 from ..measure.collectives.base import algbw, busbw
-from ..measure.modes import MODES
+from ..measure.modes import MODES, ModeKey
+from ..measure.row import Figures, Row
 from ..measure.sizes import format_size
 from .numbers import figure, ratio, us
+from .schema import HostAnalysis, HostEntry, HostFigures, RankFigures
 
 
-def fnum(value, width):
+def fnum(value: Optional[float], width: int) -> str:
     """nccl-tests 2.19.6's getFloatStr (src/util.cu): 2 decimals if they fit the width, else
     1, else none, else an exponent. Judged on the printed text, so a value that rounds up
     (999.996 -> 1000.00) takes fewer decimals and never overflows its column."""
@@ -20,12 +24,17 @@ def fnum(value, width):
     return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
 
 
-def has_max_error(rows):
+def measured(rows: Iterable[Row]) -> List[Tuple[Row, ModeKey, Figures]]:
+    """(row, mode key, its figures) of every mode measured in rows, in order."""
+    return [(row, k, m) for row in rows for k in MODES for m in [row.get(k)] if m]
+
+
+def has_max_error(rows: Sequence[Row]) -> bool:
     """Whether rows come from a log before nccl-tests 2.13 (an error column, not #wrong)."""
-    return any("max_error" in (row.get(k) or {}) for row in rows for k in MODES)
+    return any("max_error" in m for _, _, m in measured(rows))
 
 
-def row_header(per_iter=False, max_error=False):
+def row_header(per_iter: bool = False, max_error: bool = False) -> str:
     """nccl-tests' column header; per_iter: its -I 1 header, with i_min i_max i_p99 i_cv%
     after each mode; max_error: the `error` column of logs before 2.13. Then two columns
     nccl-tests lacks, after all of its own (its columns keep their places): each mode's
@@ -48,7 +57,7 @@ def row_header(per_iter=False, max_error=False):
     ])
 
 
-def spread_pct(row, key):
+def spread_pct(row: Row, key: ModeKey) -> Optional[float]:
     """The rank spread of one mode of a row: (slowest rank - fastest rank) / mean rank, of the
     ranks' times for the row (each rank's own loop), in percent (None: not measured or unknown)."""
     times = (row.get("per_rank_time_us") or {}).get(key)
@@ -58,32 +67,33 @@ def spread_pct(row, key):
     return (max(times) - min(times)) / avg * 100 if avg > 0 else None
 
 
-def _spread_cells(row):
+def _spread_cells(row: Row) -> str:
     return "".join("  %6s" % ("-" if p is None else "%6.1f" % p)
                    for p in (spread_pct(row, k) for k in MODES))
 
 
-def _mode_values(m):
+def _mode_values(m: Optional[Figures]) -> Tuple[str, str, str, str]:
     """time, algbw, busbw, #wrong of one mode, as nccl-tests writes them (n/a: not measured)."""
     if m is None:
         return ("n/a", "", "", "")
-    if m.get("max_error") is not None:          # before nccl-tests 2.13: the largest error
-        wrong = "%.0e" % m["max_error"]
+    logged: Mapping[str, Any] = m               # a log's figures may hold more than Figures
+    if logged.get("max_error") is not None:     # before nccl-tests 2.13: the largest error
+        wrong = "%.0e" % logged["max_error"]
     else:
         wrong = "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]
     return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6), wrong)
 
 
-def has_per_iter(rows):
-    return any((row.get(k) or {}).get("per_iter") for row in rows for k in MODES)
+def has_per_iter(rows: Sequence[Row]) -> bool:
+    return any(m.get("per_iter") for _, _, m in measured(rows))
 
 
-def _mode_cells(m, per_iter):
+def _mode_cells(m: Optional[Figures], per_iter: bool) -> str:
     """A mode's cells, and with per_iter its -I 1 i_min, i_max, i_p99, i_cv%."""
     cells = "  %7s  %6s  %6s  %6s" % _mode_values(m)
     if not per_iter:
         return cells
-    p = (m or {}).get("per_iter")
+    p = m.get("per_iter") if m else None
     return cells + "  %7s  %7s  %7s  %7s" % (
         tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct")) if p else ("",) * 4)
 
@@ -94,7 +104,7 @@ ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
                "out rank spread (%)", "in rank spread (%)"]
 
 
-def row_cells(row):
+def row_cells(row: Row) -> List[str]:
     """The cells of row_line, for tables in other formats (markdown)."""
     cells = [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
     for key in MODES:
@@ -102,32 +112,33 @@ def row_cells(row):
     return cells + _spread_cells(row).split()
 
 
-def row_line(row, per_iter=False):
+def row_line(row: Row, per_iter: bool = False) -> str:
     return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
                                              row["root"])
             + _mode_cells(row["out_of_place"], per_iter) + _mode_cells(row["in_place"], per_iter)
             + _spread_cells(row))
 
 
-def table(rows, headers):
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     """A plain table, its cells printed as given."""
-    return tabulate(rows, headers=headers, disable_numparse=True)
+    return str(tabulate(rows, headers=headers, disable_numparse=True))
 
 
-def commented(rows, headers, fmt="simple", numparse=False, **options):
+def commented(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str = "simple",
+              numparse: bool = False, **options: Any) -> List[str]:
     """A table as lines after '#  ' (in another format, markdown: one block), its cells
     printed as given unless numparse."""
     table = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=not numparse, **options)
     return ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
 
 
-def host_cells(h, time):
+def host_cells(h: HostFigures, time: Callable[[float], str]) -> List[Any]:
     """A host's name, ranks, and min, median and max of its ranks' times as time() writes them."""
     return [h["host"], ",".join(str(r) for r in h["ranks"]), time(h["min_s"]),
             time(h["median_s"]), time(h["max_s"])]
 
 
-def slow_host_lines(analysis, unit):
+def slow_host_lines(analysis: HostAnalysis, unit: str) -> List[str]:
     """A line per consistently slow host and slower one of a pair; unit: iterations or steps."""
     lines = []
     for name in analysis["slow_hosts"]:
@@ -138,7 +149,7 @@ def slow_host_lines(analysis, unit):
     return lines + pair_lines(analysis, unit)
 
 
-def _over(analysis, member):
+def _over(analysis: HostAnalysis, member: Union[HostFigures, RankFigures]) -> str:
     """What a slow one exceeded: the margin, or its peers' scatter where that was wider."""
     pct = int(round(analysis["margin"] * 100))
     limit = member.get("threshold", 1 + analysis["margin"])
@@ -146,7 +157,7 @@ def _over(analysis, member):
             f"{limit:.2f}x (its peers' own scatter, wider than {pct}%),")
 
 
-def pair_lines(analysis, unit):
+def pair_lines(analysis: HostAnalysis, unit: str) -> List[str]:
     """Two hosts or two ranks, one consistently slower: which is slow, nothing here says."""
     return [f"# {p['what']} {p['slower']} took {p['ratio']:.2f}x {p['what']} {p['faster']}'s "
             f"time in {p['slow_iterations']} of {analysis['iterations']} {unit}: with two "
@@ -155,7 +166,7 @@ def pair_lines(analysis, unit):
             for p in analysis.get("pairs", [])]
 
 
-def host_section(entry, fmt="simple"):
+def host_section(entry: HostEntry, fmt: str = "simple") -> List[str]:
     """The per-host table of a probe entry (several hosts), and the hosts and ranks found slow."""
     lines = []
     if len(entry["hosts"]) > 1:
@@ -171,7 +182,7 @@ def host_section(entry, fmt="simple"):
     return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
 
 
-def straggler_lines(analysis, size, symmetric=True):
+def straggler_lines(analysis: HostAnalysis, size: int, symmetric: bool = True) -> List[str]:
     """The hosts and ranks found consistently slow (the host verdict with several hosts)."""
     several = len(analysis["hosts"]) > 1
     if not symmetric:
@@ -197,21 +208,19 @@ def straggler_lines(analysis, size, symmetric=True):
     return lines
 
 
-def trials_table(rows, fmt="simple"):
+def trials_table(rows: Sequence[Row], fmt: str = "simple") -> List[str]:
     """Per row and mode of run --trials: the time's median, range and cv, busbw, stability
     (commented's lines)."""
     out = []
-    for row in rows:
-        for key in MODES:
-            m = row.get(key)
-            if not m or "spread" not in m:
-                continue
-            sp = m["spread"]
-            bw = "n/a" if sp["busbw_GBps_min"] is None else \
-                f"{sp['busbw_GBps_min']:.3f}-{sp['busbw_GBps_max']:.3f}"
-            out.append([row["collective"], row["size"], row["type"], row["redop"],
-                        key.replace("_", "-"), f"{m['time_us']:.1f}", f"{sp['time_us_min']:.1f}",
-                        f"{sp['time_us_max']:.1f}", f"{sp['cv'] * 100:.1f}",
-                        figure(m["busbw_GBps"]), bw, "UNSTABLE" if m["unstable"] else "stable"])
+    for row, key, m in measured(rows):
+        if "spread" not in m:
+            continue
+        sp = m["spread"]
+        bw = "n/a" if sp["busbw_GBps_min"] is None else \
+            f"{sp['busbw_GBps_min']:.3f}-{sp['busbw_GBps_max']:.3f}"
+        out.append([row["collective"], row["size"], row["type"], row["redop"],
+                    key.replace("_", "-"), f"{m['time_us']:.1f}", f"{sp['time_us_min']:.1f}",
+                    f"{sp['time_us_max']:.1f}", figure(sp["cv"] and sp["cv"] * 100, ".1f"),
+                    figure(m["busbw_GBps"]), bw, "UNSTABLE" if m["unstable"] else "stable"])
     return commented(out, ["collective", "size", "type", "redop", "mode", "time us", "min", "max",
                            "cv %", "busbw GB/s", "busbw min-max", "trials"], fmt)
