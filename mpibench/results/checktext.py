@@ -3,7 +3,7 @@ lines and the CSV (one line per host and partner rail), from the figures and ver
 that diagnose/checkverdict.py records in the document's "check"."""
 import math
 from statistics import median
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..measure.sizes import format_size
 from .files import csv_lines
@@ -15,28 +15,29 @@ SKIPPED = {1: "# 1. inside each host: skipped, one rank per host",
            2: "# 2. between hosts: skipped, the job has one host"}
 
 
-def bw(value):
+def bw(value: Optional[float]) -> str:
     """A busbw in GB/s as check prints it ('n/a' where there is none)."""
     return figure(None if isinstance(value, float) and math.isnan(value) else value)
 
 
-def limit_text(lim):
+def limit_text(lim: Mapping[str, Any]) -> str:
     """'min_busbw_GBps 40 (--expect FILE)': a test's limits and where they come from."""
     return ", ".join(f"{k} {v:.4g}" for k, v in lim.items() if k != "source") + f" ({lim['source']})"
 
 
-def pair_rate(rate_a, rate_b):
+def pair_rate(rate_a: Optional[float], rate_b: Optional[float]) -> Optional[float]:
     """The slower known line rate of two hosts (None when neither reports one)."""
     return min((x for x in (rate_a, rate_b) if x), default=None)
 
 
-def header_line(collective, size, hosts, ppn, iters, warmup):
+def header_line(collective: str, size: int, hosts: int, ppn: int, iters: int, warmup: int) -> str:
     return (f"# mpibench check: {collective} at {format_size(size)}, "
             f"{counted(hosts, 'host')} x {counted(ppn, 'rank')}, "
             f"{iters} timed calls after {warmup} warm-up per test")
 
 
-def threshold_lines(tests, limits, ppn, relative):
+def threshold_lines(tests: Sequence[str], limits: Mapping[str, Optional[Mapping[str, Any]]], ppn: int,
+                    relative: float) -> List[str]:
     """One line per test: its limits, or the relative threshold it gets without them."""
     out = []
     for test in tests:
@@ -53,14 +54,15 @@ def threshold_lines(tests, limits, ppn, relative):
     return out
 
 
-def intra_line(collective, ppn, busbws, suspects):
+def intra_line(collective: str, ppn: int, busbws: Sequence[float], suspects: Mapping[str, str]) -> str:
     """Test 1's line; suspects {host: why it missed}, each measured again next."""
     return (f"# 1. inside each host: {collective} among its {ppn} ranks, all hosts "
             f"at once; median busbw {median(busbws):.3f} GB/s"
             + "".join(f"; {h} below its floor, measured again: {why}" for h, why in suspects.items()))
 
 
-def round_line(k, pairs, ppn, seconds):
+def round_line(k: int, pairs: Sequence[Tuple[str, str, Sequence[Dict[str, Any]], Sequence[int],
+                                             Optional[float]]], ppn: int, seconds: float) -> str:
     """One round of host pairs: pairs [(host a, host b, [figure per rail], [failed rails],
     their line rate)]; the first 8 pairs named."""
     lines = [f"{ha}-{hb} " + "|".join(f"{f['busbw_GBps']:.3f}" for f in per)
@@ -75,24 +77,24 @@ def round_line(k, pairs, ppn, seconds):
             + f" ({seconds:.2f} s)")
 
 
-def spread_text(fig):
+def spread_text(fig: Mapping[str, Any]) -> str:
     """', spread +-12%': the spread of a figure's per-call times, where measured."""
     return f", spread +-{fig['spread_pct']:.0f}%" if fig.get("spread_pct") is not None else ""
 
 
-def retest_text(where, fig, lim, outcome):
+def retest_text(where: str, fig: Mapping[str, Any], lim: Optional[Mapping[str, Any]], outcome: str) -> str:
     """'h2 alone: busbw 0.452 GB/s, spread +-5%, against min_busbw_GBps 0.37 (0.8 x h1
     alone): passed': one measurement of a retest, its limits (None: none) and outcome."""
     return (f"{where}: busbw {bw(fig['busbw_GBps'])} GB/s, {fig['time_us']:.1f} us per call"
             + spread_text(fig) + (f", against {limit_text(lim)}" if lim else "") + f": {outcome}")
 
 
-def retest_lines(test, lines):
+def retest_lines(test: int, lines: Sequence[str]) -> List[str]:
     """The lines of a test's retest ('# 1. retest: h2 alone: ...')."""
     return [f"# {test}. retest: {line}" for line in lines]
 
 
-def job_line(collective, n, fig, failed):
+def job_line(collective: str, n: int, fig: Mapping[str, Any], failed: Optional[str]) -> str:
     return (f"# 3. the whole job: {collective} over {counted(n, 'rank')}, "
             + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None
                else "busbw n/a (not defined for one rank)")
@@ -100,7 +102,7 @@ def job_line(collective, n, fig, failed):
             + (f": below its limit, measured again: {failed}" if failed else ""))
 
 
-def host_table(hosts):
+def host_table(hosts: Sequence[Dict[str, Any]]) -> List[str]:
     """The table of check.hosts: ranks, intra busbw, busbw with each partner, verdict, reasons."""
     rate = {e["host"]: e["line_rate_gbps"] for e in hosts}
     rows = []
@@ -119,7 +121,8 @@ def host_table(hosts):
                                     "(% of line rate)", "verdict", "reason"])
 
 
-def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
+def verdict_lines(hosts: int, warnings: Sequence[Tuple[str, str]], transient: Sequence[Dict[str, str]],
+                  failing: Sequence[str], hostlist: str, suspects: Sequence[str]) -> List[str]:
     """The closing lines: warnings, transient misses, the hosts to drain (scontrol), suspect links."""
     out = ["#"]
     out += [f"# WARNING {h} passed, but its counters moved: {moved}" for h, moved in warnings]
@@ -138,7 +141,7 @@ def verdict_lines(hosts, warnings, transient, failing, hostlist, suspects):
     return out
 
 
-def csv(doc):
+def csv(doc: Dict[str, Any]) -> str:
     """The --csv file: one line per host and partner rail (one for a host without pairs)."""
     lines: List[List[Any]] = [["host", "ranks", "intra_busbw_GBps", "partner", "round", "rail",
               "pair_busbw_GBps", "line_rate_gbps", "verdict", "reason"]]

@@ -1,6 +1,7 @@
 """What compare prints: each file's description, the rows in common with each file's
 ratio to the baseline and its verdict (faster, slower, within noise), and the counts."""
 from math import exp, log
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ..measure.sizes import format_size
@@ -9,9 +10,12 @@ from .numbers import counted
 from .tables import table
 
 NOISE = 0.05
+Doc = Dict[str, Any]                    # a results document as read back
+Bandwidth = Tuple[float, float, float, str]   # reader.bandwidth(): GB/s, its trials' range, metric
+Key = Tuple[Any, ...]                   # rows.key()
 
 
-def verdict(base, other, noise):
+def verdict(base: Bandwidth, other: Bandwidth, noise: float) -> Tuple[float, str]:
     """'faster' / 'slower' / 'within noise' for two reader.bandwidth() tuples."""
     ratio = other[0] / base[0]
     if base[1] != base[2] and other[1] != other[2]:      # both have a trials' range
@@ -21,7 +25,8 @@ def verdict(base, other, noise):
     return ratio, "slower" if slower else "faster" if faster else "within noise"
 
 
-def figures(doc, modes, min_size, by_backend=True):
+def figures(doc: Doc, modes: Sequence[str], min_size: int, by_backend: bool = True
+            ) -> Tuple[Dict[Key, Bandwidth], List[Tuple[int, str]]]:
     """({key: bandwidth}, [(size, mode)] printed as 0: not comparable, and said so)."""
     out, zero = {}, []
     for row in doc["results"]:
@@ -36,13 +41,13 @@ def figures(doc, modes, min_size, by_backend=True):
     return out, zero
 
 
-def _sizes(pairs):
+def _sizes(pairs: Sequence[Tuple[int, str]]) -> str:
     sizes = sorted({s for s, _ in pairs})
     text = ", ".join(format_size(s) for s in sizes[:6])
     return text + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else "")
 
 
-def nothing_in_common(paths, docs):
+def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
     """0 when a file holds no measured rows at all (e.g. doctor's facts); else UsageError."""
     empty = [p for p, d in zip(paths, docs) if not d["results"]]
     if not empty:
@@ -54,7 +59,8 @@ def nothing_in_common(paths, docs):
     return 0
 
 
-def preamble(paths, docs, notes, found):
+def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str],
+             found: Sequence[Tuple[Dict[Key, Bandwidth], List[Tuple[int, str]]]]) -> None:
     """Each file's description, the tests used, and the rows too slow to print."""
     for p, d in zip(paths, docs):
         print(reader.describe(p, d))
@@ -66,7 +72,7 @@ def preamble(paths, docs, notes, found):
                   f"its bandwidth is printed as 0.00 (below 0.005 GB/s) at {_sizes(zero)}")
 
 
-def train_steps(paths, docs, min_share):
+def train_steps(paths: Sequence[str], docs: Sequence[Doc], min_share: Optional[float]) -> List[str]:
     """Print train results' steps side by side; the files whose throughput fails."""
     lines, speed = traintext.comparison(list(zip(paths, docs)))
     print("\n".join(lines))
@@ -74,7 +80,8 @@ def train_steps(paths, docs, min_share):
             for p, r in zip(paths[1:], speed) if min_share is not None and r < min_share]
 
 
-def rows(paths, docs, figs, common, noise, min_share):
+def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Bandwidth]],
+         common: Sequence[Key], noise: float, min_share: Optional[float]) -> List[str]:
     """Print the rows in common, each file's ratio, verdict and counts; return those below --min-share."""
     both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
     print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
@@ -108,7 +115,7 @@ def rows(paths, docs, figs, common, noise, min_share):
     return failures
 
 
-def _headers(files, settings):
+def _headers(files: int, settings: bool) -> List[str]:
     headers = ["collective", "backend", "type", "redop"] + (["setting"] if settings else []) + \
         ["size", "mode", "base GB/s"]
     for i in range(1, files):
@@ -117,7 +124,8 @@ def _headers(files, settings):
     return headers
 
 
-def _counts(paths, figs, common, counts, ratios):
+def _counts(paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], common: Sequence[Key],
+            counts: Sequence[Dict[str, int]], ratios: Sequence[List[float]]) -> None:
     """Each file's verdict counts and geometric mean ratio, and the rows not in every file."""
     for i, p in enumerate(paths[1:]):
         c = counts[i]
@@ -132,6 +140,6 @@ def _counts(paths, figs, common, counts, ratios):
                   f"not compared")
 
 
-def below(failures, min_share):
+def below(failures: Sequence[str], min_share: float) -> None:
     for line in failures:
         print(f"# BELOW {min_share:g}x: {line}")

@@ -1,9 +1,13 @@
 """What doctor prints: every host's facts, what differs between hosts, the transports NCCL
 used between them and the findings (diagnose/findings.py), each with its severity."""
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
 from .numbers import counted, plural
+from .output import RunOutput
 
 
-def hosts(out, per_host, ranks, size, launcher, version_keys):
+def hosts(out: RunOutput, per_host: Mapping[str, Dict[str, Any]], ranks: Mapping[str, List[int]],
+          size: int, launcher: str, version_keys: Sequence[str]) -> None:
     out.say(f"# mpibench doctor: {counted(len(per_host), 'host')}, {counted(size, 'rank')}, "
             f"launcher {launcher}")
     out.announce_files()
@@ -11,7 +15,7 @@ def hosts(out, per_host, ranks, size, launcher, version_keys):
         out.say(*host_lines(h, f, ranks[h], version_keys))
 
 
-def consistency(out, diffs, nhosts):
+def consistency(out: RunOutput, diffs: Sequence[Tuple[str, Mapping[str, Any]]], nhosts: int) -> None:
     """The facts that differ between hosts."""
     out.say("#\n# consistency: " + (f"{counted(len(diffs), 'difference')} between hosts" if diffs else
                                     ("every compared fact is the same on every host"
@@ -20,13 +24,15 @@ def consistency(out, diffs, nhosts):
         out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
 
 
-def transports(out, skipped, pairs, errors, size):
+def transports(out: RunOutput, skipped: Optional[str],
+               pairs: Optional[Mapping[Tuple[str, str], Sequence[str]]], errors: Sequence[str],
+               size: int) -> None:
     """The transports NCCL used between every pair of hosts, or why the check did not run."""
     out.say("#\n# NCCL transports (a short all_reduce with NCCL_DEBUG=INFO):")
     if skipped:
         out.say(f"#   not checked: {skipped}")
         return
-    for (a, b), used in pairs.items():
+    for (a, b), used in (pairs or {}).items():
         where = f"{a} (inside)" if a == b else f"{a} <-> {b}"
         out.say(f"#   {where}: {', '.join(used)}")
     if not pairs and not errors:
@@ -36,7 +42,7 @@ def transports(out, skipped, pairs, errors, size):
         out.say(f"#   CHECK FAILED TO RUN: {error}")
 
 
-def findings(out, found, error):
+def findings(out: RunOutput, found: Sequence[Tuple[Optional[str], str]], error: Sequence[bool]) -> None:
     """found: (host or None, text); error[i]: whether found[i] breaks runs."""
     out.say("#\n# findings:" if found else "#\n# findings: none")
     for (host, text), bad in zip(found, error):
@@ -47,11 +53,11 @@ def findings(out, found, error):
                 f"{counted(len(found) - errors, 'warning')}" + ("; exit 1" if errors else ""))
 
 
-def _show(value):
+def _show(value: Any) -> str:
     return "(unset)" if value is None else str(value)
 
 
-def host_lines(host, f, ranks, version_keys):
+def host_lines(host: str, f: Dict[str, Any], ranks: Sequence[int], version_keys: Sequence[str]) -> List[str]:
     v = f["versions"]
     lines = [f"#\n# host {host} ({plural(len(ranks), 'rank')} {', '.join(map(str, ranks))})",
              "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]

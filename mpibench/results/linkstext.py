@@ -1,17 +1,24 @@
 """What the link measurements print (run's link check, p2p): the bandwidth and latency
 matrices between hosts (diagnose/links.py) and the slow links and hosts named."""
+import argparse
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
 from ..measure.sizes import format_size
 from .numbers import counted, figure
+from .output import RunOutput
 from .tables import commented
 
+Matrix = Sequence[Sequence[Optional[float]]]
 
-def intro(out, size, nrounds, iters):
+
+def intro(out: RunOutput, size: int, nrounds: int, iters: int) -> None:
     out.say(f"#\n# links between hosts at {format_size(size)}: one rank per host, "
             f"{counted(nrounds, 'round')} of pairs, {iters} transfers each way after a barrier (a "
             f"slow link makes every rank of a collective equally slow; pairs show which it is):")
 
 
-def p2p_header(out, args, nranks, nhosts, backend, launcher, size, rounds):
+def p2p_header(out: RunOutput, args: argparse.Namespace, nranks: int, nhosts: int, backend: str,
+               launcher: str, size: int, rounds: Sequence[Sequence[Any]]) -> None:
     who = "every rank" if args.every_rank else "one rank per host, the lowest on each"
     out.say(f"# mpibench p2p: {nranks} ranks on {counted(nhosts, 'host')} take part ({who}), "
             f"backend {backend}, launcher {launcher}")
@@ -26,12 +33,13 @@ def p2p_header(out, args, nranks, nhosts, backend, launcher, size, rounds):
             f"pairs at once; ranks not in a pair wait at an MPI barrier")
 
 
-def heatmap(out, png, when=":"):
+def heatmap(out: RunOutput, png: Optional[str], when: str = ":") -> None:
     if png:
         out.say(f"# heatmap{when} {png}")
 
 
-def matrices(out, names, size, bidirectional, bandwidth, latency_size, latency):
+def matrices(out: RunOutput, names: List[str], size: int, bidirectional: bool, bandwidth: Optional[Matrix],
+             latency_size: int, latency: Optional[Matrix]) -> None:
     """The bandwidth matrix (GB/s) and the latency one (us), each unless None."""
     if bandwidth is not None:
         out.say(f"#\n# bandwidth GB/s at {format_size(size)}"
@@ -42,13 +50,14 @@ def matrices(out, names, size, bidirectional, bandwidth, latency_size, latency):
         _table(out, "us", names, latency, 1)
 
 
-def _table(out, corner, names, matrix, digits):
+def _table(out: RunOutput, corner: str, names: List[str], matrix: Matrix, digits: int) -> None:
     rows = [[n] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
             for n, row, a in zip(names, matrix, names)]
     out.say(*commented(rows, [corner] + names, stralign="right"))
 
 
-def verdict(out, analysis, hosts, labels, bw, moved):
+def verdict(out: RunOutput, analysis: Dict[str, Any], hosts: Sequence[str], labels: Sequence[str],
+            bw: Dict[Tuple[int, int], float], moved: float) -> None:
     """The named links and hosts, one line each, or one line saying none is slow."""
     pct = int(round(analysis["threshold"] * 100))
     k = analysis["iterations"]

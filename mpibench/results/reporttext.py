@@ -1,21 +1,27 @@
 """What report prints: saved results as run printed them (text), as markdown, or as CSV."""
+from typing import Any, Dict, List, Sequence, Tuple
+
 from tabulate import tabulate
 
 from ..measure.modes import MODES
+from ..measure.row import Row
 from . import reader, summary, tables, traintext
 from .files import CSV_FIELDS, csv_lines, csv_rows
 
+Doc = Dict[str, Any]                    # a results document as read back
+Docs = Sequence[Tuple[str, Doc]]        # (path, document)
 
-def groups(doc):
+
+def groups(doc: Doc) -> Dict[Tuple[int, str, str], List[Row]]:
     """Rows by (test, setting, collective), in the order first measured."""
-    out: dict = {}
+    out: Dict[Tuple[int, str, str], List[Row]] = {}
     for row in doc["results"]:
         out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
                        []).append(row)
     return out
 
 
-def _title(doc, test, setting, collective):
+def _title(doc: Doc, test: int, setting: str, collective: str) -> str:
     info = reader.test_info(doc, test)
     where = ""
     if info:
@@ -24,7 +30,7 @@ def _title(doc, test, setting, collective):
     return f"{collective}" + (f" ({setting})" if setting else "") + where
 
 
-def _test_average(doc, test):
+def _test_average(doc: Doc, test: int) -> List[str]:
     """The average a test of a printed log had, as a summary line (several tests only)."""
     info = reader.test_info(doc, test)
     if not info:
@@ -35,7 +41,7 @@ def _test_average(doc, test):
     return [f"# {'Avg bus bandwidth':<20s} : {'n/a (not in the log)' if avg is None else format(avg, 'g')}"]
 
 
-def _hosts(doc, fmt):
+def _hosts(doc: Doc, fmt: str) -> List[str]:
     """Per-host blocks; a malformed entry (files from elsewhere) is named, not fatal."""
     lines = []
     for entry in doc.get("hosts") or []:
@@ -46,7 +52,7 @@ def _hosts(doc, fmt):
     return lines
 
 
-def text(docs):
+def text(docs: Docs) -> str:
     lines = []
     for path, doc in docs:
         lines.append(reader.describe(path, doc))
@@ -71,11 +77,11 @@ def text(docs):
     return "\n".join(lines)
 
 
-def _md(line):
+def _md(line: str) -> str:
     return "\n".join(x.lstrip("#").strip() for x in line.splitlines()).strip()
 
 
-def markdown(docs):
+def markdown(docs: Docs) -> str:
     parts = []
     for path, doc in docs:
         parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
@@ -96,7 +102,7 @@ def markdown(docs):
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
-def csv_text(docs):
+def csv_text(docs: Docs) -> str:
     lines = [("file", "test", "setting") + CSV_FIELDS + ("max_error",)]
     for path, doc in docs:
         for row in doc["results"]:

@@ -1,12 +1,15 @@
 """What sweep prints: what it runs, each setting as it starts and ends, and per collective
 and size each setting's busbw and the best."""
+from typing import Any, Dict, Optional, Sequence, Tuple
+
 from ..measure.sizes import format_size
 from . import reader, traintext
 from .numbers import counted
 from .tables import commented
 
 
-def header(nsettings, swept, command, openmpi, announcement, folder):
+def header(nsettings: int, swept: Sequence[str], command: Sequence[str], openmpi: bool,
+           announcement: str, folder: str) -> None:
     print(f"# mpibench sweep: {counted(nsettings, 'setting')} of "
           f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
     print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
@@ -14,20 +17,21 @@ def header(nsettings, swept, command, openmpi, announcement, folder):
     print(f"{announcement}; each setting's results in {folder}/")
 
 
-def setting(which, name):
+def setting(which: str, name: str) -> None:
     print(f"#\n# setting {which}: {name}", flush=True)
 
 
-def setting_done(which, record, part, ok, rc, why):
+def setting_done(which: str, record: Dict[str, Any], part: Optional[Dict[str, Any]], ok: bool,
+                 rc: Optional[int], why: Optional[str]) -> None:
     print(f"# setting {which}: " + (
-        f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok else
+        f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok and part else
         f"FAILED (exit code {rc}{', ' + why if why else ''}"
         f"{', ' + record['error'] if 'error' in record else ''})"), flush=True)
 
 
-def summary(doc, names, labels, wanted):
+def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], wanted: Optional[str]) -> None:
     """Per collective and size: each setting's busbw and the best; then train's steps."""
-    table: dict = {}
+    table: Dict[Tuple[str, str, str, str], Dict[int, Dict[str, Tuple[float, str]]]] = {}
     for row in doc["results"]:
         mode = reader.first_mode(row, wanted)
         bw = None if mode is None else reader.bandwidth(row, mode)

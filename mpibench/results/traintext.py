@@ -1,11 +1,14 @@
 """The text of a train run as train prints it and report renders it, and the train tables of
 compare and sweep."""
+from typing import Any, Dict, List, Sequence, Tuple
+
 from ..measure.sizes import format_bytes, format_size
 from . import numbers
+from .schema import HostAnalysis
 from .tables import commented, host_cells, slow_host_lines
 
 
-def replicas_line(train):
+def replicas_line(train: Dict[str, Any]) -> str:
     rep = train["replicas"]
     losses = rep["loss"]
     rtol = rep.get("rtol") or 0.0
@@ -21,7 +24,7 @@ def replicas_line(train):
 STEP_HEADER = "#   step   synced (ms)   unsynced (ms)   exposed (ms)   mean loss"
 
 
-def step_line(rec):
+def step_line(rec: Dict[str, Any]) -> str:
     synced = max(rec["synced_s"]) if rec.get("synced_s") else None
     unsynced = max(rec["unsynced_s"])
     exposed = None if synced is None else synced - unsynced
@@ -31,7 +34,7 @@ def step_line(rec):
             f"{numbers.ms(exposed):>13s}  {loss:>10s}")
 
 
-def steps_title(train):
+def steps_title(train: Dict[str, Any]) -> str:
     if train["parallel"] == "none":
         return ("#\n# timed steps, each rank alone (--parallel none: no gradient "
                 "synchronisation); time per step of the slowest rank")
@@ -41,7 +44,7 @@ def steps_title(train):
             f"time per step of the slowest rank")
 
 
-def summary_lines(train, n):
+def summary_lines(train: Dict[str, Any], n: int) -> List[str]:
     """The summary block train prints (and report reprints)."""
     s = train.get("summary")
     if not s:
@@ -73,14 +76,14 @@ def summary_lines(train, n):
     return lines
 
 
-def scaling_line(sc):
+def scaling_line(sc: Dict[str, Any]) -> str:
     """The seed's '1.70x on 2x the GPUs' as one line."""
     return (f"scaling: {sc['speedup']:.2f}x on {sc['rank_ratio']:g}x the ranks: efficiency "
             f"{sc['efficiency']:.2f} (baseline {numbers.counted(sc['baseline_ranks'], 'rank')} on "
             f"{numbers.counted(sc['baseline_hosts'], 'host')}, {sc['baseline_tokens_per_s']:.1f} tokens/s)")
 
 
-def memory_lines(train):
+def memory_lines(train: Dict[str, Any]) -> List[str]:
     mem = [m for m in train.get("memory") or [] if m.get("peak_bytes") is not None]
     if not mem:
         return []
@@ -91,7 +94,7 @@ def memory_lines(train):
             f"(host {top['host']}), {what}"]
 
 
-def host_lines(analysis, kind):
+def host_lines(analysis: HostAnalysis, kind: str) -> List[str]:
     """Per host: its ranks' step times; the slowest rank and consistently slow hosts."""
     rows = [host_cells(h, numbers.ms) + [numbers.ratio(h["ratio"])] for h in analysis["hosts"]]
     lines = [f"#\n# {kind} step time per host ({analysis['iterations']} steps, median per rank):"]
@@ -108,7 +111,7 @@ def host_lines(analysis, kind):
     return lines
 
 
-def header_line(train):
+def header_line(train: Dict[str, Any]) -> str:
     m = train["model"]
     bucket = f" (buckets of {train['bucket_mb']:g} MiB)" if train["parallel"] == "ddp" else ""
     return (f"# mpibench train: model {m['preset']} ({m['parameters'] / 1e6:.1f}M parameters: "
@@ -118,7 +121,7 @@ def header_line(train):
             f"{numbers.counted(train['warmup'], 'warm-up step')} and {train['timed']} timed")
 
 
-def text(doc):
+def text(doc: Dict[str, Any]) -> List[str]:
     """What report prints for a train document (its rows are printed as run's)."""
     train = doc["train"]
     n = (doc.get("world") or {}).get("size") or 1
@@ -126,7 +129,7 @@ def text(doc):
     return lines + [step_line(r) for r in train["steps"]] + closing_lines(train, n)
 
 
-def closing_lines(train, n):
+def closing_lines(train: Dict[str, Any], n: int) -> List[str]:
     """What follows the steps: one step's collectives, the hosts, the summary."""
     calls = train.get("collectives") or []
     lines = ["# one step's collectives: " + ", ".join(
@@ -136,7 +139,7 @@ def closing_lines(train, n):
     return lines + summary_lines(train, n)
 
 
-def comparison(named_docs):
+def comparison(named_docs: Sequence[Tuple[str, Dict[str, Any]]]) -> Tuple[List[str], List[float]]:
     """compare's lines for train documents, and each other file's throughput over the first's."""
     base = named_docs[0][1]["train"]["summary"]
     rows, ratios = [], []
@@ -154,7 +157,7 @@ def comparison(named_docs):
                "hidden", "vs base"]), ratios[1:]
 
 
-def sweep_lines(records, labels):
+def sweep_lines(records: Sequence[Dict[str, Any]], labels: Dict[str, str]) -> List[str]:
     """sweep's table of the train steps per setting (none when no setting trained)."""
     rows = [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
              numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
