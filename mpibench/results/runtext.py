@@ -33,9 +33,7 @@ def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, ave
             f"graph {plan.graph}")
     for name, z in blocking.items():
         out.say(f"# -z {z}{f' ({name})' if len(blocking) > 1 else ''}: {modes[name]}")
-    for note in notes:
-        if note:
-            out.say(note)
+    out.say(*filter(None, notes))
     if plan.per_iter:
         out.say(f"# per-iteration report: {clock} per iteration; i_* use the slowest rank in "
                 f"each iteration" + (f"; summary skips the first {plan.per_iter_skip} iterations"
