@@ -128,8 +128,8 @@ def commented(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str = 
               numparse: bool = False, **options: Any) -> List[str]:
     """A table as lines after '#  ' (in another format, markdown: one block), its cells
     printed as given unless numparse."""
-    table = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=not numparse, **options)
-    return ["#  " + line for line in table.splitlines()] if fmt == "simple" else [table]
+    text = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=not numparse, **options)
+    return ["#  " + line for line in text.splitlines()] if fmt == "simple" else [text]
 
 
 def host_cells(h: HostFigures, time: Callable[[float], str]) -> List[Any]:
