@@ -38,8 +38,7 @@ def transports(out: RunOutput, skipped: Optional[str],
     if not pairs and not errors:
         out.say("#   no connection between ranks in the logs" +
                 (" (one rank: NCCL connects nothing)" if size == 1 else ""))
-    for error in errors:
-        out.say(f"#   CHECK FAILED TO RUN: {error}")
+    out.say(*(f"#   CHECK FAILED TO RUN: {error}" for error in errors))
 
 
 def findings(out: RunOutput, found: Sequence[Tuple[Optional[str], str]], error: Sequence[bool]) -> None:

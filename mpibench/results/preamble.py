@@ -18,16 +18,13 @@ def describe(out: Any, records: Sequence[Dict[str, Any]], world: Dict[str, Any],
              env: Dict[str, str]) -> None:
     """world: the document's (diagnose/preamble.py); versions: rank 0's; differences: lines
     on the versions that differ between hosts; env: the network variables set."""
-    out.say("#\n# Using devices")
-    for r in records:
-        out.say(rank_line(r))
+    out.say("#\n# Using devices", *map(rank_line, records))
     size, hosts = world["size"], len(world["hosts"])
     out.say(f"# backend{'s' if nbackends > 1 else ''} {world['backend']}, launcher "
             f"{world['launcher']}, {counted(size, 'rank')} on {counted(hosts, 'host')}, rendezvous "
             f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier "
             f"{world['barrier']}")
     out.say("# versions: " + ", ".join(f"{k} {versions[k]}" for k in versions if versions[k]))
-    for line in differences:
-        out.say("# " + line)
+    out.say(*("# " + line for line in differences))
     out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env
                          else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))

@@ -53,8 +53,7 @@ def call_notes(out: RunOutput, missing: Sequence[Tuple[str, str, Sequence[str]]]
     for mode, why, colls in missing:
         if colls:
             out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(colls)} ({why})")
-    for name, coll, text in notes:
-        out.say(f"# {coll} ({name}): {text}")
+    out.say(*(f"# {coll} ({name}): {text}" for name, coll, text in notes))
     if notes:
         out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
 
