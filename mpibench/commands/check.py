@@ -303,6 +303,7 @@ class Report:
         """members: {host: its ranks}, in host order; limits: _limits'; rates: each rank's
         host's line rate (hostfacts.line_rate)."""
         self.s, self.out, self.args, self.coll = session, out, args, coll
+        self.say = out.say
         self.names, self.size, self.limits = list(members), size, limits
         self.ppn = len(members[self.names[0]])
         config = {"collective": coll.name, "size": size, "ranks_per_host": self.ppn,
@@ -310,10 +311,6 @@ class Report:
                   "warmup": args.warmup}
         self.judge = checkverdict.Judge(config, members, limits,
                                         {session.hosts[r]: rate for r, rate in enumerate(rates)})
-
-    def say(self, *lines):
-        for line in lines:
-            self.out.say(line)
 
     def header(self, records, versions):
         self.say(checktext.header_line(self.coll.name, self.size, len(self.names), self.ppn,

@@ -13,6 +13,7 @@ NOISE = 0.05
 Doc = Dict[str, Any]                    # a results document as read back
 Bandwidth = Tuple[float, float, float, str]   # reader.bandwidth(): GB/s, its trials' range, metric
 Key = Tuple[Any, ...]                   # rows.key()
+Found = Tuple[Dict[Key, Bandwidth], List[Tuple[int, str]]]   # figures()
 
 
 def verdict(base: Bandwidth, other: Bandwidth, noise: float) -> Tuple[float, str]:
@@ -25,8 +26,7 @@ def verdict(base: Bandwidth, other: Bandwidth, noise: float) -> Tuple[float, str
     return ratio, "slower" if slower else "faster" if faster else "within noise"
 
 
-def figures(doc: Doc, modes: Sequence[str], min_size: int, by_backend: bool = True
-            ) -> Tuple[Dict[Key, Bandwidth], List[Tuple[int, str]]]:
+def figures(doc: Doc, modes: Sequence[str], min_size: int, by_backend: bool = True) -> Found:
     """({key: bandwidth}, [(size, mode)] printed as 0: not comparable, and said so)."""
     out, zero = {}, []
     for row in doc["results"]:
@@ -59,8 +59,7 @@ def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
     return 0
 
 
-def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str],
-             found: Sequence[Tuple[Dict[Key, Bandwidth], List[Tuple[int, str]]]]) -> None:
+def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], found: Sequence[Found]) -> None:
     """Each file's description, the tests used, and the rows too slow to print."""
     for p, d in zip(paths, docs):
         print(reader.describe(p, d))

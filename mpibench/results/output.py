@@ -24,14 +24,14 @@ from .trials import Collector
 
 
 class RunOutput:
-    def __init__(self, session: Session, command: str, args: argparse.Namespace,
-                 json_path: Optional[str] = None, csv_path: Optional[str] = None) -> None:
+    def __init__(self, session: Session, command: str, args: argparse.Namespace) -> None:
         self.s = session
         self._lock = threading.Lock()
         self.files: List[Union[ResultFile, MetricsFile]] = []
-        if json_path:
+        if args.json:
             nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
-            self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
+            self.files.append(ResultFile(args.json, nccltests.render if nccl_tests else render_json))
+        csv_path = getattr(args, "csv", None)
         self.csv = ResultFile(csv_path, render_csv, "CSV") if csv_path else None
         if self.csv:
             self.files.append(self.csv)
@@ -137,7 +137,7 @@ def open_output(session: Session, command: str, args: argparse.Namespace) -> Opt
     out, error = None, None
     if session.rank == 0:
         try:
-            out = RunOutput(session, command, args, args.json, getattr(args, "csv", None))
+            out = RunOutput(session, command, args)
         except UsageError as exc:
             error = str(exc)
     session.agree(error)

@@ -65,8 +65,7 @@ def closing_lines(doc: Dict[str, Any]) -> List[str]:
     if doc.get("source") and doc["source"] != "mpibench":
         # another tool's log: its own printed average (one per test when it holds several)
         avg = doc.get("average_bus_bandwidth")
-        text = ("n/a (one per test, above)" if len(reader.tests(doc)) > 1 else
-                figure(avg, "g"))
+        text = "n/a (one per test, above)" if len(reader.tests(doc)) > 1 else figure(avg, "g")
         lines = [x if not x.startswith("# Avg bus bandwidth") else
                  f"# {'Avg bus bandwidth':<20s} : {text}" for x in lines]
     return lines
