@@ -1,6 +1,5 @@
-"""`check`'s words: its lines as the tests end, the table of hosts, the closing verdict
-lines and the CSV (one line per host and partner rail), from the figures and verdicts
-that diagnose/checkverdict.py records in the document's "check"."""
+"""`check`'s words and CSV, from the figures and verdicts that diagnose/checkverdict.py
+records in the document's "check"."""
 import math
 from statistics import median
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple

@@ -1,6 +1,5 @@
-"""What the classic commands (allreduce, latency, flagsync, demo) print and record, on
-rank 0, from every rank's figures: the units their users know (GBps and Gbps,
-host:local_rank, milliseconds) and rows of the same shape as run's."""
+"""What the classic commands (allreduce, latency, flagsync, demo) print and record: the units
+their users know (GBps and Gbps, host:local_rank, milliseconds), and rows shaped as run's."""
 import math
 from statistics import mean
 from typing import Any, Dict, List, Optional, Sequence, Tuple

@@ -1,5 +1,4 @@
-"""Rank 0's live output: the header, each row as soon as it is measured, per-host
-tables, the summary, and the JSON/CSV files brought up to date after every row.
+"""Rank 0's live output: each line as it is known, and the result files brought up to date.
 
 The watchdog thread may mark the document incomplete at any moment (a hang, a signal):
 a lock keeps it from writing while the main thread is changing the document."""

@@ -93,8 +93,7 @@ def markdown(docs: Docs) -> str:
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github")[0])
-        for line in _hosts(doc, "github"):
-            parts.append(_md(line) if line.startswith("#") else line)
+        parts += [_md(line) if line.startswith("#") else line for line in _hosts(doc, "github")]
         if "train" in doc:
             parts.append("### Training steps\n\n```\n" + "\n".join(traintext.text(doc)) + "\n```")
         else:

@@ -1,6 +1,4 @@
-"""What `run` prints around nccl-tests' rows: the settings and notes of its header, the
-launch cost, device memory and -G buffer lines, and after the sweep the trials' spread,
-the per-rank times and peak memory."""
+"""What `run` prints around nccl-tests' rows: its header before them, its summary after."""
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tabulate import tabulate

@@ -1,7 +1,5 @@
 """The lines that close a run's output, from its results document alone, so that `run`
-prints them as it ends and `report` prints the same from the saved file: nccl-tests'
-"Out of bounds values" and "Avg bus bandwidth" lines, the backends side by side (run
---backend gloo,mpi), and each row's share of the hosts' line rate."""
+prints them as it ends and `report` prints the same from the saved file."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..measure.row import Row

@@ -35,10 +35,9 @@ def has_max_error(rows: Sequence[Row]) -> bool:
 
 
 def row_header(per_iter: bool = False, max_error: bool = False) -> str:
-    """nccl-tests' column header; per_iter: its -I 1 header, with i_min i_max i_p99 i_cv%
-    after each mode; max_error: the `error` column of logs before 2.13. Then two columns
-    nccl-tests lacks, after all of its own (its columns keep their places): each mode's
-    spread over the ranks (SPREAD)."""
+    """nccl-tests' column header (per_iter: -I 1's, i_min i_max i_p99 i_cv% after each mode;
+    max_error: the `error` column of logs before 2.13), then each mode's rank spread, after
+    all of nccl-tests' own columns so that they keep their places."""
     mode = "  %7s  %6s  %6s  %6s"
     names = ["time", "algbw", "busbw", "error" if max_error and not per_iter else "#wrong"]
     units = ["(us)", "(GB/s)", "(GB/s)", ""]
