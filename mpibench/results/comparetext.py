@@ -90,9 +90,8 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
     settings = any(k[5] for k in common)
     file_backends = "/".join(dict.fromkeys(d["results"][0].get("backend", "?")
                                            for d in docs if d["results"]))
-    ratios: list[list[float]] = [[] for _ in paths[1:]]
+    judged: List[List[Tuple[float, str]]] = [[] for _ in paths[1:]]    # (ratio, verdict) per file
     lines, failures = [], []
-    counts = [{"faster": 0, "slower": 0, "within noise": 0} for _ in paths[1:]]
     for k in common:
         coll, backend, dtype, redop, root, setting, size, mode = k
         base = figs[0][k]
@@ -100,8 +99,7 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
             [format_size(size), mode.replace("_", "-"), f"{base[0]:.4g}"]
         for i, f in enumerate(figs[1:]):
             ratio, word = verdict(base, f[k], noise)
-            counts[i][word] += 1
-            ratios[i].append(ratio)
+            judged[i].append((ratio, word))
             line += [f"{f[k][0]:.4g}", f"{ratio:.3f}", word]
             if min_share is not None and ratio < min_share:
                 failures.append(f"{paths[i + 1]}: {coll} {dtype} {format_size(size)} "
@@ -110,7 +108,7 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
     print(table(lines, _headers(len(paths), settings)))
     if any(figs[0][k][3] == "algbw" for k in common):
         print("# one-rank rows: algbw compared (busbw is not defined for one rank)")
-    _counts(paths, figs, common, counts, ratios)
+    _counts(paths, figs, common, judged)
     return failures
 
 
@@ -124,13 +122,13 @@ def _headers(files: int, settings: bool) -> List[str]:
 
 
 def _counts(paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], common: Sequence[Key],
-            counts: Sequence[Dict[str, int]], ratios: Sequence[List[float]]) -> None:
+            judged: Sequence[List[Tuple[float, str]]]) -> None:
     """Each file's verdict counts and geometric mean ratio, and the rows not in every file."""
-    for i, p in enumerate(paths[1:]):
-        c = counts[i]
-        geo = exp(sum(log(r) for r in ratios[i]) / len(ratios[i]))
-        print(f"# {p} vs {paths[0]}: {c['faster']} faster, {c['slower']} slower, "
-              f"{c['within noise']} within noise of {len(common)} rows; geometric mean ratio "
+    for p, mine in zip(paths[1:], judged):
+        words = [word for _, word in mine]
+        geo = exp(sum(log(r) for r, _ in mine) / len(mine))
+        print(f"# {p} vs {paths[0]}: {words.count('faster')} faster, {words.count('slower')} slower, "
+              f"{words.count('within noise')} within noise of {len(common)} rows; geometric mean ratio "
               f"{geo:.3f}")
     for p, f in zip(paths, figs):
         missing = len(set(f) - set(common))

@@ -59,9 +59,11 @@ def text(docs: Docs) -> str:
         if doc.get("env"):
             lines.append("# env: " + " ".join(f"{k}={v}" for k, v in doc["env"].items()))
         for (test, setting, coll), rows in groups(doc).items():
-            per_iter = tables.has_per_iter(rows)
+            figures = [m for _, _, m in tables.measured(rows)]
+            per_iter = any(m.get("per_iter") for m in figures)
+            max_error = any("max_error" in m for m in figures)   # a log before nccl-tests 2.13
             lines += [f"#\n# Collective: {_title(doc, test, setting, coll)}",
-                      tables.row_header(per_iter, tables.has_max_error(rows))]
+                      tables.row_header(per_iter, max_error)]
             lines += [tables.row_line(r, per_iter) for r in rows] + _test_average(doc, test)
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:

@@ -29,11 +29,6 @@ def measured(rows: Iterable[Row]) -> List[Tuple[Row, ModeKey, Figures]]:
     return [(row, k, m) for row in rows for k in MODES for m in [row.get(k)] if m]
 
 
-def has_max_error(rows: Sequence[Row]) -> bool:
-    """Whether rows come from a log before nccl-tests 2.13 (an error column, not #wrong)."""
-    return any("max_error" in m for _, _, m in measured(rows))
-
-
 def row_header(per_iter: bool = False, max_error: bool = False) -> str:
     """nccl-tests' column header (per_iter: -I 1's, i_min i_max i_p99 i_cv% after each mode;
     max_error: the `error` column of logs before 2.13), then each mode's rank spread, after
@@ -81,10 +76,6 @@ def _mode_values(m: Optional[Figures]) -> Tuple[str, str, str, str]:
     else:
         wrong = "N/A" if m["nwrong"] is None else "%g" % m["nwrong"]
     return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6), wrong)
-
-
-def has_per_iter(rows: Sequence[Row]) -> bool:
-    return any(m.get("per_iter") for _, _, m in measured(rows))
 
 
 def _mode_cells(m: Optional[Figures], per_iter: bool) -> str:
