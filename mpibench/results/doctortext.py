@@ -21,7 +21,8 @@ def consistency(out: RunOutput, diffs: Sequence[Tuple[str, Mapping[str, Any]]], 
                                     ("every compared fact is the same on every host"
                                      if nhosts > 1 else "one host, nothing to compare")))
     for label, values in diffs:
-        out.say(f"#   DIFFERS {label}: " + ", ".join(f"{h}={_show(v)}" for h, v in values.items()))
+        out.say(f"#   DIFFERS {label}: "
+                + ", ".join(f"{h}={'(unset)' if v is None else v}" for h, v in values.items()))
 
 
 def transports(out: RunOutput, skipped: Optional[str],
@@ -50,10 +51,6 @@ def findings(out: RunOutput, found: Sequence[Tuple[Optional[str], str]], error: 
     if found:
         out.say(f"#\n# {counted(errors, 'problem')} that {plural(errors, 'breaks', 'break')} runs (ERROR), "
                 f"{counted(len(found) - errors, 'warning')}" + ("; exit 1" if errors else ""))
-
-
-def _show(value: Any) -> str:
-    return "(unset)" if value is None else str(value)
 
 
 def host_lines(host: str, f: Dict[str, Any], ranks: Sequence[int], version_keys: Sequence[str]) -> List[str]:

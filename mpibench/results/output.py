@@ -58,8 +58,7 @@ class RunOutput:
             self.flush()
 
     def announce_files(self) -> None:
-        for f in self.files:
-            self.say(f.announcement())
+        self.say(*(f.announcement() for f in self.files))
 
     def set(self, **items: Any) -> None:
         """Top-level fields into the document, and the files rewritten."""

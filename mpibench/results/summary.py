@@ -13,10 +13,6 @@ def _busbws(rows: Sequence[Row]) -> List[float]:
     return [bw for _, _, m in measured(rows) if (bw := m.get("busbw_GBps")) is not None]
 
 
-def backends(doc: Dict[str, Any]) -> List[str]:
-    return list(dict.fromkeys(row.get("backend", "?") for row in doc["results"]))
-
-
 def closing(rows: Sequence[Row], names: Sequence[str], ranks: Optional[int], wrong: int,
             threshold: Optional[Tuple[float, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """(document fields, lines): nccl-tests' closing lines over rows of the backends names.
@@ -59,7 +55,8 @@ def closing_lines(doc: Dict[str, Any]) -> List[str]:
     wrong = bounds["count"] if bounds else \
         int(sum(m.get("nwrong") or 0 for _, _, m in measured(doc["results"])))
     threshold = (limit["GBps"], limit["source"]) if limit else None
-    lines = closing(doc["results"], backends(doc), reader.ranks(doc), wrong, threshold)[1]
+    names = list(dict.fromkeys(row.get("backend", "?") for row in doc["results"]))
+    lines = closing(doc["results"], names, reader.ranks(doc), wrong, threshold)[1]
     if doc.get("source") and doc["source"] != "mpibench":
         # another tool's log: its own printed average (one per test when it holds several)
         avg = doc.get("average_bus_bandwidth")
@@ -73,8 +70,7 @@ def comparison(rows: Sequence[Row], a: str, b: str, memory: Optional[Dict[str, s
                ) -> Tuple[List[Dict[str, Any]], List[str]]:
     """(compared rows, lines): backends a and b side by side (memory: where their buffers were)."""
     theirs = {row_key(row, m, backend=False): y for row, m, y in measured(rows) if row.get("backend") == b}
-    compared: List[Dict[str, Any]] = []
-    cells = []
+    compared, cells = [], []
     for row, m, x in measured(rows):
         y = theirs.get(row_key(row, m, backend=False)) if row.get("backend") == a else None
         if y is None:
