@@ -1,5 +1,4 @@
-"""What compare prints: each file's description, the rows in common with each file's
-ratio to the baseline and its verdict (faster, slower, within noise), and the counts."""
+"""What compare prints: each file's description, the rows in common with their verdicts, the counts."""
 from math import exp, log
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 

@@ -1,5 +1,4 @@
-"""What the link measurements print (run's link check, p2p): the bandwidth and latency
-matrices between hosts (diagnose/links.py) and the slow links and hosts named."""
+"""What the link measurements print (run's link check, p2p): the matrices, the slow links and hosts."""
 import argparse
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -28,9 +27,8 @@ def p2p_header(out: RunOutput, args: argparse.Namespace, nranks: int, nhosts: in
                else "one direction at a time (row sends to column)"))
     out.say(f"# latency at {format_size(args.latency_size)}: half the round trip of "
             f"{args.latency_iters} ping-pongs")
-    npairs = sum(len(r) for r in rounds)
-    out.say(f"# schedule: {counted(npairs, 'pair')} in {counted(len(rounds), 'round')}, no host in two "
-            f"pairs at once; ranks not in a pair wait at an MPI barrier")
+    out.say(f"# schedule: {counted(sum(map(len, rounds)), 'pair')} in {counted(len(rounds), 'round')}, "
+            f"no host in two pairs at once; ranks not in a pair wait at an MPI barrier")
 
 
 def heatmap(out: RunOutput, png: Optional[str], when: str = ":") -> None:
@@ -51,8 +49,8 @@ def matrices(out: RunOutput, names: List[str], size: int, bidirectional: bool, b
 
 
 def _table(out: RunOutput, corner: str, names: List[str], matrix: Matrix, digits: int) -> None:
-    rows = [[n] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
-            for n, row, a in zip(names, matrix, names)]
+    rows = [[a] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
+            for a, row in zip(names, matrix)]
     out.say(*commented(rows, [corner] + names, stralign="right"))
 
 

@@ -1,5 +1,4 @@
-"""What sweep prints: what it runs, each setting as it starts and ends, and per collective
-and size each setting's busbw and the best."""
+"""What sweep prints: what it runs, each setting as it starts and ends, the settings compared."""
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..measure.sizes import format_size
