@@ -23,14 +23,12 @@ SHARP = 12.0        # how sharply NCCL's estimates pick (weights ~ estimate ** -
 # NCCL 2.18's latencies (us): base, per step within a node (NVLink), per network step
 NCCL_LAT = {("ring", "LL"): (6.6, 0.6, 2.7), ("ring", "Simple"): (8.4, 3.4, 14.0),
             ("tree", "LL"): (6.8, 0.6, 5.0), ("tree", "Simple"): (0.0, 4.0, 14.0)}
-EXCHANGES = ("all_to_all", "sendrecv")
 NEAR = 4.0          # how far (x) an input's bytes per peer may be from the row's (exchanges)
 
 
 def nccl_estimate(a, p, coll, n, g, s, bus):
-    """NCCL's estimate (us) of a candidate at n ranks, g per node, s bytes and bus GB/s.
-    Its tree correction at medium sizes is left out: the measured bus bandwidth, below
-    NCCL's own (channels x link), already moves the tree-ring crossover to smaller sizes."""
+    """NCCL's estimate (us) of a candidate at n ranks, g per node, s bytes and bus GB/s, less its
+    tree correction at medium sizes (the measured bus bandwidth already moves the crossover)."""
     i, e, share = shape(a, coll, n, g)
     base, intra, inter = NCCL_LAT[a, p]
     if e and a == "ring":       # across nodes each step also pays the network's post overhead
@@ -67,9 +65,8 @@ class Model:
         self.size = 4 * len(self.protos) + len(self.algos)
 
     def features(self, pts, bus=None):
-        """pts: [(n, g, S)] -> (candidates x 4 x points: I, E, S * share, on 1 or 2 nodes;
-        candidates x points: NCCL's choice as weights, from bus {ranks: GB/s}, the largest
-        count's for others; alike without bus)."""
+        """pts: [(n, g, S)] -> (candidates x 4 x points: I, E, S * share, on 1 or 2 nodes; candidates
+        x points: NCCL's choice as weights, from bus {ranks: GB/s}, the largest count's for others)."""
         v = np.array([[shape(a, self.coll, n, g) + (s, n // g <= 2) for n, g, s in pts]
                       for a, _ in self.cands], float).reshape(len(self.cands), -1, 5)
         feats = np.stack([v[..., 0], v[..., 1], v[..., 2] * v[..., 3], v[..., 4]], axis=1)
@@ -136,58 +133,40 @@ def peers(coll, n, g):
 
 
 def _local(f, n, g, s, near=NEAR):
-    """An exchange of S = s on n ranks fitted in log space to the input rows within near x of
-    its bytes per peer, the nearer weighing more: (time, its part per network peer, weighted
-    log residuals, input counts within sqrt(near) x), or None short of two counts."""
-    def far(x):     # an input row's distance in bytes per peer, in units of log(near)
-        return abs(log(x[2] * peers(f["coll"], *x[:2])[1] / (s * peers(f["coll"], n, g)[1]))) / log(near)
+    """An exchange of S = s on n ranks fitted in log space to the input rows within near x of its bytes
+    per peer, the nearer weighing more: (time, its part per network peer, weighted log residuals,
+    input counts within sqrt(NEAR) x), or None short of two counts."""
+    def far(x):     # |log| of an input row's bytes per peer over the row's
+        return abs(log(x[2] * peers(f["coll"], *x[:2])[1] / (s * peers(f["coll"], n, g)[1])))
 
     def cols(n, g, s, *_):      # base, latency, bytes / bandwidth (on 1-2 nodes their own)
         (p, per), two = peers(f["coll"], n, g), split and n <= 2 * g
         return [1.0, p, p * s * per * (not two), p * s * per * two][:3 + split]
-    pts = [x for x in f["points"] if far(x) <= 1]
+    pts = [x for x in f["points"] if far(x) <= log(near)]
     if len({x[0] for x in pts}) < 2:
         return None
-    split, w = len({x[0] <= 2 * x[1] for x in pts}) > 1, np.array([1 - far(x) for x in pts])
+    split, w = len({x[0] <= 2 * x[1] for x in pts}) > 1, np.array([1 - far(x) / log(near) for x in pts])
     a = np.array([cols(*x) for x in pts]) / np.array([x[3] for x in pts])[:, None]
     c = np.exp(_lm(lambda x: w * np.log(a @ np.exp(x)), np.log(0.25 / a.mean(axis=0)))[0])
-    row, close = np.array(cols(n, g, s)), {x[0] for x in pts if far(x) <= 0.5}
+    row, close = np.array(cols(n, g, s)), {x[0] for x in pts if far(x) <= log(NEAR) / 2}
     return float(row @ c), float(row[1:] @ c[1:]), w * np.log(a @ c), len(close)
-
-
-def _fit_exchange(coll, points):
-    """fit() of an exchange: its rows, each one's error as its neighbours predict it, and the
-    trend of the best network bandwidth per rank with the peers: cost per peer ~ peers^trend
-    (none where more peers ran faster: a network gets no faster per peer with more)."""
-    f, best = {"coll": coll, "points": points, "model": None}, {}
-    for n, g, s, t in points:
-        p, per = peers(coll, n, g)
-        best[p] = max(best.get(p, 0.0), p * s * per / t)
-    f["bw"] = bw = sorted((p, b) for p, b in best.items() if p)
-    f["trend"] = max(0.0, log(bw[0][1] / bw[-1][1]) / log(bw[-1][0] / bw[0][0])) if len(bw) > 1 else 0.0
-    f["errors"] = [r[0] / x[3] - 1 for x in points if (r := _local(f, *x[:3]))] or [0.0]
-    return f
-
-
-def _predict_exchange(f, n, g, size):
-    """predict() of an exchange: the middle of the fit (cost per peer as at the largest input)
-    and the fit with that cost following the inputs' trend; the interval spans both."""
-    near = NEAR
-    while (got := _local(f, n, g, size, near)) is None:     # no two counts in reach: a guess
-        near *= 4
-    t, grow, res, close = got
-    other = t + grow * ((peers(f["coll"], n, g)[0] / f["bw"][-1][0]) ** f["trend"] - 1) if f["bw"] else t
-    q = float(np.quantile(np.abs(res), 0.8))
-    return (t * other) ** 0.5, min(t, other) * exp(-q), max(t, other) * exp(q), ("p2p",), \
-        near == NEAR and close > 1
 
 
 def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     """points: [(n, g, S, seconds)] at two or more node counts. -> {'model', 'best' (log
     constants), 'members' (other fits: starts and resampled points), 'errors' (best fit's
-    predicted / measured - 1 per point), 'chosen' ({candidate: sizes NCCL chose it at})}"""
-    if coll in EXCHANGES:
-        return _fit_exchange(coll, points)
+    predicted / measured - 1 per point), 'chosen' ({candidate: sizes NCCL chose it at})}. An exchange's:
+    'points', 'errors', 'bw' ([(peers, best network bytes/s per rank)]), 'trend' (cost/peer ~ peers^trend)"""
+    if coll in ("all_to_all", "sendrecv"):      # exchanges
+        f, best = {"coll": coll, "points": points, "model": None}, {}
+        for n, g, s, t in points:
+            p, per = peers(coll, n, g)
+            best[p] = max(best.get(p, 0.0), p * s * per / t)
+        f["bw"] = bw = sorted((p, b) for p, b in best.items() if p)
+        # none where more peers ran faster: a network gets no faster per peer with more of them
+        f["trend"] = max(0.0, log(bw[0][1] / bw[-1][1]) / log(bw[-1][0] / bw[0][0])) if len(bw) > 1 else 0.0
+        f["errors"] = [r[0] / x[3] - 1 for x in points if (r := _local(f, *x[:3]))] or [0.0]
+        return f
     m = Model(model, coll, backend)
     pts = [(n, g, s) for n, g, s, _ in points]
     secs = np.array([t for *_, t in points], float)
@@ -218,9 +197,13 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
 
 def predict(f, n, g, size):
     """(time, low, high, the candidate NCCL runs, whether NCCL ran it at an input size
-    within 4x: else extrapolated) at n ranks, g per node, S = size."""
+    within 4x: else extrapolated) at n ranks, g per node, S = size. An exchange's: the middle of
+    the fit (cost per peer as at the largest input) and of it following the trend, spanning both."""
     if f["model"] is None:
-        return _predict_exchange(f, n, g, size)
+        t, grow, res, close = _local(f, n, g, size) or _local(f, n, g, size, np.inf)
+        other = t + grow * ((peers(f["coll"], n, g)[0] / f["bw"][-1][0]) ** f["trend"] - 1) if f["bw"] else t
+        q = float(np.quantile(np.abs(res), 0.8))
+        return (t * other) ** 0.5, min(t, other) * exp(-q), max(t, other) * exp(q), ("p2p",), close > 1
     m = f["model"]
     # widened by the 80th percentile of the best fit's |log error| at the sizes of the band
     e = [abs(log(1 + err)) for err, s in zip(f["errors"], f["sizes"]) if (s >= MIB) == (size >= MIB)]
@@ -237,9 +220,8 @@ def describe(f):
     """The fitted constants, one line per candidate algorithm and protocol."""
     if f["model"] is None:
         bw = ", ".join(f"{b / 1e9:.3g} GB/s with {p:g} peers" for p, b in f["bw"])
-        return [f"p2p: base + network peers x (latency + bytes per peer / bandwidth) per size, fitted to the "
-                f"input sizes within {NEAR:g}x of its bytes per peer", f"network bandwidth per rank {bw}: "
-                f"cost per peer ~ peers^{f['trend']:.3f}; predicted: the middle of that trend and none"]
+        return [f"p2p by bytes per peer (fitted to the input sizes within {NEAR:g}x of each); network GB/s "
+                f"per rank {bw}: cost per peer ~ peers^{f['trend']:.3f}; predicted: midway from none to that"]
     m, c, out = f["model"], np.exp(f["best"]), []
     np_ = len(m.protos)
     for a, p in m.cands:

@@ -15,12 +15,11 @@ from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
 DESCRIPTION = (
-    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed "
-    "logs) and fits per collective the candidates of NCCL's tuning model (ring, tree for "
-    "all_reduce; LL and Simple), each size run by the one NCCL's own estimate picks (all_to_all, "
-    "sendrecv: by bytes per peer). Prints per size at --hosts H or --ranks N the time, its "
-    "interval and busbw; a row in a regime no input ran is marked * and not predicted. "
-    "--measured FILE adds each row's error and a summary.")
+    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed logs) and "
+    "fits per collective the candidates of NCCL's tuning model (ring, tree for all_reduce; LL and "
+    "Simple), each size run by the one NCCL's own estimate picks (all_to_all, sendrecv: by bytes per "
+    "peer). Prints per size at --hosts H or --ranks N the time, its interval and busbw; a row in a "
+    "regime no input ran is marked * and not predicted. --measured FILE adds errors and a summary.")
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
 
@@ -57,8 +56,7 @@ def points(named_docs, wanted, only, g):
     per host, or None for each input's own."""
     out = {}
     for path, doc in named_docs:
-        n = reader.ranks(doc)
-        gg = g or per_host(path, doc)
+        n, gg = reader.ranks(doc), g or per_host(path, doc)
         for row in doc["results"]:
             if only and row["collective"] not in only:
                 continue
@@ -73,11 +71,10 @@ def points(named_docs, wanted, only, g):
 
 
 def match(size, n, keys):
-    """The requested size a row of `size` bytes at n ranks stands for: nccl-tests rounds
-    each rank's share down to whole elements, then to 16 bytes, so the key is less than
-    (16 + element size) x n bytes above it (32 x n covers every type)."""
-    near = [k for k in keys if 0 <= k - size < 32 * n]
-    return min(near, key=lambda k: k - size) if near else size
+    """The requested size a row of `size` bytes at n ranks stands for: nccl-tests rounds each
+    rank's share down to elements, then 16 B, so the key is < (16 + element) x n B above it
+    (32 x n covers every type)."""
+    return min((k for k in keys if 0 <= k - size < 32 * n), key=lambda k: k - size, default=size)
 
 
 def execute(session, args):
