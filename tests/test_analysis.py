@@ -371,8 +371,8 @@ def test_fit_recovers_synthetic_terms():
 def test_exchange_fit_follows_bytes_per_peer():
     """all_to_all times made at 2 and 8 nodes of 4 ranks by a cost per network peer that
     changes with the bytes per peer (a network path 3x slower up to 128 B, like Polaris'
-    Slingshot plugin) and 25 GB/s per node: 256 nodes are predicted within 3% at every size
-    whose bytes per peer the inputs ran, inside the interval; with the bandwidth per rank
+    Slingshot plugin) and 25 GB/s per node: 256 nodes are predicted inside the interval at
+    every size, within 3% away from the step; with the bandwidth per rank
     lower at 8 nodes than at 2 the interval spans that trend continued and not."""
     sys.path.insert(0, ROOT)
     from mpibench.analysis import scaling
