@@ -6,7 +6,7 @@ algorithm a and a protocol p each, for nccl-tests' byte count S on n ranks and N
 
 (steps within a node and across the network, bytes per S on the slowest link), each size
 run by the candidate NCCL's own estimate picks; constants fitted in log space to all sizes
-at two or more node counts, the interval from other starts, resampled fits and residuals.
+at two or more node counts; the interval: other starts' and resampled fits' spread, residuals in quadrature.
 Exchanges (all_to_all, sendrecv): a send and a receive per peer, which NCCL and the network
 run by the bytes per peer, so each row is fitted to the input rows of nearly its bytes per
 peer: t = base + P (latency + bytes per peer / bandwidth), P the peers across the network.
@@ -205,15 +205,15 @@ def predict(f, n, g, size):
         q = float(np.quantile(np.abs(res), 0.8))
         return (t * other) ** 0.5, min(t, other) * exp(-q), max(t, other) * exp(q), ("p2p",), close > 1
     m = f["model"]
-    # widened by the 80th percentile of the best fit's |log error| at the sizes of the band
+    # independent, so in quadrature: the fits' spread, the 80th percentile of |log error| at the band's sizes
     e = [abs(log(1 + err)) for err, s in zip(f["errors"], f["sizes"]) if (s >= MIB) == (size >= MIB)]
     q = float(np.quantile(e or [abs(log(1 + err)) for err in f["errors"]], 0.8))
     feats = m.features([(n, g, size)], f["bus"])
     t = float(m.time(f["best"], feats)[0])
-    ens = [float(m.time(x, feats)[0]) for x in f["members"]] + [t]
+    ens = np.log([float(m.time(x, feats)[0]) / t for x in f["members"]] + [1.0])
     cand = m.cands[int(np.argmax(feats[1][:, 0]))]
     known = any(size / 4 <= s <= size * 4 for s in f["chosen"].get(cand, ()))
-    return t, min(ens) * np.exp(-q), max(ens) * np.exp(q), cand, known
+    return t, t * exp(-np.hypot(ens.min(), q)), t * exp(np.hypot(ens.max(), q)), cand, known
 
 
 def describe(f):
