@@ -189,10 +189,6 @@ def json_parts(doc, cache=True):
     return parts
 
 
-def render_json(doc):
-    return json_parts(doc)
-
-
 CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root", "mode",
               "time_us", "algbw_GBps", "busbw_GBps", "nwrong")
 

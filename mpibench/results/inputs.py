@@ -9,8 +9,6 @@ rank reading it itself would fail alone and leave the others waiting. Every rank
 from ..errors import UsageError
 from ..launch import faults
 
-MAX_BYTES = 1 << 20
-
 
 def on_rank0(session, path, load, option=None):
     """load(path) on rank 0 (it raises UsageError for a bad file); its result on every rank.
@@ -30,19 +28,3 @@ def on_rank0(session, path, load, option=None):
     if error:
         raise UsageError(error)
     return value
-
-
-def read_text(path, option=None):
-    """A text file's contents (UTF-8, at most MAX_BYTES), or a UsageError naming it."""
-    name = f"{option} {path}" if option else str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB")
-    try:
-        return data.decode()
-    except UnicodeDecodeError:
-        raise UsageError(f"{name}: not UTF-8 text") from None

@@ -79,8 +79,7 @@ class MetricsFile:
             raise UsageError(f"cannot write {path}: {folder} is not writable")
         if os.path.isdir(path):
             raise UsageError(f"cannot write {path}: it is a folder (name a file in it, *.prom)")
-        self.path = self.requested = path
-        self.renamed = False
+        self.path = path
 
     def announcement(self):
         return f"# Writing metrics to {self.path} (replaced whole at each write)"
