@@ -6,16 +6,22 @@ rank reading it itself would fail alone and leave the others waiting. Every rank
 
     limits = inputs.on_rank0(session, args.expect, limits.read_expect)
 """
+from typing import Callable, Optional, TypeVar
+
 from ..errors import UsageError
 from ..launch import faults
+from ..launch.session import Session
+
+T = TypeVar("T")
 
 
-def on_rank0(session, path, load, option=None):
+def on_rank0(session: Session, path: str, load: Callable[[str], T], option: Optional[str] = None) -> T:
     """load(path) on rank 0 (it raises UsageError for a bad file); its result on every rank.
 
     The result must be picklable (it is broadcast). Test-only switch
     MPIBENCH_FAULT=unreadable:RANK makes RANK unable to read any input file."""
-    value, error = None, None
+    value: Optional[T] = None
+    error: Optional[str] = None
     if session.rank == 0:
         try:
             if faults.get("unreadable", session.rank) is not None:

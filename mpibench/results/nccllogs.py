@@ -17,7 +17,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..launch import faults
 from ..measure.collectives import REGISTRY
@@ -67,6 +67,7 @@ _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of ncc
 Num = Tuple[float, float]   # a printed number: (value, half a unit of its last printed digit)
 Average = Tuple[Optional[Num], int]         # an average line's figure (None: n/a) and line
 Bws = Tuple[Optional[Num], Optional[Num]]   # a mode's (algbw, busbw)
+Path = Union[str, "os.PathLike[str]"]
 Layout = Tuple[List[str], List[List[str]], int]  # redop/root columns, each mode's, spread cells
 
 
@@ -527,7 +528,7 @@ def _scaled_algbw(coll: Collective, rows: List[Cells], layout: Layout) -> bool:
         any(not lo - 1e-9 <= share <= hi + 1e-9 for lo, hi, _ in bounds)
 
 
-def _named_by_file(source: Optional[str]) -> Optional[str]:
+def _named_by_file(source: Optional[Path]) -> Optional[str]:
     """The one collective a file's name names (nccl_alltoall.log: all_to_all), or None."""
     name = re.sub(r"[^a-z]+", "_", os.path.basename(source or "").lower())
     found = set()
@@ -550,8 +551,7 @@ def _in_place_unchecked(test: Test) -> bool:
         any(m.get("out_of_place", {}).get("nwrong") is not None for m in modes)
 
 
-def resolve(test: Test, hint: Optional[str],
-            source: Optional[str] = None) -> Tuple[str, Optional[int], str]:
+def resolve(test: Test, hint: Optional[str], source: Optional[Path]) -> Tuple[str, Optional[int], str]:
     """(collective, ranks or None, how the collective was known)."""
     rows, layout, lines = test.rows, test.layout, test.header.ranks
     for name, how in ((test.name, "the log"), (hint, "--collective"),
@@ -665,7 +665,7 @@ def check_average(rows: Iterable[Cells], average: Optional[Num], line: int, what
 
 
 # ---- the document ----
-def parse_text(text: str, hint: Optional[str] = None, source: Optional[str] = None) -> Dict[str, Any]:
+def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = None) -> Dict[str, Any]:
     """Printed output (source: its path) -> results document with 'tests'; Unreadable with the line."""
     tests, shared = scan(text)
     if not tests:
