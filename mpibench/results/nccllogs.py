@@ -1,17 +1,11 @@
-"""nccl-tests' printed output as users keep it: every table layout since before 2.13, with
-launcher prefixes or labels (--tag-output, srun -l, hydra, pdsh), NCCL/libfabric noise,
-several tests per log, two runs written into one stream, or a pasted tail; and mpibench's
-own (`# mpibench run:`, then a `# Collective:` table per collective and one average).
+"""nccl-tests' printed output as users keep it, in every table layout since before 2.13,
+and mpibench's own, read as a results document.
 
-A table is recognised by itself (its column names, `# nThread ... minBytes`, the rank
-lines); a row's layout comes from the column names above it. A test's collective comes
-from the log, else --collective, else a `*_perf` command line, else the file's name, else
-what its rows allow (redop and root cells, size / (count x element size), busbw / algbw,
-an in-place #wrong N/A on every row), which also give the rank count where rank lines are
-missing or cut. A named collective or an average the rows contradict, and sizes that run
-backwards, are refused with the line; rows of two runs in one stream are read where each
-fits one run's table only. Before June 2020 all_gather's and reduce_scatter's algbw was
-printed x (n-1)/n (busbw = algbw): such a table reads with algbw = size / time.
+A test's collective comes from the log, else --collective, else a `*_perf` command line,
+else the file's name, else what its rows allow (redop, root, size / count, busbw / algbw),
+which also give the rank count where rank lines are missing or cut. What the rows
+contradict (a named collective, an average, sizes running backwards) is refused with the
+line; rows of two runs in one stream are read where each fits one run's table only.
 """
 import math
 import os
@@ -85,8 +79,7 @@ class Header:
 
 @dataclass
 class Cells:
-    """A table row as printed: the figures kept in mpibench's keys, the bandwidths with their
-    half units for the checks."""
+    """A table row: its figures in mpibench's keys, its bandwidths as printed for the checks."""
     size: int
     count: int
     label: str
@@ -113,15 +106,13 @@ class Test:
 
 @dataclass
 class State:
-    """A reading: the header being read, the tests whose rows may follow (open: one, or two
-    where runs wrote into one stream at once), every test so far, the tests an average line
-    will close (group), the averages shared by several tables, and mpibench's backend."""
-    header: Header = field(default_factory=Header)
-    open: List[Test] = field(default_factory=list)
+    """A reading of the lines so far."""
+    header: Header = field(default_factory=Header)      # the header being read
+    open: List[Test] = field(default_factory=list)      # whose rows may follow: two runs' at most
     tests: List[Test] = field(default_factory=list)
-    group: List[Test] = field(default_factory=list)
-    shared: List[Tuple[List[Test], Optional[Num], int]] = field(default_factory=list)
-    backend: Optional[str] = None
+    group: List[Test] = field(default_factory=list)     # the tests the next average closes
+    shared: List[Tuple[List[Test], Optional[Num], int]] = field(default_factory=list)  # over several
+    backend: Optional[str] = None                       # mpibench's, once its header names it
 
 
 def looks_like_text(text: str) -> bool:
@@ -269,32 +260,24 @@ def _plain_line(state: State, line: str, n: int) -> None:
 
 
 def _table_row(state: State, tokens: List[str], line: str, n: int) -> None:
-    """Adds the row to the open test it fits; Unreadable, with the line, where none or two fit."""
+    """Adds the row to the open test it fits; Unreadable, with the line, where none or two fit.
+    While two runs' tables are open, a row goes to the one run it fits (columns, sizes
+    growing along the sweep its header asks for, the shape of that table's rows)."""
     tests = state.open
     if not tests:
         raise Unreadable(f"line {n}: a table row with no column names above it "
                          f"(size count type ...)" if not state.tests else
                          f"line {n}: a table row after its test's average or "
                          f"end, with no column names above it")
-    if len(tests) > 1:
-        _interleaved_row(tests, tokens, n)
+    if len(tests) == 1:
+        try:
+            tests[0].rows.append(_row(tokens, tests[0].layout, n))
+        except Unreadable as exc:
+            raise Unreadable(str(exc) if str(exc).startswith("line ") else
+                             f"line {n}: {exc}") from None
+        except (ValueError, IndexError):
+            raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
         return
-    try:
-        tests[0].rows.append(_row(tokens, tests[0].layout, n))
-    except Unreadable as exc:
-        raise Unreadable(str(exc) if str(exc).startswith("line ") else
-                         f"line {n}: {exc}") from None
-    except (ValueError, IndexError):
-        raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
-
-
-def _two_runs(tests: List[Test]) -> str:
-    return " and ".join(f"line {t.line}" for t in tests)
-
-
-def _interleaved_row(tests: List[Test], tokens: List[str], n: int) -> None:
-    """A row while two runs' tables are open: it goes to the one run it fits (columns,
-    sizes growing along the sweep its header asks for, the shape of that table's rows)."""
     fits = []
     for t in tests:
         try:
@@ -308,6 +291,10 @@ def _interleaved_row(tests: List[Test], tokens: List[str], n: int) -> None:
                          f"{_two_runs(tests)}) and this row fits "
                          f"{'both' if fits else 'neither'}: split the log by run")
     fits[0][0].rows.append(fits[0][1])
+
+
+def _two_runs(tests: List[Test]) -> str:
+    return " and ".join(f"line {t.line}" for t in tests)
 
 
 def _series_key(r: Cells) -> Tuple[str, Optional[str], int]:
@@ -341,7 +328,8 @@ def _continues(test: Test, row: Cells) -> bool:
 
 
 def _comment_line(state: State, line: str, n: int) -> None:
-    """A '#' line: the first of rank line, average, column names, test name, other header that matches."""
+    """A '#' line: the first that matches of rank line, average, column names, test name,
+    mpibench's title and backend, nccl-tests' version and sweep, a reduced sweep, a test's end."""
     if m := _RANK.match(line):
         # rank lines come in a header, each rank once: one elsewhere means lines of two
         # runs mixed, and a rank count read from them would be wrong
@@ -354,13 +342,38 @@ def _comment_line(state: State, line: str, n: int) -> None:
         header.ranks[rank] = m.group(2)
     elif m := _AVERAGE.match(line):
         _average_line(state, m, n)
-    elif _COLUMNS.match(line):
-        _columns_line(state, line, n)
+    elif _COLUMNS.match(line):          # a test: its name and command from the header
+        header = state.header
+        test = Test(header.name, header.command, header, _layout(line, n), n,
+                    state.backend or "nccl", header.ours or bool(state.backend))
+        header.used, header.name = True, None
+        # mpibench prints its tables one after the other; nccl-tests' runs may share a stream
+        state.open = [test] if test.ours else state.open + [test]
+        state.tests.append(test)
+        state.group.append(test)
     elif m := _START.match(line) or _OURS.match(line):
         _next_header(state)
         state.header.name = m.group(1)
-    else:
-        _header_line(state, line, n)
+    elif _MPIBENCH.match(line):          # mpibench's title
+        state.header, state.open, state.group = Header(ours=True), [], []
+    elif backend := _BACKEND.match(line):        # mpibench's, whatever its header looks like
+        state.backend = backend.group(1)
+    elif _VERSION.match(line) or _NTHREAD.match(line):
+        _next_header(state)
+        m = _SWEEP.search(line)
+        if m and state.header.sweep and _checking():
+            raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
+                             f"table of the run whose header is at line "
+                             f"{state.header.sweep_line}: two runs wrote into this "
+                             f"log at once; split it by run")
+        if m:
+            state.header.sweep_line = n
+            state.header.sweep = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
+    elif (reduced := _REDUCED.match(line)) and state.header.sweep:
+        low, _, step, kind = state.header.sweep
+        state.header.sweep = low, int(reduced.group(1)), step, kind
+    elif _CONCLUDED.match(line):
+        state.open = []
 
 
 def _average_line(state: State, m: "re.Match[str]", n: int) -> None:
@@ -384,42 +397,6 @@ def _average_line(state: State, m: "re.Match[str]", n: int) -> None:
         elif group:
             state.shared.append((group, value, n))
     state.group, state.open = [], []
-
-
-def _columns_line(state: State, line: str, n: int) -> None:
-    """Starts a test: its layout from the column names, its name and command from the header."""
-    header, backend = state.header, state.backend
-    test = Test(header.name, header.command, header, _layout(line, n), n, backend or "nccl",
-                header.ours or bool(backend))
-    header.used, header.name = True, None
-    # mpibench prints its tables one after the other; nccl-tests' runs may share a stream
-    state.open = [test] if test.ours else state.open + [test]
-    state.tests.append(test)
-    state.group.append(test)
-
-
-def _header_line(state: State, line: str, n: int) -> None:
-    """mpibench's title and backend, nccl-tests' version and sweep, a reduced sweep, a test's end."""
-    if _MPIBENCH.match(line):
-        state.header, state.open, state.group = Header(ours=True), [], []
-    elif backend := _BACKEND.match(line):        # mpibench's, whatever its header looks like
-        state.backend = backend.group(1)
-    elif _VERSION.match(line) or _NTHREAD.match(line):
-        _next_header(state)
-        m = _SWEEP.search(line)
-        if m and state.header.sweep and _checking():
-            raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
-                             f"table of the run whose header is at line "
-                             f"{state.header.sweep_line}: two runs wrote into this "
-                             f"log at once; split it by run")
-        if m:
-            state.header.sweep_line = n
-            state.header.sweep = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
-    elif (reduced := _REDUCED.match(line)) and state.header.sweep:
-        low, _, step, kind = state.header.sweep
-        state.header.sweep = low, int(reduced.group(1)), step, kind
-    elif _CONCLUDED.match(line):
-        state.open = []
 
 
 # ---- what each test is: collective and ranks ----
