@@ -241,22 +241,13 @@ def scan(text: str) -> Tuple[List[Test], List[Tuple[List[Test], Optional[Num], i
             line = "# " + line
         if line.startswith("#"):
             _comment_line(state, line, n)
-        else:
-            _plain_line(state, line, n)
+        elif len(tokens := line.split()) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
+            _table_row(state, tokens, line, n)
+        elif "_perf" in line and "NCCL INFO" not in line and (m := _COMMAND.search(line)) and \
+                (collective_name(m.group(1)) in REGISTRY or m.group(1) == "hypercube"):
+            _next_header(state)       # a command line naming nccl-tests' program: the next table's
+            state.header.command = m.group(1)
     return [t for t in state.tests if t.rows], state.shared
-
-
-def _plain_line(state: State, line: str, n: int) -> None:
-    """A table row, a command line naming a *_perf program (the next table's), or noise."""
-    tokens = line.split()
-    if len(tokens) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
-        _table_row(state, tokens, line, n)
-        return
-    m = _COMMAND.search(line) if "_perf" in line and "NCCL INFO" not in line else None
-    # one of nccl-tests' collectives
-    if m and (collective_name(m.group(1)) in REGISTRY or m.group(1) == "hypercube"):
-        _next_header(state)
-        state.header.command = m.group(1)
 
 
 def _table_row(state: State, tokens: List[str], line: str, n: int) -> None:
