@@ -1,16 +1,12 @@
-"""Result files: reserved before the benchmark, then brought up to date in place as rows
-arrive, writing only what changed.
+"""Result files: reserved before the benchmark under a name no file has (FILE, else FILE.0,
+FILE.1, ... as nccl-tests' -J does), then brought up to date as rows arrive.
 
-An existing file is never overwritten: as nccl-tests' -J does, the next free name FILE.0,
-FILE.1, ... is used and announced. Files get mode 0666 less the user's umask.
-
-A document is rendered in parts (one per top-level field and per list element, "results"
-last), so a new row rewrites only itself and the closing lines after it: the bytes written
-grow with the rows, not their square. Every write() reaches the kernel before the row is
-printed, so a SIGKILL loses no printed row; fsync runs at most once a second and at the end.
-Only such an append is written in place (a kill inside it leaves a cut row that
-document.mend() reads back as the rows before it); any other change replaces the file
-whole, atomically. A JSON file that shrinks is padded with spaces, never left cut.
+A document is rendered in parts (a line per field and per row), so a new row rewrites only
+itself and the closing lines: the bytes written grow with the rows, not their square. Every
+write() reaches the kernel before the row is printed, so a SIGKILL loses no printed row;
+fsync runs at most once a second and at the end. Only such an append is written in place
+(a kill inside it leaves a cut row that document.mend() reads back as the rows before it);
+any other change replaces the file whole, atomically.
 """
 import csv
 import io

@@ -1,11 +1,6 @@
-"""Input files of multi-rank commands, read on rank 0 only, the outcome agreed by all.
-
-A path may exist only where the job was started (a login node's home, a local /tmp): a
-rank reading it itself would fail alone and leave the others waiting. Every rank gets rank
-0's value, or the same UsageError (printed once; exit 2 everywhere):
-
-    limits = inputs.on_rank0(session, args.expect, limits.read_expect)
-"""
+"""Input files of multi-rank commands, read on rank 0 only, the outcome agreed by all: a
+path may exist only where the job was started (a login node's home, a local /tmp), and a
+rank failing to read it alone would leave the others waiting."""
 from typing import Callable, Optional, TypeVar
 
 from ..errors import UsageError
@@ -16,9 +11,8 @@ T = TypeVar("T")
 
 
 def on_rank0(session: Session, path: str, load: Callable[[str], T], option: Optional[str] = None) -> T:
-    """load(path) on rank 0 (it raises UsageError for a bad file); its result on every rank.
-
-    The result must be picklable (it is broadcast). Test-only switch
+    """load(path) on rank 0 (it raises UsageError for a bad file); its result (broadcast: it
+    must pickle) or the same UsageError on every rank. Test-only switch
     MPIBENCH_FAULT=unreadable:RANK makes RANK unable to read any input file."""
     value: Optional[T] = None
     error: Optional[str] = None

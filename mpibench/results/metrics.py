@@ -1,9 +1,6 @@
-"""--metrics FILE: a command's results document in Prometheus' text exposition format.
-
-One exporter serves every command: it writes what it finds in the document the command
-builds (rows, per-host analysis, p2p's links, check's verdicts, train's summary, verify's
-checks). The file is replaced in one rename, as node_exporter's textfile collector expects:
-a state each run refreshes (the one result file mpibench overwrites); every metric is a gauge.
+"""--metrics FILE: a command's results document in Prometheus' text exposition format,
+whatever the command. The file is replaced in one rename, as node_exporter's textfile
+collector expects: a state each run refreshes (the one result file mpibench overwrites).
 
 Label names follow NCCL Inspector's (slurm_job_id, node, n_nodes, nranks, collective,
 message_size) and DCGM exporter's (gpu, Hostname), so that dashboards can join them;
@@ -19,7 +16,6 @@ from ..errors import UsageError
 from ..measure.modes import MODE_KEYS
 from .files import write_whole
 
-GAUGE = "gauge"
 _ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
 _RANK = ("collective", "message_size", "dtype", "mode", "rank", "node", "Hostname", "gpu")
 _LINK = ("node", "rank", "peer_node", "peer_rank", "message_size", "bidirectional")
@@ -101,16 +97,15 @@ def render(doc: Doc) -> str:
               or os.environ.get("SLURM_JOB_ID", "")}
 
     def add(name: str, value: Any, **labels: Any) -> None:
-        if value is None:
-            return
-        samples[name].append(({**common, **labels}, float(value)))
+        if value is not None:
+            samples[name].append(({**common, **labels}, float(value)))
 
     for collect in (_run, _rows, _per_host, _links, _check, _health, _train, _verify):
         collect(doc, add)
     out = []
     for name, (text, _) in METRICS.items():
         if samples[name]:
-            out += [f"# HELP {name} {text}", f"# TYPE {name} {GAUGE}"]
+            out += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
             out += [f"{name}{{{_labels(labels)}}} {_number(v)}" for labels, v in samples[name]]
     return "\n".join(out) + "\n"
 
@@ -241,20 +236,13 @@ def _check(doc: Doc, add: Add) -> None:
 
 def _kind(name: str) -> str:
     """The kind of a suspect as checkverdict names it (few values: a label)."""
-    if "(a tie" in name:
-        return "tie"
-    if name.startswith("uplink "):
-        return "uplink"
-    if name.startswith("path "):
-        return "path"
-    if " switch" in name.split("(")[0]:
-        return "rail_switch"
-    return "host_rail"
+    kinds = (("tie", "(a tie" in name), ("uplink", name.startswith("uplink ")),
+             ("path", name.startswith("path ")), ("rail_switch", " switch" in name.split("(")[0]))
+    return next((kind for kind, named in kinds if named), "host_rail")
 
 
 def _health(doc: Doc, add: Add) -> None:
-    health = doc.get("health")
-    if health:
+    if health := doc.get("health"):
         add("mpibench_health_passed", int(health["healthy"]), node=health["node"])
 
 

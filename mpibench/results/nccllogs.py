@@ -399,14 +399,9 @@ def _spreads(coll: Collective) -> bool:
 
 def _ratio_bounds(rows: List[Cells]) -> List[Tuple[float, float, int]]:
     """[(lo, hi, line)] of busbw / algbw, as far as the printed digits allow."""
-    out = []
-    for r in rows:
-        for alg, bus in r.bws:
-            if alg is None or bus is None or alg[0] - alg[1] <= 0:
-                continue
-            out.append((max(0.0, bus[0] - bus[1]) / (alg[0] + alg[1]),
-                        (bus[0] + bus[1]) / (alg[0] - alg[1]), r.line))
-    return out
+    return [(max(0.0, bus[0] - bus[1]) / (alg[0] + alg[1]), (bus[0] + bus[1]) / (alg[0] - alg[1]),
+             r.line) for r in rows for alg, bus in r.bws
+            if alg is not None and bus is not None and alg[0] - alg[1] > 0]
 
 
 def _ks(rows: List[Cells]) -> List[Tuple[float, int]]:

@@ -1,10 +1,7 @@
-"""nccl-tests' own formats (version 2.19.6), both ways.
-
-Read: its -J JSON (its printed output: nccllogs.py) as a results document, so that report,
-compare, plot and check --baseline take it as it is. Write: a run's results document in the
--J schema, so that tools written for nccl-tests (tools/analyze_perf_json.py, CSV converters)
-read mpibench's results unchanged. The -J schema has no collective name: it is read from
-"experiment_name", else from the program in "args", and written to "experiment_name".
+"""nccl-tests' -J JSON (version 2.19.6) read as a results document (its printed output:
+nccllogs.py), and a run's results document written in it, for the tools written for
+nccl-tests (tools/analyze_perf_json.py, CSV converters). -J has no collective name: it is
+read from "experiment_name", else from the program in "args", and written to the former.
 """
 import datetime
 import os

@@ -1,9 +1,7 @@
-"""Saved results files, as report, compare, plot, sweep and predict read them.
-
-load() is the one place a file is read: anything that is not a results document is refused
-(UsageError naming the file), so the commands may trust every field they touch. Other
-tools' output (nccllogs, nccltests, netpipe) is turned into one first.
-"""
+"""Saved results files, as the commands read them. load() is the one place a file is read:
+anything that is not a results document, once other tools' output (nccllogs, nccltests,
+netpipe) is turned into one, is refused (UsageError naming the file), so the commands may
+trust every field they touch."""
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
