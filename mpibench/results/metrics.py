@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..errors import UsageError
 from ..measure.modes import MODE_KEYS
 from .files import write_whole
+from .schema import Doc
 
 _ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
 _RANK = ("collective", "message_size", "dtype", "mode", "rank", "node", "Hostname", "gpu")
@@ -64,7 +65,6 @@ METRICS = {
 }
 
 
-Doc = Dict[str, Any]                    # a results document
 Add = Callable[..., None]               # add(name, value, **labels): one sample
 
 

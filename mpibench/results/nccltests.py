@@ -70,16 +70,6 @@ def _num(obj: Dict[str, Any], key: str) -> Optional[float]:
     return float(v)
 
 
-def _per_iter_in(p: Any, key: str) -> Dict[str, Any]:
-    """-I 1's per-iteration object of one mode, kept as it is once its summary is numbers."""
-    if not isinstance(p, dict):
-        raise Unreadable(f"{key}_per_iter is not an object")
-    for k in PER_ITER_SUMMARY:
-        if _num(p, k) is None:
-            raise Unreadable(f"{key}_per_iter: {k} is missing")
-    return p
-
-
 def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
     """nccl-tests' -J document -> results document."""
     args = doc.get("args") if isinstance(doc.get("args"), list) else []
@@ -108,8 +98,13 @@ def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
                     raise Unreadable("a time is not above 0")
                 modes[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": bus,
                               "nwrong": None if wrong is None else int(wrong)}
-                if r.get(key + "_per_iter") is not None:
-                    modes[key]["per_iter"] = _per_iter_in(r[key + "_per_iter"], key)
+                p = r.get(key + "_per_iter")        # -I 1: kept as it is once its summary is numbers
+                if p is not None:
+                    if not isinstance(p, dict):
+                        raise Unreadable(f"{key}_per_iter is not an object")
+                    if missing := next((k for k in PER_ITER_SUMMARY if _num(p, k) is None), None):
+                        raise Unreadable(f"{key}_per_iter: {missing} is missing")
+                    modes[key]["per_iter"] = p
             root = int(str(r.get("root", "-1")).strip())
             size, count = r.get("size"), r.get("count")
             if not isinstance(size, int) or not isinstance(count, int) or isinstance(size, bool):

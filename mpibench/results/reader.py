@@ -10,6 +10,7 @@ from ..measure.modes import MODES, ModeKey
 from . import document, nccllogs, nccltests, netpipe, schema
 from .nccllogs import Path
 from .numbers import counted
+from .schema import Doc
 
 
 def load(path: Path, collective: Optional[str] = None) -> schema.Document:
@@ -65,9 +66,6 @@ def parse_bytes(data: bytes, collective: Optional[str] = None, path: Optional[Pa
 def modes(choice: str) -> Tuple[ModeKey, ...]:
     """The mode keys for a --mode both|out|in option."""
     return {"both": MODES, "out": ("out_of_place",), "in": ("in_place",)}[choice]
-
-
-Doc = Dict[str, Any]         # a results document (schema.Document) and the fields commands add
 
 
 def ranks(doc: Doc) -> Optional[int]:
