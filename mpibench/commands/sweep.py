@@ -15,7 +15,7 @@ import time
 
 from ..errors import Exit, UsageError
 from ..results import document, reader, sweeptext
-from ..results.files import render_json, ResultFile
+from ..results.files import json_parts, ResultFile
 from .common import options
 
 HELP = "run the benchmark once per setting of NCCL (or any) variables and compare them"
@@ -135,7 +135,7 @@ def execute(session, args):
     swept = [n for n, _ in sets]
     names = [" ".join(f"{k}={v}" for k, v in e.items()) for e in envs]
     labels = {n: "/".join(e.values()) for n, e in zip(names, envs)}
-    merged = ResultFile(args.json, render_json)
+    merged = ResultFile(args.json, json_parts)
     folder = parts_folder(merged.path)
     openmpi = is_openmpi(command[0])
     doc = document.new("sweep", sys.argv[1:], launch=command,

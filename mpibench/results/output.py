@@ -11,7 +11,7 @@ from ..errors import UsageError
 from ..launch import faults
 from . import document, nccltests, tables
 from .document import now
-from .files import render_csv, render_json, ResultFile
+from .files import json_parts, render_csv, ResultFile
 from .metrics import MetricsFile
 from .numbers import counted
 from .schema import HostAnalysis, HostEntry
@@ -24,7 +24,7 @@ class RunOutput:
         self.files: List[Any] = []     # ResultFile and MetricsFile: path, write(doc), announcement()
         if json_path:
             nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
-            self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else render_json))
+            self.files.append(ResultFile(json_path, nccltests.render if nccl_tests else json_parts))
         self.csv = ResultFile(csv_path, render_csv, "CSV") if csv_path else None
         if self.csv:
             self.files.append(self.csv)

@@ -97,7 +97,7 @@ def markdown(docs):
 
 
 def csv_text(docs):
-    lines = [("file", "test", "setting") + CSV_FIELDS + ("max_error",)]
+    lines: list = [("file", "test", "setting") + CSV_FIELDS + ("max_error",)]
     for path, doc in docs:
         for row in doc["results"]:
             measured = [m for m in MODES if row.get(m) is not None]

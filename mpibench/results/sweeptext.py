@@ -30,10 +30,11 @@ def summary(doc, names, labels, wanted):
     table: dict = {}
     for row in doc["results"]:
         mode = reader.first_mode(row, wanted)
-        if mode is None or reader.bandwidth(row, mode) is None:
+        bw = reader.bandwidth(row, mode) if mode is not None else None
+        if bw is None:
             continue
         group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
-        value, _, _, metric = reader.bandwidth(row, mode)
+        value, _, _, metric = bw
         table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (value, metric)
     lines = []
     for (coll, dtype, redop, mode), per_size in table.items():
