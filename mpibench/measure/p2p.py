@@ -106,5 +106,5 @@ class PairBench:
         for _ in range(self.warmup):
             call()
         self.s.comm.polite_barrier()
-        seconds = self.b.time_loop([call] * self.latency_iters)
+        seconds, _ = self.b.time_loop([call] * self.latency_iters)
         return seconds / 2 if me == a else None
