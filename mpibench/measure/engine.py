@@ -14,7 +14,7 @@ from ..errors import Exit
 from ..launch.session import Session
 from ..launch.watchdog import TIMED_LOOP, NullWatch
 from . import iterstats, launchcost, looptrace, switches
-from .backends.torchdist import TorchBackend
+from .backends.torchdist import TorchBackend, error_line
 from .collectives.base import (algbw, busbw, Call, Collective, count_wrong, Counts, Ctx,
                                exact_reason, fill_chunks, rank_values, Tensor)
 from .dtypes import DType
@@ -141,7 +141,7 @@ def allocate(session: Session, backend: TorchBackend, plan: Plan) -> Buffers:
         except Exception as exc:
             if not backend.is_oom(exc):
                 raise
-            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            error = error_line(exc)
         errors = session.comm.allgather(error)
         bad = [(r, e) for r, e in enumerate(errors) if e]
         if bufs is not None and not bad:

@@ -58,9 +58,8 @@ def launch_bound(time_s: float, per_call_s: Optional[float]) -> bool:
 
 
 def mark_rows(rows: List[Row], per_call_s: Optional[float]) -> int:
-    """Set "launch_bound" (True/False) in each measured mode of each results row (rows as
-    the engine builds them, time_us per mode); rows left unchanged when per_call_s is None.
-    Returns how many modes were marked launch-bound."""
+    """Set "launch_bound" in each measured mode of each row (none when per_call_s is None);
+    how many modes were marked launch-bound."""
     if per_call_s is None:
         return 0
     marked = 0

@@ -12,7 +12,7 @@ from typing import Any, Callable, ContextManager, List, Optional, Tuple
 
 from ..launch.session import Session
 from . import model, switches
-from .backends.torchdist import is_oom
+from .backends.torchdist import error_line, is_oom
 from .sizes import format_bytes
 
 Step = Callable[[Any, Any], Any]    # one training step of (inputs, targets): its loss
@@ -114,11 +114,10 @@ class Trainer:
             if not is_oom(torch, exc):
                 raise
             self.net = self.opt = self.ref = self.data = None
-            first = str(exc).splitlines()[0] if str(exc) else ""
             return (f"the model does not fit: {model.describe(self.preset, self.shape)} needs "
                     f"{format_bytes(need)} for weights, gradients and AdamW state"
                     f"{' (and its unsharded copy)' if self.parallel == 'fsdp' else ''} "
-                    f"before activations; {type(exc).__name__}: {first}")
+                    f"before activations; {error_line(exc)}")
         return None
 
     def _adamw(self, net: Any) -> Any:

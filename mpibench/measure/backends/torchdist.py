@@ -30,6 +30,11 @@ def is_oom(torch: Any, exc: BaseException) -> bool:
     return isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(exc)
 
 
+def error_line(exc: BaseException) -> str:
+    """exc's type and the first line of its text."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
 class TorchBackend:
     def __init__(self, session: "Session", name: Optional[str] = None, device: Any = None) -> None:
         """name and device: the session's unless given (the MPI backend: mpi, the CPU)."""
@@ -103,8 +108,8 @@ class TorchBackend:
             group = self.dist.distributed_c10d._get_default_group()
             self.pool = torch.cuda.MemPool(group._get_backend(self.device).mem_allocator)
         except (AttributeError, RuntimeError) as exc:
-            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            return {"allocator": "torch caching allocator", "registered": False, "reason": reason}
+            return {"allocator": "torch caching allocator", "registered": False,
+                    "reason": error_line(exc)}
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
     def alloc(self, nbytes: int, rank: int) -> "Tensor":
