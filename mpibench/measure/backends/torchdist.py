@@ -53,7 +53,8 @@ class TorchBackend:
             self.stream = torch.cuda.Stream(self.device)
             torch.cuda.set_stream(self.stream)
         self.ops: Dict[str, Any] = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
-                    "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG}
+                                    "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
+                                    "avg": dist.ReduceOp.AVG}
         switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
 
     # ---- what it can do ----
