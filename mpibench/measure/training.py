@@ -82,7 +82,7 @@ class Trainer:
         # kernels, whose bf16 rounding (8-bit mantissa, steps of 2^-8 = 0.4%) differs.
         self.loss_rtol = BF16_LOSS_RTOL if self.cuda else 0.0
         self._amp: ContextManager[Any] = (torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda
-                     else contextlib.nullcontext())
+                                          else contextlib.nullcontext())
         self._sync: Callable[[], None] = ((lambda: torch.cuda.synchronize(device)) if self.cuda
                                           else (lambda: None))
         self.memory = Memory(torch, device)
@@ -95,7 +95,6 @@ class Trainer:
     def fit_error(self) -> Optional[str]:
         """Build the model, its optimizer and (FSDP) the unsharded reference, and run one
         local step; the error text if this rank is out of memory, else None."""
-        torch = self.torch
         state = 4 * self.parameters * 4      # weights, gradients, AdamW's two moments (fp32)
         need = state * (2 if self.parallel == "fsdp" else 1)
         try:
@@ -111,7 +110,7 @@ class Trainer:
                 self._local_step(self.ref, self.ref_opt)
             self._sync()
         except Exception as exc:
-            if not is_oom(torch, exc):
+            if not is_oom(self.torch, exc):
                 raise
             self.net = self.opt = self.ref = self.data = None
             return (f"the model does not fit: {model.describe(self.preset, self.shape)} needs "

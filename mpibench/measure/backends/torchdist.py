@@ -11,16 +11,14 @@ and NCCL has had failures specific to the default stream (NVIDIA/nccl#2003).
 """
 import time
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ...launch.session import Session
 from .. import switches
 from . import timing
 from .timing import Call, Step, Wait
+from ..collectives.base import Collective, Ctx, Tensor
 from ..dtypes import DType, torch_dtype
-
-if TYPE_CHECKING:
-    from ...launch.session import Session
-    from ..collectives.base import Collective, Ctx, Tensor
 
 Timed = Tuple[float, Optional[List[float]]]    # seconds per call; -I 1: each iteration's
 
@@ -36,7 +34,7 @@ def error_line(exc: BaseException) -> str:
 
 
 class TorchBackend:
-    def __init__(self, session: "Session", name: Optional[str] = None, device: Any = None) -> None:
+    def __init__(self, session: Session, name: Optional[str] = None, device: Any = None) -> None:
         """name and device: the session's unless given (the MPI backend: mpi, the CPU)."""
         import torch
         import torch.distributed as dist
@@ -58,7 +56,7 @@ class TorchBackend:
         switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
 
     # ---- what it can do ----
-    def unsupported(self, coll: "Collective", dtype: DType, op: str) -> Optional[str]:
+    def unsupported(self, coll: Collective, dtype: DType, op: str) -> Optional[str]:
         """Why this backend cannot run coll with dtype and op (None: it can)."""
         if op == "avg" and not dtype.floating and self.name != "nccl":
             return f"{self.name} cannot average {dtype.name} (avg needs a floating type)"
@@ -66,10 +64,10 @@ class TorchBackend:
 
     missing_mode = "torch.distributed has no such call"
 
-    def modes(self, coll: "Collective") -> Sequence[str]:
+    def modes(self, coll: Collective) -> Sequence[str]:
         return coll.modes
 
-    def bind(self, coll: "Collective", send: "Tensor", recv: "Tensor", ctx: "Ctx", async_op: bool) -> Call:
+    def bind(self, coll: Collective, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         """coll on this backend as a zero-argument call (a Work when async_op)."""
         return coll.bind(self.dist, send, recv, ctx, async_op)
 
@@ -113,11 +111,11 @@ class TorchBackend:
                     "reason": error_line(exc)}
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
-    def alloc(self, nbytes: int, rank: int) -> "Tensor":
+    def alloc(self, nbytes: int, rank: int) -> Tensor:
         with (nullcontext() if self.pool is None else self.torch.cuda.use_mem_pool(self.pool, self.device)):
             return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 
-    def typed(self, buf: "Tensor", dtype: DType) -> "Tensor":
+    def typed(self, buf: Tensor, dtype: DType) -> Tensor:
         usable = buf.numel() - buf.numel() % dtype.size
         return buf[:usable].view(torch_dtype(dtype))
 
@@ -140,10 +138,9 @@ class TorchBackend:
     # ---- timing ----
     def time_loop(self, calls: Sequence[Call], mode: int = 2, barrier: Step = None, window: int = 1,
                   graph_launches: int = 0, per_iter: bool = False) -> Timed:
-        """(seconds per call, None) for running every call once (in order) in -z mode `mode`
-        (see timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs.
-        per_iter (nccl-tests' -I 1, never with graph_launches): each iteration's seconds
-        in place of None."""
+        """(seconds per call, None) for every call run once, in order, in -z mode `mode`
+        (timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs. per_iter
+        (nccl-tests' -I 1, never with graph_launches): each iteration's seconds for None."""
         if graph_launches:
             return self._time_graph(calls, mode, barrier, graph_launches), None
         finish = self.stream.synchronize if self.cuda else None
