@@ -79,13 +79,10 @@ class _Handle:
     def __init__(self, handle: Any, trace: Trace, mine: Spans) -> None:
         self.handle, self.trace, self.mine = handle, trace, mine
 
-    def _done(self) -> None:
-        self.trace.live.remove(self.mine)
-
     def wait(self) -> None:
         self.handle.wait()
-        self._done()
+        self.trace.live.remove(self.mine)
 
     def Wait(self) -> None:
         self.handle.Wait()
-        self._done()
+        self.trace.live.remove(self.mine)
