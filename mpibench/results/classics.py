@@ -67,7 +67,7 @@ def allreduce(out, backend, dt, count, n, records, gathered, warmup):
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
     out.say("")
     out.say(tabulate([[name, figure(v), figure(v and v * 8), figure(busbw(v, factor)),
-                       figure(busbw(v, factor) and busbw(v, factor) * 8)] for name, v in stats.items()],
+                       figure((bus := busbw(v, factor)) and bus * 8)] for name, v in stats.items()],
                      headers=["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"],
                      disable_numparse=True))
     means = [mean(g) for g in gathered]
