@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+from collections import namedtuple
 from contextlib import suppress
 
 from .. import __version__
@@ -24,11 +25,9 @@ from .watchdog import Watchdog
 TORCH_BACKENDS = ("nccl", "gloo")
 
 
-class Link:
-    """The side channel between the ranks, made before the Session: the communicator; without
-    MPI also the rendezvous store and its "addr:port"."""
-    def __init__(self, comm, store=None, address=None):
-        self.comm, self.store, self.address = comm, store, address
+# The side channel between the ranks, made before the Session: the communicator; without
+# MPI also the rendezvous store and its "addr:port".
+Link = namedtuple("Link", "comm store address", defaults=(None, None))
 
 
 def connect(place, env=None):
@@ -147,17 +146,6 @@ def _warn_if_gpus_unseen(session):
         sys.stderr.flush()
 
 
-def _pick_device(session, backend, env):
-    import torch
-    if backend != "nccl":
-        return torch.device("cpu"), None
-    index, error = gpu_index(session, env)
-    if error is None:
-        torch.cuda.set_device(index)
-        return torch.device("cuda", index), None
-    return None, error
-
-
 def gpu_index(session, env, gpus=None):
     """(this rank's CUDA device index, error or None), agreed through the side channel so
     that no two ranks of a host drive one physical GPU; every rank must call it. gpus:
@@ -167,16 +155,6 @@ def gpu_index(session, env, gpus=None):
     mine = None if error else (session.hostname, gpus[index], len(gpus), index)
     told = session.comm.allgather(mine)
     return index, error or gpuhost.shared_gpu([t or (None, None, 0, None) for t in told], env)
-
-
-def pg_timeout(timeout):
-    """The backend's own timeout, well above the watchdog's so that the watchdog speaks first."""
-    return max(1800.0, 2 * timeout + 60)
-
-
-def fingerprint(argv):
-    """What every rank must share: the mpibench version and the command line."""
-    return hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:16]
 
 
 def _same_start(session, prints, argv):
@@ -212,7 +190,8 @@ def _eager(dist, session, backend):
 
 def _init_pg(session, backend, env, link, timeout):
     import torch.distributed as dist
-    td = datetime.timedelta(seconds=pg_timeout(timeout))
+    # the backend's own timeout, well above the watchdog's so that the watchdog speaks first
+    td = datetime.timedelta(seconds=max(1800.0, 2 * timeout + 60))
     if link.store is not None:                     # torchrun / srun: the store already exists
         how = {"store": dist.PrefixStore("mpibench-pg", link.store)}
         session.rendezvous = f"{link.address} ({session.launcher})"
@@ -278,7 +257,9 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     link = connect(place, env) if link is None else link
     comm = link.comm
     session = Session(place, comm)
-    facts = comm.allgather((session.hostname, _primary_address(), fingerprint(argv or [])))
+    # what every rank must share: the mpibench version and the command line
+    same = hashlib.sha256(json.dumps([__version__, list(argv or [])]).encode()).hexdigest()[:16]
+    facts = comm.allgather((session.hostname, _primary_address(), same))
     session.hosts = [f[0] for f in facts]
     session.addresses = [f[1] for f in facts]
     _same_start(session, [f[2] for f in facts], argv)
@@ -308,9 +289,13 @@ def _started(session, backend, init_pg, timeout, env, link, rails_spec):
     session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname,
                                     rails_spec)
     session.agree(error)
-    device, error = _pick_device(session, backend, env)
-    session.agree(error)
-    session.backend, session.device = backend, device
+    import torch
+    session.backend, session.device = backend, torch.device("cpu")
+    if backend == "nccl":
+        index, error = gpu_index(session, env)
+        session.agree(error)
+        torch.cuda.set_device(index)
+        session.device = torch.device("cuda", index)
     if init_pg:
         session.watch.arm(f"rendezvous ({backend} process group)")
         _init_pg(session, backend, env, link, timeout)
