@@ -54,7 +54,6 @@ def first_rounds(fabric):
             left.append(hosts[-1])
     one += _pair_leftovers(left, set(), fabric, True)
     seen = set(one)
-    two = []
     if len(leaves) == 1:
         hosts = leaves[0]
         n = len(hosts)
@@ -62,7 +61,7 @@ def first_rounds(fabric):
         two = [p for p in two if p not in seen and p[0] != p[1]]
     else:
         circle = round_robin(range(len(leaves)))
-        busy, left = set(), []
+        busy, two = set(), []
         for j in range(max(len(h) for h in leaves)):
             for la, lb in circle[j % len(circle)]:
                 if j < len(leaves[la]) and j < len(leaves[lb]):
@@ -182,19 +181,14 @@ class FabricRounds:
         return pairs
 
     def record(self, results):
-        for (a, b), oks in results.items():
-            for r, ok in enumerate(oks):
-                self.results.append((a, b, r, ok))
+        self.results += [(a, b, r, ok) for (a, b), oks in results.items() for r, ok in enumerate(oks)]
         self._verdict = None
 
     def verdict(self):
         if self._verdict is None:
             v = tomography.localise(self.fabric, self.results)
             v["rounds"] = len(self.rounds)
-            v["deciders"] = {}
-            for tie in v["ties"]:
-                for link in tie:
-                    v["deciders"][link] = self.deciders.get(link)
+            v["deciders"] = {link: self.deciders.get(link) for tie in v["ties"] for link in tie}
             self._verdict = v
         return self._verdict
 
