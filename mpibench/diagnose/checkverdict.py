@@ -165,14 +165,13 @@ class Judge:
         (condemned after the last retest); else recorded as transient (None appended). The
         words of the retest's line (where: what was measured; how: ', alone' or '')."""
         why = reason(fig, lim)
-        best = f"even its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
+        best = f"its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
         if why and sure(fig, lim):
-            misses.append(f"again{how}: {why}, {best} missed")
-            return retest_text(where, fig, lim, f"FAIL, the miss came back every time, {best}"
-                               if last else f"missed again, {best}: once more")
+            misses.append(f"again{how}: {why}, even {best} missed")
+            return retest_text(where, fig, lim, f"FAIL, the miss came back every time, even {best}"
+                               if last else f"missed again, even {best}: once more")
         misses.append(None)
-        again = retest_text(where, fig, lim, f"within its spread, its fastest call ("
-                            f"{bw(fastest(fig)['busbw_GBps'])} GB/s) met it" if why else "passed")
+        again = retest_text(where, fig, lim, f"within its spread, {best} met it" if why else "passed")
         self.doc["transient"].append({"what": what, "first": first, "again": again})
         return again + ": transient, not condemned"
 
