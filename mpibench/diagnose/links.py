@@ -83,13 +83,6 @@ def bandwidth_matrix(ranks, collected, bench):
     return _matrix(ranks, _bandwidths(collected, bench))
 
 
-def _latency_values(latency):
-    out = {}
-    for (a, b), s in latency.items():
-        out[(a, b)] = out[(b, a)] = s * 1e6
-    return out
-
-
 def _links(labels, collected, latency, bench, analysis):
     moved = _moved(bench)
     verdicts = {(x["from"], x["to"]): x for x in analysis["links"]} if analysis else {}
@@ -121,7 +114,7 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
     analysis = pairs.analyze(hosts, times, threshold)
     bw = _bandwidths(collected, bench)
     bw_m = _matrix(ranks, bw)
-    lat_m = _matrix(ranks, _latency_values(latency))
+    lat_m = _matrix(ranks, {k: s * 1e6 for (a, b), s in latency.items() for k in ((a, b), (b, a))})
     linkstext.matrices(out, names, bench.size, bench.bidirectional, bw_m if matrix else None,
                        bench.latency_size, lat_m if latency else None)
     p2p = {"hosts": names, "size": bench.size, "bidirectional": bench.bidirectional,

@@ -144,11 +144,6 @@ def per_call(harness_cost, gpu_launch, bound_size, smallest):
     return check("per-call cost", fig, what, None, "INFO", where)
 
 
-def launch_bound_size(times, cost, bound):
-    """The largest size whose time per call is launch-bound (bound(time, cost)), or None."""
-    return max((s for s, t in times.items() if bound(t, cost)), default=None)
-
-
 def correctness(rows, wrong, label):
     modes = sum(1 for r in rows for k in ("out_of_place", "in_place")
                 if r.get(k) and r[k]["nwrong"] is not None)
