@@ -21,9 +21,8 @@ PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine la
 
 
 def figure(rec):
-    """{'time_us', 'algbw_GBps', 'busbw_GBps', 'spread_pct', 'best_us'} of one timed
-    collective (seconds per call; from its per-call seconds 'times', where given, their
-    spread and the fastest call)."""
+    """The figures of one timed collective (seconds per call; from its per-call 'times',
+    where given, their spread and the fastest call)."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
     times = rec.get("times")
     return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"]),

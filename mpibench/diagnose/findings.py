@@ -1,10 +1,7 @@
 """From every host's facts to what matters: differences between hosts, and findings
-with advice. Pure functions over hostfacts.collect() dicts (one per host).
-
-A finding is a (host or None, text) pair with a severity: ERROR when it breaks runs or
-their figures (a variable naming no interface or device, NCCL on sockets where RDMA
-exists, RDMA that user space cannot open, different versions on different hosts),
-WARNING for everything worth knowing. doctor's exit code comes from the worst."""
+with advice. Pure functions over hostfacts.collect() dicts (one per host). A finding is a
+(host or None, text) pair with a severity: ERROR when it breaks runs or their figures,
+WARNING for everything worth knowing; doctor's exit code comes from the worst."""
 from ..launch.netaddr import match_ifname
 
 VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
