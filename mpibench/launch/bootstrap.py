@@ -18,7 +18,7 @@ from contextlib import suppress
 from .. import __version__
 from ..errors import Exit, UsageError
 from . import faults, gpuhost, netaddr, rails
-from .comm import Comm, MPIComm, StoreComm
+from .comm import Comm, MPIComm, StoreComm, mpi_library_version
 from .session import Session
 from .watchdog import Watchdog
 
@@ -40,7 +40,7 @@ def connect(place, env=None):
             raise UsageError(
                 f"the launcher ({place.launcher}) says {place.size} ranks but MPI sees {comm.size}: "
                 f"mpi4py is using a different MPI library than the launcher "
-                f"({comm.library_version()}); use the mpirun of the MPI that mpi4py loads")
+                f"({mpi_library_version()}); use the mpirun of the MPI that mpi4py loads")
         return Link(comm)
     if place.launcher in ("torchrun", "env", "slurm"):
         import torch.distributed as dist

@@ -49,9 +49,6 @@ class Comm:
         """End a job every rank ended together with a non-zero code (see MPIComm)."""
         return code
 
-    def library_version(self):
-        return mpi_library_version()
-
 
 def _flush():
     for stream in (sys.stdout, sys.stderr):
@@ -119,7 +116,7 @@ class MPIComm(Comm):
         crash across hosts. Open MPI 4's mpirun prints 11 lines for any non-zero exit and
         8 for MPI_Abort: there rank 0 aborts (docs/exit-codes.md). Rank 0 returns the code."""
         self.world.Barrier()      # every rank has closed its watchdog and process group
-        if self.library_version().startswith("Open MPI v4"):
+        if mpi_library_version().startswith("Open MPI v4"):
             if self.rank == 0:
                 self.abort(code)
             time.sleep(ABORT_WAIT)    # stopped by rank 0's abort; if not, leave with the code
