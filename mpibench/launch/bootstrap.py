@@ -46,20 +46,16 @@ def connect(place, env=None):
         import torch.distributed as dist
         addr, port = (_slurm_master(env) if place.launcher == "slurm"
                       else (env.get("MASTER_ADDR"), env.get("MASTER_PORT")))
-        _require_master(addr, port)
+        missing = [v for v, value in (("MASTER_ADDR", addr), ("MASTER_PORT", port)) if not value]
+        if missing:
+            raise UsageError(f"{' and '.join(missing)} not set: without an MPI launcher the ranks "
+                             f"need a rendezvous address (torchrun sets it)")
         timeout = datetime.timedelta(seconds=float(env.get("MPIBENCH_INIT_TIMEOUT", "300")))
         store, _, _ = next(dist.rendezvous(f"tcp://{addr}:{port}", place.rank, place.size,
                                            timeout=timeout))
         return Link(StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, place.size),
                     store, f"{addr}:{port}")
     return Link(Comm())
-
-
-def _require_master(addr, port):
-    missing = [v for v, value in (("MASTER_ADDR", addr), ("MASTER_PORT", port)) if not value]
-    if missing:
-        raise UsageError(f"{' and '.join(missing)} not set: without an MPI launcher the ranks need "
-                         f"a rendezvous address (torchrun sets it)")
 
 
 def _slurm_master(env):
