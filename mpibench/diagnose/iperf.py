@@ -61,8 +61,7 @@ def connect(server, bind, port, seconds):
         except subprocess.TimeoutExpired:
             return None, None, f"iperf3 -c {server} did not finish within {seconds + 30:g} s"
         try:
-            bps, retr = rate(json.loads(done.stdout))
-            return bps, retr, None
+            return (*rate(json.loads(done.stdout)), None)
         except (ValueError, json.JSONDecodeError) as exc:
             why = str(exc) or done.stderr.strip()
         if "connect" not in why:

@@ -67,10 +67,9 @@ def _moved(bench):
 def _bandwidths(collected, bench):
     out = {}
     for (a, b), rec in collected.items():
-        bw = algbw(_moved(bench), median(rec["times"]))
-        out[(a, b)] = bw
+        out[(a, b)] = algbw(_moved(bench), median(rec["times"]))
         if bench.bidirectional:
-            out[(b, a)] = bw
+            out[(b, a)] = out[(a, b)]
     return out
 
 
@@ -128,9 +127,7 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
 
 
 def _jsonable(analysis, labels):
-    doc = dict(analysis)
-    doc["slow_links"] = [{"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b}
-                         for a, b in analysis["slow_links"]]
-    doc["links"] = [dict(x, from_label=labels[x["from"]], to_label=labels[x["to"]])
-                    for x in analysis["links"]]
-    return doc
+    return dict(analysis, slow_links=[{"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b}
+                                      for a, b in analysis["slow_links"]],
+                links=[dict(x, from_label=labels[x["from"]], to_label=labels[x["to"]])
+                       for x in analysis["links"]])

@@ -71,10 +71,8 @@ def by_host_pair(parsed, hosts):
     the communicator, join every pair they can serve: NVLS within a host, CollNet between."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
     pairs = {}
-    nvls = collnet = False
+    nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))
     for p in parsed:
-        nvls = nvls or p["nvls"]
-        collnet = collnet or p["collnet"]
         for src, dst, transport in p["connections"]:
             if src >= len(hosts) or dst >= len(hosts):
                 continue

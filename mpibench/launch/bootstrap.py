@@ -134,9 +134,7 @@ def _warn_if_gpus_unseen(session):
     (every command with a session: run, info and doctor among them)."""
     seen = gpuhost.no_cuda() if session.local_rank == 0 else None   # once per host
     told = session.comm.gather((session.hostname, seen), root=0)
-    if session.rank != 0:
-        return
-    per_host = {h: seen for h, seen in told if seen}
+    per_host = {h: seen for h, seen in told if seen} if session.rank == 0 else None
     if per_host:
         sys.stderr.write(gpuhost.no_cuda_line(per_host) + "\n")
         sys.stderr.flush()
