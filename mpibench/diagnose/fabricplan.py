@@ -76,12 +76,7 @@ def first_rounds(fabric):
 
 def _decisive(fabric, good, a, b, target):
     """The rails on which path a-b has target as its only link not proven good."""
-    out = []
-    for r in range(fabric.rails):
-        links = fabric.path(a, b, r)
-        if target in links and all(x == target or x in good for x in links):
-            out.append(r)
-    return out
+    return [r for r in range(fabric.rails) if set(fabric.path(a, b, r)) - good == {target}]
 
 
 def _partner_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
