@@ -111,18 +111,15 @@ def _sort_paths(fabric, results):
 def _candidates(failed, good):
     """(each failed path's links not proven good, {link: indices of the failed paths it
     is on}, {link: when first met}, the failed paths with no such link)."""
-    cands, cover, order, unexplained = [], {}, {}, []
+    cands, cover, unexplained = [], {}, []
     for i, (p, links) in enumerate(failed):
         c = [x for x in links if x not in good]
         if not c:
             unexplained.append(p)
         cands.append(c)
         for x in c:
-            if x not in cover:
-                order[x] = len(order)
-                cover[x] = []
-            cover[x].append(i)
-    return cands, cover, order, unexplained
+            cover.setdefault(x, []).append(i)
+    return cands, cover, {x: k for k, x in enumerate(cover)}, unexplained
 
 
 def _greedy(cands, cover, order):
