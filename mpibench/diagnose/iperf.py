@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import suppress
 
 from ..launch.netaddr import reachable_address
 from . import pairs
@@ -29,10 +30,8 @@ def address(session, env):
     peers = [master] if master else []
     for host in dict.fromkeys(session.hosts):
         if host != session.hostname:
-            try:
+            with suppress(OSError):
                 peers.append(socket.gethostbyname(host))
-            except OSError:
-                continue
     return reachable_address(env, peers)
 
 
