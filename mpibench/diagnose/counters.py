@@ -63,6 +63,4 @@ def describe(changes):
 
 def on_ports(changes, ports):
     """The changes on the named ports (all of them when ports is empty or None)."""
-    if not ports:
-        return list(changes)
-    return [c for c in changes if c["port"] in ports or c["port"].split("/")[0] in ports]
+    return [c for c in changes if not ports or c["port"] in ports or c["port"].split("/")[0] in ports]
