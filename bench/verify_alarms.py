@@ -85,7 +85,7 @@ def main():
         kinds = kinds[:1] if a.only == "correct" else kinds[1:]
     where = (f"2 namespace hosts x 1 rank, links at {a.rate}" if a.rate
              else f"1 host x {a.np} ranks")
-    print(f"# verify on {where}, {a.runs} runs of each kind, budget {a.budget:g} s, "
+    print(f"# verify on {where}, {a.runs} runs of {a.only or 'each'} kind, budget {a.budget:g} s, "
           f"{' '.join(a.verify) or 'default sizes and rounds'}; load: {a.load} busy "
           f"processes beside {'every' if a.every == 1 else f'one run in {a.every}'}")
     print(f"{'kind':<12} {'run':>3} {'load':>4} {'avg':>5} {'exit':>4} {'s':>6}  "
