@@ -114,7 +114,7 @@ def bare_worker(maxbytes, iters, warmup, reps=5):
                 world.Allreduce(MPI.IN_PLACE, view)
             t1 = perf()
             world.Barrier()
-            harness = backend.time_loop(calls)
+            harness, _ = backend.time_loop(calls)
             best_bare = min(best_bare, (t1 - t0) / iters)
             best_harness = min(best_harness, harness)
         per_rank = world.gather((best_bare, best_harness), root=0)

@@ -7,7 +7,8 @@ print the errors as a table (one `mpibench predict` process per row, as a user r
     .venv/bin/python bench/predict_real.py [--data DIR] [--quick]
 
 DIR defaults to ../shared/realworld/scaling beside the repository (or /work/shared/...).
---quick (seconds, for CI): one dataset, ALCF Polaris env5 all_reduce 540 nodes from 2 and 8.
+--quick (seconds, for CI): ALCF Polaris env5 all_reduce and all_to_all (the ring/tree
+model and the exchanges'), 540 nodes from 2 and 8.
 """
 import argparse
 import os
@@ -26,7 +27,7 @@ SUMMARY = re.compile(r"^# prediction vs measured at (\d+) ranks \(.*\)(, sizes >
 ROW = re.compile(r"^#\s+(\d+) (B|KiB|MiB|GiB)\s.*\s([\d.]+)\s+([\d.]+)-([\d.]+)\s+\S+\s+\S+(?: \*)?"
                  r"\s+([\d.]+)\s+([-+][\d.]+)%\s+(yes|no)$")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-QUICK = ("alcf_polaris/nccl2.18-nvhpc23.9_env5", "all_reduce", "", 540)
+QUICK = {("alcf_polaris/nccl2.18-nvhpc23.9_env5", c, "", 540) for c in ("all_reduce", "all_to_all")}
 
 
 def data_dir(given=None):
@@ -78,7 +79,7 @@ def table(data, quick=False):
     rows = []
     for dataset, coll, variant, files, g in cases(data):
         for target in sorted(files)[2:]:
-            if quick and (dataset, coll, variant, target) != QUICK:
+            if quick and (dataset, coll, variant, target) not in QUICK:
                 continue
             nodes, found, narrow = run_case(files, coll, target)
             rows.append((dataset + (f" ({variant})" if variant else ""), coll,
@@ -110,7 +111,7 @@ def table(data, quick=False):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=None, help="the folder of datasets (default: see above)")
-    p.add_argument("--quick", action="store_true", help="one dataset (seconds)")
+    p.add_argument("--quick", action="store_true", help="two predictions (seconds)")
     args = p.parse_args()
     data = data_dir(args.data)
     if data is None:

@@ -5,10 +5,11 @@ counted by exit code and by the timer checks' verdicts. On one host (--np ranks 
 loopback), or with --rate on two namespace hosts (launch/fakecluster.py, root), one rank
 each, whose tc-limited link sets the time.
 
-    python bench/verify_alarms.py [--runs 10] [--np 2] [--load 2] [--early 1.25]
-                                  [--budget 60] [--rate 200mbit] [--quick] [-- VERIFY-ARGS]
+    python bench/verify_alarms.py [--runs 10] [--np 2] [--load 2] [--every 2] [--early 1.25]
+                                  [--only correct|planted] [--budget 60] [--rate 200mbit]
+                                  [--quick] [-- VERIFY-ARGS]
 
---load N: N busy processes beside every other run (the machine's own load comes on top);
+--load N: N busy processes beside every --every'th run (the machine's own load comes on top);
 "avg" is the 1-minute load average as each run ended. The 8 B timer (INFO) is left out.
 Target: exit 1 in none of the correct runs, in every run with the planted error.
 --quick (seconds, for CI): one run of each kind, 1 MiB only, 2 short rounds, no budget.
@@ -61,7 +62,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10, help="runs of each kind")
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--load", type=int, default=2, help="busy processes beside every other run")
+    ap.add_argument("--load", type=int, default=2, help="busy processes beside every --every'th run")
+    ap.add_argument("--every", type=int, default=2, help="1: the load beside every run")
+    ap.add_argument("--only", choices=("correct", "planted"), help="runs of one kind only")
     ap.add_argument("--early", type=float, default=1.25, help="the planted error's factor")
     ap.add_argument("--budget", type=float, default=60)
     ap.add_argument("--rate", help="two namespace hosts, one rank each, links at RATE (root)")
@@ -78,11 +81,13 @@ def main():
     planted = ",".join(f"early:{r}:{a.early:g}" for r in range(a.np))
     kinds = [("correct", {}), (f"early {a.early:g}", {"MPIBENCH_FAULT": planted,
                                                       "MPIBENCH_TESTING": "1"})]
+    if a.only:
+        kinds = kinds[:1] if a.only == "correct" else kinds[1:]
     where = (f"2 namespace hosts x 1 rank, links at {a.rate}" if a.rate
              else f"1 host x {a.np} ranks")
-    print(f"# verify on {where}, {a.runs} runs of each kind, budget {a.budget:g} s, "
+    print(f"# verify on {where}, {a.runs} runs of {a.only or 'each'} kind, budget {a.budget:g} s, "
           f"{' '.join(a.verify) or 'default sizes and rounds'}; load: {a.load} busy "
-          f"processes beside every other run")
+          f"processes beside {'every' if a.every == 1 else f'one run in {a.every}'}")
     print(f"{'kind':<12} {'run':>3} {'load':>4} {'avg':>5} {'exit':>4} {'s':>6}  "
           f"timers (ratio, interval, verdict, pairs of rounds)")
     exits = {k: [] for k, _ in kinds}
@@ -94,7 +99,7 @@ def main():
             hosts = stack.enter_context(FakeCluster(hosts=2, rates=a.rate))
         for k in range(a.runs):
             for kind, extra in kinds:
-                load = a.load if k % 2 else 0
+                load = a.load if (k + 1) % a.every == 0 else 0
                 busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(load)]
                 try:
                     rc, timers, took = verify(a, dict(base, **extra),

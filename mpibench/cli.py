@@ -17,18 +17,15 @@ from .commands.common import guard, options
 from .launch import bootstrap, launcher, verdict
 from .launch.comm import ABORT_WAIT, LAST_OUT
 from .launch.session import quiet_stdout
+from .results.numbers import plural
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
 
 
-def error_line(exc):
-    text = str(exc)
-    return text if text.startswith("mpibench") else f"mpibench: {text}"
-
-
 def say(text):
-    """One line to stderr, flushed (progress notes and errors)."""
-    sys.stderr.write(text + "\n")
+    """One line to stderr, flushed, marked as mpibench's (progress notes and errors)."""
+    text = str(text)
+    sys.stderr.write((text if text.startswith("mpibench") else f"mpibench: {text}") + "\n")
     sys.stderr.flush()
 
 
@@ -114,7 +111,7 @@ def main(argv=None):
     except UsageError as exc:
         if not _RANK0:     # every rank fails alike: rank 0 says it, and exits last
             sys.exit(0)
-        say(error_line(exc))
+        say(exc)
         verdict.say(exc.code, _command_word(argv))
         if place is not None and place.size != 1:
             time.sleep(LAST_OUT)
@@ -133,8 +130,7 @@ def execute(place, name, args, argv=None):
     mod = commands.load(name)
     if mod.SESSION == "offline":
         return _execute_offline(mod, args)
-    session = None
-    comm = None
+    session = comm = None
     try:
         backend = options.torch_backend(args.backend) if mod.SESSION == "args" else None
         timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
@@ -151,7 +147,7 @@ def execute(place, name, args, argv=None):
         # Raised on every rank together: say it once and leave cleanly. The barrier keeps
         # the others from exiting before rank 0 has printed.
         if str(exc) and place.rank == 0:
-            say(error_line(exc))
+            say(exc)
         if exc.code and comm is not None:
             comm.barrier()
         return end(session, comm, place, name, exc.code)
@@ -175,7 +171,7 @@ def _execute_offline(mod, args):
         return mod.execute(None, args) or 0
     except Exit as exc:
         if str(exc):
-            say(error_line(exc))
+            say(exc)
         return exc.code
     except BrokenPipeError:     # report ... | head: the reader has had enough
         quiet_stdout()
@@ -195,7 +191,7 @@ def _failed(exc, place, session, comm, name):
     gone, reports = watch.fail() if watch else ([], True)
     if gone:   # a backend error here is most likely the news that another rank died
         detail = (f"{', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no longer "
-                  f"answer{'s' if len(gone) == 1 else ''} (dead or stopped); here: {detail}")
+                  f"{plural(len(gone), 'answers', 'answer')} (dead or stopped); here: {detail}")
     say(f"mpibench: {where} failed: {detail}")
     if os.environ.get("MPIBENCH_DEBUG"):
         traceback.print_exc()       # still handling exc: its traceback

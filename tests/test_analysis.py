@@ -359,13 +359,43 @@ def test_fit_recovers_synthetic_terms():
             bus = {n: max(s * scaling.shape("ring", coll, n, g)[2] / t / 1e9
                           for (nn, g, s), t in zip(pts, secs) if nn == n) for n in bus}
         f = scaling.fit("nccl", coll, backend, [p + (t,) for p, t in zip(pts, secs)])
-        assert scaling.rms(f["errors"]) < 0.02, (coll, backend)
+        assert max(map(abs, f["errors"])) < 0.05, (coll, backend)
         for s in (1e3, 1e6, 1e9):
             want = float(m.time(truth, m.features([(256, 4, s)], f["bus"]))[0])
             t, lo, hi, cand, known = scaling.predict(f, 256, 4, s)
             assert abs(t / want - 1) < 0.03 and lo * 0.999 <= want <= hi * 1.001, (coll, backend, s, t, want)
             assert cand in m.cands and known == (cand in f["chosen"] and any(
                 s / 4 <= x <= 4 * s for x in f["chosen"][cand])), (cand, known, f["chosen"])
+
+
+def test_exchange_fit_follows_bytes_per_peer():
+    """all_to_all times made at 2 and 8 nodes of 4 ranks by a cost per network peer that
+    changes with the bytes per peer (a network path 3x slower up to 128 B, like Polaris'
+    Slingshot plugin) and 25 GB/s per node: 256 nodes are predicted inside the interval at
+    every size, within 3% away from the step; with the bandwidth per rank
+    lower at 8 nodes than at 2 the interval spans that trend continued and not."""
+    sys.path.insert(0, ROOT)
+    from mpibench.analysis import scaling
+
+    def time(n, s, bw=25e9 / 4):
+        p, m = n - 4, s / n
+        return 20e-6 + p * ((30e-6 if m <= 128 else 10e-6) + m / bw)
+    pts = [(n * 4, 4, 2.0 ** k) for n in (2, 8) for k in range(5, 31)]
+    f = scaling.fit("nccl", "all_to_all", "nccl", [p + (time(p[0], p[2]),) for p in pts])
+    assert sorted(map(abs, f["errors"]))[len(pts) // 2] < 0.01 and f["trend"] < 0.01
+    for s in (2.0 ** k for k in range(14, 31)):
+        want = time(1024, s)
+        t, lo, hi, cand, known = scaling.predict(f, 1024, 4, s)
+        assert cand == ("p2p",) and known and lo * 0.99 <= want <= hi * 1.01, (s, t, lo, hi, want)
+        if not 64 <= s / 1024 <= 512:       # away from the step, where the fit mixes both paths
+            assert abs(t / want - 1) < 0.03 and hi / lo < 1.1, (s, t, want, lo, hi)
+    assert not scaling.predict(f, 4, 4, 2.0 ** 30)[4]      # 1 GiB per peer: no input ran it
+    slower = [p + (time(p[0], p[2], 25e9 / 4 * (0.8 if p[0] == 32 else 1)),) for p in pts]
+    f = scaling.fit("nccl", "all_to_all", "nccl", slower)
+    assert 0.1 < f["trend"] < 0.12     # (7 peers x)^trend = 1.25
+    t, lo, hi, _, _ = scaling.predict(f, 1024, 4, 2.0 ** 30)
+    flat = time(1024, 2.0 ** 30, 25e9 / 4 * 0.8)
+    assert lo < flat * 1.01 and flat * 1.05 < t < flat * (1020 / 28) ** f["trend"] < hi * 1.01
 
 
 @pytest.mark.usefixtures("procs")
@@ -472,7 +502,8 @@ def test_predict_errors_on_published_runs_are_the_documented_ones():
     """bench/predict_real.py's table over every published dataset (one predict --measured
     per row, from the two smallest node counts) is the one docs/commands/predict.md shows:
     a change to the model that moves any error, interval count or not-predicted count
-    fails here until the published table is redone."""
+    fails here until the published table is redone. At least 80% of the points are inside
+    their interval, and 90% of those within 20% have one within +-35%."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import predict_real
     got = predict_real.table(SCALING)
@@ -484,8 +515,10 @@ def test_predict_errors_on_published_runs_are_the_documented_ones():
         assert len(a) == len(b) and a[::2] == b[::2], (mine, theirs)
         assert all(abs(float(x) - float(y)) <= (0.5 if "." in x else 1) for x, y in zip(a[1::2], b[1::2])), \
             (mine, theirs)
-    summary = re.match(r"# 7 predictions; sizes >= 1 MiB: (\d+) of (\d+) predicted points inside", got[-1])
+    summary = re.match(r"# 7 predictions; sizes >= 1 MiB: (\d+) of (\d+) predicted points inside.*, "
+                       r"(\d+) of the (\d+) within 20% with an interval within \+-35%", got[-1])
     assert summary and int(summary[1]) >= 0.8 * int(summary[2]), got[-1]
+    assert int(summary[3]) >= 0.9 * int(summary[4]), got[-1]     # a good prediction's interval is narrow
 
 
 @pytest.mark.usefixtures("hosts")

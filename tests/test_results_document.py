@@ -197,7 +197,7 @@ def test_results_file_writes_what_changed_and_never_overwrites(tmp_path, monkeyp
     path = tmp_path / "r.json"
     path.write_text("keep\n")
     (tmp_path / "r.json.0").write_text("keep\n")
-    f = files.ResultFile(str(path), files.render_json)
+    f = files.ResultFile(str(path), files.json_parts)
     assert f.path == str(path) + ".1" and f.announcement() == f"# Writing JSON output to {f.path}"
     doc = document.new("run", ["-I", "1"])
     f.write(doc)

@@ -1,27 +1,22 @@
 """A host x host matrix drawn as a heatmap PNG (matplotlib, optional)."""
+from importlib.util import find_spec
 
 
 def unavailable():
     """Why no heatmap can be drawn here (None when matplotlib is installed)."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return "--png needs matplotlib, which is not installed (pip install matplotlib)"
-    return None
+    return None if find_spec("matplotlib") else \
+        "--png needs matplotlib, which is not installed (pip install matplotlib)"
 
 
 def draw_on(fig, ax, labels, matrix, title, unit="GB/s", cmap="viridis"):
     """The heatmap on one axes of a figure; cmap 'viridis_r' makes small values (latency) bright."""
     values = [[float("nan") if v is None else v for v in row] for row in matrix]
-    known = [v for row in matrix for v in row if v is not None]
-    top = max(known) if known else 1.0
+    top = max((v for row in matrix for v in row if v is not None), default=1.0)
     n = len(labels)
     image = ax.imshow(values, cmap=cmap, vmin=0, vmax=top)
     ax.set_xticks(range(n), labels, rotation=45, ha="right")
     ax.set_yticks(range(n), labels)
-    ax.set_xlabel("to")
-    ax.set_ylabel("from")
-    ax.set_title(title)
+    ax.set(xlabel="to", ylabel="from", title=title)
     for i, row in enumerate(matrix):
         for j, v in enumerate(row):
             if v is not None and n <= 24:
@@ -47,7 +42,6 @@ def draw(path, labels, matrix, title, unit="GB/s"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     side = max(4.0, 0.7 * len(labels) + 2.5)
     fig, ax = plt.subplots(figsize=(side + 1.2, side))
     draw_on(fig, ax, labels, matrix, title, unit)

@@ -1,18 +1,15 @@
-"""How a collective's time grows with nodes: candidates of the shape NCCL's tuning model
-gives (src/graph/tuning.cc), their constants fitted to what was measured. A candidate is
-an algorithm a and a protocol p; for nccl-tests' byte count S on n ranks and N nodes,
+"""How a collective's time grows with nodes (docs/commands/predict.md has the model in full).
+Ring and tree: candidates of the shape of NCCL's tuning model (src/graph/tuning.cc), an
+algorithm a and a protocol p each, for nccl-tests' byte count S on n ranks and N nodes
 
     t(a, p) = base_p + intra_p * I_a(n, N) + inter_p * E_a(n, N) + S * share_a(n) / (B_a * eff_p)
 
-I and E count the sequential steps within a node and across the network (a ring crosses
-the network once per node; NCCL's all_reduce tree 2 log2 N times), share the bytes per S
-on the slowest link, B_a the algorithm's bandwidth, eff_p the protocol's share of it (LL
-trades bandwidth for latency). Runs on 1 or 2 nodes get a bandwidth factor of their own
-(NCCL's model gives them the intra-node bandwidth). NCCL runs the candidate its own
-estimate finds fastest, not the fastest: a ring of 540 nodes it estimates at milliseconds
-of latency, so it runs the tree even at 1 GiB. The constants are fitted in log space to
-all sizes at two or more node counts; several starts and resampled fits, widened by the
-fit's residuals, give each prediction its interval.
+(steps within a node and across the network, bytes per S on the slowest link), each size
+run by the candidate NCCL's own estimate picks; constants fitted in log space to all sizes
+at two or more node counts; the interval: other starts' and resampled fits' spread, residuals in quadrature.
+Exchanges (all_to_all, sendrecv): a send and a receive per peer, which NCCL and the network
+run by the bytes per peer, so each row is fitted to the input rows of nearly its bytes per
+peer: t = base + P (latency + bytes per peer / bandwidth), P the peers across the network.
 """
 from math import ceil, exp, log, log2
 
@@ -26,15 +23,12 @@ SHARP = 12.0        # how sharply NCCL's estimates pick (weights ~ estimate ** -
 # NCCL 2.18's latencies (us): base, per step within a node (NVLink), per network step
 NCCL_LAT = {("ring", "LL"): (6.6, 0.6, 2.7), ("ring", "Simple"): (8.4, 3.4, 14.0),
             ("tree", "LL"): (6.8, 0.6, 5.0), ("tree", "Simple"): (0.0, 4.0, 14.0)}
-P2P_LL = 16384      # NCCL_P2P_LL_THRESHOLD: bytes per peer up to which p2p runs LL
+NEAR = 4.0          # how far (x) an input's bytes per peer may be from the row's (exchanges)
 
 
 def nccl_estimate(a, p, coll, n, g, s, bus):
-    """NCCL's estimate (us) of a candidate at n ranks, g per node, s bytes and bus GB/s.
-    Its tree correction at medium sizes is left out: the measured bus bandwidth, below
-    NCCL's own (channels x link), already moves the tree-ring crossover to smaller sizes."""
-    if a == "p2p":      # not estimated: the protocol follows the bytes per peer
-        return 1.0 if (p == "LL") == ((s if coll == "sendrecv" else s / n) <= P2P_LL) else 2.0
+    """NCCL's estimate (us) of a candidate at n ranks, g per node, s bytes and bus GB/s, less its
+    tree correction at medium sizes (the measured bus bandwidth already moves the crossover)."""
     i, e, share = shape(a, coll, n, g)
     base, intra, inter = NCCL_LAT[a, p]
     if e and a == "ring":       # across nodes each step also pays the network's post overhead
@@ -50,45 +44,29 @@ def shape(algo, coll, n, g):
     nodes = max(n // g, 1)
     if algo == "tree":      # all_reduce: up then down a tree of nodes, a chain in each node
         return 2.0 * (g - 1), 2.0 * ceil(log2(nodes)) if nodes > 1 else 0.0, 2.0
-    if coll == "all_to_all":            # one exchange with every peer; the network carries
-        inter = n - g if nodes > 1 else 0   # what goes to other nodes
-        return float(n - 1 - inter), float(inter), ((n - g) if nodes > 1 else (n - 1)) / n
     k = 2 if coll == "all_reduce" else 1
     steps, inter = k * (n - 1), k * (nodes - 1)
-    if coll in ("sendrecv",):
-        steps, inter = 1, 1 if nodes > 1 else 0
     share = {"all_reduce": 2.0 * (n - 1) / n, "all_gather": (n - 1) / n,
              "reduce_scatter": (n - 1) / n}.get(coll, 1.0)
     return float(steps - inter), float(inter), share
-
-
-def candidates(model, coll, backend):
-    """[(algorithm, protocol)] the fit considers."""
-    nccl = str(backend).startswith("nccl")
-    algos = ["ring", "tree"] if coll == "all_reduce" and nccl else ["ring"]   # trees are NCCL's
-    if model in ("ring", "tree"):
-        algos = [model] if model == "ring" or coll == "all_reduce" else ["ring"]
-    if coll in ("all_to_all", "sendrecv"):      # exchanges with peers, no ring
-        algos = ["p2p"]
-    protos = ["LL", "Simple"] if nccl else ["Simple"]
-    return [(a, p) for a in algos for p in protos]
 
 
 class Model:
     """One collective's candidates; params is a vector of log constants."""
 
     def __init__(self, model, coll, backend):
-        self.coll = coll
-        self.cands = candidates(model, coll, backend)
-        self.algos = sorted({a for a, _ in self.cands})
-        self.protos = sorted({p for _, p in self.cands}, key=["LL", "Simple"].index)
+        self.coll, nccl = coll, str(backend).startswith("nccl")
+        self.algos = ["ring", "tree"] if coll == "all_reduce" and nccl else ["ring"]   # trees are NCCL's
+        if model in ("ring", "tree"):
+            self.algos = [model] if model == "ring" or coll == "all_reduce" else ["ring"]
+        self.protos = ["LL", "Simple"] if nccl else ["Simple"]
+        self.cands = [(a, p) for a in self.algos for p in self.protos]
         # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple; 1-2 nodes
-        self.size = 3 * len(self.protos) + len(self.algos) + len(self.protos)
+        self.size = 4 * len(self.protos) + len(self.algos)
 
     def features(self, pts, bus=None):
-        """pts: [(n, g, S)] -> (candidates x 4 x points: I, E, S * share, on 1 or 2 nodes;
-        candidates x points: NCCL's choice as weights, from bus {ranks: GB/s}, the largest
-        count's for others; alike without bus)."""
+        """pts: [(n, g, S)] -> (candidates x 4 x points: I, E, S * share, on 1 or 2 nodes; candidates
+        x points: NCCL's choice as weights, from bus {ranks: GB/s}, the largest count's for others)."""
         v = np.array([[shape(a, self.coll, n, g) + (s, n // g <= 2) for n, g, s in pts]
                       for a, _ in self.cands], float).reshape(len(self.cands), -1, 5)
         feats = np.stack([v[..., 0], v[..., 1], v[..., 2] * v[..., 3], v[..., 4]], axis=1)
@@ -98,19 +76,15 @@ class Model:
                          for n, g, s in pts] for a, p in self.cands]) ** -SHARP
         return feats, est / est.sum(axis=0)
 
-    def times(self, x, feats):
-        """Every candidate's time at every point (candidates x points)."""
+    def time(self, x, feats):
+        """The time of what NCCL runs: its choice's weights on every candidate's times."""
         c, np_, out = np.exp(x), len(self.protos), []
         for (a, p), (i, e, b, two) in zip(self.cands, feats[0]):
             k = self.protos.index(p)
             eff = 1.0 if p == "Simple" else _share(x[3 * np_ + len(self.algos) + k])
             bw = c[3 * np_ + self.algos.index(a)] * np.exp(x[-1] * two) * eff
             out.append(c[3 * k] + c[3 * k + 1] * i + c[3 * k + 2] * e + b / bw)
-        return np.array(out)
-
-    def time(self, x, feats):
-        """The time of what NCCL runs: its choice's weights on the candidates' times."""
-        return (self.times(x, feats) * feats[1]).sum(axis=0)
+        return (np.array(out) * feats[1]).sum(axis=0)
 
     def start(self, pts, secs):
         """Initial constants: the smallest time as latency, the largest bytes / time as bandwidth."""
@@ -153,10 +127,46 @@ def _lm(residuals, x, iters=80):
     return x, cost
 
 
+def peers(coll, n, g):
+    """(peers across the network, bytes per peer per S) of one rank's exchange."""
+    return (float(n > g), 1.0) if coll == "sendrecv" else (float(n - g if n > g else 0), 1.0 / n)
+
+
+def _local(f, n, g, s, near=NEAR):
+    """An exchange of S = s on n ranks fitted in log space to the input rows within near x of its bytes
+    per peer, the nearer weighing more: (time, its part per network peer, weighted log residuals,
+    input counts within sqrt(NEAR) x), or None short of two counts."""
+    def far(x):     # |log| of an input row's bytes per peer over the row's
+        return abs(log(x[2] * peers(f["coll"], *x[:2])[1] / (s * peers(f["coll"], n, g)[1])))
+
+    def cols(n, g, s, *_):      # base, latency, bytes / bandwidth (on 1-2 nodes their own)
+        (p, per), two = peers(f["coll"], n, g), split and n <= 2 * g
+        return [1.0, p, p * s * per * (not two), p * s * per * two][:3 + split]
+    pts = [x for x in f["points"] if far(x) <= log(near)]
+    if len({x[0] for x in pts}) < 2:
+        return None
+    split, w = len({x[0] <= 2 * x[1] for x in pts}) > 1, np.array([1 - far(x) / log(near) for x in pts])
+    a = np.array([cols(*x) for x in pts]) / np.array([x[3] for x in pts])[:, None]
+    c = np.exp(_lm(lambda x: w * np.log(a @ np.exp(x)), np.log(0.25 / a.mean(axis=0)))[0])
+    row, close = np.array(cols(n, g, s)), {x[0] for x in pts if far(x) <= log(NEAR) / 2}
+    return float(row @ c), float(row[1:] @ c[1:]), w * np.log(a @ c), len(close)
+
+
 def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     """points: [(n, g, S, seconds)] at two or more node counts. -> {'model', 'best' (log
     constants), 'members' (other fits: starts and resampled points), 'errors' (best fit's
-    predicted / measured - 1 per point), 'chosen' ({candidate: sizes NCCL chose it at})}"""
+    predicted / measured - 1 per point), 'chosen' ({candidate: sizes NCCL chose it at})}. An exchange's:
+    'points', 'errors', 'bw' ([(peers, best network bytes/s per rank)]), 'trend' (cost/peer ~ peers^trend)"""
+    if coll in ("all_to_all", "sendrecv"):      # exchanges
+        f, best = {"coll": coll, "points": points, "model": None}, {}
+        for n, g, s, t in points:
+            p, per = peers(coll, n, g)
+            best[p] = max(best.get(p, 0.0), p * s * per / t)
+        f["bw"] = bw = sorted((p, b) for p, b in best.items() if p)
+        # none where more peers ran faster: a network gets no faster per peer with more of them
+        f["trend"] = max(0.0, log(bw[0][1] / bw[-1][1]) / log(bw[-1][0] / bw[0][0])) if len(bw) > 1 else 0.0
+        f["errors"] = [r[0] / x[3] - 1 for x in points if (r := _local(f, *x[:3]))] or [0.0]
+        return f
     m = Model(model, coll, backend)
     pts = [(n, g, s) for n, g, s, _ in points]
     secs = np.array([t for *_, t in points], float)
@@ -185,26 +195,33 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
             "errors": list(t / secs - 1), "sizes": [s for _, _, s in pts], "chosen": chosen}
 
 
-def residual_band(f, big):
-    """The 80th percentile of the best fit's |log error| at the measured sizes of the band."""
-    e = [abs(log(1 + err)) for err, s in zip(f["errors"], f["sizes"]) if (s >= MIB) == big]
-    return float(np.quantile(e or [abs(log(1 + err)) for err in f["errors"]], 0.8))
-
-
 def predict(f, n, g, size):
     """(time, low, high, the candidate NCCL runs, whether NCCL ran it at an input size
-    within 4x: else extrapolated) at n ranks, g per node, S = size."""
-    m, q = f["model"], residual_band(f, size >= MIB)
+    within 4x: else extrapolated) at n ranks, g per node, S = size. An exchange's: the middle of
+    the fit (cost per peer as at the largest input) and of it following the trend, spanning both."""
+    if f["model"] is None:
+        t, grow, res, close = _local(f, n, g, size) or _local(f, n, g, size, np.inf)
+        other = t + grow * ((peers(f["coll"], n, g)[0] / f["bw"][-1][0]) ** f["trend"] - 1) if f["bw"] else t
+        q = float(np.quantile(np.abs(res), 0.8))
+        return (t * other) ** 0.5, min(t, other) * exp(-q), max(t, other) * exp(q), ("p2p",), close > 1
+    m = f["model"]
+    # independent, so in quadrature: the fits' spread, the 80th percentile of |log error| at the band's sizes
+    e = [abs(log(1 + err)) for err, s in zip(f["errors"], f["sizes"]) if (s >= MIB) == (size >= MIB)]
+    q = float(np.quantile(e or [abs(log(1 + err)) for err in f["errors"]], 0.8))
     feats = m.features([(n, g, size)], f["bus"])
     t = float(m.time(f["best"], feats)[0])
-    ens = [float(m.time(x, feats)[0]) for x in f["members"]] + [t]
+    ens = np.log([float(m.time(x, feats)[0]) / t for x in f["members"]] + [1.0])
     cand = m.cands[int(np.argmax(feats[1][:, 0]))]
     known = any(size / 4 <= s <= size * 4 for s in f["chosen"].get(cand, ()))
-    return t, min(ens) * np.exp(-q), max(ens) * np.exp(q), cand, known
+    return t, t * exp(-np.hypot(ens.min(), q)), t * exp(np.hypot(ens.max(), q)), cand, known
 
 
 def describe(f):
     """The fitted constants, one line per candidate algorithm and protocol."""
+    if f["model"] is None:
+        bw = ", ".join(f"{b / 1e9:.3g} GB/s with {p:g} peers" for p, b in f["bw"])
+        return [f"p2p by bytes per peer (fitted to the input sizes within {NEAR:g}x of each); network GB/s "
+                f"per rank {bw}: cost per peer ~ peers^{f['trend']:.3f}; predicted: midway from none to that"]
     m, c, out = f["model"], np.exp(f["best"]), []
     np_ = len(m.protos)
     for a, p in m.cands:
@@ -219,7 +236,3 @@ def describe(f):
     if f["best"][-1]:
         out.append(f"runs on 1 or 2 nodes: bandwidth x {exp(f['best'][-1]):.3g}")
     return out
-
-
-def rms(errors):
-    return (sum(e * e for e in errors) / len(errors)) ** 0.5 if errors else 0.0

@@ -24,10 +24,8 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    dt = classic.one_dtype(args.dtype)
-    backend, out, records = classic.begin(session, args, "bandwidth of one all_reduce")
-    classic.check_supported(backend, ALL_REDUCE, dt)
-    payload = classic.payload(args.payload, backend)
+    backend, out, records, dt, payload = classic.begin_all_reduce(
+        session, args, "bandwidth of one all_reduce", args.payload)
     count = payload // dt.size
     if count < 1:
         raise UsageError(f"--payload {payload} is less than one {dt.name} element")
@@ -37,9 +35,6 @@ def execute(session, args):
     call = backend.bind(ALL_REDUCE, buf, buf, classic.ctx(session, backend, dt, count), False)
     session.watch.arm("allreduce: timed trials")
     _, times = engine.time_calls(call, args.trials, first=False)
-    session.watch.arm("allreduce: gathering the times")
-    gathered = session.comm.gather(times, root=0)
-    session.watch.disarm()
-    if session.rank == 0:
-        classics.allreduce(out, backend.name, dt, count, session.size, records, gathered, args.warmup)
-    return 0
+    return classic.conclude(session, times, "allreduce: gathering the times", lambda gathered:
+                            classics.allreduce(out, backend.name, dt, count, session.size, records,
+                                               gathered, args.warmup))

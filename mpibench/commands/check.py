@@ -7,8 +7,7 @@ from ..diagnose import checkverdict, counters, fabricplan, health, preamble, tom
 from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
-from ..launch import faults
-from ..launch import rails as railbind
+from ..launch import faults, rails as railbind
 from ..launch.slurm import compress_hostlist
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
@@ -127,8 +126,7 @@ def execute(session, args):
         gathered = session.comm.gather(intra(args, "inside each host"), root=0)
         if report:
             report.intra(gathered)
-        _intra_retest(session, args, intra, partial(backend.dist.barrier, group=mine),
-                      report)
+        _intra_retest(session, args, intra, partial(backend.dist.barrier, group=mine), report)
         intra = None                  # its buffer, before the pair rounds allocate theirs
     elif report:
         report.say(checktext.SKIPPED[1])
@@ -245,19 +243,17 @@ def _switches(session, args, names):
     every rank): from --topology FILE, else SLURM's when the job runs under it, else one
     switch."""
     if args.topology:
-        return inputs.on_rank0(session, args.topology, lambda path: _tree(
-            topology.read_file(path), path, names, True), "--topology")
-    if os.environ.get("SLURM_JOB_ID"):
-        source = "scontrol show topology"
-        return inputs.on_rank0(session, source, lambda _: _tree(
-            topology.from_slurm(), source, names, False))
-    return topology.single(names)
+        source, read, strict = args.topology, topology.read_file, True
+    elif os.environ.get("SLURM_JOB_ID"):
+        source, read, strict = "scontrol show topology", lambda _: topology.from_slurm(), False
+    else:
+        return topology.single(names)
 
-
-def _tree(text, source, names, strict):
-    """The job's hosts under the switches that text describes (no text: one switch)."""
-    return topology.build(topology.parse(text, source), names, source, strict) if text \
-        else topology.single(names)
+    def tree(path):     # the job's hosts under the switches the text describes; no text: one switch
+        text = read(path)
+        return topology.build(topology.parse(text, source), names, source, strict) if text \
+            else topology.single(names)
+    return inputs.on_rank0(session, source, tree, "--topology" if strict else None)
 
 
 def _pair_rounds(session, backend, size, args, names, members, fabric, report):

@@ -1,6 +1,7 @@
 """mpibench compare: line up the rows of saved results and say what changed."""
 from ..errors import CheckFailed
 from ..results import comparetext as text, reader
+from ..results.numbers import counted
 from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
@@ -65,6 +66,6 @@ def execute(session, args):
         failures += text.rows(paths, docs, figs, common, args.noise, args.min_share)
     if failures:
         text.below(failures, args.min_share)
-        raise CheckFailed(f"{len(failures)} row{'s' if len(failures) != 1 else ''} below "
-                          f"{args.min_share:g} x the baseline ({paths[0]})")
+        raise CheckFailed(f"{counted(len(failures), 'row')} below {args.min_share:g} x the baseline "
+                          f"({paths[0]})")
     return 0

@@ -7,7 +7,7 @@ from ..measure.collectives.base import Counts
 from ..measure.engine import tensor
 from ..results import classics
 from ..results.classics import INT64
-from .common import classic, guard
+from .common import classic
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
 DESCRIPTION = (
@@ -59,9 +59,6 @@ def execute(session, args):
         held = before.tolist()
         seconds, _ = engine.time_calls(call, 1, first=False)    # the one call: no warm-up
         mine.append((held, after.tolist(), seconds))
-    session.watch.arm("demo: gathering the results")
-    gathered = session.comm.gather(mine, root=0)
-    session.watch.disarm()
-    verdict = classics.demo(out, backend.name, [(c[0], *SHAPES[c[0].name](n), c[4]) for c in cases],
-                            records, gathered) if session.rank == 0 else None
-    return guard.verdict(session, verdict)
+    shapes = [(c[0], *SHAPES[c[0].name](n), c[4]) for c in cases]
+    return classic.conclude(session, mine, "demo: gathering the results",
+                            lambda gathered: classics.demo(out, backend.name, shapes, records, gathered))

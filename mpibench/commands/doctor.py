@@ -2,7 +2,7 @@
 advice, and (on GPUs) the transports NCCL really used between every pair of hosts."""
 import datetime
 import os
-import shutil
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -10,6 +10,7 @@ import tempfile
 from ..diagnose import findings, hostfacts, nccllog, ncclprobe
 from ..launch import bootstrap, faults
 from ..results import doctortext as text
+from ..results.numbers import counted, plural
 from ..results.output import open_output
 from .common import guard, options
 
@@ -40,8 +41,7 @@ def execute(session, args):
     out = open_output(session, "doctor", args)
     root = args.sys_root.replace("{host}", session.hostname)
     session.watch.arm("doctor: every host's facts")
-    facts = hostfacts.collect(session, root)
-    gathered = session.comm.gather(facts, root=0)
+    gathered = session.comm.gather(hostfacts.collect(session, root), root=0)
     guard.arm(session, args.timeout + args.nccl_timeout + 30,        # the probe's own limit, and more
               "doctor: the NCCL transport check")
     transports = nccl_check(session, args)
@@ -79,11 +79,11 @@ def _failure(not_run, errors):
     """Why doctor exits 1, or None: one of its own checks could not run (the report is then
     incomplete, whatever else it found), or it found problems that break runs."""
     if not_run:
-        return (f"mpibench doctor: {len(not_run)} check{'s' if len(not_run) != 1 else ''} failed to "
-                f"run, the report is incomplete; first: {not_run[0]}")
+        return (f"mpibench doctor: {counted(len(not_run), 'check')} failed to run, the report is "
+                f"incomplete; first: {not_run[0]}")
     if errors:
-        return (f"doctor found {errors} problem{'s' if errors != 1 else ''} that "
-                f"break{'s' if errors == 1 else ''} runs (ERROR above)")
+        return (f"doctor found {counted(errors, 'problem')} that {plural(errors, 'breaks', 'break')} "
+                "runs (ERROR above)")
     return None
 
 
@@ -91,48 +91,45 @@ def nccl_check(session, args):
     """Every rank: a fresh process runs a short NCCL all_reduce with NCCL_DEBUG=INFO into
     its own log file. Returns {'skipped': why or None, 'logs': [text per rank] (rank 0),
     'errors': [why the check failed to run, per failing rank] (every rank)}."""
-    result = {"skipped": None, "logs": [], "errors": []}
+    empty = {"skipped": None, "logs": [], "errors": []}
     bad = [(r, why) for r, why in enumerate(session.comm.allgather(_cannot_check(session, args)))
            if why]
     if bad:
         r, why = bad[0]
-        result["skipped"] = why if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): {why}"
-        return result
+        where = "" if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): "
+        return dict(empty, skipped=where + why)
     planted = faults.get("ncclcheck", session.rank)     # test switch: the GPUs this rank sees
     gpus = None if planted is None else (planted.split("/") if planted else [f"gpu-{session.rank}"])
     device, why = bootstrap.gpu_index(session, os.environ, gpus)
     whys = [w for w in session.comm.allgather(why) if w]
     if whys:
-        result["skipped"] = whys[0]
-        return result
+        return dict(empty, skipped=whys[0])
     # rank 0 serves the probes' rendezvous; each rank's probe process joins it
     store, addr, port = bootstrap.rank0_store(
         session, os.environ, datetime.timedelta(seconds=args.nccl_timeout), join=False)
-    folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
-    log = os.path.join(folder, "nccl.log")
-    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
-               MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {device}",
-               MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout))
     error = None
-    try:
-        done = subprocess.run([sys.executable, "-m", ncclprobe.__name__], env=env,
-                              capture_output=True, text=True, timeout=args.nccl_timeout + 30)
-        if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            error = (f"the NCCL check failed on rank {session.rank} ({session.hostname}), exit "
-                     f"{done.returncode}: {tail}")
-    except subprocess.TimeoutExpired:
-        error = f"the NCCL check did not finish on rank {session.rank} ({session.hostname})"
-    try:
-        with open(log, errors="replace") as fh:
-            text = fh.read()
-    except OSError:
-        text = ""
-    shutil.rmtree(folder, ignore_errors=True)
-    result["logs"] = session.comm.gather(text, root=0) or []      # [] but on rank 0
-    result["errors"] = [e for e in session.comm.allgather(error) if e]
+    with tempfile.TemporaryDirectory(prefix="mpibench-nccl-", ignore_cleanup_errors=True) as folder:
+        log = os.path.join(folder, "nccl.log")
+        env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
+                   MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {device}",
+                   MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout))
+        try:
+            done = subprocess.run([sys.executable, "-m", ncclprobe.__name__], env=env,
+                                  capture_output=True, text=True, timeout=args.nccl_timeout + 30)
+            if done.returncode != 0:
+                tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                error = (f"the NCCL check failed on rank {session.rank} ({session.hostname}), exit "
+                         f"{done.returncode}: {tail}")
+        except subprocess.TimeoutExpired:
+            error = f"the NCCL check did not finish on rank {session.rank} ({session.hostname})"
+        try:
+            text = pathlib.Path(log).read_text(errors="replace")
+        except OSError:
+            text = ""
+    logs = session.comm.gather(text, root=0) or []      # [] but on rank 0
+    errors = [e for e in session.comm.allgather(error) if e]
     del store
-    return result
+    return dict(empty, logs=logs, errors=errors)
 
 
 def _cannot_check(session, args):

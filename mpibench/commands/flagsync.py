@@ -4,7 +4,7 @@ from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.engine import tensor
 from ..results import classics
 from ..results.classics import INT64
-from .common import classic, guard, options
+from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
 DESCRIPTION = (
@@ -50,8 +50,5 @@ def execute(session, args):
         result = call()
         backend.sync()
         sums.append(total(result))
-    gathered = session.comm.gather((times, sums), root=0)
-    session.watch.disarm()
-    verdict = classics.flagsync(out, backend.name, [m[0] for m in methods], args.calls, args.warmup,
-                                records, gathered) if session.rank == 0 else None
-    return guard.verdict(session, verdict)
+    return classic.conclude(session, (times, sums), None, lambda gathered: classics.flagsync(
+        out, backend.name, [m[0] for m in methods], args.calls, args.warmup, records, gathered))

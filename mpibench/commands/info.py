@@ -2,6 +2,7 @@
 from tabulate import tabulate
 
 from ..diagnose import rankfacts
+from ..results.numbers import counted
 from .common import guard, options
 
 HELP = "show every rank's host, device, backend and launcher, and versions per host"
@@ -23,10 +24,9 @@ def execute(session, args):
     rows = [[r["rank"], r["hostname"], r["pid"], r["local_rank"],
              r["device"] if r["device"] == "cpu" else f"{r['device']} {r['device_name']} [{r['bus_id']}]",
              r["backend"], r["launcher"]] for r, _ in gathered]
-    session.out(f"# mpibench info: {session.size} rank{'s' if session.size != 1 else ''} on "
-                f"{len(set(session.hosts))} host{'s' if len(set(session.hosts)) != 1 else ''}, "
-                f"backend {session.backend}, launcher {session.launcher}, "
-                f"rendezvous {session.rendezvous}")
+    session.out(f"# mpibench info: {counted(session.size, 'rank')} on "
+                f"{counted(len(set(session.hosts)), 'host')}, backend {session.backend}, "
+                f"launcher {session.launcher}, rendezvous {session.rendezvous}")
     session.out(tabulate(rows, headers=["rank", "host", "pid", "local rank", "device", "backend",
                                         "launcher"]))
     per_host = {}

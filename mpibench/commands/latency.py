@@ -26,10 +26,8 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    dt = classic.one_dtype(args.dtype)
-    backend, out, records = classic.begin(session, args, "one big all_reduce against many small ones")
-    classic.check_supported(backend, ALL_REDUCE, dt)
-    size = classic.payload(args.size, backend)
+    backend, out, records, dt, size = classic.begin_all_reduce(
+        session, args, "one big all_reduce against many small ones", args.size)
     count = size // dt.size
     small = count // args.count
     if small < 1:
@@ -45,10 +43,7 @@ def execute(session, args):
     session.watch.arm("latency: the small calls")
     many, _ = classic.engine(session, backend, args.warmup, blocking).time_calls(little, args.count,
                                                                                first=False)
-    session.watch.arm("latency: gathering the times")
-    gathered = session.comm.gather((one, many * args.count), root=0)
-    session.watch.disarm()
-    if session.rank == 0:
-        classics.latency(out, backend.name, dt, count, small, args.count, session.size, records,
-                         gathered, args.warmup, blocking)
-    return 0
+    return classic.conclude(session, (one, many * args.count), "latency: gathering the times",
+                            lambda gathered: classics.latency(out, backend.name, dt, count, small,
+                                                              args.count, session.size, records,
+                                                              gathered, args.warmup, blocking))

@@ -1,10 +1,13 @@
 """mpibench p2p: bandwidth and latency between every pair of hosts, and who is slow."""
+from ..analysis import heatmap
 from ..diagnose import links, pairs, preamble, rankfacts
 from ..errors import UsageError
 from ..measure.dtypes import DTYPES
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
 from ..results import linkstext, rows
+from ..results.files import ResultFile
+from ..results.numbers import counted
 from ..results.output import open_output
 from .common import guard, options
 
@@ -51,11 +54,10 @@ def execute(session, args):
     ranks = pairs.participants(session.hosts, args.every_rank)
     if len(ranks) < 2:
         raise UsageError("p2p needs two hosts (or, with --every-rank, two ranks): this job has "
-                         f"{session.size} rank{'s' if session.size != 1 else ''} on one host"
+                         f"{counted(session.size, 'rank')} on one host"
                          + ("" if args.every_rank else "; add --every-rank to measure ranks on "
                                                        "one host"))
     if args.png:
-        from ..analysis import heatmap
         session.agree(heatmap.unavailable() if session.rank == 0 else None)
     out = open_output(session, "p2p", args)
     png = _reserve_png(session, args.png)
@@ -79,7 +81,6 @@ def execute(session, args):
             link["bytes_moved"], 1.0, "out_of_place", [link["time_us"] / 1e6],
             link=f"{link['from']}->{link['to']}"))
     if png:
-        from ..analysis import heatmap
         heatmap.draw(png, [labels[r] for r in ranks],
                      links.bandwidth_matrix(ranks, collected, bench),
                      f"p2p bandwidth GB/s at {format_size(size)}"
@@ -93,15 +94,14 @@ def _reserve_png(session, path):
     """Rank 0 reserves the picture's file name now, as for the JSON file."""
     if not path:
         return None
-    from ..results.files import ResultFile
     reserved, error = None, None
     if session.rank == 0:
         try:
-            reserved = ResultFile(path, None)
+            reserved = ResultFile(path, None).path
         except UsageError as exc:
             error = str(exc)
     session.agree(error)
-    return reserved.path if reserved else None
+    return reserved
 
 
 def _header(session, out, args, backend, ranks, rounds, size, png):

@@ -47,14 +47,12 @@ def series(named_docs, metric, modes, only):
                 m = row.get(mode)
                 if not m or m.get(field) is None:
                     continue
-                value, low, high = m[field], m[field], m[field]
+                value = low = high = m[field]
                 sp = m.get("spread")
-                if sp:
-                    if field == "time_us":
-                        low, high = sp["time_us_min"], sp["time_us_max"]
-                    else:   # a bandwidth is the bytes over the time
-                        low, high = value * m["time_us"] / sp["time_us_max"], \
-                            value * m["time_us"] / sp["time_us_min"]
+                if sp and field == "time_us":
+                    low, high = sp["time_us_min"], sp["time_us_max"]
+                elif sp:    # a bandwidth is the bytes over the time
+                    low, high = (value * m["time_us"] / sp[k] for k in ("time_us_max", "time_us_min"))
                 parts = (name, row.get("backend", ""), row.get("setting", ""),
                          row.get("dtype", row["type"]), row["redop"],
                          mode.replace("_", "-"), f"test {row['test']}" if "test" in row else "")

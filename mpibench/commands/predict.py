@@ -15,12 +15,11 @@ from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
 DESCRIPTION = (
-    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed "
-    "logs) and fits per collective the candidates of NCCL's tuning model (ring, tree for "
-    "all_reduce, p2p; LL and Simple), each size run by the one NCCL's own estimate picks. "
-    "Prints per size at --hosts H or --ranks N the time, its interval and busbw; a row whose "
-    "candidate no input ran near that size is marked * and not predicted. --measured FILE "
-    "adds each row's error and a summary.")
+    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed logs) and "
+    "fits per collective the candidates of NCCL's tuning model (ring, tree for all_reduce; LL and "
+    "Simple), each size run by the one NCCL's own estimate picks (all_to_all, sendrecv: by bytes per "
+    "peer). Prints per size at --hosts H or --ranks N the time, its interval and busbw; a row in a "
+    "regime no input ran is marked * and not predicted. --measured FILE adds errors and a summary.")
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
 
@@ -52,37 +51,30 @@ def per_host(path, doc):
     return n // len(hosts)
 
 
-def _bytes(row):
-    """S of algbw = S / t: the row's bw_bytes, else (nccl-tests) its size."""
-    return row.get("bw_bytes", row["size"])
-
-
 def points(named_docs, wanted, only, g):
     """{(collective, backend, dtype, redop, mode): [(n, g, size, S, seconds)]}; g: ranks
     per host, or None for each input's own."""
     out = {}
     for path, doc in named_docs:
-        n = reader.ranks(doc)
-        gg = g or per_host(path, doc)
+        n, gg = reader.ranks(doc), g or per_host(path, doc)
         for row in doc["results"]:
             if only and row["collective"] not in only:
                 continue
-            mode = reader.first_mode(row, wanted)
-            if mode is None or not _bytes(row):     # size 0: nccl-tests rounded it away
+            mode, s = reader.first_mode(row, wanted), row.get("bw_bytes", row["size"])   # algbw = s / t
+            if mode is None or not s:     # size 0: nccl-tests rounded it away
                 continue
             group = (row["collective"], row.get("backend", "?"), row.get("dtype", row["type"]),
                      row["redop"], mode)
             out.setdefault(group, []).append(
-                (n, gg, row.get("requested_size", row["size"]), _bytes(row), row[mode]["time_us"] * 1e-6))
+                (n, gg, row.get("requested_size", row["size"]), s, row[mode]["time_us"] * 1e-6))
     return out
 
 
 def match(size, n, keys):
-    """The requested size a row of `size` bytes at n ranks stands for: nccl-tests rounds
-    each rank's share down to whole elements, then to 16 bytes, so the key is less than
-    (16 + element size) x n bytes above it (32 x n covers every type)."""
-    near = [k for k in keys if 0 <= k - size < 32 * n]
-    return min(near, key=lambda k: k - size) if near else size
+    """The requested size a row of `size` bytes at n ranks stands for: nccl-tests rounds each
+    rank's share down to elements, then 16 B, so the key is < (16 + element) x n B above it
+    (32 x n covers every type)."""
+    return min((k for k in keys if 0 <= k - size < 32 * n), key=lambda k: k - size, default=size)
 
 
 def execute(session, args):
@@ -185,8 +177,9 @@ def _group(group, pts, checked, target, g, model):
     for n, _, size, _, t in pts:
         table.setdefault(match(size, n, keys), {})[n] = t
     f = scaling.fit(model, coll, backend, [(n, gg, s, t) for n, gg, _, s, t in pts])
+    rms = statistics.fmean(e * e for e in f["errors"]) ** 0.5
     print(f"#\n# {title}: fitted to {len(pts)} points at {', '.join(map(str, ns))} ranks; "
-          f"fit error rms {scaling.rms(f['errors']):.1%}, max {max(map(abs, f['errors'])):.1%}")
+          f"fit error rms {rms:.1%}, max {max(map(abs, f['errors'])):.1%}")
     for line in scaling.describe(f):
         print(f"#   {line}")
     by_key = {match(size, n, keys): (s, t) for _, n, _, size, s, t in checked or []}
@@ -217,8 +210,8 @@ def _group(group, pts, checked, target, g, model):
     print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
                                                  disable_numparse=True).splitlines()))
     if unseen:
-        print(f"#   * not predicted: at {target} ranks NCCL's choice at that size is a candidate "
-              f"no input ran at a size within 4x of it, a regime the inputs do not show; the "
-              f"figure is a guess, without an interval, and the check leaves it out")
+        print(f"#   * not predicted: at {target} ranks a candidate NCCL chose at no input size within 4x (an "
+              f"exchange: bytes per peer two input counts did not run within 2x), a regime the inputs do "
+              f"not show; the figure is a guess, without an interval, and the check leaves it out")
     return results
 

@@ -6,7 +6,7 @@ import os
 from ..diagnose import links, preamble, rankfacts
 from ..diagnose.hostfacts import line_rate
 from ..diagnose.sink import Sink
-from ..errors import CheckFailed, UsageError
+from ..errors import UsageError
 from ..launch.bootstrap import TORCH_BACKENDS
 from ..measure.backends import make as make_backend
 from ..measure import launchcost
@@ -17,6 +17,7 @@ from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import sweep
 from ..results import runtext, trials
+from ..results.numbers import counted
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
 from .common import guard, options
@@ -129,8 +130,7 @@ def check_args(args):
         if args.json:
             raise UsageError("give -J FILE or --json FILE, not both")
         if args.json_format:
-            raise UsageError("-J FILE writes nccl-tests' schema: give --json FILE for "
-                             "--json-format")
+            raise UsageError("-J FILE writes nccl-tests' schema: give --json FILE for --json-format")
         args.json, args.json_format = args.nccl_json, "nccl-tests"
     if args.json_format and not args.json:
         raise UsageError(f"--json-format {args.json_format} needs --json FILE")
@@ -166,11 +166,10 @@ def build_plan(args, session, backend):
     maxbytes = args.maxbytes or max(args.minbytes, GPU_MAXBYTES if backend.cuda else CPU_MAXBYTES)
     sizes = sweep(args.minbytes, maxbytes, args.stepfactor, args.stepbytes)
     if args.root >= session.size:
-        raise UsageError(f"--root {args.root} is not a rank: the job has {session.size} "
-                         f"rank{'s' if session.size != 1 else ''} (0..{session.size - 1})")
+        raise UsageError(f"--root {args.root} is not a rank: the job has "
+                         f"{counted(session.size, 'rank')} (0..{session.size - 1})")
     if args.cuda_graph and not backend.cuda:
-        raise UsageError("-G/--cuda-graph needs CUDA GPUs (NCCL); this run uses "
-                         f"{backend.name} on CPU")
+        raise UsageError(f"-G/--cuda-graph needs CUDA GPUs (NCCL); this run uses {backend.name} on CPU")
     collectives = [REGISTRY[n] for n in names]
     if args.dtype.strip().lower() != "all" and args.op.strip().lower() != "all":
         for coll, dt in itertools.product(collectives, dtypes):
@@ -200,9 +199,8 @@ def header(session, out, plans, backends, records, versions):
                      "CUDA events" if backends[0].cuda else "host clock", session.watch.timeout)
     preamble.describe(session, out, [b.name for b in backends], records, versions,
                      {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
-                      "timeout": session.watch.timeout,
-                      "check": plan.check, "blocking": plan.blocking if len(backends) == 1 else blocking,
-                      "blocking_mode": modes,
+                      "timeout": session.watch.timeout, "check": plan.check,
+                      "blocking": plan.blocking if len(backends) == 1 else blocking, "blocking_mode": modes,
                       "average": AVERAGES[plan.average], "graph": plan.graph,
                       "per_iter_timing": plan.per_iter, "per_iter_skip": plan.per_iter_skip})
     missing = [(mode, b.missing_mode, [c.name for c in plan.collectives if mode not in b.modes(c)])
@@ -281,7 +279,6 @@ def run_trials(session, engine, args):
         plan.probe_iters = probe_iters if k == args.trials - 1 else 0
         session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
         wrong += engine.run()
-    plan.probe_iters = probe_iters
     return wrong
 
 
@@ -320,12 +317,10 @@ def execute(session, args):
         links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2),
                          args.min_share)
     session.watch.disarm()
-    device_peak = [b.device_peak_bytes() for b in backends if getattr(b, "cuda", False)]
+    device_peak = next((b.device_peak_bytes() for b in backends if getattr(b, "cuda", False)), None)
     memory = session.comm.gather({"peak_rss_bytes": rankfacts.peak_rss_bytes(),
-                                  "buffer_bytes": buffer_bytes,
-                                  "device_peak_bytes": device_peak[0] if device_peak else None},
-                                 root=0)
-    slow = None
+                                  "buffer_bytes": buffer_bytes, "device_peak_bytes": device_peak}, root=0)
+    failure = None
     if session.rank == 0:
         if args.trials > 1:
             runtext.trials_summary(out, args.trials, args.unstable)
@@ -343,13 +338,10 @@ def execute(session, args):
             out.say(line)
         runtext.launch_bound(out)
         out.set(**fields)
-        slow = fields.get("min_busbw")
         out.finish()
-    slow = session.comm.bcast(slow, root=0)
-    if slow and not slow["okay"] and not wrong:
-        raise CheckFailed(f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s "
-                          f"({slow['source']})")
-    if wrong:
-        raise CheckFailed(f"FAILED: {wrong} wrong element{'s' if wrong != 1 else ''} "
-                          f"(see the #wrong columns)")
-    return 0
+        slow = fields.get("min_busbw")
+        if wrong:
+            failure = f"FAILED: {counted(wrong, 'wrong element')} (see the #wrong columns)"
+        elif slow and not slow["okay"]:
+            failure = f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s ({slow['source']})"
+    return guard.verdict(session, failure)

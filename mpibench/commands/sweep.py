@@ -15,7 +15,7 @@ import time
 
 from ..errors import Exit, UsageError
 from ..results import document, reader, sweeptext
-from ..results.files import render_json, ResultFile
+from ..results.files import json_parts, ResultFile
 from .common import options
 
 HELP = "run the benchmark once per setting of NCCL (or any) variables and compare them"
@@ -92,7 +92,7 @@ def run_one(argv, env, timeout, quiet):
                             stdout=subprocess.DEVNULL if quiet else None)
     # The launch has its own process group (so a timeout can stop all of it): pass a
     # SIGTERM (scancel, kill) on to it as Ctrl-C is.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return proc.wait(timeout=timeout), None
     except subprocess.TimeoutExpired:
@@ -105,16 +105,11 @@ def run_one(argv, env, timeout, quiet):
         signal.signal(signal.SIGTERM, previous)
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def _stop(proc):
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
-            proc.wait(timeout=5)
-            return
+            return proc.wait(timeout=5)
         except ProcessLookupError:
             return
         except subprocess.TimeoutExpired:
@@ -140,7 +135,7 @@ def execute(session, args):
     swept = [n for n, _ in sets]
     names = [" ".join(f"{k}={v}" for k, v in e.items()) for e in envs]
     labels = {n: "/".join(e.values()) for n, e in zip(names, envs)}
-    merged = ResultFile(args.json, render_json)
+    merged = ResultFile(args.json, json_parts)
     folder = parts_folder(merged.path)
     openmpi = is_openmpi(command[0])
     doc = document.new("sweep", sys.argv[1:], launch=command,
@@ -157,8 +152,7 @@ def execute(session, args):
         if i == 1 and part is not None:
             _refuse_unread_variables(doc, merged, part, swept)
     sweeptext.summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode))
-    doc["end_time"] = document.now()
-    doc["complete"] = not failed
+    doc.update(end_time=document.now(), complete=not failed)
     merged.write(doc)
     if failed:
         raise Exit(f"sweep: {failed} of {len(envs)} settings failed (see above)", 1)
@@ -192,10 +186,8 @@ def _one_setting(doc, name, env, path, args, command, openmpi, which):
                       versions=part.get("versions"), run_env=part.get("env"))
         if part.get("train"):
             record["train"] = part["train"].get("summary")
-        for row in part["results"]:
-            doc["results"].append(dict(row, setting=name))
-        for entry in part.get("hosts") or []:
-            doc["hosts"].append(dict(entry, setting=name)) if isinstance(entry, dict) else None
+        doc["results"] += [dict(row, setting=name) for row in part["results"]]
+        doc["hosts"] += [dict(e, setting=name) for e in part.get("hosts") or [] if isinstance(e, dict)]
         doc.setdefault("world", part.get("world"))
     ok = rc == 0 and part is not None and part.get("complete")
     sweeptext.setting_done(which, record, part, ok, rc, why)

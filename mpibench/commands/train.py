@@ -128,10 +128,8 @@ def execute(session, args):
     calls = _calls(trainer)
     alone = _time_alone(session, backend, out, calls, args.alone_iters)
     session.watch.disarm()
-    if session.rank != 0:
-        return guard.verdict(session, None)
     replicas = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
-                        base, args)["replicas"]
+                        base, args)["replicas"] if session.rank == 0 else None
     differ = bool(replicas) and not replicas["agree"]
     return guard.verdict(session, "FAILED: the replicas differ after synced steps (see 'replicas')"
                          if differ else None)
@@ -140,10 +138,8 @@ def execute(session, args):
 def _header(session, out, backend, train, records, versions):
     """Rank 0: the model, the watchdog's limit, the job and the files."""
     out.say(traintext.header_line(train))
-    out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called "
-            f"hung (--timeout)")
-    preamble.describe(session, out, [backend.name], records, versions,
-                     {"timeout": session.watch.timeout})
+    out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called hung (--timeout)")
+    preamble.describe(session, out, [backend.name], records, versions, {"timeout": session.watch.timeout})
     out.announce_files()
     out.set(train=train)
 

@@ -262,7 +262,7 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
     times.update({r["requested_size"]: r["in_place"]["time_us"] * 1e-6
                   for r in found["sweep_rows"] or []})
     # Launch-bound rows are a GPU matter (the host starting kernels; -G the remedy).
-    bound = verdicts.launch_bound_size(times, gpu_launch, launchcost.launch_bound) \
+    bound = max((s for s, t in times.items() if launchcost.launch_bound(t, gpu_launch)), default=None) \
         if gpu_launch else None
     checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
     for label, rows, wrong in found["checked"]:

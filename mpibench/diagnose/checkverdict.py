@@ -21,9 +21,8 @@ PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine la
 
 
 def figure(rec):
-    """{'time_us', 'algbw_GBps', 'busbw_GBps', 'spread_pct', 'best_us'} of one timed
-    collective (seconds per call; from its per-call seconds 'times', where given, their
-    spread and the fastest call)."""
+    """The figures of one timed collective (seconds per call; from its per-call 'times',
+    where given, their spread and the fastest call)."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
     times = rec.get("times")
     return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"]),
@@ -165,14 +164,13 @@ class Judge:
         (condemned after the last retest); else recorded as transient (None appended). The
         words of the retest's line (where: what was measured; how: ', alone' or '')."""
         why = reason(fig, lim)
-        best = f"even its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
+        best = f"its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
         if why and sure(fig, lim):
-            misses.append(f"again{how}: {why}, {best} missed")
-            return retest_text(where, fig, lim, f"FAIL, the miss came back every time, {best}"
-                               if last else f"missed again, {best}: once more")
+            misses.append(f"again{how}: {why}, even {best} missed")
+            return retest_text(where, fig, lim, f"FAIL, the miss came back every time, even {best}"
+                               if last else f"missed again, even {best}: once more")
         misses.append(None)
-        again = retest_text(where, fig, lim, f"within its spread, its fastest call ("
-                            f"{bw(fastest(fig)['busbw_GBps'])} GB/s) met it" if why else "passed")
+        again = retest_text(where, fig, lim, f"within its spread, {best} met it" if why else "passed")
         self.doc["transient"].append({"what": what, "first": first, "again": again})
         return again + ": transient, not condemned"
 

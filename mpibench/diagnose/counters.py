@@ -1,11 +1,7 @@
-"""A host's port error counters and link state, read before and after each of `check`'s
-rounds: what moved while a link was under test.
-
-InfiniBand / RoCE: /sys/class/infiniband/<dev>/ports/<port>/counters/<name> and the
-port's state and rate; Ethernet: /sys/class/net/<if>/statistics/<name> and the
-interface's operstate and speed. Files are read under a root folder (default /) so that
-tests can point it at a fabricated sysfs tree; anything missing is left out, never raised.
-Only error counters are kept (byte and packet counts move on every healthy link).
+"""A host's port error counters and link state (InfiniBand / RoCE ports, Ethernet
+interfaces), read before and after each of `check`'s rounds: what moved while a link was
+under test. Read under a root folder as hostfacts reads; anything missing is left out,
+never raised. Only error counters are kept (byte and packet counts move on every healthy link).
 """
 import os
 
@@ -67,6 +63,4 @@ def describe(changes):
 
 def on_ports(changes, ports):
     """The changes on the named ports (all of them when ports is empty or None)."""
-    if not ports:
-        return list(changes)
-    return [c for c in changes if c["port"] in ports or c["port"].split("/")[0] in ports]
+    return [c for c in changes if not ports or c["port"] in ports or c["port"].split("/")[0] in ports]

@@ -54,7 +54,6 @@ def first_rounds(fabric):
             left.append(hosts[-1])
     one += _pair_leftovers(left, set(), fabric, True)
     seen = set(one)
-    two = []
     if len(leaves) == 1:
         hosts = leaves[0]
         n = len(hosts)
@@ -62,7 +61,7 @@ def first_rounds(fabric):
         two = [p for p in two if p not in seen and p[0] != p[1]]
     else:
         circle = round_robin(range(len(leaves)))
-        busy, left = set(), []
+        busy, two = set(), []
         for j in range(max(len(h) for h in leaves)):
             for la, lb in circle[j % len(circle)]:
                 if j < len(leaves[la]) and j < len(leaves[lb]):
@@ -77,12 +76,7 @@ def first_rounds(fabric):
 
 def _decisive(fabric, good, a, b, target):
     """The rails on which path a-b has target as its only link not proven good."""
-    out = []
-    for r in range(fabric.rails):
-        links = fabric.path(a, b, r)
-        if target in links and all(x == target or x in good for x in links):
-            out.append(r)
-    return out
+    return [r for r in range(fabric.rails) if set(fabric.path(a, b, r)) - good == {target}]
 
 
 def _partner_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
@@ -182,19 +176,14 @@ class FabricRounds:
         return pairs
 
     def record(self, results):
-        for (a, b), oks in results.items():
-            for r, ok in enumerate(oks):
-                self.results.append((a, b, r, ok))
+        self.results += [(a, b, r, ok) for (a, b), oks in results.items() for r, ok in enumerate(oks)]
         self._verdict = None
 
     def verdict(self):
         if self._verdict is None:
             v = tomography.localise(self.fabric, self.results)
             v["rounds"] = len(self.rounds)
-            v["deciders"] = {}
-            for tie in v["ties"]:
-                for link in tie:
-                    v["deciders"][link] = self.deciders.get(link)
+            v["deciders"] = {link: self.deciders.get(link) for tie in v["ties"] for link in tie}
             self._verdict = v
         return self._verdict
 

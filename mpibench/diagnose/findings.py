@@ -1,10 +1,7 @@
 """From every host's facts to what matters: differences between hosts, and findings
-with advice. Pure functions over hostfacts.collect() dicts (one per host).
-
-A finding is a (host or None, text) pair with a severity: ERROR when it breaks runs or
-their figures (a variable naming no interface or device, NCCL on sockets where RDMA
-exists, RDMA that user space cannot open, different versions on different hosts),
-WARNING for everything worth knowing. doctor's exit code comes from the worst."""
+with advice. Pure functions over hostfacts.collect() dicts (one per host). A finding is a
+(host or None, text) pair with a severity: ERROR when it breaks runs or their figures,
+WARNING for everything worth knowing; doctor's exit code comes from the worst."""
 from ..launch.netaddr import match_ifname
 
 VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
@@ -79,15 +76,14 @@ def _fastest_rdma(facts):
 
 def findings(per_host, multi_host=None):
     """[(host or None, text)]: problems found, each with advice, one line each."""
-    hosts = list(per_host)
-    multi_host = len(hosts) > 1 if multi_host is None else multi_host
+    multi_host = len(per_host) > 1 if multi_host is None else multi_host
     out = []
     for h, f in per_host.items():
         out += _rdma_findings(h, f, multi_host)
         out += _name_findings(h, f)
         out += _switched_off(h, f["env"])
         out += _gpu_findings(h, f)
-    if len(hosts) > 1:
+    if len(per_host) > 1:
         out += _slower_than_others(per_host, _fastest_nic, "fastest network interface",
                                    lambda v: f"{v} Mb/s")
         out += _slower_than_others(per_host, _fastest_rdma, "fastest active RDMA port",

@@ -40,11 +40,6 @@ def check_args(args):
         raise UsageError("--health takes --expect (its \"intra\" limits), not --baseline")
 
 
-def node_name(hostname):
-    """The node's name as SLURM knows it (slurmd gives SLURMD_NODENAME to its scripts)."""
-    return os.environ.get("SLURMD_NODENAME") or hostname.split(".")[0]
-
-
 def run(session, args, coll, size, members, limits, make_intra, retest):
     """Every rank of one host: the test inside it (make_intra(): check's timed collective
     over the host's ranks), measured again before a miss condemns it (retest(intra,
@@ -103,7 +98,7 @@ def _verdict(session, out, args, judge, facts):
     if errors:
         entry["verdict"] = "FAIL"
         entry["reasons"] = reasons
-    node = node_name(host)
+    node = os.environ.get("SLURMD_NODENAME") or host.split(".")[0]   # as SLURM names it to its scripts
     reason = (reasons[0] + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")) \
         if reasons else None
     drained = None

@@ -71,25 +71,20 @@ def rdma_ports(root):
 def link_rates(root="/"):
     """This host's link rates in Gbit/s as `doctor` reads them: every active RDMA port, else
     every interface that is up and says its speed (empty when the host says neither)."""
-    ports = [p["rate_gbps"] for p in rdma_ports(root) if p["state"] == "ACTIVE"
-             and p["rate_gbps"]]
-    if ports:
-        return ports
-    return [i["speed_mbps"] / 1000 for i in interfaces(root)
-            if i["state"] == "up" and i["speed_mbps"]]
+    ports = [p["rate_gbps"] for p in rdma_ports(root) if p["state"] == "ACTIVE" and p["rate_gbps"]]
+    return ports or [i["speed_mbps"] / 1000 for i in interfaces(root)
+                     if i["state"] == "up" and i["speed_mbps"]]
 
 
 def line_rate(root="/"):
     """This host's line rate in Gbit/s: the fastest of its link rates (None when unknown)."""
-    rates = link_rates(root)
-    return max(rates) if rates else None
+    return max(link_rates(root), default=None)
 
 
 def total_line_rate(root="/"):
     """All of this host's links together in Gbit/s: what no traffic of the host can exceed
     (None when unknown)."""
-    rates = link_rates(root)
-    return sum(rates) if rates else None
+    return sum(link_rates(root)) or None
 
 
 def rdma_modules(root):

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import suppress
 
 from ..launch.netaddr import reachable_address
 from . import pairs
@@ -29,10 +30,8 @@ def address(session, env):
     peers = [master] if master else []
     for host in dict.fromkeys(session.hosts):
         if host != session.hostname:
-            try:
+            with suppress(OSError):
                 peers.append(socket.gethostbyname(host))
-            except OSError:
-                continue
     return reachable_address(env, peers)
 
 
@@ -61,8 +60,7 @@ def connect(server, bind, port, seconds):
         except subprocess.TimeoutExpired:
             return None, None, f"iperf3 -c {server} did not finish within {seconds + 30:g} s"
         try:
-            bps, retr = rate(json.loads(done.stdout))
-            return bps, retr, None
+            return (*rate(json.loads(done.stdout)), None)
         except (ValueError, json.JSONDecodeError) as exc:
             why = str(exc) or done.stderr.strip()
         if "connect" not in why:

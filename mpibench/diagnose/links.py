@@ -67,10 +67,9 @@ def _moved(bench):
 def _bandwidths(collected, bench):
     out = {}
     for (a, b), rec in collected.items():
-        bw = algbw(_moved(bench), median(rec["times"]))
-        out[(a, b)] = bw
+        out[(a, b)] = algbw(_moved(bench), median(rec["times"]))
         if bench.bidirectional:
-            out[(b, a)] = bw
+            out[(b, a)] = out[(a, b)]
     return out
 
 
@@ -81,13 +80,6 @@ def _matrix(ranks, values):
 def bandwidth_matrix(ranks, collected, bench):
     """GB/s of every link, row sends to column (None on the diagonal)."""
     return _matrix(ranks, _bandwidths(collected, bench))
-
-
-def _latency_values(latency):
-    out = {}
-    for (a, b), s in latency.items():
-        out[(a, b)] = out[(b, a)] = s * 1e6
-    return out
 
 
 def _links(labels, collected, latency, bench, analysis):
@@ -121,7 +113,7 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
     analysis = pairs.analyze(hosts, times, threshold)
     bw = _bandwidths(collected, bench)
     bw_m = _matrix(ranks, bw)
-    lat_m = _matrix(ranks, _latency_values(latency))
+    lat_m = _matrix(ranks, {k: s * 1e6 for (a, b), s in latency.items() for k in ((a, b), (b, a))})
     linkstext.matrices(out, names, bench.size, bench.bidirectional, bw_m if matrix else None,
                        bench.latency_size, lat_m if latency else None)
     p2p = {"hosts": names, "size": bench.size, "bidirectional": bench.bidirectional,
@@ -135,9 +127,7 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
 
 
 def _jsonable(analysis, labels):
-    doc = dict(analysis)
-    doc["slow_links"] = [{"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b}
-                         for a, b in analysis["slow_links"]]
-    doc["links"] = [dict(x, from_label=labels[x["from"]], to_label=labels[x["to"]])
-                    for x in analysis["links"]]
-    return doc
+    return dict(analysis, slow_links=[{"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b}
+                                      for a, b in analysis["slow_links"]],
+                links=[dict(x, from_label=labels[x["from"]], to_label=labels[x["to"]])
+                       for x in analysis["links"]])

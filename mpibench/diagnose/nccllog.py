@@ -29,14 +29,10 @@ def transport_name(via):
     """'NET/IB/0/GDRDMA' -> 'NET/IB'; 'P2P/CUMEM/read' -> 'P2P/CUMEM'; 'SHM/direct/direct' -> 'SHM'."""
     parts = via.split("/")
     head = parts[0]
-    if head == "NET" and len(parts) > 1:
-        net = parts[1]
-        if net.startswith("IB"):          # IB, IBext, IBext_v8: the IB plugin
-            net = "IB"
-        return f"NET/{net}"
+    if head == "NET" and len(parts) > 1:      # IB, IBext, IBext_v8: the IB plugin
+        return "NET/IB" if parts[1].startswith("IB") else f"NET/{parts[1]}"
     if head in ("P2P", "PSM_P2P") and len(parts) > 1:
-        kind = parts[1].split(" ")[0]     # "direct pointer" -> "direct"
-        return f"P2P/{kind}"
+        return f"P2P/{parts[1].split(' ')[0]}"     # "direct pointer" -> "direct"
     return head                            # SHM, COLLNET, ...
 
 
@@ -75,10 +71,8 @@ def by_host_pair(parsed, hosts):
     the communicator, join every pair they can serve: NVLS within a host, CollNet between."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
     pairs = {}
-    nvls = collnet = False
+    nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))
     for p in parsed:
-        nvls = nvls or p["nvls"]
-        collnet = collnet or p["collnet"]
         for src, dst, transport in p["connections"]:
             if src >= len(hosts) or dst >= len(hosts):
                 continue

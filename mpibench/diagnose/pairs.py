@@ -81,15 +81,13 @@ def analyze(labels, links, threshold=0.8, consistency=0.8):
     if not keys or not iters:
         return out
 
-    nodes = sorted({i for k in keys for i in k})
-    hosts_of = {i: labels[i] for i in nodes}
-    names = list(dict.fromkeys(hosts_of[i] for i in nodes))
+    names = list(dict.fromkeys(labels[i] for i in sorted({i for k in keys for i in k})))
 
     def per_iter_median(selected):
         return [median(links[k][t] for k in selected) for t in range(iters)]
 
     def with_host(h, k):
-        return h in (hosts_of[k[0]], hosts_of[k[1]])
+        return h in (labels[k[0]], labels[k[1]])
 
     for h in names:
         mine = [k for k in keys if with_host(h, k)]

@@ -13,14 +13,13 @@ NET_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_", "MPIBENCH_
 def versions():
     import torch
     import torch.distributed as dist
-    out = {"mpibench": __version__, "python": platform.python_version(), "torch": torch.__version__}
-    nccl = None
+    out = {"mpibench": __version__, "python": platform.python_version(), "torch": torch.__version__,
+           "nccl": None}
     if torch.cuda.is_available() and dist.is_nccl_available():
         try:
-            nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+            out["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
         except Exception:
-            nccl = "unknown"
-    out["nccl"] = nccl
+            out["nccl"] = "unknown"
     try:
         import mpi4py
         out["mpi4py"] = mpi4py.__version__

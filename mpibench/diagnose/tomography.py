@@ -73,8 +73,9 @@ def localise(fabric, results):
      'once': [(a, b, rail) failed once, the only failure of a named or tied link],
      'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
     good, failed, passed = _sort_paths(fabric, results)
-    if not good:                       # nothing to compare with: every link is suspect
-        named, ties, unexplained, thin = _host_links(failed), [], [], []
+    if not good:       # nothing to compare with: every host's link on a failed path is suspect
+        named = list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
+        ties, unexplained, thin = [], [], []
     else:
         cands, cover, order, unexplained = _candidates(failed, good)
         named, ties = _greedy(cands, cover, order)
@@ -107,26 +108,18 @@ def _sort_paths(fabric, results):
     return good, failed, passed
 
 
-def _host_links(failed):
-    """Every host's link on a failed path, once each, in the order first met."""
-    return list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
-
-
 def _candidates(failed, good):
     """(each failed path's links not proven good, {link: indices of the failed paths it
     is on}, {link: when first met}, the failed paths with no such link)."""
-    cands, cover, order, unexplained = [], {}, {}, []
+    cands, cover, unexplained = [], {}, []
     for i, (p, links) in enumerate(failed):
         c = [x for x in links if x not in good]
         if not c:
             unexplained.append(p)
         cands.append(c)
         for x in c:
-            if x not in cover:
-                order[x] = len(order)
-                cover[x] = []
-            cover[x].append(i)
-    return cands, cover, order, unexplained
+            cover.setdefault(x, []).append(i)
+    return cands, cover, {x: k for k, x in enumerate(cover)}, unexplained
 
 
 def _greedy(cands, cover, order):

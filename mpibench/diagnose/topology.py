@@ -9,11 +9,9 @@ it is checked for, each one UsageError line: a host under two switches, a switch
 two parents, a loop, a switch named but never described, hosts named that are not in the
 job (a file given for this job), hosts of the job it leaves out.
 """
-import re
-import subprocess
-
 from ..errors import UsageError
 from ..launch.slurm import compress_hostlist, expand_nodelist
+from .hostfacts import run_tool
 
 
 class Topology:
@@ -133,17 +131,10 @@ def read_file(path):
         raise UsageError(f"--topology {path} is not text (UTF-8)") from None
 
 
-SCONTROL = ("scontrol", "show", "topology")
-
-
-def from_slurm(timeout=20):
+def from_slurm():
     """What `scontrol show topology` prints, or None (no SLURM, no topology plugin)."""
-    try:
-        done = subprocess.run(SCONTROL, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = done.stdout if done.returncode == 0 else ""
-    return text if re.search(r"SwitchName=", text) else None
+    text, _ = run_tool(["scontrol", "show", "topology"])
+    return text if text and "SwitchName=" in text else None
 
 
 def single(job_hosts):

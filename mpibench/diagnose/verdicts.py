@@ -131,27 +131,17 @@ def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
 
 def per_call(harness_cost, gpu_launch, bound_size, smallest):
     """The per-call cost: GPUs the launch of one call, CPUs the harness over the bare loop."""
-    if gpu_launch is not None:
-        cost, what = gpu_launch, "host launch per call (N calls, no wait)"
-    else:
-        cost, what = harness_cost, "mpibench's loop over the bare loop per call"
-    fig = "n/a" if cost is None else f"{us(cost)} us"
     if gpu_launch is None:
+        cost, what = harness_cost, "mpibench's loop over the bare loop per call"
         where = ("CPUs: the difference of two loops, as noisy as they are"
                  + (" (below 0 here: the noise exceeds the cost)" if cost is not None and cost < 0
                     else "") + "; launch-bound rows are a GPU matter (-G)")
-    elif bound_size:
-        where = (f"launch-bound up to {format_size(bound_size)} (there -G is the fair "
-                 f"comparison with nccl-tests)")
     else:
-        where = f"no row launch-bound from {format_size(smallest)}"
+        cost, what = gpu_launch, "host launch per call (N calls, no wait)"
+        where = (f"launch-bound up to {format_size(bound_size)} (there -G is the fair comparison "
+                 f"with nccl-tests)" if bound_size else f"no row launch-bound from {format_size(smallest)}")
+    fig = "n/a" if cost is None else f"{us(cost)} us"
     return check("per-call cost", fig, what, None, "INFO", where)
-
-
-def launch_bound_size(times, cost, bound):
-    """The largest size whose time per call is launch-bound (bound(time, cost)), or None."""
-    sizes = [s for s, t in times.items() if bound(t, cost)]
-    return max(sizes) if sizes else None
 
 
 def correctness(rows, wrong, label):

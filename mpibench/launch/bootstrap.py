@@ -12,23 +12,22 @@ import json
 import os
 import socket
 import sys
+from collections import namedtuple
 from contextlib import suppress
 
 from .. import __version__
 from ..errors import Exit, UsageError
 from . import faults, gpuhost, netaddr, rails
-from .comm import Comm, MPIComm, StoreComm
+from .comm import Comm, MPIComm, StoreComm, mpi_library_version
 from .session import Session
 from .watchdog import Watchdog
 
 TORCH_BACKENDS = ("nccl", "gloo")
 
 
-class Link:
-    """The side channel between the ranks, made before the Session: the communicator; without
-    MPI also the rendezvous store and its "addr:port"."""
-    def __init__(self, comm, store=None, address=None):
-        self.comm, self.store, self.address = comm, store, address
+# The side channel between the ranks, made before the Session: the communicator; without
+# MPI also the rendezvous store and its "addr:port".
+Link = namedtuple("Link", "comm store address", defaults=(None, None))
 
 
 def connect(place, env=None):
@@ -41,26 +40,22 @@ def connect(place, env=None):
             raise UsageError(
                 f"the launcher ({place.launcher}) says {place.size} ranks but MPI sees {comm.size}: "
                 f"mpi4py is using a different MPI library than the launcher "
-                f"({comm.library_version()}); use the mpirun of the MPI that mpi4py loads")
+                f"({mpi_library_version()}); use the mpirun of the MPI that mpi4py loads")
         return Link(comm)
     if place.launcher in ("torchrun", "env", "slurm"):
         import torch.distributed as dist
         addr, port = (_slurm_master(env) if place.launcher == "slurm"
                       else (env.get("MASTER_ADDR"), env.get("MASTER_PORT")))
-        _require_master(addr, port)
+        missing = [v for v, value in (("MASTER_ADDR", addr), ("MASTER_PORT", port)) if not value]
+        if missing:
+            raise UsageError(f"{' and '.join(missing)} not set: without an MPI launcher the ranks "
+                             f"need a rendezvous address (torchrun sets it)")
         timeout = datetime.timedelta(seconds=float(env.get("MPIBENCH_INIT_TIMEOUT", "300")))
         store, _, _ = next(dist.rendezvous(f"tcp://{addr}:{port}", place.rank, place.size,
                                            timeout=timeout))
         return Link(StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, place.size),
                     store, f"{addr}:{port}")
     return Link(Comm())
-
-
-def _require_master(addr, port):
-    missing = [v for v, value in (("MASTER_ADDR", addr), ("MASTER_PORT", port)) if not value]
-    if missing:
-        raise UsageError(f"{' and '.join(missing)} not set: without an MPI launcher the ranks need "
-                         f"a rendezvous address (torchrun sets it)")
 
 
 def _slurm_master(env):
@@ -139,23 +134,10 @@ def _warn_if_gpus_unseen(session):
     (every command with a session: run, info and doctor among them)."""
     seen = gpuhost.no_cuda() if session.local_rank == 0 else None   # once per host
     told = session.comm.gather((session.hostname, seen), root=0)
-    if session.rank != 0:
-        return
-    per_host = {h: seen for h, seen in told if seen}
+    per_host = {h: seen for h, seen in told if seen} if session.rank == 0 else None
     if per_host:
         sys.stderr.write(gpuhost.no_cuda_line(per_host) + "\n")
         sys.stderr.flush()
-
-
-def _pick_device(session, backend, env):
-    import torch
-    if backend != "nccl":
-        return torch.device("cpu"), None
-    index, error = gpu_index(session, env)
-    if error is None:
-        torch.cuda.set_device(index)
-        return torch.device("cuda", index), None
-    return None, error
 
 
 def gpu_index(session, env, gpus=None):
@@ -167,16 +149,6 @@ def gpu_index(session, env, gpus=None):
     mine = None if error else (session.hostname, gpus[index], len(gpus), index)
     told = session.comm.allgather(mine)
     return index, error or gpuhost.shared_gpu([t or (None, None, 0, None) for t in told], env)
-
-
-def pg_timeout(timeout):
-    """The backend's own timeout, well above the watchdog's so that the watchdog speaks first."""
-    return max(1800.0, 2 * timeout + 60)
-
-
-def fingerprint(argv):
-    """What every rank must share: the mpibench version and the command line."""
-    return hashlib.sha256(json.dumps([__version__, list(argv)]).encode()).hexdigest()[:16]
 
 
 def _same_start(session, prints, argv):
@@ -212,7 +184,8 @@ def _eager(dist, session, backend):
 
 def _init_pg(session, backend, env, link, timeout):
     import torch.distributed as dist
-    td = datetime.timedelta(seconds=pg_timeout(timeout))
+    # the backend's own timeout, well above the watchdog's so that the watchdog speaks first
+    td = datetime.timedelta(seconds=max(1800.0, 2 * timeout + 60))
     if link.store is not None:                     # torchrun / srun: the store already exists
         how = {"store": dist.PrefixStore("mpibench-pg", link.store)}
         session.rendezvous = f"{link.address} ({session.launcher})"
@@ -278,7 +251,9 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
     link = connect(place, env) if link is None else link
     comm = link.comm
     session = Session(place, comm)
-    facts = comm.allgather((session.hostname, _primary_address(), fingerprint(argv or [])))
+    # what every rank must share: the mpibench version and the command line
+    same = hashlib.sha256(json.dumps([__version__, list(argv or [])]).encode()).hexdigest()[:16]
+    facts = comm.allgather((session.hostname, _primary_address(), same))
     session.hosts = [f[0] for f in facts]
     session.addresses = [f[1] for f in facts]
     _same_start(session, [f[2] for f in facts], argv)
@@ -308,9 +283,13 @@ def _started(session, backend, init_pg, timeout, env, link, rails_spec):
     session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname,
                                     rails_spec)
     session.agree(error)
-    device, error = _pick_device(session, backend, env)
-    session.agree(error)
-    session.backend, session.device = backend, device
+    import torch
+    session.backend, session.device = backend, torch.device("cpu")
+    if backend == "nccl":
+        index, error = gpu_index(session, env)
+        session.agree(error)
+        torch.cuda.set_device(index)
+        session.device = torch.device("cuda", index)
     if init_pg:
         session.watch.arm(f"rendezvous ({backend} process group)")
         _init_pg(session, backend, env, link, timeout)

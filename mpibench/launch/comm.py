@@ -49,9 +49,6 @@ class Comm:
         """End a job every rank ended together with a non-zero code (see MPIComm)."""
         return code
 
-    def library_version(self):
-        return mpi_library_version()
-
 
 def _flush():
     for stream in (sys.stdout, sys.stderr):
@@ -91,18 +88,9 @@ class MPIComm(Comm):
         self.world = MPI.COMM_WORLD
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
-
-    def allgather(self, obj):
-        return self.world.allgather(obj)
-
-    def gather(self, obj, root=0):
-        return self.world.gather(obj, root=root)
-
-    def bcast(self, obj, root=0):
-        return self.world.bcast(obj, root=root)
-
-    def barrier(self):
-        self.world.Barrier()
+        # the side channel's gathers and barrier are COMM_WORLD's own
+        self.allgather, self.gather, self.bcast = self.world.allgather, self.world.gather, self.world.bcast
+        self.barrier = self.world.Barrier
 
     def polite_barrier(self, spin=0.002, nap=0.0002):
         """A barrier that stops burning a core after `spin` seconds of waiting: MPI's
@@ -128,7 +116,7 @@ class MPIComm(Comm):
         crash across hosts. Open MPI 4's mpirun prints 11 lines for any non-zero exit and
         8 for MPI_Abort: there rank 0 aborts (docs/exit-codes.md). Rank 0 returns the code."""
         self.world.Barrier()      # every rank has closed its watchdog and process group
-        if self.library_version().startswith("Open MPI v4"):
+        if mpi_library_version().startswith("Open MPI v4"):
             if self.rank == 0:
                 self.abort(code)
             time.sleep(ABORT_WAIT)    # stopped by rank 0's abort; if not, leave with the code

@@ -1,24 +1,6 @@
 """SLURM host lists, expanded without calling scontrol (it may not be on the compute node)."""
 import re
 
-def _split_top(text):
-    """Split on commas that are not inside brackets."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur:
-        parts.append(cur)
-    return parts
-
-
 def _expand_range(spec):
     out = []
     for item in spec.split(","):
@@ -34,7 +16,8 @@ def _expand_range(spec):
 def expand_nodelist(text):
     """'h[1-3],gpu[01-02]x' -> ['h1', 'h2', 'h3', 'gpu01x', 'gpu02x']."""
     nodes = []
-    for part in _split_top(text.strip()):
+    # the comma-separated parts; a comma inside brackets stays in its part
+    for part in re.findall(r"(?:[^,\[]|\[[^\]]*\]?)+", text.strip()):
         m = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
         if not m:
             nodes.append(part)

@@ -7,29 +7,48 @@ through the backend being measured.
 """
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 from statistics import mean
 
 from ..errors import Exit
+from ..launch.session import Session
 from ..launch.watchdog import TIMED_LOOP, NullWatch
 from . import iterstats, launchcost, looptrace, switches
-from .collectives.base import (algbw, busbw, count_wrong, Ctx, data_values, exact_reason,
-                               fill_chunks, index)
+from .backends.torchdist import TorchBackend, error_line
+from .collectives.base import (algbw, busbw, Call, Collective, count_wrong, Counts, Ctx,
+                               exact_reason, fill_chunks, rank_values, Tensor)
+from .dtypes import DType
 from .modes import MODE_KEYS, MODE_TEXT, MODES
 from .row import Figures, Row
 from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 # nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks
-PICK: Dict[int, Callable[[list], float]] = {0: lambda times: times[0], 1: mean, 2: min, 3: max}
+PICK: Dict[int, Callable[[List[float]], float]] = {0: lambda times: times[0], 1: mean, 2: min,
+                                                   3: max}
+# One rank's figures of one row and mode: (seconds per call, wrong elements or None: not
+# checked, calls in flight, -I 1: each iteration's seconds)
+Measured = Tuple[float, Optional[int], int, Optional[List[float]]]
+Views = List[Tuple[Tensor, Tensor]]
+
+
+class Report(Protocol):
+    """Where rank 0's figures go (the run command's: diagnose.sink, so that this stage
+    imports neither the results nor the diagnose stage)."""
+    def set(self, **items: Any) -> None: ...       # document-level facts (skipped_sizes)
+    def table_header(self, collective: str) -> None: ...   # nccl-tests' start line, column header
+    def add_row(self, row: Row) -> None: ...       # one row, as soon as it is measured
+    def add_probe(self, coll: Collective, dt: DType, op: str, size: int, c: Counts, mode: str,
+                  times: List[List[float]], margin: float) -> None: ...
+    # add_probe's times[r][k]: seconds of rank r in iteration k of the per-host probe
 
 
 @dataclass
 class Plan:
-    collectives: list
-    sizes: list
-    dtypes: list
-    ops: list
+    collectives: List[Collective]
+    sizes: List[int]
+    dtypes: List[DType]
+    ops: List[str]
     root: int = 0
     iters: int = 20
     warmup: int = 5
@@ -39,30 +58,31 @@ class Plan:
     graph: int = 0
     per_iter: int = 0          # -I 1: every iteration timed (iterstats.py), -K skipped in its summary
     per_iter_skip: int = 0
-    modes: tuple = ("out", "in")
+    modes: Tuple[str, ...] = ("out", "in")
     probe_iters: int = 20
     margin: float = 0.2
-    skipped: list = field(default_factory=list)   # sizes dropped for lack of memory
+    skipped: List[int] = field(default_factory=list)   # sizes dropped for lack of memory
 
 
-def calls_per_row(plan):
-    """Collective calls one row of one mode really runs: the warm-up, the untimed first
-    call, the timed iterations (each replayed -G times from a CUDA graph) and the check
-    rounds. The row's deadline is counted from these."""
+def calls_per_row(plan: Plan) -> int:
+    """Collective calls one row of one mode runs (warm-up, the untimed first call, the
+    timed iterations each replayed -G times, the check rounds): its deadline counts these."""
     return plan.warmup + 1 + plan.iters * max(1, plan.graph) + plan.check
 
 
 class Buffers:
     """One send and one receive buffer for the largest row, viewed for every smaller one."""
 
-    def __init__(self, backend, send_bytes, recv_bytes, rank):
+    def __init__(self, backend: TorchBackend, send_bytes: int, recv_bytes: int, rank: int) -> None:
         send, recv = ((n + 15) // 16 * 16 for n in (send_bytes, recv_bytes))
         self.send = backend.alloc(send, rank) if send else None
         self.recv = backend.alloc(recv, rank)
         self.nbytes = send + recv
 
 
-def footprint(plan, n, sizes, modes_of=lambda coll: coll.modes):
+def footprint(plan: Plan, n: int, sizes: Sequence[int],
+              modes_of: Callable[[Collective], Sequence[str]] = lambda coll: coll.modes
+              ) -> Tuple[int, int]:
     """Bytes of send and receive buffer the largest row of the plan needs.
     modes_of(coll): the modes the backend runs it in (torch.distributed's by default)."""
     send = recv = 0
@@ -82,7 +102,7 @@ def footprint(plan, n, sizes, modes_of=lambda coll: coll.modes):
 GIB = 1 << 30
 
 
-def nccl_reserve(total):
+def nccl_reserve(total: int) -> int:
     """Device bytes the buffers must leave free of total: NCCL allocates its ring, tree,
     NVLS and P2P buffers at each algorithm's first use, mid-sweep, and graphs and the check
     need room too. As nccl-tests (common.cu): 1 GiB per 16 GiB installed, at most 4 GiB,
@@ -90,46 +110,41 @@ def nccl_reserve(total):
     return min(-(-total // (16 * GIB)), 4) * GIB + GIB
 
 
-def sizes_with_room(plan, n, total, modes_of):
-    """The plan's sizes, the largest dropped while the buffers they need would not leave
-    nccl_reserve(total) free (the smallest is kept: allocate() says if even it fails)."""
-    sizes = list(plan.sizes)
-    room = total - nccl_reserve(total)
-    while len(sizes) > 1 and sum(footprint(plan, n, sizes, modes_of)) > room:
-        sizes.pop()
-    return sizes
-
-
-def reserve_room(session, backend, plan):
+def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optional[Dict[str, Any]]:
     """On GPUs, lower the plan's largest size (-e) so that the buffers leave NCCL its room
-    on the GPU with the least memory; {device_bytes, reserve_bytes, maxbytes, lowered_to}
-    (lowered_to None when -e stood), None on CPUs."""
-    total = backend.device_total_bytes()
-    if total is None:
+    on the GPU with the least memory (the smallest size is kept: allocate() says if even it
+    fails); {device_bytes, reserve_bytes, maxbytes, lowered_to} (lowered_to None when -e
+    stood), None on CPUs."""
+    mine = backend.device_total_bytes()
+    if mine is None:
         return None
-    total = min(session.comm.allgather(total))
-    sizes = sizes_with_room(plan, session.size, total, backend.modes)
+    total: int = min(session.comm.allgather(mine))
+    sizes = list(plan.sizes)
+    while (len(sizes) > 1 and sum(footprint(plan, session.size, sizes, backend.modes))
+           > total - nccl_reserve(total)):
+        sizes.pop()
     room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total), "maxbytes": plan.sizes[-1],
             "lowered_to": sizes[-1] if len(sizes) < len(plan.sizes) else None}
     plan.sizes = sizes
     return room
 
 
-def allocate(session, backend, plan):
+def allocate(session: Session, backend: TorchBackend, plan: Plan) -> Buffers:
     """Allocate for the largest size every rank can hold; drop larger sizes together."""
     sizes = list(plan.sizes)
     while sizes:
         send, recv = footprint(plan, session.size, sizes, backend.modes)
-        error, bufs = None, None
+        error: Optional[str] = None
+        bufs: Optional[Buffers] = None
         try:
             bufs = Buffers(backend, send, recv, session.rank)
         except Exception as exc:
             if not backend.is_oom(exc):
                 raise
-            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            error = error_line(exc)
         errors = session.comm.allgather(error)
         bad = [(r, e) for r, e in enumerate(errors) if e]
-        if not bad:
+        if bufs is not None and not bad:
             plan.sizes = sizes
             return bufs
         bufs = None
@@ -141,10 +156,12 @@ def allocate(session, backend, plan):
     raise Exit("not even the smallest size fits in memory on every rank", 1)
 
 
-def tensor(session, backend, dtype, count, values=None):
+def tensor(session: Session, backend: TorchBackend, dtype: DType, count: int,
+           values: Optional[List[int]] = None) -> Tensor:
     """A count-element tensor on the backend's device, allocated on every rank or none
     (for the commands that time one call at a time: check and the classic ones)."""
-    error, buf = None, None
+    error: Optional[str] = None
+    buf = None
     try:
         buf = backend.typed(backend.alloc(count * dtype.size, session.rank), dtype)
     except Exception as exc:
@@ -157,7 +174,8 @@ def tensor(session, backend, dtype, count, values=None):
     return buf
 
 
-def iteration_views(send_t, recv_t, c, mode, rank, wanted):
+def iteration_views(send_t: Tensor, recv_t: Tensor, c: Counts, mode: str, rank: int,
+                    wanted: int) -> Views:
     """(send, recv) views for successive iterations, moving through the buffers as
     nccl-tests does so that repeated calls do not just hit the cache."""
     if mode == "in":
@@ -171,31 +189,22 @@ def iteration_views(send_t, recv_t, c, mode, rank, wanted):
 
 
 class Engine:
-    """The sweep of one plan on one backend.
+    """The sweep of one plan on one backend; report: rank 0's, None elsewhere."""
 
-    report, on rank 0 only (None elsewhere), is where the figures go; the engine asks of it:
-      set(**items)         document-level facts (skipped_sizes)
-      table_header(name)   a collective's rows follow: print nccl-tests' start line and
-                           their column header
-      add_row(row)         one row of the results document, as soon as it is measured
-      add_probe(coll, dt, op, size, c, mode, times, margin)
-                           the per-host probe: times[r][k], seconds of rank r in iteration k
-    The run command wires it to the results output and the straggler analysis
-    (diagnose.sink), so that this stage imports neither.
-    """
-
-    def __init__(self, session, backend, plan, report):
+    def __init__(self, session: Session, backend: TorchBackend, plan: Plan,
+                 report: Optional[Report]) -> None:
         self.s = session
         self.b = backend
         self.plan = plan
-        self.report = report   # rank 0: see the class docstring; other ranks: None
+        self.report = report
         self.torch = backend.torch
         self.buffer_bytes = 0   # what this rank allocated for the sweep
-        self.watch = getattr(session, "watch", None) or NullWatch()
-        self.launch_cost = None   # {collective: seconds per launch} (GPUs): rows near it are marked
+        self.watch: NullWatch = getattr(session, "watch", None) or NullWatch()
+        # {collective: seconds per launch} (GPUs): rows near it are marked
+        self.launch_cost: Optional[Dict[str, float]] = None
         switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
 
-    def run(self):
+    def run(self) -> int:
         self.watch.arm("allocating buffers")
         bufs = allocate(self.s, self.b, self.plan)
         self.buffer_bytes = bufs.nbytes
@@ -214,12 +223,13 @@ class Engine:
         return total_wrong
 
     # ---- one bound call at a time, outside a sweep (check and the classic commands) ----
-    def bind_checked(self, coll, sv, rv, ctx):
+    def bind_checked(self, coll: Collective, sv: Tensor, rv: Tensor, ctx: Ctx) -> Call:
         """The call whose output is then read: the data check's, demo's (the test switch
         corrupt wraps it)."""
         return self.b.bind(coll, sv, rv, ctx, False)
 
-    def group_call(self, coll, dt, count, n, group=None):
+    def group_call(self, coll: Collective, dt: DType, count: int, n: int,
+                   group: Any = None) -> Tuple[Call, Counts, str]:
         """coll of count elements among the n ranks of group (None: every rank), bound as
         the sweep binds it, in place where the backend has the call, on a buffer every rank
         of the job allocates: (call, counts, mode)."""
@@ -231,10 +241,12 @@ class Engine:
         send, recv = iteration_views(buf[c.recv:], buf, c, mode, me, 1)[0]
         ctx = Ctx(rank=me, n=n, root=-1, op="sum", dtype=dt, count=c.param, in_place=mode == "in",
                   backend_op=self.b.ops["sum"], device=self.b.device)
-        call = self.b.bind(coll, send, recv, ctx, self.b.launches_async(self.plan.blocking))
+        call: Callable[..., Any] = self.b.bind(coll, send, recv, ctx,
+                                               self.b.launches_async(self.plan.blocking))
         return (call if group is None else partial(call, group=group)), c, mode
 
-    def time_calls(self, call, iters, barrier=None, first=True):
+    def time_calls(self, call: Call, iters: int, barrier: Optional[Call] = None,
+                   first: bool = True) -> Tuple[float, Optional[List[float]]]:
         """call timed as a row of the sweep times it (the plan's warm-up and -z), iters
         times: (seconds per call, each call's seconds). first: the untimed first call of
         warm_up() (off where every call counts, as demo's one). barrier: the group's,
@@ -247,17 +259,17 @@ class Engine:
         self.watch.mark("gathering the times")
         return timed
 
-    def modes_run(self, coll):
+    def modes_run(self, coll: Collective) -> List[str]:
         """The plan's modes this backend has a call for, in the plan's order."""
         return [m for m in self.plan.modes if m in self.b.modes(coll)]
 
-    def run_collective(self, coll, bufs):
+    def run_collective(self, coll: Collective, bufs: Buffers) -> int:
         plan, s = self.plan, self.s
         ops = plan.ops if coll.reduces else ["none"]
         if self.report is not None:
             self.report.table_header(coll.name)
         wrong_total = 0
-        probe = None
+        probe: Optional[Tuple[DType, str, int, Counts, Tensor, Tensor, Ctx]] = None
         for dt in plan.dtypes:
             send_t = self.b.typed(bufs.send, dt) if bufs.send is not None else None
             recv_t = self.b.typed(bufs.recv, dt)
@@ -278,7 +290,7 @@ class Engine:
                               f"element per rank for {s.size} ranks")
                         continue
                     ctx.count = c.param
-                    local = {}
+                    local: Dict[str, Measured] = {}
                     name = f"{coll.name} {format_size(size)} {dt.name} {op}"
                     for mode in self.modes_run(coll):
                         ctx.in_place = mode == "in"
@@ -287,7 +299,7 @@ class Engine:
                                                    plan.check if not inexact else 0)
                     self.watch.arm(name, "gathering the row's times")
                     gathered = s.comm.gather(local, root=0)
-                    if s.rank == 0:
+                    if self.report is not None:
                         row = self._row(coll, dt, op, size, c, gathered)
                         measured = [row.get(k) for k in MODES]
                         wrong_total += sum(m.get("nwrong") or 0 for m in measured if m)
@@ -295,10 +307,11 @@ class Engine:
                     probe = (dt, op, size, c, send_t, recv_t, ctx)
         if probe is not None and plan.probe_iters > 0:
             self._probe(coll, *probe)
-        return s.comm.bcast(wrong_total, root=0)
+        return int(s.comm.bcast(wrong_total, root=0))
 
     # ---- one row, one mode: warm up, time, check ----
-    def measure(self, coll, send_t, recv_t, c, mode, ctx, check_rounds):
+    def measure(self, coll: Collective, send_t: Tensor, recv_t: Tensor, c: Counts, mode: str,
+                ctx: Ctx, check_rounds: int) -> Measured:
         plan, s = self.plan, self.s
         z = plan.blocking
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
@@ -314,28 +327,27 @@ class Engine:
         if trace is not None:
             calls, barrier = trace.calls(calls, views), trace.barrier
         self.watch.mark(TIMED_LOOP)
-        timed = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph,
-                                 per_iter=bool(plan.per_iter))
+        seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph,
+                                         per_iter=bool(plan.per_iter))
         self.watch.mark("check")
-        seconds, each = timed if plan.per_iter else (timed, None)
         if trace is not None:
             trace.report(s.rank, f"{coll.name} {c.param} {ctx.dtype.name} {ctx.op} "
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
         wrong = self.check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1, each
 
-    def _initialize(self, views, ctx):
+    def _initialize(self, views: Views, ctx: Ctx) -> None:
         """Data before each timed loop, as nccl-tests' initData: every view the loop cycles
         through holds this rank's position-sensitive values, not a fresh buffer's zeros
         (zeros can run faster: less power, hardware that skips them). Not the check's
         inputs: signed sums of those cancel to zeros over a multiple of 3 ranks."""
-        values = partial(_rank_values, ctx)
+        values = rank_values(ctx, ctx.rank)
         for sv, rv in views:
             fill_chunks(rv, values)
             fill_chunks(sv, values)    # in place, inside rv
         self.b.sync()
 
-    def check(self, coll, view, ctx, rounds):
+    def check(self, coll: Collective, view: Tuple[Tensor, Tensor], ctx: Ctx, rounds: int) -> Optional[int]:
         sv, rv = view
         call = self.bind_checked(coll, sv, rv, ctx)
         graph = None
@@ -358,7 +370,8 @@ class Engine:
         return wrong
 
     # ---- rank 0: one row from every rank's figures ----
-    def _row(self, coll, dt, op, size, c, gathered) -> Row:
+    def _row(self, coll: Collective, dt: DType, op: str, size: int, c: Counts,
+             gathered: List[Dict[str, Measured]]) -> Row:
         n = self.s.size
         bw_bytes = coll.bw_bytes(c, dt.size, n)
         factor = coll.busbw_factor(n)
@@ -368,7 +381,7 @@ class Engine:
                "requested_size": size, "bw_bytes": bw_bytes, "busbw_factor": factor,
                "per_rank_time_us": {}, "per_rank_nwrong": {}}
         for mode, key in MODE_KEYS.items():
-            if mode not in self.b.modes(coll) or mode not in self.plan.modes:
+            if mode not in self.modes_run(coll):
                 row[key] = None
                 continue
             times = [g[mode][0] for g in gathered]
@@ -379,9 +392,9 @@ class Engine:
             figures: Figures = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
                                 "nwrong": sum(w or 0 for w in wrongs) if checked else None,
                                 "in_flight": gathered[0][mode][2]}
-            if gathered[0][mode][3] is not None:
-                figures["per_iter"] = iterstats.report([g[mode][3] for g in gathered],
-                                                       self.plan.per_iter_skip)
+            each = [e for g in gathered if (e := g[mode][3]) is not None]
+            if each:
+                figures["per_iter"] = iterstats.report(each, self.plan.per_iter_skip)
             row[key] = figures
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
@@ -390,7 +403,8 @@ class Engine:
         return row
 
     # ---- who is slow: the largest size again, every rank timing every iteration ----
-    def _probe(self, coll, dt, op, size, c, send_t, recv_t, ctx):
+    def _probe(self, coll: Collective, dt: DType, op: str, size: int, c: Counts, send_t: Tensor,
+               recv_t: Tensor, ctx: Ctx) -> None:
         s, plan = self.s, self.plan
         mode = "in" if "in" in self.modes_run(coll) else "out"
         ctx.in_place = mode == "in"
@@ -399,15 +413,12 @@ class Engine:
         call = self.b.bind(coll, sv, rv, ctx, False)
         times = self.b.time_each(call, plan.probe_iters, s.comm.polite_barrier)
         gathered = s.comm.gather(times, root=0)
-        if s.rank == 0:
+        if self.report is not None:
             self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
 
 
-def _rank_values(ctx, start, stop):
-    return data_values(ctx, ctx.rank, index(ctx, start, stop))
-
-
-def warm_up(backend, watch, calls, warmup, z, barrier, window=1, first=True):
+def warm_up(backend: TorchBackend, watch: NullWatch, calls: Sequence[Call], warmup: int, z: int,
+            barrier: Call, window: int = 1, first: bool = True) -> None:
     """What precedes every timed loop, as nccl-tests' BenchTime: `warmup` untimed calls,
     then, whatever `warmup` is, one more untimed call (first; its "sync" call: first-use
     costs such as communicator creation and lazy connections never land in a timed loop,

@@ -8,10 +8,14 @@ without the final synchronize: n calls issued back to back, the host clock stopp
 the last one returns, the calls completed afterwards, untimed.
 """
 import time
+from typing import Any, Callable, Dict, List, Optional
 
+from .backends.torchdist import TorchBackend
 from .collectives import REGISTRY
-from .collectives.base import Ctx
+from .collectives.base import Call, Collective, Ctx
 from .dtypes import DTYPES
+from .modes import MODES
+from .row import Row
 
 # A row whose time per call is within this factor of the launch cost is launch-bound.
 LAUNCH_BOUND_FACTOR = 1.5
@@ -22,14 +26,14 @@ LAUNCH_BOUND_NOTE = (f"time per call within {LAUNCH_BOUND_FACTOR:g}x of the host
                      "cost")
 
 
-def per_call_seconds(call, n, finish=None):
+def per_call_seconds(call: Call, n: int, finish: Optional[Callable[[List[Any]], Any]] = None) -> float:
     """Host seconds per launch for n calls of call() issued without waiting for any (a GPU
     call queued on the stream, a CPU backend's async_op=True call returning a Work), on every
     rank alike. finish(results), after the clock stops, completes what the n calls returned
     (a stream's synchronize ignores it; CPU backends wait each Work)."""
     if n < 1:
         raise ValueError("n must be at least 1")
-    results = [None] * n
+    results: List[Any] = [None] * n
     perf = time.perf_counter
     t0 = perf()
     for i in range(n):
@@ -40,28 +44,27 @@ def per_call_seconds(call, n, finish=None):
     return seconds / n
 
 
-def wait_all(results):
+def wait_all(results: List[Any]) -> None:
     """finish() for CPU backends: wait every Work a call returned."""
     for work in results:
         if work is not None:
             work.wait()
 
 
-def launch_bound(time_s, per_call_s, factor=LAUNCH_BOUND_FACTOR):
-    """Whether a row's time per call (seconds) is within factor x of the launch cost;
-    False when the launch cost was not measured (None)."""
-    return per_call_s is not None and per_call_s > 0 and time_s <= factor * per_call_s
+def launch_bound(time_s: float, per_call_s: Optional[float]) -> bool:
+    """Whether a row's time per call (seconds) is within LAUNCH_BOUND_FACTOR x of the launch
+    cost; False when the launch cost was not measured (None)."""
+    return per_call_s is not None and per_call_s > 0 and time_s <= LAUNCH_BOUND_FACTOR * per_call_s
 
 
-def mark_rows(rows, per_call_s):
-    """Set "launch_bound" (True/False) in each measured mode of each results row (rows as
-    the engine builds them, time_us per mode); rows left unchanged when per_call_s is None.
-    Returns how many modes were marked launch-bound."""
+def mark_rows(rows: List[Row], per_call_s: Optional[float]) -> int:
+    """Set "launch_bound" in each measured mode of each row (none when per_call_s is None);
+    how many modes were marked launch-bound."""
     if per_call_s is None:
         return 0
     marked = 0
     for row in rows:
-        for key in ("out_of_place", "in_place"):
+        for key in MODES:
             m = row.get(key)
             if m:
                 m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s)
@@ -73,7 +76,7 @@ LAUNCHES = 200       # calls timed at start-up: a few milliseconds on a GPU
 WARM = 10            # calls first, untimed (connections, first-use costs)
 
 
-def row_cost(costs, collective, graph):
+def row_cost(costs: Optional[Dict[str, float]], collective: str, graph: int) -> Optional[float]:
     """The launch cost a row of `collective` is marked against: its own collective's
     (costs: {name: seconds}, or None where none was measured); None with -G, where one
     graph launch starts every captured call and no row pays torch's cost per call."""
@@ -82,7 +85,8 @@ def row_cost(costs, collective, graph):
     return costs.get(collective)
 
 
-def of_collective(backend, coll, barrier, root=0, n=LAUNCHES):
+def of_collective(backend: TorchBackend, coll: Collective, barrier: Call, root: int = 0,
+                  n: int = LAUNCHES) -> float:
     """Host seconds per launch of coll at its smallest row (one aligned float32 chunk per
     rank) through a torch backend, on every rank together (they are collectives): on a GPU
     calls bound as the timed loops bind them (async_op=False, queued on the backend's
@@ -99,13 +103,14 @@ def of_collective(backend, coll, barrier, root=0, n=LAUNCHES):
     recv = torch.zeros(max(c.send, c.recv), device=backend.device)
     send = recv if in_place else torch.zeros(c.send, device=backend.device)
     call = backend.bind(coll, send, recv[:c.recv], ctx, not backend.cuda)
-    finish = (lambda _: backend.stream.synchronize()) if backend.cuda else wait_all
+    finish: Callable[[List[Any]], Any] = ((lambda _: backend.stream.synchronize()) if backend.cuda
+                                          else wait_all)
     for _ in range(WARM):
         finish([call()])
     barrier()
     return per_call_seconds(call, n, finish)
 
 
-def of_backend(backend, barrier, n=LAUNCHES):
+def of_backend(backend: TorchBackend, barrier: Call, n: int = LAUNCHES) -> float:
     """of_collective for a one-element-per-rank all_reduce: the cheapest call there is."""
     return of_collective(backend, REGISTRY["all_reduce"], barrier, n=n)

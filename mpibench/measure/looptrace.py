@@ -15,41 +15,46 @@ normal use.
 """
 import os
 import sys
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .collectives.base import Call, Tensor
+
+Spans = Tuple[Tuple[int, int], ...]
 
 ON = os.environ.get("MPIBENCH_TRACE_LOOPS") == "1"
 
 
-def spans(views):
+def spans(views: Sequence[Tensor]) -> Spans:
     """The byte ranges [start, stop) that one call's (send, recv) views cover."""
     return tuple((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in views)
 
 
-def overlap(a, b):
+def overlap(a: Spans, b: Spans) -> bool:
     return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
 
 
 class Trace:
-    def __init__(self, barrier):
+    def __init__(self, barrier: Call) -> None:
         self._barrier = barrier
         self.calls_made = 0
         self.barriers = 0
-        self.live = []
+        self.live: List[Spans] = []
         self.most = 0
         self.sharing = 0
         self.views = self.zero_views = 0
 
-    def barrier(self):
+    def barrier(self) -> None:
         self.barriers += 1
         self._barrier()
 
-    def calls(self, calls, views):
+    def calls(self, calls: Sequence[Call], views: Sequence[Tuple[Tensor, Tensor]]) -> List[Call]:
         """calls, each wrapped; call i runs on views[i % len(views)] as the engine binds them."""
         self.views = len(views)
         self.zero_views = sum(1 for view in views if not any(bool(t.any()) for t in view))
         return [self._wrap(call, spans(views[i % len(views)])) for i, call in enumerate(calls)]
 
-    def _wrap(self, call, mine):
-        def launch():
+    def _wrap(self, call: Call, mine: Spans) -> Call:
+        def launch() -> Optional[_Handle]:
             self.calls_made += 1
             self.sharing += sum(1 for other in self.live if overlap(other, mine))
             self.live.append(mine)
@@ -61,7 +66,7 @@ class Trace:
             return _Handle(handle, self, mine)
         return launch
 
-    def report(self, rank, row):
+    def report(self, rank: int, row: str) -> None:
         sys.stderr.write(f"looptrace rank {rank}: {row}: calls {self.calls_made} barriers "
                          f"{self.barriers} most-in-flight {self.most} sharing {self.sharing}\n"
                          f"looptrace rank {rank}: {row}: views {self.views} all-zero {self.zero_views}\n")
@@ -71,16 +76,13 @@ class Trace:
 class _Handle:
     """A torch Work or an MPI Request that leaves the trace's in-flight list when waited."""
 
-    def __init__(self, handle, trace, mine):
+    def __init__(self, handle: Any, trace: Trace, mine: Spans) -> None:
         self.handle, self.trace, self.mine = handle, trace, mine
 
-    def _done(self):
+    def wait(self) -> None:
+        self.handle.wait()
         self.trace.live.remove(self.mine)
 
-    def wait(self):
-        self.handle.wait()
-        self._done()
-
-    def Wait(self):
+    def Wait(self) -> None:
         self.handle.Wait()
-        self._done()
+        self.trace.live.remove(self.mine)

@@ -7,6 +7,7 @@ shape() and parameters() are pure (no torch), so that a bad shape is refused at 
 time on every rank alike, before torch loads.
 """
 from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
 
@@ -19,7 +20,7 @@ class Shape:
     seq: int
     vocab: int
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, int]:
         return asdict(self)
 
 
@@ -34,7 +35,7 @@ PRESETS = {
 FIELDS = tuple(Shape.__dataclass_fields__)
 
 
-def shape(preset, **overrides):
+def shape(preset: str, **overrides: Optional[int]) -> Shape:
     """The preset's Shape with the given fields (None: keep) replaced; UsageError if bad."""
     if preset not in PRESETS:
         raise UsageError(f"unknown model preset '{preset}' (presets: {', '.join(PRESETS)})")
@@ -49,26 +50,26 @@ def shape(preset, **overrides):
     return Shape(**values)
 
 
-def parameters(s):
+def parameters(s: Shape) -> int:
     """Parameter count of the model built from Shape s (the head is tied: no extra)."""
     h = s.hidden
     block = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (4 * h * h + 4 * h) + (4 * h * h + h)
     return s.vocab * h + s.seq * h + s.layers * block + 2 * h
 
 
-def describe(name, s):
+def describe(name: str, s: Shape) -> str:
     return (f"{name} ({parameters(s) / 1e6:.1f}M parameters: {s.layers} layers, hidden "
             f"{s.hidden}, {s.heads} heads, seq {s.seq}, vocab {s.vocab})")
 
 
-def build(s, device):
+def build(s: Shape, device: Any) -> Any:
     """The model on device, its weights the same on every rank (seeded alike)."""
     import torch
     from torch import nn
     from torch.nn import functional as F
 
     class Block(nn.Module):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.ln1, self.ln2 = nn.LayerNorm(s.hidden), nn.LayerNorm(s.hidden)
             self.qkv = nn.Linear(s.hidden, 3 * s.hidden)
@@ -76,7 +77,7 @@ def build(s, device):
             self.fc = nn.Linear(s.hidden, 4 * s.hidden)
             self.out = nn.Linear(4 * s.hidden, s.hidden)
 
-        def forward(self, x):
+        def forward(self, x: Any) -> Any:
             b, t, c = x.shape
             q, k, v = (z.view(b, t, s.heads, c // s.heads).transpose(1, 2)
                        for z in self.qkv(self.ln1(x)).split(c, dim=2))
@@ -85,14 +86,14 @@ def build(s, device):
             return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
     class GPT(nn.Module):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.wte = nn.Embedding(s.vocab, s.hidden)
             self.wpe = nn.Embedding(s.seq, s.hidden)
             self.blocks = nn.ModuleList(Block() for _ in range(s.layers))
             self.ln_f = nn.LayerNorm(s.hidden)
 
-        def forward(self, idx, targets):
+        def forward(self, idx: Any, targets: Any) -> Any:
             # No buffers: DDP would broadcast them before every forward, even in no_sync.
             x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
             for block in self.blocks:
@@ -111,7 +112,7 @@ def build(s, device):
     return model.to(device)
 
 
-def batches(s, batch, seed, count, device):
+def batches(s: Shape, batch: int, seed: int, count: int, device: Any) -> List[Tuple[Any, Any]]:
     """count (inputs, targets) pairs of random tokens from seed."""
     import torch
     g = torch.Generator().manual_seed(seed)

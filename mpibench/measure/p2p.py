@@ -6,43 +6,46 @@ torch.distributed backend being measured, the others wait at the same MPI barrie
 Each rank returns its own figures; rank 0 gathers them per round.
 """
 from functools import partial
-from typing import Any
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..launch.session import Session
+from .backends.torchdist import TorchBackend
+from .collectives.base import Call, Tensor
 from .collectives.sendrecv import exchange, exchange_ops
 
+Pair = Tuple[int, int]
 
-def directions(pair, bidirectional):
+
+def directions(pair: Pair, bidirectional: bool) -> List[Pair]:
     """Transfers timed for one pair: (sender, receiver) in turn, or both ways at once."""
     a, b = pair
     return [(a, b)] if bidirectional else [(a, b), (b, a)]
 
 
-class PingPong:
+def ping_pong(dist: Any, buf: Tensor, peer: int, initiator: bool) -> Call:
     """One round trip of a small message: send then receive, or receive then send."""
-    __slots__ = ("first", "second")
+    send, recv = partial(dist.send, buf, peer), partial(dist.recv, buf, peer)
+    first, second = (send, recv) if initiator else (recv, send)
 
-    def __init__(self, dist, buf, peer, initiator):
-        send = partial(dist.send, buf, peer)
-        recv = partial(dist.recv, buf, peer)
-        self.first, self.second = (send, recv) if initiator else (recv, send)
-
-    def __call__(self):
-        self.first()
-        self.second()
+    def call() -> None:
+        first()
+        second()
+    return call
 
 
 class PairBench:
     """Transfers of `size` bytes between the ranks of each pair (both ways at once when
     bidirectional); with a round's latency, ping-pongs of latency_size bytes."""
-    def __init__(self, session, backend, size, *, iters, warmup, bidirectional,
-                 latency_size=1, latency_iters=1):
+    def __init__(self, session: Session, backend: TorchBackend, size: int, *, iters: int,
+                 warmup: int, bidirectional: bool, latency_size: int = 1,
+                 latency_iters: int = 1) -> None:
         self.s, self.b, self.dist = session, backend, backend.dist
         self.size, self.iters, self.warmup, self.bidirectional = size, iters, warmup, bidirectional
         self.latency_size, self.latency_iters = latency_size, latency_iters
         self.send_buf: Any = None
         self.recv_buf: Any = None
 
-    def allocate(self, taking_part):
+    def allocate(self, taking_part: bool) -> Optional[str]:
         """Buffers for this rank (none when it is in no pair); the error text or None."""
         if not taking_part:
             return None
@@ -57,7 +60,7 @@ class PairBench:
             return f"out of memory for {nbytes} bytes: {type(exc).__name__}"
         return None
 
-    def _transfer(self, src, dst):
+    def _transfer(self, src: int, dst: int) -> Call:
         """This rank's call for one transfer (src -> dst, or both ways when bidirectional)."""
         me, dist = self.s.rank, self.dist
         send = self.send_buf[:self.size]
@@ -70,7 +73,7 @@ class PairBench:
             return partial(dist.send, send, dst)
         return partial(dist.recv, recv, src)
 
-    def run_round(self, pairs, with_latency=True):
+    def run_round(self, pairs: Sequence[Pair], with_latency: bool = True) -> List[Dict[str, Any]]:
         """Every rank calls this for every round. Returns this rank's records:
         [{'from', 'to', 'role', 'times': [s per iteration], 'latency_s': s or None}]."""
         me = self.s.rank
@@ -78,7 +81,7 @@ class PairBench:
         steps = len(directions(pairs[0], self.bidirectional)) if pairs else 0
         records = []
         for step in range(steps):
-            src, dst = directions(mine, self.bidirectional)[step] if mine else (None, None)
+            src, dst = directions(mine, self.bidirectional)[step] if mine else (-1, -1)
             call = self._transfer(src, dst) if mine else None
             if call is not None:
                 for _ in range(self.warmup):
@@ -94,7 +97,7 @@ class PairBench:
                     self.s.comm.polite_barrier()
         return records
 
-    def _latency(self, pair):
+    def _latency(self, pair: Optional[Pair]) -> Optional[float]:
         """One-way latency: half a ping-pong round trip, timed by the pair's lower rank."""
         me = self.s.rank
         if pair is None:
@@ -102,9 +105,9 @@ class PairBench:
             return None
         a, b = pair
         peer = b if me == a else a
-        call = PingPong(self.dist, self.send_buf[:self.latency_size], peer, me == a)
+        call = ping_pong(self.dist, self.send_buf[:self.latency_size], peer, me == a)
         for _ in range(self.warmup):
             call()
         self.s.comm.polite_barrier()
-        seconds = self.b.time_loop([call] * self.latency_iters)
+        seconds, _ = self.b.time_loop([call] * self.latency_iters)
         return seconds / 2 if me == a else None

@@ -4,74 +4,81 @@ of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
 import time
 from functools import partial
-from typing import Any, Dict
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..launch.session import Session
+from ..launch.watchdog import NullWatch
 from . import baretimer, launchcost
+from .backends.torchdist import TorchBackend
 from .collectives import REGISTRY
 from .collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from .dtypes import DTYPES
 from .engine import Engine, Plan
+from .modes import MODES
+from .row import Row
 
 FLOAT32 = DTYPES["float32"]
+Rounds = Dict[int, Dict[str, Any]]     # compare_timers' figures: see there
 
 
 class Rows:
     """The engine's report on rank 0, kept instead of printed."""
 
-    def __init__(self):
-        self.rows = []
+    def __init__(self) -> None:
+        self.rows: List[Row] = []
 
-    def add_row(self, row):
+    def add_row(self, row: Row) -> None:
         self.rows.append(row)
 
-    def set(self, *args, **items):
+    def set(self, *args: Any, **items: Any) -> None:
         """Nothing else of a report is kept."""
 
     table_header = add_probe = set
 
 
-class Quiet:
+class Quiet(Session):
     """The session as the engine sees it, without its progress lines (`verify` prints its
     own table); everything else is the session's."""
 
-    def __init__(self, session):
+    def __init__(self, session: Session) -> None:     # no Session.__init__: all is session's
         self._s = session
 
-    def out(self, text=""):
+    def out(self, text: str = "") -> None:
         pass
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._s, name)
 
 
-def engine_rows(session, backend, plan):
+def engine_rows(session: Session, backend: TorchBackend, plan: Plan) -> Tuple[Optional[List[Row]], int]:
     """Run plan through the engine; (rows on rank 0 (else None), wrong elements)."""
     report = Rows() if session.rank == 0 else None
     wrong = Engine(Quiet(session), backend, plan, report).run()
     return (report.rows if report else None), wrong
 
 
-def repeated_rows(session, backend, plan, rounds, fastest):
+def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: int,
+                  fastest: bool) -> Tuple[Optional[List[Row]], int]:
     """The plan through the engine `rounds` times; rank 0 gets, per row, the round with the
     fastest time (fastest=True, as NetPIPE keeps the best of its trials) or the median
     round; (rows on rank 0 (else None), wrong elements over all rounds)."""
     runs, wrong = [], 0
     for _ in range(rounds):
         rows, w = engine_rows(session, backend, plan)
-        runs.append(rows)
+        runs.append(rows or [])
         wrong += w
     if session.rank != 0:
         return None, wrong
     picked = []
     for same in zip(*runs):
-        times = [next(r[k]["time_us"] for k in ("out_of_place", "in_place") if r.get(k))
-                 for r in same]
+        times = [next(m["time_us"] for k in MODES if (m := r.get(k))) for r in same]
         picked.append(min(zip(times, same), key=lambda x: x[0])[1] if fastest
                       else median_row(list(same), times))
     return picked, wrong
 
 
-def all_reduce_plan(backend, sizes, iters, warmup, modes=("in",)):
+def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, warmup: int,
+                    modes: Tuple[str, ...] = ("in",)) -> Plan:
     return Plan(collectives=[ALL_REDUCE], sizes=list(sizes), dtypes=[FLOAT32], ops=["sum"],
                 iters=iters, warmup=warmup, check=0, blocking=backend.default_blocking(),
                 modes=modes, probe_iters=0)
@@ -81,7 +88,7 @@ class BareLoops:
     """The independent timer's buffers (one per size, float32, in place) and its loop on
     the backend's library: torch.distributed, or MPI through a communicator of its own."""
 
-    def __init__(self, session, backend, sizes):
+    def __init__(self, session: Session, backend: TorchBackend, sizes: Sequence[int]) -> None:
         self.backend = backend
         self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
         self.mpi = backend.name == "mpi"
@@ -93,7 +100,7 @@ class BareLoops:
             self.comm = session.comm.world.Dup()
             self.arrays = {s: b.numpy() for s, b in self.bufs.items()}
 
-    def seconds(self, size, iters, warmup):
+    def seconds(self, size: int, iters: int, warmup: int) -> float:
         """Seconds per call at size, after `warmup` untimed calls (a loop of their own)."""
         loop = (partial(baretimer.mpi_seconds, self.MPI, self.comm, self.arrays[size]) if self.mpi
                 else partial(baretimer.torch_seconds, self.backend.dist, self.bufs[size],
@@ -102,13 +109,15 @@ class BareLoops:
             loop(warmup)
         return loop(iters)
 
-    def close(self):
+    def close(self) -> None:
         if self.mpi:
             self.comm.Free()
         self.bufs = self.arrays = {}
 
 
-def compare_timers(session, backend, sizes, *, iters, warmup, watch, progress, pick):
+def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int], *, iters: int,
+                   warmup: int, watch: NullWatch, progress: Callable[[Rounds, int], None],
+                   pick: Callable[[Rounds], Optional[int]]) -> Optional[Rounds]:
     """Both timers, a pair of rounds at a time at the size pick(got) names (on rank 0; all
     follow, None ends): mpibench's loop, the bare loop, the bare loop, mpibench's loop, so
     that both see the same state of a shared machine and running first cancels in a pair.
@@ -117,7 +126,7 @@ def compare_timers(session, backend, sizes, *, iters, warmup, watch, progress, p
     -a 1 on both sides); others None. progress(got, size), on rank 0, after every round."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
-    got: Dict[int, Dict[str, Any]] = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0}
+    got: Rounds = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0}
                                       for s in sizes}
     try:
         while (s := session.comm.bcast(pick(got) if session.rank == 0 else None, root=0)):
@@ -143,22 +152,23 @@ def compare_timers(session, backend, sizes, *, iters, warmup, watch, progress, p
     return got if session.rank == 0 else None
 
 
-def median_row(rows, times):
+def median_row(rows: List[Row], times: List[float]) -> Row:
     """The engine row of the median round (the lower median for an even count)."""
     order = sorted(range(len(times)), key=times.__getitem__)
     return rows[order[(len(order) - 1) // 2]]
 
 
-def gpu_launch_seconds(session, backend, watch):
+def gpu_launch_seconds(session: Session, backend: TorchBackend, watch: NullWatch) -> Optional[float]:
     """Host seconds per call launch on GPUs (launchcost's: calls issued without waiting),
     the slowest rank's; None on CPUs, where verify takes mpibench's loop over the bare one."""
     if not backend.cuda:
         return None
     watch.arm("verify: the launch cost")
-    return max(session.comm.allgather(launchcost.of_backend(backend, session.comm.barrier)))
+    return float(max(session.comm.allgather(launchcost.of_backend(backend, session.comm.barrier))))
 
 
-def correctness(session, backend, size, graph=0):
+def correctness(session: Session, backend: TorchBackend, size: int,
+                graph: int = 0) -> Tuple[Optional[List[Row]], int]:
     """Every collective the job can run once at size, both modes, checked (float32, sum):
     (rows on rank 0, wrong elements)."""
     plan = Plan(collectives=[REGISTRY[n] for n in REGISTRY], sizes=[size], dtypes=[FLOAT32],

@@ -1,19 +1,24 @@
 """The test switches that act inside the engine and the backend (launch/faults.py), installed
 on them only when one is on for this rank: the timed code itself holds no test branch."""
 from functools import partial
+from typing import Any, List, Optional, Tuple
 
 from ..launch import faults
 from .collectives.base import poison_value
 from .sizes import parse_size
 
 
-def install(target, rank):
+def install(target: Any, rank: int) -> None:
     """Wrap the methods of an Engine, or of a backend (it has alloc), with the switches on for
     RANK; with none on, target stays as it was."""
     if hasattr(target, "alloc"):
         if faults.get("oom", rank) is not None:
             alloc = target.alloc
-            target.alloc = lambda nbytes, r: (refuse(r, nbytes), alloc(nbytes, r))[1]
+
+            def refusing(nbytes: int, r: int) -> Any:
+                refuse(r, nbytes)
+                return alloc(nbytes, r)
+            target.alloc = refusing
         return
     rows = sorted((parse_size(arg), kind) for arg, kind in faults.row_faults(rank))
     early = faults.get("early", rank)
@@ -24,7 +29,7 @@ def install(target, rank):
         _wrap_check(target, corrupt, graphcorrupt is not None)
 
 
-def _wrap_measure(engine, rows, early):
+def _wrap_measure(engine: Any, rows: List[Tuple[int, str]], early: Optional[str]) -> None:
     """Row faults trip at the first row of their size or more; early:RANK:X divides every
     timed loop's seconds by X (the timer stops early)."""
     measure = engine.measure
@@ -33,7 +38,8 @@ def _wrap_measure(engine, rows, early):
     except ValueError:
         factor = 1.0
 
-    def _measure(coll, send_t, recv_t, c, mode, ctx, check_rounds):
+    def _measure(coll: Any, send_t: Any, recv_t: Any, c: Any, mode: str, ctx: Any,
+                 check_rounds: int) -> Tuple[Any, ...]:
         if rows and max(c.send, c.recv) * ctx.dtype.size >= rows[0][0]:
             faults.trip(rows.pop(0)[1])
         seconds, *rest = measure(coll, send_t, recv_t, c, mode, ctx, check_rounds)
@@ -41,7 +47,7 @@ def _wrap_measure(engine, rows, early):
     engine.measure = _measure
 
 
-def _wrap_check(engine, corrupt, graphcorrupt):
+def _wrap_check(engine: Any, corrupt: Optional[str], graphcorrupt: bool) -> None:
     """Within the calls whose output is read only (the data check's, demo's): the call
     leaves a wrong first element (corrupt: the poison value, what recv held before the
     call; corrupt:RANK:nan: NaN), or the check's captured graph also adds 1 to it, which
@@ -49,7 +55,7 @@ def _wrap_check(engine, corrupt, graphcorrupt):
     if corrupt is not None:
         bind = engine.bind_checked
 
-        def bind_poisoned(coll, sv, rv, ctx):
+        def bind_poisoned(coll: Any, sv: Any, rv: Any, ctx: Any) -> Any:
             call = bind(coll, sv, rv, ctx)
             bad = float("nan") if corrupt == "nan" else poison_value(ctx.dtype)
             return lambda: (call(), rv[:1].fill_(bad))
@@ -57,7 +63,7 @@ def _wrap_check(engine, corrupt, graphcorrupt):
     if graphcorrupt:
         check, b = engine.check, engine.b
 
-        def _check(coll, view, ctx, rounds):
+        def _check(coll: Any, view: Any, ctx: Any, rounds: int) -> Any:
             captured = b.captured
             b.captured = lambda calls: captured(list(calls) + [partial(view[1][:1].add_, 1)])
             try:
@@ -67,7 +73,7 @@ def _wrap_check(engine, corrupt, graphcorrupt):
         engine.check = _check
 
 
-def refuse(rank, nbytes):
+def refuse(rank: int, nbytes: int) -> None:
     """oom:RANK:SIZE: a buffer (or train's model state) of SIZE bytes or more is refused."""
     limit = faults.get("oom", rank)
     if limit is not None and nbytes >= parse_size(limit):

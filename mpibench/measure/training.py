@@ -8,11 +8,14 @@ is left waiting in one.
 """
 import contextlib
 import time
-from typing import Any
+from typing import Any, Callable, ContextManager, List, Optional, Tuple
 
+from ..launch.session import Session
 from . import model, switches
-from .backends.torchdist import is_oom
+from .backends.torchdist import error_line, is_oom
 from .sizes import format_bytes
+
+Step = Callable[[Any, Any], Any]    # one training step of (inputs, targets): its loss
 
 PARALLEL = ("ddp", "fsdp", "none")
 # A few bf16 rounding steps of the loss: far below what diverged replicas show.
@@ -20,7 +23,7 @@ BF16_LOSS_RTOL = 1e-2
 BATCHES = 2         # distinct batches per rank, used in turn
 
 
-def fsdp_unsupported(backend, torch):
+def fsdp_unsupported(backend: str, torch: Any) -> Optional[str]:
     """Why FSDP2 cannot run on this backend (None: it can)."""
     try:
         from torch.distributed.fsdp import fully_shard  # noqa: F401
@@ -36,7 +39,7 @@ class Memory:
     CPU the growth of the process's peak resident set (VmHWM, reset through clear_refs
     where the kernel allows, else measured from the resident set at start)."""
 
-    def __init__(self, torch, device):
+    def __init__(self, torch: Any, device: Any) -> None:
         self.torch, self.device = torch, device
         self.cuda = device.type == "cuda"
         if self.cuda:
@@ -48,14 +51,14 @@ class Memory:
         self.kind = "peak_rss_growth"
         self.start = _status("VmRSS")
 
-    def peak(self):
+    def peak(self) -> Optional[int]:
         if self.cuda:
-            return self.torch.cuda.max_memory_allocated(self.device)
+            return int(self.torch.cuda.max_memory_allocated(self.device))
         hwm = _status("VmHWM")
         return None if hwm is None or self.start is None else max(0, hwm - self.start)
 
 
-def _status(field):
+def _status(field: str) -> Optional[int]:
     with contextlib.suppress(OSError), open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field + ":"):
@@ -66,7 +69,8 @@ def _status(field):
 class Trainer:
     """One rank's model, optimizer and step functions for a --parallel mode."""
 
-    def __init__(self, session, preset, shape, *, batch, parallel, bucket_mb, device):
+    def __init__(self, session: Session, preset: str, shape: model.Shape, *, batch: int,
+                 parallel: str, bucket_mb: float, device: Any) -> None:
         import torch
         self.s, self.torch = session, torch
         self.preset, self.shape, self.batch, self.parallel = preset, shape, batch, parallel
@@ -77,20 +81,20 @@ class Trainer:
         # CPUs; under bf16 autocast GPUs of different models (or libraries) pick different
         # kernels, whose bf16 rounding (8-bit mantissa, steps of 2^-8 = 0.4%) differs.
         self.loss_rtol = BF16_LOSS_RTOL if self.cuda else 0.0
-        self._amp = (torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda
-                     else contextlib.nullcontext())
-        self._sync = (lambda: torch.cuda.synchronize(device)) if self.cuda else (lambda: None)
+        self._amp: ContextManager[Any] = (torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda
+                                          else contextlib.nullcontext())
+        self._sync: Callable[[], None] = ((lambda: torch.cuda.synchronize(device)) if self.cuda
+                                          else (lambda: None))
         self.memory = Memory(torch, device)
         self.parameters = model.parameters(shape)
+        self.data: Any = None     # this rank's batches, once built
         self.ddp: Any = None
-        self.fsdp: Any = None
         self.ref: Any = None
 
     # ---- build: local first, so that a rank short of memory is known before any collective ----
-    def fit_error(self):
+    def fit_error(self) -> Optional[str]:
         """Build the model, its optimizer and (FSDP) the unsharded reference, and run one
         local step; the error text if this rank is out of memory, else None."""
-        torch = self.torch
         state = 4 * self.parameters * 4      # weights, gradients, AdamW's two moments (fp32)
         need = state * (2 if self.parallel == "fsdp" else 1)
         try:
@@ -106,21 +110,20 @@ class Trainer:
                 self._local_step(self.ref, self.ref_opt)
             self._sync()
         except Exception as exc:
-            if not is_oom(torch, exc):
+            if not is_oom(self.torch, exc):
                 raise
             self.net = self.opt = self.ref = self.data = None
-            first = str(exc).splitlines()[0] if str(exc) else ""
             return (f"the model does not fit: {model.describe(self.preset, self.shape)} needs "
                     f"{format_bytes(need)} for weights, gradients and AdamW state"
                     f"{' (and its unsharded copy)' if self.parallel == 'fsdp' else ''} "
-                    f"before activations; {type(exc).__name__}: {first}")
+                    f"before activations; {error_line(exc)}")
         return None
 
-    def _adamw(self, net):
+    def _adamw(self, net: Any) -> Any:
         return self.torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.1,
                                       foreach=True)
 
-    def _local_step(self, net, opt):
+    def _local_step(self, net: Any, opt: Any) -> None:
         """Forward, backward and an optimizer step with zeroed gradients: every buffer the
         timed steps need is allocated, and every rank's weights and state stay the same."""
         x, y = self.data[0]
@@ -131,7 +134,7 @@ class Trainer:
         opt.step()
         opt.zero_grad(set_to_none=False)
 
-    def wrap(self):
+    def wrap(self) -> None:
         """The data-parallel wrapper (collectives from here on)."""
         if self.parallel == "ddp":
             from torch.nn.parallel import DistributedDataParallel
@@ -146,7 +149,7 @@ class Trainer:
             self.opt = self._adamw(self.net)      # over the sharded parameters
         self.synced, self.unsynced = self._steps()
 
-    def _steps(self):
+    def _steps(self) -> Tuple[Optional[Step], Step]:
         """(synced, unsynced) step functions; synced is None for --parallel none."""
         torch, amp, opt = self.torch, self._amp, self.opt
         if self.parallel == "none":
@@ -157,7 +160,7 @@ class Trainer:
         grads = [p.grad for p in self.net.parameters()]   # kept: zero_grad(set_to_none=False)
         zero = torch._foreach_zero_
 
-        def unsynced(x, y):
+        def unsynced(x: Any, y: Any) -> Any:
             opt.zero_grad(set_to_none=False)
             with ddp.no_sync():
                 with amp:
@@ -169,7 +172,7 @@ class Trainer:
         return _step(ddp, opt, amp), unsynced
 
     # ---- timing ----
-    def timed(self, fn, k, barrier):
+    def timed(self, fn: Step, k: int, barrier: Callable[[], Any]) -> Tuple[float, Any]:
         """Seconds of one step on this rank (started together after barrier), and its loss."""
         x, y = self.data[k % BATCHES]
         sync, perf = self._sync, time.perf_counter
@@ -180,7 +183,7 @@ class Trainer:
         return perf() - t0, loss
 
     # ---- after the timed steps ----
-    def shared_loss(self):
+    def shared_loss(self) -> float:
         """The loss of the data-parallel model on a batch shared by every rank: a loss that
         agrees across ranks means the replicas do."""
         x, y = model.batches(self.shape, self.batch, 7, 1, self.device)[0]
@@ -188,7 +191,7 @@ class Trainer:
         with self.torch.no_grad(), self._amp:
             return float(net(x, y))
 
-    def buckets(self):
+    def buckets(self) -> List[int]:
         """Bytes of each gradient bucket DDP all-reduces per step, in its order (read from
         the reducer: buckets are rebuilt after the first step, in gradient order)."""
         if self.ddp is None:
@@ -196,7 +199,7 @@ class Trainer:
         return [b.buffer().numel() * b.buffer().element_size()
                 for b in self.ddp.reducer._get_zeros_like_grad_buckets()]
 
-    def fsdp_units(self):
+    def fsdp_units(self) -> List[Tuple[int, int]]:
         """Bytes each FSDP unit gathers (and reduce-scatters) per step, with how many times
         it gathers: twice for the blocks (forward, and again in backward, as they reshard
         after forward), once for the root."""
@@ -212,21 +215,21 @@ class Trainer:
         return units
 
 
-def _root_params(net):
+def _root_params(net: Any) -> List[Any]:
     inside = {id(p) for b in net.blocks for p in b.parameters()}
     return [p for p in net.parameters() if id(p) not in inside]
 
 
-def _padded(p, n):
+def _padded(p: Any, n: int) -> int:
     """Bytes of a parameter sharded on dim 0 over n ranks, padded to equal shards."""
     shape = p.shape
     rows = -(-shape[0] // n) * n
     rest = p.numel() // shape[0] if shape[0] else 0
-    return rows * rest * p.element_size()
+    return int(rows * rest * p.element_size())
 
 
-def _step(net, opt, amp):
-    def step(x, y):
+def _step(net: Any, opt: Any, amp: ContextManager[Any]) -> Step:
+    def step(x: Any, y: Any) -> Any:
         opt.zero_grad(set_to_none=False)
         with amp:
             loss = net(x, y)

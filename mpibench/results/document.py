@@ -1,11 +1,7 @@
-"""The results document: a new one, and one read back validated, or one clear error.
-
-A results file may come from anywhere (another cluster, a colleague, a broken job), so
-reader.load() trusts nothing: it refuses files over MAX_BYTES, input that is not UTF-8 JSON,
-NaN/Infinity, duplicate keys, nesting deeper than MAX_DEPTH, and any field of the wrong type
-or with an absurd value. Unknown fields are kept (newer versions may add some). A file from
-a run that did not finish ("complete": false) is valid: its rows were measured.
-"""
+"""The results document: a new one, and one read back validated, or one clear error. A
+results file may come from anywhere (another cluster, a colleague, a broken job), so what is
+read back is trusted in nothing; unknown fields are kept (newer versions may add some), and
+a run that did not finish ("complete": false) is valid: its rows were measured."""
 import argparse
 import datetime
 import json
@@ -35,21 +31,16 @@ def new(command: str, argv: List[str], args: Optional[argparse.Namespace] = None
            "command": command, "start_time": now(), "end_time": None, "complete": False,
            "argv": list(argv), "results": [], "hosts": [], "notes": []}
     if args is not None:
-        doc["args"] = _jsonable(vars(args))
+        doc["args"] = {k: _jsonable(v) for k, v in vars(args).items()}
     doc.update(fields)
     return doc
 
 
-def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, (str, int, float, bool)) or v is None:
-            out[k] = v
-        elif isinstance(v, (list, tuple)):
-            out[k] = [x if isinstance(x, (str, int, float, bool)) else str(x) for x in v]
-        else:
-            out[k] = str(v)
-    return out
+def _jsonable(v: Any) -> Any:
+    """An option's value as JSON: a list stays a list, what JSON has no type for is text."""
+    if isinstance(v, (list, tuple)):
+        return [x if isinstance(x, (str, int, float, bool)) else str(x) for x in v]
+    return v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
 
 
 def utf8(data: bytes) -> str:

@@ -1,23 +1,19 @@
-"""Result files: reserved before the benchmark, then brought up to date in place as rows
-arrive, writing only what changed.
+"""Result files: reserved before the benchmark under a name no file has (FILE, else FILE.0,
+FILE.1, ... as nccl-tests' -J does), then brought up to date as rows arrive.
 
-An existing file is never overwritten: as nccl-tests' -J does, the next free name FILE.0,
-FILE.1, ... is used and announced. Files get mode 0666 less the user's umask.
-
-A document is rendered in parts (one per top-level field and per list element, "results"
-last), so a new row rewrites only itself and the closing lines after it: the bytes written
-grow with the rows, not their square. Every write() reaches the kernel before the row is
-printed, so a SIGKILL loses no printed row; fsync runs at most once a second and at the end.
-Only such an append is written in place (a kill inside it leaves a cut row that
-document.mend() reads back as the rows before it); any other change replaces the file
-whole, atomically. A JSON file that shrinks is padded with spaces, never left cut.
+A document is rendered in parts (a line per field and per row), so a new row rewrites only
+itself and the closing lines: the bytes written grow with the rows, not their square. Every
+write() reaches the kernel before the row is printed, so a SIGKILL loses no printed row;
+fsync runs at most once a second and at the end. Only such an append is written in place
+(a kill inside it leaves a cut row that document.mend() reads back as the rows before it);
+any other change replaces the file whole, atomically.
 """
 import csv
 import io
 import json
 import os
 import time
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import UsageError
 from ..measure.modes import MODES
@@ -25,7 +21,7 @@ from ..measure.modes import MODES
 SYNC_SECONDS = 1.0
 
 
-def replace_atomically(path, write):
+def replace_atomically(path: str, write: Callable[[str], None]) -> None:
     """write(tmp) fills a file beside path that then replaces it in one step (never half a file)."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
@@ -39,9 +35,9 @@ def replace_atomically(path, write):
         raise
 
 
-def write_whole(path, data, mode):
+def write_whole(path: str, data: bytes, mode: int) -> None:
     """data (bytes) replaces path with mode in one rename, on disk (fsync) before it."""
-    def write(tmp):
+    def write(tmp: str) -> None:
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -50,8 +46,11 @@ def write_whole(path, data, mode):
     replace_atomically(path, write)
 
 
+Render = Callable[[Dict[str, Any]], Union[str, List[str]]]
+
+
 class ResultFile:
-    def __init__(self, path, render, kind="JSON"):
+    def __init__(self, path: str, render: Optional[Render], kind: str = "JSON") -> None:
         """render(doc) -> text or its parts (None: the caller writes it); reserves a fresh name now."""
         self.requested = path
         self.render = render
@@ -74,18 +73,20 @@ class ResultFile:
             raise UsageError(f"cannot write {path}: too many numbered files beside it")
         if render is None:
             os.close(self.fd)
-        self.parts, self.size, self.synced = [], 0, time.monotonic()
+        self.parts: List[str] = []
+        self.size, self.synced = 0, time.monotonic()
 
     @property
-    def renamed(self):
+    def renamed(self) -> bool:
         return self.path != self.requested
 
-    def announcement(self):
+    def announcement(self) -> str:
         return f"# Writing {self.kind} output to {self.path}"
 
-    def write(self, doc):
-        parts = self.render(doc)
-        parts = [parts] if isinstance(parts, str) else parts
+    def write(self, doc: Dict[str, Any]) -> None:
+        assert self.render is not None
+        rendered = self.render(doc)
+        parts = [rendered] if isinstance(rendered, str) else rendered
         old, i, n = self.parts, 0, min(len(self.parts), len(parts))
         while i < n and old[i] == parts[i]:
             i += 1
@@ -108,7 +109,7 @@ class ResultFile:
             os.fsync(self.fd)
             self.synced = time.monotonic()
 
-    def _replace(self, parts):
+    def _replace(self, parts: List[str]) -> None:
         data = "".join(parts).encode()
         write_whole(self.path, data, os.stat(self.path).st_mode & 0o777)
         os.close(self.fd)
@@ -120,7 +121,7 @@ class ResultFile:
 _CLOSING = ("\n ]", ',\n "', "\n}")
 
 
-def _closing(parts):
+def _closing(parts: List[str]) -> int:
     """How many parts at the end are closing lines (none for CSV: one part a line)."""
     k = 0
     while k < len(parts) and parts[-1 - k].startswith(_CLOSING):
@@ -128,7 +129,7 @@ def _closing(parts):
     return k
 
 
-def _common_start(a, b, step=4096):
+def _common_start(a: str, b: str, step: int = 4096) -> str:
     n, k = min(len(a), len(b)), 0
     while k + step <= n and a[k:k + step] == b[k:k + step]:
         k += step
@@ -137,7 +138,7 @@ def _common_start(a, b, step=4096):
     return a[:k]
 
 
-def _write_at(fd, data, offset):
+def _write_at(fd: int, data: bytes, offset: int) -> None:
     view = memoryview(data)
     while view:
         done = os.pwrite(fd, view, offset)
@@ -151,7 +152,7 @@ _ENCODED: Dict[int, Tuple[Any, str]] = {}
 _ENCODED_SINCE = [0.0]
 
 
-def _encode(value, cache):
+def _encode(value: Any, cache: bool) -> str:
     hit = _ENCODED.get(id(value)) if cache else None
     if hit is None or hit[0] is not value:
         hit = (value, json.dumps(value, allow_nan=False))
@@ -164,15 +165,15 @@ def _encode(value, cache):
 ENDING = ("end_time", "complete", "incomplete", "exit")
 
 
-def json_parts(doc, cache=True):
+def json_parts(doc: Dict[str, Any], cache: bool = True) -> List[str]:
     """doc as JSON in parts: a line per field and per row, ENDING last (cache: keep rows' text)."""
     now = time.monotonic()
     if doc.get("end_time") is not None or now - _ENCODED_SINCE[0] >= SYNC_SECONDS:
         _ENCODED.clear()
         _ENCODED_SINCE[0] = now
-    def rows(value):
+    def rows(value: Any) -> bool:
         return isinstance(value, list) and any(isinstance(x, (dict, list)) for x in value)
-    def order(key):
+    def order(key: str) -> int:
         return 3 if key in ENDING else 2 if key == "results" else rows(doc[key])
     parts = ["{"]
     for n, key in enumerate(sorted(doc, key=order)):
@@ -189,15 +190,11 @@ def json_parts(doc, cache=True):
     return parts
 
 
-def render_json(doc):
-    return json_parts(doc)
-
-
 CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root", "mode",
               "time_us", "algbw_GBps", "busbw_GBps", "nwrong")
 
 
-def csv_rows(doc):
+def csv_rows(doc: Dict[str, Any]) -> Iterator[List[Any]]:
     """One list of CSV_FIELDS values per row and mode."""
     for row in doc.get("results", []):
         for mode in MODES:
@@ -210,11 +207,11 @@ def csv_rows(doc):
                    "" if m["nwrong"] is None else m["nwrong"]]
 
 
-def render_csv(doc):
+def render_csv(doc: Dict[str, Any]) -> List[str]:
     return csv_lines((CSV_FIELDS, *csv_rows(doc)))
 
 
-def csv_lines(lines):
+def csv_lines(lines: Iterable[Sequence[Any]]) -> List[str]:
     """CSV text in parts, one per line."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")

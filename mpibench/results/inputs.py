@@ -1,23 +1,21 @@
-"""Input files of multi-rank commands, read on rank 0 only, the outcome agreed by all.
+"""Input files of multi-rank commands, read on rank 0 only, the outcome agreed by all: a
+path may exist only where the job was started (a login node's home, a local /tmp), and a
+rank failing to read it alone would leave the others waiting."""
+from typing import Callable, Optional, TypeVar
 
-A path may exist only where the job was started (a login node's home, a local /tmp): a
-rank reading it itself would fail alone and leave the others waiting. Every rank gets rank
-0's value, or the same UsageError (printed once; exit 2 everywhere):
-
-    limits = inputs.on_rank0(session, args.expect, limits.read_expect)
-"""
 from ..errors import UsageError
 from ..launch import faults
+from ..launch.session import Session
 
-MAX_BYTES = 1 << 20
+T = TypeVar("T")
 
 
-def on_rank0(session, path, load, option=None):
-    """load(path) on rank 0 (it raises UsageError for a bad file); its result on every rank.
-
-    The result must be picklable (it is broadcast). Test-only switch
+def on_rank0(session: Session, path: str, load: Callable[[str], T], option: Optional[str] = None) -> T:
+    """load(path) on rank 0 (it raises UsageError for a bad file); its result (broadcast: it
+    must pickle) or the same UsageError on every rank. Test-only switch
     MPIBENCH_FAULT=unreadable:RANK makes RANK unable to read any input file."""
-    value, error = None, None
+    value: Optional[T] = None
+    error: Optional[str] = None
     if session.rank == 0:
         try:
             if faults.get("unreadable", session.rank) is not None:
@@ -30,19 +28,3 @@ def on_rank0(session, path, load, option=None):
     if error:
         raise UsageError(error)
     return value
-
-
-def read_text(path, option=None):
-    """A text file's contents (UTF-8, at most MAX_BYTES), or a UsageError naming it."""
-    name = f"{option} {path}" if option else str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB")
-    try:
-        return data.decode()
-    except UnicodeDecodeError:
-        raise UsageError(f"{name}: not UTF-8 text") from None

@@ -1,9 +1,6 @@
-"""--metrics FILE: a command's results document in Prometheus' text exposition format.
-
-One exporter serves every command: it writes what it finds in the document the command
-builds (rows, per-host analysis, p2p's links, check's verdicts, train's summary, verify's
-checks). The file is replaced in one rename, as node_exporter's textfile collector expects:
-a state each run refreshes (the one result file mpibench overwrites); every metric is a gauge.
+"""--metrics FILE: a command's results document in Prometheus' text exposition format,
+whatever the command. The file is replaced in one rename, as node_exporter's textfile
+collector expects: a state each run refreshes (the one result file mpibench overwrites).
 
 Label names follow NCCL Inspector's (slurm_job_id, node, n_nodes, nranks, collective,
 message_size) and DCGM exporter's (gpu, Hostname), so that dashboards can join them;
@@ -13,13 +10,13 @@ error at every scrape). METRICS is what docs/metrics.md documents: no other name
 import datetime
 import math
 import os
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
 from ..measure.modes import MODE_KEYS
 from .files import write_whole
+from .schema import Doc
 
-GAUGE = "gauge"
 _ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
 _RANK = ("collective", "message_size", "dtype", "mode", "rank", "node", "Hostname", "gpu")
 _LINK = ("node", "rank", "peer_node", "peer_rank", "message_size", "bidirectional")
@@ -68,10 +65,13 @@ METRICS = {
 }
 
 
+Add = Callable[..., None]               # add(name, value, **labels): one sample
+
+
 class MetricsFile:
     """The --metrics file: replaced whole at every write (never half written)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise UsageError(f"cannot write {path}: {folder} does not exist")
@@ -79,66 +79,64 @@ class MetricsFile:
             raise UsageError(f"cannot write {path}: {folder} is not writable")
         if os.path.isdir(path):
             raise UsageError(f"cannot write {path}: it is a folder (name a file in it, *.prom)")
-        self.path = self.requested = path
-        self.renamed = False
+        self.path = path
 
-    def announcement(self):
+    def announcement(self) -> str:
         return f"# Writing metrics to {self.path} (replaced whole at each write)"
 
-    def write(self, doc):
+    def write(self, doc: Doc) -> None:
         write_whole(self.path, render(doc).encode(), 0o644)   # the exporter may run as its own user
 
 
-def render(doc):
+def render(doc: Doc) -> str:
     """The document's metrics as Prometheus text."""
-    samples: Dict[str, List[Any]] = {name: [] for name in METRICS}
+    samples: Dict[str, List[Tuple[Dict[str, Any], float]]] = {name: [] for name in METRICS}
     health = (doc.get("args") or {}).get("health")      # its own files beside check's
     common = {"command": doc.get("command", "") + (" --health" if health else ""),
               "slurm_job_id": (doc.get("env") or {}).get("SLURM_JOB_ID")
               or os.environ.get("SLURM_JOB_ID", "")}
 
-    def add(name, value, **labels):
-        if value is None:
-            return
-        samples[name].append(({**common, **labels}, float(value)))
+    def add(name: str, value: Any, **labels: Any) -> None:
+        if value is not None:
+            samples[name].append(({**common, **labels}, float(value)))
 
     for collect in (_run, _rows, _per_host, _links, _check, _health, _train, _verify):
         collect(doc, add)
     out = []
     for name, (text, _) in METRICS.items():
         if samples[name]:
-            out += [f"# HELP {name} {text}", f"# TYPE {name} {GAUGE}"]
+            out += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
             out += [f"{name}{{{_labels(labels)}}} {_number(v)}" for labels, v in samples[name]]
     return "\n".join(out) + "\n"
 
 
-def _labels(labels):
+def _labels(labels: Dict[str, Any]) -> str:
     return ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items() if v not in (None, ""))
 
 
-def _escape(value):
+def _escape(value: Any) -> str:
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _number(v):
+def _number(v: float) -> str:
     if math.isnan(v):
         return "NaN"
     return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
 
 
-def _seconds(stamp):
+def _seconds(stamp: Optional[str]) -> Optional[float]:
     try:
         return datetime.datetime.fromisoformat(stamp).timestamp() if stamp else None
     except ValueError:
         return None
 
 
-def _world(doc):
+def _world(doc: Doc) -> Tuple[Optional[int], Optional[int]]:
     world = doc.get("world") or {}
     return len(world.get("hosts") or []) or None, world.get("size")
 
 
-def _run(doc, add):
+def _run(doc: Doc, add: Add) -> None:
     world = doc.get("world") or {}
     n_nodes, nranks = _world(doc)
     add("mpibench_info", 1, version=doc.get("mpibench_version"), backend=world.get("backend"),
@@ -150,7 +148,7 @@ def _run(doc, add):
         add("mpibench_exit_code", doc["exit"].get("code"))
 
 
-def _rows(doc, add):
+def _rows(doc: Doc, add: Add) -> None:
     n_nodes, nranks = _world(doc)
     for row in doc.get("results", []):
         if "link" in row:       # p2p's rows: its links say more (_links)
@@ -168,11 +166,11 @@ def _rows(doc, add):
             add("mpibench_collective_wrong_elements", m.get("nwrong"), **labels)
 
 
-def _scaled(gbps):
+def _scaled(gbps: Optional[float]) -> Optional[float]:
     return None if gbps is None else gbps * 1e9
 
 
-def _devices(doc):
+def _devices(doc: Doc) -> Dict[int, str]:
     """{rank: gpu index as DCGM names it} for the ranks on CUDA devices."""
     out = {}
     for d in (doc.get("config") or {}).get("devices") or []:
@@ -182,7 +180,7 @@ def _devices(doc):
     return out
 
 
-def _per_host(doc, add):
+def _per_host(doc: Doc, add: Add) -> None:
     gpus = _devices(doc)
     for entry in doc.get("hosts", []):
         where = dict(collective=entry["collective"], message_size=entry["size"])
@@ -196,7 +194,7 @@ def _per_host(doc, add):
             add("mpibench_host_slow", int(h["host"] in slow), **where, node=h["host"])
 
 
-def _links(doc, add):
+def _links(doc: Doc, add: Add) -> None:
     for link in doc.get("links", []):
         labels = dict(node=link["from"].rsplit(":", 1)[0], rank=link.get("from_rank"),
                       peer_node=link["to"].rsplit(":", 1)[0], peer_rank=link.get("to_rank"),
@@ -209,21 +207,20 @@ def _links(doc, add):
         add("mpibench_link_passed", int(not link.get("slow")), message_size=link.get("size"), **labels)
 
 
-def _check(doc, add):
+def _check(doc: Doc, add: Add) -> None:
     check = doc.get("check")
     if not check:
         return
     size, coll = check.get("config", {}).get("size"), check.get("config", {}).get("collective")
+    if "failing_hosts" in check:
+        add("mpibench_check_passed", int(not check["failing_hosts"] and not check.get("suspects")
+                                         and not (doc.get("exit") or {}).get("code")))
     for h in check.get("hosts", []):
         add("mpibench_check_host_passed", int(h["verdict"] == "PASS"), node=h["host"],
             verdict=h["verdict"])
         if h.get("intra"):
             add("mpibench_check_host_busbw_bytes_per_second", _scaled(h["intra"]["busbw_GBps"]),
                 node=h["host"], collective=coll, message_size=size)
-    if "failing_hosts" in check:
-        add("mpibench_check_passed", int(not check["failing_hosts"] and not check.get("suspects")
-                                         and not (doc.get("exit") or {}).get("code")))
-    for h in check.get("hosts", []):
         failed = set(h.get("rails_failed") or [])
         rails = sorted({p["rail"] for p in h.get("pairs", [])})
         for p in h.get("pairs", []):
@@ -237,26 +234,19 @@ def _check(doc, add):
         add("mpibench_check_suspect", 1, link=name, kind=_kind(name))
 
 
-def _kind(name):
+def _kind(name: str) -> str:
     """The kind of a suspect as checkverdict names it (few values: a label)."""
-    if "(a tie" in name:
-        return "tie"
-    if name.startswith("uplink "):
-        return "uplink"
-    if name.startswith("path "):
-        return "path"
-    if " switch" in name.split("(")[0]:
-        return "rail_switch"
-    return "host_rail"
+    kinds = (("tie", "(a tie" in name), ("uplink", name.startswith("uplink ")),
+             ("path", name.startswith("path ")), ("rail_switch", " switch" in name.split("(")[0]))
+    return next((kind for kind, named in kinds if named), "host_rail")
 
 
-def _health(doc, add):
-    health = doc.get("health")
-    if health:
+def _health(doc: Doc, add: Add) -> None:
+    if health := doc.get("health"):
         add("mpibench_health_passed", int(health["healthy"]), node=health["node"])
 
 
-def _train(doc, add):
+def _train(doc: Doc, add: Add) -> None:
     train = doc.get("train") or {}
     summary = train.get("summary")
     if not summary:
@@ -270,7 +260,7 @@ def _train(doc, add):
         add("mpibench_train_rank_step_seconds", r["median_s"], rank=r["rank"], node=r["host"])
 
 
-def _verify(doc, add):
+def _verify(doc: Doc, add: Add) -> None:
     for c in (doc.get("verify") or {}).get("checks", []):
         if c.get("verdict") in ("PASS", "FAIL"):
             add("mpibench_verify_check_passed", int(c["verdict"] == "PASS"), check=c["check"])

@@ -1,25 +1,21 @@
-"""nccl-tests' printed output as users keep it: every table layout since before 2.13, with
-launcher prefixes or labels (--tag-output, srun -l, hydra, pdsh), NCCL/libfabric noise,
-several tests per log, two runs written into one stream, or a pasted tail; and mpibench's
-own (`# mpibench run:`, then a `# Collective:` table per collective and one average).
+"""nccl-tests' printed output as users keep it, in every table layout since before 2.13,
+and mpibench's own, read as a results document.
 
-A table is recognised by itself (its column names, `# nThread ... minBytes`, the rank
-lines); a row's layout comes from the column names above it. A test's collective comes
-from the log, else --collective, else a `*_perf` command line, else the file's name, else
-what its rows allow (redop and root cells, size / (count x element size), busbw / algbw,
-an in-place #wrong N/A on every row), which also give the rank count where rank lines are
-missing or cut. A named collective or an average the rows contradict, and sizes that run
-backwards, are refused with the line; rows of two runs in one stream are read where each
-fits one run's table only. Before June 2020 all_gather's and reduce_scatter's algbw was
-printed x (n-1)/n (busbw = algbw): such a table reads with algbw = size / time.
+A test's collective comes from the log, else --collective, else a `*_perf` command line,
+else the file's name, else what its rows allow (redop, root, size / count, busbw / algbw),
+which also give the rank count where rank lines are missing or cut. What the rows
+contradict (a named collective, an average, sizes running backwards) is refused with the
+line; rows of two runs in one stream are read where each fits one run's table only.
 """
 import math
 import os
 import re
-from typing import Any, Dict, List, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..launch import faults
 from ..measure.collectives import REGISTRY
+from ..measure.collectives.base import Collective
 from ..measure.dtypes import DTYPES
 from .nccltests import Unreadable, collective_name, document, no_busbw, row_of
 
@@ -61,15 +57,70 @@ _FILE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescat
                                  "broadcast", "reduce", "gather", "scatter", "sendrecv")}}
 _LEAD = ("redop", "root")
 _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
-_CHECKED = ("time", "algbw", "busbw")
+
+Num = Tuple[float, float]   # a printed number: (value, half a unit of its last printed digit)
+Average = Tuple[Optional[Num], int]         # an average line's figure (None: n/a) and line
+Bws = Tuple[Optional[Num], Optional[Num]]   # a mode's (algbw, busbw)
+Path = Union[str, "os.PathLike[str]"]
+Layout = Tuple[List[str], List[List[str]], int]  # redop/root columns, each mode's, spread cells
 
 
-def looks_like_text(text):
+@dataclass
+class Header:
+    """The lines above a table: rank lines, test name, *_perf command line, the sweep asked for."""
+    ranks: Dict[int, str] = field(default_factory=dict)
+    name: Optional[str] = None
+    command: Optional[str] = None
+    used: bool = False          # a table stands under it
+    ours: bool = False          # mpibench's: it stands over all of its tables
+    sweep: Optional[Tuple[int, int, int, str]] = None   # -b, -e, -f or -i, factor or bytes
+    sweep_line: int = 0
+
+
+@dataclass
+class Cells:
+    """A table row: its figures in mpibench's keys, its bandwidths as printed for the checks."""
+    size: int
+    count: int
+    label: str
+    redop: Optional[str]        # None: no redop column; "": an empty cell
+    root: int
+    modes: Dict[str, Dict[str, Any]]
+    bws: List[Bws]
+    line: int
+
+
+@dataclass
+class Test:
+    """A table: its header, layout and rows, and the average that closed it."""
+    name: Optional[str]
+    command: Optional[str]
+    header: Header
+    layout: Layout
+    line: int
+    backend: str
+    ours: bool
+    rows: List[Cells] = field(default_factory=list)
+    average: Optional[Average] = None
+
+
+@dataclass
+class State:
+    """A reading of the lines so far."""
+    header: Header = field(default_factory=Header)      # the header being read
+    open: List[Test] = field(default_factory=list)      # whose rows may follow: two runs' at most
+    tests: List[Test] = field(default_factory=list)
+    group: List[Test] = field(default_factory=list)     # the tests the next average closes
+    shared: List[Tuple[List[Test], Optional[Num], int]] = field(default_factory=list)  # over several
+    backend: Optional[str] = None                       # mpibench's, once its header names it
+
+
+def looks_like_text(text: str) -> bool:
     """Whether text holds nccl-tests' (or mpibench's) printed table or its header lines."""
     return _SIGNS.search(text) is not None
 
 
-def number(token):
+def number(token: str) -> Optional[Num]:
     """(value, half a unit of its last printed digit), None for N/A; Unreadable if no number."""
     if token in ("N/A", "n/a"):
         return None
@@ -82,17 +133,7 @@ def number(token):
 
 
 # ---- one pass over the lines: tests, their rows and averages ----
-def _header():
-    return {"ranks": {}, "name": None, "command": None, "used": False, "ours": False}
-
-
-def _known(name):
-    """Whether a *_perf program in a command line is one of nccl-tests' collectives."""
-    return collective_name(name) in REGISTRY or name == "hypercube"
-
-
-def _layout(line, n):
-    """Column names -> (leading columns after type, [names of each mode's columns])."""
+def _layout(line: str, n: int) -> Layout:
     names = line.lstrip("#").split()
     if "time" not in names:
         raise Unreadable(f"line {n}: column names without 'time'")
@@ -106,13 +147,13 @@ def _layout(line, n):
     cut = rest.index("time", 1) if "time" in rest[1:] else len(rest)
     groups = [g for g in (rest[:cut], rest[cut:]) if g]
     for g in groups:
-        if any(x not in g for x in _CHECKED) or len(g) < 4:
+        if any(x not in g for x in ("time", "algbw", "busbw")) or len(g) < 4:
             raise Unreadable(f"line {n}: a mode's columns are {' '.join(g)}, expected time "
                              f"algbw busbw and #wrong or error")
     return lead, groups, 2 if spread else 0
 
 
-def _mode(values, names):
+def _mode(values: List[Optional[Num]], names: List[str]) -> Tuple[Dict[str, Any], Bws]:
     """One mode's cells -> mpibench's figures (with half units kept aside for checks)."""
     cells = dict(zip(names, values))
     time_us = cells["time"]
@@ -130,7 +171,7 @@ def _mode(values, names):
     return out, (cells["algbw"], cells["busbw"])
 
 
-def _row(tokens, layout, n):
+def _row(tokens: List[str], layout: Layout, n: int) -> Cells:
     lead, groups, spread = layout
     if len(tokens) >= 2 and _STAMP.match(tokens[-2]):                       # -T 1
         tokens = tokens[:-2]
@@ -169,26 +210,16 @@ def _row(tokens, layout, n):
         raise Unreadable(f"line {n}: {len(rest)} figures more than the column names have")
     if not modes:
         raise Unreadable(f"line {n}: neither mode measured")
-    return {"size": size, "count": count, "label": label, "redop": redop, "root": root,
-            "modes": modes, "bws": bws, "line": n}
+    return Cells(size, count, label, redop, root, modes, bws, n)
 
 
-def _state():
-    """A fresh reading: the header being read, the tests whose rows may follow (open: one,
-    or two where runs wrote into one stream at once), every test so far, the tests an
-    average line will close (group), the averages shared by several tables, and mpibench's
-    backend once its header names it."""
-    return {"header": _header(), "open": [], "tests": [], "group": [], "shared": [],
-            "backend": None}
-
-
-def _next_header(state):
+def _next_header(state: State) -> None:
     """A new header where the current one has its table (mpibench's stands over all of its)."""
-    if state["header"]["used"] and not state["header"]["ours"]:
-        state["header"] = _header()
+    if state.header.used and not state.header.ours:
+        state.header = Header()
 
 
-def _unlabel(lines):
+def _unlabel(lines: List[str]) -> List[str]:
     """The lines without the launcher label that most of the log's own lines start with."""
     own = sum(1 for x in lines if _OWN.match(x))
     for label in _LABELS:
@@ -198,9 +229,9 @@ def _unlabel(lines):
     return lines
 
 
-def scan(text):
+def scan(text: str) -> Tuple[List[Test], List[Tuple[List[Test], Optional[Num], int]]]:
     """The tests in text, and the averages printed for several tables at once (mpibench's)."""
-    state = _state()
+    state = State()
     lines = [_TAG.sub(" ", raw) if ">:" in raw else raw for raw in text.splitlines()]
     for n, line in enumerate(_unlabel(lines), 1):
         line = line.strip()
@@ -210,54 +241,38 @@ def scan(text):
             line = "# " + line
         if line.startswith("#"):
             _comment_line(state, line, n)
-        else:
-            _plain_line(state, line, n)
-    return [t for t in state["tests"] if t["rows"]], state["shared"]
+        elif len(tokens := line.split()) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
+            _table_row(state, tokens, line, n)
+        elif "_perf" in line and "NCCL INFO" not in line and (m := _COMMAND.search(line)) and \
+                (collective_name(m.group(1)) in REGISTRY or m.group(1) == "hypercube"):
+            _next_header(state)       # a command line naming nccl-tests' program: the next table's
+            state.header.command = m.group(1)
+    return [t for t in state.tests if t.rows], state.shared
 
 
-def _plain_line(state, line, n):
-    """A table row, a command line naming a *_perf program (the next table's), or noise."""
-    tokens = line.split()
-    if len(tokens) >= 5 and tokens[0].isdigit() and tokens[1].isdigit():
-        _table_row(state, tokens, line, n)
-        return
-    m = _COMMAND.search(line) if "_perf" in line and "NCCL INFO" not in line else None
-    if m and _known(m.group(1)):
-        _next_header(state)
-        state["header"]["command"] = m.group(1)
-
-
-def _table_row(state, tokens, line, n):
-    """Adds the row to the open test it fits; Unreadable, with the line, where none or two fit."""
-    tests = state["open"]
+def _table_row(state: State, tokens: List[str], line: str, n: int) -> None:
+    """Adds the row to the open test it fits; Unreadable, with the line, where none or two fit.
+    While two runs' tables are open, a row goes to the one run it fits (columns, sizes
+    growing along the sweep its header asks for, the shape of that table's rows)."""
+    tests = state.open
     if not tests:
         raise Unreadable(f"line {n}: a table row with no column names above it "
-                         f"(size count type ...)" if not state["tests"] else
+                         f"(size count type ...)" if not state.tests else
                          f"line {n}: a table row after its test's average or "
                          f"end, with no column names above it")
-    if len(tests) > 1:
-        _interleaved_row(tests, tokens, n)
+    if len(tests) == 1:
+        try:
+            tests[0].rows.append(_row(tokens, tests[0].layout, n))
+        except Unreadable as exc:
+            raise Unreadable(str(exc) if str(exc).startswith("line ") else
+                             f"line {n}: {exc}") from None
+        except (ValueError, IndexError):
+            raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
         return
-    try:
-        tests[0]["rows"].append(_row(tokens, tests[0]["layout"], n))
-    except Unreadable as exc:
-        raise Unreadable(str(exc) if str(exc).startswith("line ") else
-                         f"line {n}: {exc}") from None
-    except (ValueError, IndexError):
-        raise Unreadable(f"line {n}: not a table row: {line[:60]!r}") from None
-
-
-def _two_runs(tests):
-    return " and ".join(f"line {t['line']}" for t in tests)
-
-
-def _interleaved_row(tests, tokens, n):
-    """A row while two runs' tables are open: it goes to the one run it fits (columns,
-    sizes growing along the sweep its header asks for, the shape of that table's rows)."""
     fits = []
     for t in tests:
         try:
-            row = _row(list(tokens), t["layout"], n)
+            row = _row(list(tokens), t.layout, n)
         except (Unreadable, ValueError, IndexError):
             continue
         if _continues(t, row):
@@ -266,28 +281,35 @@ def _interleaved_row(tests, tokens, n):
         raise Unreadable(f"line {n}: two runs wrote into this log at once (tables at "
                          f"{_two_runs(tests)}) and this row fits "
                          f"{'both' if fits else 'neither'}: split the log by run")
-    fits[0][0]["rows"].append(fits[0][1])
+    fits[0][0].rows.append(fits[0][1])
 
 
-def _continues(test, row):
+def _two_runs(tests: List[Test]) -> str:
+    return " and ".join(f"line {t.line}" for t in tests)
+
+
+def _series_key(r: Cells) -> Tuple[str, Optional[str], int]:
+    """nccl-tests sweeps the sizes once per type, redop and root (-d/-o/-r all)."""
+    return r.label, r.redop, r.root
+
+
+def _continues(test: Test, row: Cells) -> bool:
     """Whether row can be the next of test: its series' sizes grow within the sweep the
     header asks for, and it has the shape of the table's first row (redop, root, size /
     count, busbw / algbw), or of the collective the log names."""
-    series = [r for r in test["rows"] if (r["label"], r["redop"], r["root"]) ==
-              (row["label"], row["redop"], row["root"])]
-    if series and series[-1]["size"] > row["size"]:
+    series = [r for r in test.rows if _series_key(r) == _series_key(row)]
+    if series and series[-1].size > row.size:
         return False
-    sweep = test["header"].get("sweep")
-    wanted = _requested(sweep) if sweep else None
-    if wanted and (len(series) >= len(wanted) or row["size"] > wanted[len(series)]):
+    wanted = _requested(test.header.sweep) if test.header.sweep else None
+    if wanted and (len(series) >= len(wanted) or row.size > wanted[len(series)]):
         return False
-    coll = REGISTRY.get(collective_name(test["name"] or ""))
+    coll = REGISTRY.get(collective_name(test.name or ""))
     if coll is not None:
-        return ranks_for(coll, [row], test["layout"], test["header"]["ranks"])[0] is not None
-    if not test["rows"]:
+        return ranks_for(coll, [row], test.layout, test.header.ranks)[0] is not None
+    if not test.rows:
         return True
-    first = test["rows"][0]
-    if (first["redop"], first["root"] >= 0) != (row["redop"], row["root"] >= 0):
+    first = test.rows[0]
+    if (first.redop, first.root >= 0) != (row.redop, row.root >= 0):
         return False
     ks = [round(k, 6) for k, _ in _ks([first, row])]
     if len(ks) == 2 and ks[0] != ks[1]:
@@ -296,152 +318,121 @@ def _continues(test, row):
     return all(lo <= b[1] + 1e-9 and b[0] <= hi + 1e-9 for lo, hi, _ in bounds for b in bounds)
 
 
-def _comment_line(state, line, n):
-    """A '#' line: the first of rank line, average, column names, test name, other header that matches."""
+def _comment_line(state: State, line: str, n: int) -> None:
+    """A '#' line: the first that matches of rank line, average, column names, test name,
+    mpibench's title and backend, nccl-tests' version and sweep, a reduced sweep, a test's end."""
     if m := _RANK.match(line):
-        _rank_line(state, m, n)
+        # rank lines come in a header, each rank once: one elsewhere means lines of two
+        # runs mixed, and a rank count read from them would be wrong
+        header, rank = state.header, int(m.group(1))
+        if header.used and not header.ours and _checking():
+            raise Unreadable(f"line {n}: a rank line after its run's table, with no "
+                             f"header (# nThread ...) before it")
+        if rank in header.ranks and not header.ours and _checking():
+            raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
+        header.ranks[rank] = m.group(2)
     elif m := _AVERAGE.match(line):
         _average_line(state, m, n)
-    elif _COLUMNS.match(line):
-        _columns_line(state, line, n)
+    elif _COLUMNS.match(line):          # a test: its name and command from the header
+        header = state.header
+        test = Test(header.name, header.command, header, _layout(line, n), n,
+                    state.backend or "nccl", header.ours or bool(state.backend))
+        header.used, header.name = True, None
+        # mpibench prints its tables one after the other; nccl-tests' runs may share a stream
+        state.open = [test] if test.ours else state.open + [test]
+        state.tests.append(test)
+        state.group.append(test)
     elif m := _START.match(line) or _OURS.match(line):
         _next_header(state)
-        state["header"]["name"] = m.group(1)
-    else:
-        _header_line(state, line, n)
-
-
-def _rank_line(state, m, n):
-    """Records a rank's host in the header."""
-    # rank lines come in a header, each rank once: one elsewhere means lines of two
-    # runs mixed, and a rank count read from them would be wrong
-    header = state["header"]
-    rank = int(m.group(1))
-    if header["used"] and not header["ours"] and _checking():
-        raise Unreadable(f"line {n}: a rank line after its run's table, with no "
-                         f"header (# nThread ...) before it")
-    if rank in header["ranks"] and not header["ours"] and _checking():
-        raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
-    header["ranks"][rank] = m.group(2)
-
-
-def _average_line(state, m, n):
-    """Gives the average to the table above it, or shares it among the several above; they end here."""
-    group = state["group"]
-    if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
-        value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
-        if len(group) > 1 and not any(t["ours"] for t in group) and value is not None:
-            group = [_averaged(group, value, n)]     # nccl-tests: one average per run
-            state["group"] = [t for t in state["group"] if t is not group[0]]
-            state["open"] = [t for t in state["open"] if t is not group[0]]
-            group[0]["average"] = (value, n)
-            return
-        if group and len(group) == 1:
-            group[0]["average"] = (value, n)
-        elif group:
-            state["shared"].append((group, value, n))
-    state["group"], state["open"] = [], []
-
-
-def _averaged(group, value, n):
-    """The one test of several open ones whose rows the average at line n is the mean of."""
-    fits = [t for t in group if _is_average(t["rows"], value, n)]
-    if len(fits) != 1:
-        raise Unreadable(f"line {n}: an average with the tables at {_two_runs(group)} open, "
-                         f"the mean of {'both' if fits else 'neither'}: two runs wrote into "
-                         f"this log at once; split it by run")
-    return fits[0]
-
-
-def _columns_line(state, line, n):
-    """Starts a test: its layout from the column names, its name and command from the header."""
-    header, backend = state["header"], state["backend"]
-    layout = _layout(line, n)
-    test = {"name": header["name"], "command": header["command"], "header": header,
-            "layout": layout, "line": n, "rows": [], "average": None,
-            "backend": backend or "nccl", "ours": header["ours"] or bool(backend)}
-    header["used"], header["name"] = True, None
-    # mpibench prints its tables one after the other; nccl-tests' runs may share a stream
-    state["open"] = [test] if test["ours"] else state["open"] + [test]
-    state["tests"].append(test)
-    state["group"].append(test)
-
-
-def _header_line(state, line, n):
-    """mpibench's title and backend, nccl-tests' version and sweep, a reduced sweep, a test's end."""
-    if _MPIBENCH.match(line):
-        state["header"], state["open"], state["group"] = _header(), [], []
-        state["header"]["ours"] = True
+        state.header.name = m.group(1)
+    elif _MPIBENCH.match(line):          # mpibench's title
+        state.header, state.open, state.group = Header(ours=True), [], []
     elif backend := _BACKEND.match(line):        # mpibench's, whatever its header looks like
-        state["backend"] = backend.group(1)
+        state.backend = backend.group(1)
     elif _VERSION.match(line) or _NTHREAD.match(line):
         _next_header(state)
         m = _SWEEP.search(line)
-        if m and state["header"].get("sweep") and _checking():
+        if m and state.header.sweep and _checking():
             raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
                              f"table of the run whose header is at line "
-                             f"{state['header']['sweep_line']}: two runs wrote into this "
+                             f"{state.header.sweep_line}: two runs wrote into this "
                              f"log at once; split it by run")
         if m:
-            state["header"]["sweep_line"] = n
-            state["header"]["sweep"] = [int(m.group(1)), int(m.group(2)), int(m.group(3)),
-                                        m.group(4)]
-    elif (reduced := _REDUCED.match(line)) and state["header"].get("sweep"):
-        state["header"]["sweep"][1] = int(reduced.group(1))
+            state.header.sweep_line = n
+            state.header.sweep = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
+    elif (reduced := _REDUCED.match(line)) and state.header.sweep:
+        low, _, step, kind = state.header.sweep
+        state.header.sweep = low, int(reduced.group(1)), step, kind
     elif _CONCLUDED.match(line):
-        state["open"] = []
+        state.open = []
+
+
+def _average_line(state: State, m: "re.Match[str]", n: int) -> None:
+    """Gives the average to the table above it, or shares it among the several above; they end here."""
+    group = state.group
+    if m.group(1) is None:                  # "Avg bus bandwidth gloo": per backend
+        value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
+        if len(group) > 1 and not any(t.ours for t in group) and value is not None:
+            # nccl-tests: one average per run
+            fits = [t for t in group if _is_average(t.rows, value, n)]
+            if len(fits) != 1:
+                raise Unreadable(f"line {n}: an average with the tables at {_two_runs(group)} "
+                                 f"open, the mean of {'both' if fits else 'neither'}: two runs "
+                                 f"wrote into this log at once; split it by run")
+            state.group = [t for t in group if t is not fits[0]]
+            state.open = [t for t in state.open if t is not fits[0]]
+            fits[0].average = (value, n)
+            return
+        if len(group) == 1:
+            group[0].average = (value, n)
+        elif group:
+            state.shared.append((group, value, n))
+    state.group, state.open = [], []
 
 
 # ---- what each test is: collective and ranks ----
-def _spreads(coll):
+def _spreads(coll: Collective) -> bool:
     """Whether the printed size is count x element size x n (else count x element size)."""
     c = coll.counts(3 * 64, 4, 3)
-    return coll.bw_bytes(c, 4, 3) == 3 * c.param * 4
+    return bool(coll.bw_bytes(c, 4, 3) == 3 * c.param * 4)
 
 
-def _factor_shape(coll):
-    """(a, varies): busbw factor a * (n-1)/n when varies, else the constant a."""
-    f2 = coll.busbw_factor(2)
-    return (f2, False) if f2 == coll.busbw_factor(3) else (f2 * 2, True)
-
-
-def _ratio_bounds(rows):
+def _ratio_bounds(rows: List[Cells]) -> List[Tuple[float, float, int]]:
     """[(lo, hi, line)] of busbw / algbw, as far as the printed digits allow."""
-    out = []
-    for r in rows:
-        for alg, bus in r["bws"]:
-            if alg is None or bus is None or alg[0] - alg[1] <= 0:
-                continue
-            out.append((max(0.0, bus[0] - bus[1]) / (alg[0] + alg[1]),
-                        (bus[0] + bus[1]) / (alg[0] - alg[1]), r["line"]))
-    return out
+    return [(max(0.0, bus[0] - bus[1]) / (alg[0] + alg[1]), (bus[0] + bus[1]) / (alg[0] - alg[1]),
+             r.line) for r in rows for alg, bus in r.bws
+            if alg is not None and bus is not None and alg[0] - alg[1] > 0]
 
 
-def _ks(rows):
+def _ks(rows: List[Cells]) -> List[Tuple[float, int]]:
     """size / (count x element size) of every row where that is defined."""
-    return [(r["size"] / (r["count"] * _ELSIZE[r["label"]]), r["line"]) for r in rows
-            if _ELSIZE.get(r["label"]) and r["count"] > 0]
+    return [(r.size / (r.count * _ELSIZE[r.label]), r.line) for r in rows
+            if _ELSIZE.get(r.label) and r.count > 0]
 
 
-def _pattern(coll, rows, layout):
+def _pattern(coll: Collective, rows: List[Cells], layout: Layout) -> Optional[str]:
     """Why the redop / root cells rule coll out, or None."""
     lead = layout[0]
     for r in rows:
-        if "root" in lead and (r["root"] >= 0) != coll.rooted:
-            return f"line {r['line']}: root {r['root']} (a {'' if coll.rooted else 'non-'}" \
+        if "root" in lead and (r.root >= 0) != coll.rooted:
+            return f"line {r.line}: root {r.root} (a {'' if coll.rooted else 'non-'}" \
                    f"rooted collective prints {'a rank' if coll.rooted else '-1'})"
         if "root" not in lead and coll.rooted:
             return "no root column"
-        if r["redop"] in ("", "none") and coll.reduces:
-            return f"line {r['line']}: no reduction op"
-        if r["redop"] not in (None, "", "none") and not coll.reduces and coll.name != "sendrecv":
-            return f"line {r['line']}: reduction op {r['redop']}"
-        if r["redop"] is None and coll.reduces:
+        if r.redop in ("", "none") and coll.reduces:
+            return f"line {r.line}: no reduction op"
+        if r.redop not in (None, "", "none") and not coll.reduces and coll.name != "sendrecv":
+            return f"line {r.line}: reduction op {r.redop}"
+        if r.redop is None and coll.reduces:
             return "no redop column"
     return None
 
 
-def ranks_for(coll, rows, layout, lines):
+Span = Tuple[int, Optional[int]]       # the rank counts rows allow: lo..hi (None: no bound)
+
+
+def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
+              lines: Dict[int, str]) -> Tuple[Optional[Span], Optional[str]]:
     """(set of rank counts the rows allow, as an interval lo..hi, or None with the reason)."""
     why = _pattern(coll, rows, layout)
     if why:
@@ -461,7 +452,9 @@ def ranks_for(coll, rows, layout, lines):
             lo = hi = k
         elif k != 1:
             return None, f"line {at}: size is {k:g} x count x element size, not 1 x"
-    a, varies = _factor_shape(coll)
+    # busbw / algbw: a * (n-1)/n where the factor varies with n, else the constant a
+    a, varies = coll.busbw_factor(2), coll.busbw_factor(2) != coll.busbw_factor(3)
+    a = a * 2 if varies else a
     if varies and _scaled_algbw(coll, rows, layout):
         a, varies = 1.0, False               # before June 2020: busbw = algbw
     for rlo, rhi, at in _ratio_bounds(rows):
@@ -482,7 +475,7 @@ def ranks_for(coll, rows, layout, lines):
     return (math.ceil(lo), math.floor(hi) if hi < math.inf else None), None
 
 
-def _scaled_algbw(coll, rows, layout):
+def _scaled_algbw(coll: Collective, rows: List[Cells], layout: Layout) -> bool:
     """Whether an all_gather or reduce_scatter table printed algbw as nccl-tests did before
     June 2020, x (n-1)/n (busbw = algbw): only before 2.13's #wrong column, with
     size / count giving n > 1, and a row whose printed digits rule out (n-1)/n."""
@@ -498,7 +491,7 @@ def _scaled_algbw(coll, rows, layout):
         any(not lo - 1e-9 <= share <= hi + 1e-9 for lo, hi, _ in bounds)
 
 
-def _named_by_file(source):
+def _named_by_file(source: Optional[Path]) -> Optional[str]:
     """The one collective a file's name names (nccl_alltoall.log: all_to_all), or None."""
     name = re.sub(r"[^a-z]+", "_", os.path.basename(source or "").lower())
     found = set()
@@ -510,30 +503,30 @@ def _named_by_file(source):
     return found.pop() if len(found) == 1 else None
 
 
-def _in_place_unchecked(test):
+def _in_place_unchecked(test: Test) -> bool:
     """Whether the in-place #wrong is N/A on every row while out-of-place results were
     checked: what nccl-tests prints for the collectives it cannot check in place."""
-    groups = test["layout"][1]
+    groups = test.layout[1]
     if len(groups) < 2 or "#wrong" not in groups[1]:
         return False
-    modes = [r["modes"] for r in test["rows"]]
+    modes = [r.modes for r in test.rows]
     return all(m.get("in_place", {"nwrong": None})["nwrong"] is None for m in modes) and \
         any(m.get("out_of_place", {}).get("nwrong") is not None for m in modes)
 
 
-def resolve(test, hint, source=None):
+def resolve(test: Test, hint: Optional[str], source: Optional[Path]) -> Tuple[str, Optional[int], str]:
     """(collective, ranks or None, how the collective was known)."""
-    rows, layout, lines = test["rows"], test["layout"], test["header"]["ranks"]
-    first = rows[0]["line"]
-    for name, how in ((test["name"], "the log"), (hint, "--collective"),
-                      (test["command"], "the command line in the log"),
+    rows, layout, lines = test.rows, test.layout, test.header.ranks
+    for name, how in ((test.name, "the log"), (hint, "--collective"),
+                      (test.command, "the command line in the log"),
                       (_named_by_file(source), "the file's name")):
         if not name:
             continue
         coll = collective_name(name)
         if coll not in REGISTRY:
             if how == "the log":            # a test mpibench has no model of: read as printed
-                return coll, _lines_only(lines), how
+                top = max(lines) + 1 if lines else 0
+                return coll, top if lines and set(lines) == set(range(top)) else None, how
             if how == "--collective":
                 raise Unreadable(f"--collective {name}: not a collective mpibench knows "
                                  f"({', '.join(REGISTRY)})")
@@ -542,7 +535,7 @@ def resolve(test, hint, source=None):
         if span is None and how == "the file's name":
             continue                      # a weaker sign than the rows: they decide
         if span is None:
-            raise Unreadable(f"the table at line {test['line']} is not {coll} "
+            raise Unreadable(f"the table at line {test.line} is not {coll} "
                              f"(named by {how}): {why}")
         return coll, _exact(span), how
     spans = {c.name: ranks_for(c, rows, layout, lines)[0] for c in REGISTRY.values()}
@@ -555,36 +548,23 @@ def resolve(test, hint, source=None):
         (coll, span), = fits.items()
         return coll, _exact(span), how
     if not fits:
-        raise Unreadable(f"line {first}: the rows fit no collective mpibench knows "
+        raise Unreadable(f"line {rows[0].line}: the rows fit no collective mpibench knows "
                          f"(redop, root, size / count and busbw / algbw)")
-    raise Unreadable(f"line {first}: the log does not name the collective of this table, and "
-                     f"its rows fit {', '.join(fits)}: give --collective NAME")
+    raise Unreadable(f"line {rows[0].line}: the log does not name the collective of this table, "
+                     f"and its rows fit {', '.join(fits)}: give --collective NAME")
 
 
-def _exact(span):
+def _exact(span: Span) -> Optional[int]:
     return span[0] if span[0] == span[1] else None
 
 
-def _lines_only(lines):
-    top = max(lines) + 1 if lines else 0
-    return top if lines and set(lines) == set(range(top)) else None
-
-
 # ---- checks that keep mixed or cut logs from reading as figures ----
-def _checking():
+def _checking() -> bool:
     """False only under the test fault switch trustlogs (see launch/faults.py)."""
     return faults.get("trustlogs", 0) is None
 
 
-def _series(test):
-    """The rows by (type, redop, root): nccl-tests sweeps the sizes once per each (-d/-o/-r all)."""
-    out: Dict[Tuple[str, str, int], List[Dict[str, Any]]] = {}
-    for r in test["rows"]:
-        out.setdefault((r["label"], r["redop"], r["root"]), []).append(r)
-    return out.values()
-
-
-def _requested(sweep, limit=4096):
+def _requested(sweep: Tuple[int, int, int, str], limit: int = 4096) -> Optional[List[int]]:
     """The sizes nccl-tests' header asks for (-b, -e, -f or -i), or None when it cannot say."""
     low, high, step, kind = sweep
     out: List[int] = []
@@ -597,31 +577,32 @@ def _requested(sweep, limit=4096):
     return out if len(out) <= limit else None
 
 
-def _sizes_forward(test):
+def _sizes_forward(test: Test) -> None:
     """Sizes grow along each series; where the header gives the sweep and the table ended
     (its average printed), each series has a row per size asked for, none larger."""
     if not _checking():
         return
-    sweep = test["header"].get("sweep")
-    wanted = _requested(sweep) if sweep and test["average"] is not None else None
-    for rows in _series(test):
-        last = None
-        for r in rows:
-            if last is not None and r["size"] < last["size"]:
-                raise Unreadable(f"line {r['line']}: size {r['size']} after {last['size']} "
-                                 f"(line {last['line']}): rows of two runs with no header "
+    sweep = test.header.sweep
+    wanted = _requested(sweep) if sweep and test.average is not None else None
+    series: Dict[Tuple[str, Optional[str], int], List[Cells]] = {}
+    for r in test.rows:
+        series.setdefault(_series_key(r), []).append(r)
+    for rows in series.values():
+        for last, r in zip(rows, rows[1:]):
+            if r.size < last.size:
+                raise Unreadable(f"line {r.line}: size {r.size} after {last.size} "
+                                 f"(line {last.line}): rows of two runs with no header "
                                  f"between them")
-            last = r
-        if wanted is None:
+        if wanted is None or test.average is None:
             continue
-        if len(rows) != len(wanted) or any(r["size"] > w for r, w in zip(rows, wanted)):
-            raise Unreadable(f"line {test['average'][1]}: the header asks for {len(wanted)} "
+        if len(rows) != len(wanted) or any(r.size > w for r, w in zip(rows, wanted)):
+            raise Unreadable(f"line {test.average[1]}: the header asks for {len(wanted)} "
                              f"sizes ({wanted[0]} to {wanted[-1]} bytes), the table above has "
-                             f"{len(rows)} rows of {rows[0]['label']}: rows are missing or "
+                             f"{len(rows)} rows of {rows[0].label}: rows are missing or "
                              f"come from another run")
 
 
-def _is_average(rows, average, line):
+def _is_average(rows: List[Cells], average: Optional[Num], line: int) -> bool:
     try:
         check_average(rows, average, line, "")
     except Unreadable:
@@ -629,12 +610,12 @@ def _is_average(rows, average, line):
     return True
 
 
-def check_average(rows, average, line, what):
+def check_average(rows: Iterable[Cells], average: Optional[Num], line: int, what: str) -> None:
     """The printed average must be the mean of the printed busbw (nccl-tests and mpibench
     both average every measured mode of every row), to the digits printed."""
     if average is None or not _checking():
         return
-    cells = [bus for r in rows for _, bus in r["bws"] if bus is not None]
+    cells = [bus for r in rows for _, bus in r.bws if bus is not None]
     if not cells:
         return
     lo = sum(b - h for b, h in cells) / len(cells)
@@ -647,44 +628,40 @@ def check_average(rows, average, line, what):
 
 
 # ---- the document ----
-def _rescale(rows, ranks):
-    """algbw printed x (n-1)/n (before June 2020) -> size / time, as nccl-tests now prints."""
-    for r in rows:
-        for m in r["modes"].values():
-            if m["algbw_GBps"] is not None:
-                m["algbw_GBps"] *= ranks / (ranks - 1)
-
-
-def parse_text(text, hint=None, source=None):
+def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = None) -> Dict[str, Any]:
     """Printed output (source: its path) -> results document with 'tests'; Unreadable with the line."""
     tests, shared = scan(text)
     if not tests:
         raise Unreadable("no table rows (size count type ...) under column names")
-    rows, infos, ours = [], [], False
+    rows: List[Dict[str, Any]] = []
+    infos: List[Dict[str, Any]] = []
+    ours = False
     for i, t in enumerate(tests, 1):
         _sizes_forward(t)
         coll, ranks, how = resolve(t, hint, source)
-        scaled = coll in REGISTRY and _scaled_algbw(REGISTRY[coll], t["rows"], t["layout"])
-        if scaled:
-            _rescale(t["rows"], ranks)
-        avg = t["average"]
-        if avg is not None:
-            check_average(t["rows"], avg[0], avg[1], f"the table at line {t['line']}")
         model = REGISTRY.get(coll)
-        for r in t["rows"]:
-            redop = r["redop"] if (model is None or model.reduces) and r["redop"] is not None else "none"
-            out = row_of(coll, r["size"], r["count"], r["label"], redop, r["root"], r["modes"])
+        scaled = model is not None and _scaled_algbw(model, t.rows, t.layout)
+        avg = t.average
+        if avg is not None:
+            check_average(t.rows, avg[0], avg[1], f"the table at line {t.line}")
+        for r in t.rows:
+            if scaled and ranks:      # algbw printed x (n-1)/n -> size / time, as now
+                for m in r.modes.values():
+                    if m["algbw_GBps"] is not None:
+                        m["algbw_GBps"] *= ranks / (ranks - 1)
+            redop = r.redop if (model is None or model.reduces) and r.redop is not None else "none"
+            out = row_of(coll, r.size, r.count, r.label, redop, r.root, r.modes)
             if ranks == 1:
                 no_busbw([out])
-            out["backend"] = t["backend"]
+            out["backend"] = t.backend
             if len(tests) > 1:
                 out["test"] = i
             rows.append(out)
-        hosts = [t["header"]["ranks"][k] for k in sorted(t["header"]["ranks"])]
-        ours |= t["ours"]
-        infos.append({"test": i, "name": t["name"] or t["command"], "collective": coll,
-                      "named_by": how, "line": t["line"], "rows": len(t["rows"]),
-                      "hosts_complete": ranks is not None and len(t["header"]["ranks"]) == ranks,
+        hosts = [t.header.ranks[k] for k in sorted(t.header.ranks)]
+        ours |= t.ours
+        infos.append({"test": i, "name": t.name or t.command, "collective": coll,
+                      "named_by": how, "line": t.line, "rows": len(t.rows),
+                      "hosts_complete": ranks is not None and len(t.header.ranks) == ranks,
                       "ranks": ranks, "hosts": list(dict.fromkeys(hosts)),
                       "algbw": "printed x (n-1)/n (before June 2020), read as size / time"
                       if scaled else "size / time",
@@ -692,9 +669,9 @@ def parse_text(text, hint=None, source=None):
                       else avg[0][0]})
     average = None
     for group, value, line in shared:
-        check_average([r for t in group for r in t["rows"]], value, line,
+        check_average([r for t in group for r in t.rows], value, line,
                       f"the {len(group)} tables above it")
-        if sum(1 for t in group if t["rows"]) == len(tests) and value is not None:
+        if sum(1 for t in group if t.rows) == len(tests) and value is not None:
             average = value[0]
     if len(tests) == 1 and average is None:
         average = infos[0]["average_bus_bandwidth"]

@@ -1,14 +1,12 @@
-"""nccl-tests' own formats (version 2.19.6), both ways.
-
-Read: its -J JSON (its printed output: nccllogs.py) as a results document, so that report,
-compare, plot and check --baseline take it as it is. Write: a run's results document in the
--J schema, so that tools written for nccl-tests (tools/analyze_perf_json.py, CSV converters)
-read mpibench's results unchanged. The -J schema has no collective name: it is read from
-"experiment_name", else from the program in "args", and written to "experiment_name".
+"""nccl-tests' -J JSON (version 2.19.6) read as a results document (its printed output:
+nccllogs.py), and a run's results document written in it, for the tools written for
+nccl-tests (tools/analyze_perf_json.py, CSV converters). -J has no collective name: it is
+read from "experiment_name", else from the program in "args", and written to the former.
 """
 import datetime
 import os
 import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..measure.dtypes import DTYPES
@@ -24,23 +22,21 @@ class Unreadable(ValueError):
     """Not nccl-tests output after all, or damaged: the reason."""
 
 
-def looks_like_json(doc):
+def looks_like_json(doc: Any) -> bool:
     return (isinstance(doc, dict) and doc.get("tool") is None and isinstance(doc.get("results"), list)
             and isinstance(doc.get("config"), dict) and isinstance(doc.get("version"), int))
 
 
-_NAMES = {"alltoall": "all_to_all"}        # nccl-tests' name -> mpibench's
-
-
-def collective_name(program):
+def collective_name(program: object) -> str:
     """all_gather_perf_mpi, ./build/alltoall_perf, alltoall -> all_gather, all_to_all."""
     name = os.path.basename(str(program))
     for suffix in ("_mpi", "_perf"):
         name = name[:-len(suffix)] if name.endswith(suffix) else name
-    return _NAMES.get(name, name)
+    return "all_to_all" if name == "alltoall" else name        # nccl-tests' name
 
 
-def document(rows, hosts, ranks, command, start_time, note):
+def document(rows: List[Dict[str, Any]], hosts: List[str], ranks: Optional[int], command: str,
+             start_time: Optional[str], note: str) -> Dict[str, Any]:
     doc = new(command, [], start_time=start_time or "", complete=True, results=rows,
               notes=[note], source="nccl-tests")
     if ranks:
@@ -49,13 +45,14 @@ def document(rows, hosts, ranks, command, start_time, note):
     return doc
 
 
-def row_of(collective, size, count, label, redop, root, modes):
+def row_of(collective: str, size: int, count: int, label: str, redop: str, root: int,
+           modes: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     return {"collective": collective, "backend": "nccl", "size": size, "count": count,
             "type": label, "dtype": _BY_LABEL.get(label, label), "redop": redop, "root": root,
             "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
 
 
-def no_busbw(rows):
+def no_busbw(rows: List[Dict[str, Any]]) -> None:
     """One rank: busbw is not defined (factor 0; nccl-tests prints 0)."""
     for row in rows:
         for m in MODES:
@@ -64,7 +61,7 @@ def no_busbw(rows):
 
 
 # ---- -J JSON ----
-def _num(obj, key):
+def _num(obj: Dict[str, Any], key: str) -> Optional[float]:
     v = obj.get(key)
     if v is None or isinstance(v, str) and v.strip().lower() == "nan":
         return None
@@ -73,17 +70,7 @@ def _num(obj, key):
     return float(v)
 
 
-def _per_iter_in(p, key):
-    """-I 1's per-iteration object of one mode, kept as it is once its summary is numbers."""
-    if not isinstance(p, dict):
-        raise Unreadable(f"{key}_per_iter is not an object")
-    for k in PER_ITER_SUMMARY:
-        if _num(p, k) is None:
-            raise Unreadable(f"{key}_per_iter: {k} is missing")
-    return p
-
-
-def parse_json(doc):
+def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
     """nccl-tests' -J document -> results document."""
     args = doc.get("args") if isinstance(doc.get("args"), list) else []
     devices = doc["config"].get("devices") or []
@@ -97,7 +84,7 @@ def parse_json(doc):
         name = r.get("experiment_name") or (args[0] if args else None)
         if not name:
             raise Unreadable(f"{where}: no experiment_name and no program in args: which collective?")
-        modes = {}
+        modes: Dict[str, Dict[str, Any]] = {}
         try:
             for key in MODES:
                 m = r.get(key)
@@ -111,8 +98,13 @@ def parse_json(doc):
                     raise Unreadable("a time is not above 0")
                 modes[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": bus,
                               "nwrong": None if wrong is None else int(wrong)}
-                if r.get(key + "_per_iter") is not None:
-                    modes[key]["per_iter"] = _per_iter_in(r[key + "_per_iter"], key)
+                p = r.get(key + "_per_iter")        # -I 1: kept as it is once its summary is numbers
+                if p is not None:
+                    if not isinstance(p, dict):
+                        raise Unreadable(f"{key}_per_iter is not an object")
+                    if missing := next((k for k in PER_ITER_SUMMARY if _num(p, k) is None), None):
+                        raise Unreadable(f"{key}_per_iter: {missing} is missing")
+                    modes[key]["per_iter"] = p
             root = int(str(r.get("root", "-1")).strip())
             size, count = r.get("size"), r.get("count")
             if not isinstance(size, int) or not isinstance(count, int) or isinstance(size, bool):
@@ -137,7 +129,7 @@ def parse_json(doc):
 
 
 # ---- writing the -J schema ----
-def _stamp(iso):
+def _stamp(iso: Any) -> str:
     """nccl-tests' time format (%Y-%m-%d %H:%M:%S) from mpibench's ISO time."""
     try:
         return datetime.datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S")
@@ -145,7 +137,7 @@ def _stamp(iso):
         return ""
 
 
-def _nccl_code(versions):
+def _nccl_code(versions: Any) -> int:
     """NCCL_VERSION_CODE of the NCCL torch reports; 0 when none (gloo)."""
     for v in (versions.values() if isinstance(versions, dict) else versions or []):
         text = v.get("nccl") if isinstance(v, dict) else None
@@ -156,7 +148,7 @@ def _nccl_code(versions):
     return 0
 
 
-def version_line(versions):
+def version_line(versions: Any) -> str:
     """mpibench's line in the place of nccl-tests' '# nccl-tests version ...' (NCCL's version code)."""
     v0 = next(iter(versions.values())) if isinstance(versions, dict) else (versions or [{}])[0]
     code = _nccl_code(versions)
@@ -164,14 +156,14 @@ def version_line(versions):
             f"nccl-library={code or 'none'}")
 
 
-def _step(sizes):
+def _step(sizes: Sequence[int]) -> Tuple[str, int]:
     """nccl-tests' step between sizes: ("factor", -f) or ("bytes", -i)."""
     if len(sizes) > 1 and sizes[0] and sizes[1] % sizes[0] == 0:
         return "factor", sizes[1] // sizes[0]
     return "bytes", sizes[1] - sizes[0] if len(sizes) > 1 else 0
 
 
-def settings_line(sizes, warmup, iters, check, graph):
+def settings_line(sizes: Sequence[int], warmup: int, iters: int, check: int, graph: int) -> str:
     """nccl-tests' "# nThread 1 nGpus 1 minBytes ..." line (one thread, one GPU per process)."""
     kind, step = _step(sizes)
     return (f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: {step}({kind}) "
@@ -179,11 +171,11 @@ def settings_line(sizes, warmup, iters, check, graph):
             f"graph: {graph} unalign: 0")
 
 
-def _flag(value):
+def _flag(value: Any) -> str:
     return "true" if value else "false"         # nccl-tests' jsonBool writes strings
 
 
-def _blocking(value):
+def _blocking(value: Any) -> bool:
     """nccl-tests' blocking_coll is its -z (0-3), written as a bool: any mode but 0. Ours is
     -z too (a bool in older results), or one per backend."""
     values = value.values() if isinstance(value, dict) else [value]
@@ -191,7 +183,7 @@ def _blocking(value):
                for v in values)
 
 
-def _mode_out(m):
+def _mode_out(m: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if m is None:
         return None
     return {"time": m["time_us"], "alg_bw": m["algbw_GBps"] or 0.0,
@@ -199,7 +191,7 @@ def _mode_out(m):
             "nwrong": None if m["nwrong"] is None else float(m["nwrong"])}
 
 
-def _per_iter_out(p):
+def _per_iter_out(p: Dict[str, Any]) -> Dict[str, Any]:
     """writePerIterReport's object; the per-process rows only with several (as nccl-tests)."""
     out = {k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
     rows = p.get("per_process_max_times_us") or []
@@ -208,7 +200,7 @@ def _per_iter_out(p):
     return out
 
 
-def _result_out(r, iters):
+def _result_out(r: Dict[str, Any], iters: int) -> Dict[str, Any]:
     """One row in -J's key order: each mode followed by its per-iteration object (-I 1)."""
     out = {"size": r["size"], "count": r["count"], "type": r["type"], "redop": r["redop"],
            "root": "%6i" % r["root"]}
@@ -221,7 +213,7 @@ def _result_out(r, iters):
     return out
 
 
-def render(doc):
+def render(doc: Dict[str, Any]) -> List[str]:
     """A run's results document in nccl-tests' -J schema, as text in parts."""
     from .files import json_parts
     cfg = doc.get("config") or {}

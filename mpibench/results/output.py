@@ -12,10 +12,9 @@ from ..launch import faults
 from ..launch.session import Session
 from ..measure.collectives.base import Collective, Counts
 from ..measure.dtypes import DType
-from ..measure.row import Row
 from . import document, nccltests, tables
 from .document import now
-from .files import render_csv, render_json, ResultFile
+from .files import json_parts, render_csv, ResultFile
 from .metrics import MetricsFile
 from .numbers import counted
 from .schema import HostAnalysis, HostEntry
@@ -29,7 +28,7 @@ class RunOutput:
         self.files: List[Union[ResultFile, MetricsFile]] = []
         if args.json:
             nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
-            self.files.append(ResultFile(args.json, nccltests.render if nccl_tests else render_json))
+            self.files.append(ResultFile(args.json, nccltests.render if nccl_tests else json_parts))
         csv_path = getattr(args, "csv", None)
         self.csv = ResultFile(csv_path, render_csv, "CSV") if csv_path else None
         if self.csv:
@@ -71,12 +70,12 @@ class RunOutput:
         self.say(f"#\n# Collective test starting: {collective}_perf")
         self.say(tables.row_header(self.per_iter))
 
-    def add_row(self, row: Row, line: Optional[str] = None) -> None:
+    def add_row(self, row: Dict[str, Any], line: Optional[str] = None) -> None:
         """Record the row, then print it (nccl-tests' format, or line): what was seen survives a kill."""
         self.record_row(row)
         self.say(tables.row_line(row, self.per_iter) if line is None else line)
 
-    def record_row(self, row: Row) -> None:
+    def record_row(self, row: Dict[str, Any]) -> None:
         """Add a row to the document and rewrite the files; print nothing."""
         with self._lock:
             if self.trials:

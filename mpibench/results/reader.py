@@ -1,19 +1,19 @@
-"""Saved results files, as report, compare, plot, sweep and predict read them.
-
-load() is the one place a file is read: anything that is not a results document is refused
-(UsageError naming the file), so the commands may trust every field they touch. Other
-tools' output (nccllogs, nccltests, netpipe) is turned into one first.
-"""
+"""Saved results files, as the commands read them. load() is the one place a file is read:
+anything that is not a results document, once other tools' output (nccllogs, nccltests,
+netpipe) is turned into one, is refused (UsageError naming the file), so the commands may
+trust every field they touch."""
 import os
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
-from ..measure.modes import MODES
+from ..measure.modes import MODES, ModeKey
 from . import document, nccllogs, nccltests, netpipe, schema
+from .nccllogs import Path
 from .numbers import counted
+from .schema import Doc
 
 
-def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None) -> Any:
+def load(path: Path, collective: Optional[str] = None) -> schema.Document:
     """The validated results document in PATH, or UsageError (collective: --collective)."""
     over = f"over the {document.MAX_BYTES >> 20} MiB limit for a results file"
     try:
@@ -39,7 +39,7 @@ def load(path: Union[str, "os.PathLike[str]"], collective: Optional[str] = None)
     return doc
 
 
-def parse_bytes(data: bytes, collective: Optional[str] = None, path: Any = None) -> Any:
+def parse_bytes(data: bytes, collective: Optional[str] = None, path: Optional[Path] = None) -> Any:
     """A results document from mpibench's JSON, nccl-tests' -J JSON or printed output, or NetPIPE's."""
     text = document.utf8(data)
     try:
@@ -63,20 +63,20 @@ def parse_bytes(data: bytes, collective: Optional[str] = None, path: Any = None)
 
 
 # ---- what the commands ask of a row ----
-def modes(choice):
+def modes(choice: str) -> Tuple[ModeKey, ...]:
     """The mode keys for a --mode both|out|in option."""
     return {"both": MODES, "out": ("out_of_place",), "in": ("in_place",)}[choice]
 
 
-def ranks(doc):
+def ranks(doc: Doc) -> Optional[int]:
     return (doc.get("world") or {}).get("size")
 
 
-def hosts(doc):
+def hosts(doc: Doc) -> List[str]:
     return (doc.get("world") or {}).get("hosts") or []
 
 
-def first_mode(row, wanted=None):
+def first_mode(row: Dict[str, Any], wanted: Optional[str] = None) -> Optional[str]:
     """wanted if measured, else the first measured mode."""
     for mode in ([wanted] if wanted else MODES):
         if row.get(mode):
@@ -84,7 +84,7 @@ def first_mode(row, wanted=None):
     return None
 
 
-def bandwidth(row, mode):
+def bandwidth(row: Dict[str, Any], mode: str) -> Optional[Tuple[float, float, float, str]]:
     """(value, low, high, metric): busbw, else algbw (one rank), with the trials' range if any."""
     m = row.get(mode)
     if not m:
@@ -103,22 +103,22 @@ def bandwidth(row, mode):
     return value, value, value, metric
 
 
-def has_trials(row):
+def has_trials(row: Dict[str, Any]) -> bool:
     return any(row.get(m) and "spread" in row[m] for m in MODES)
 
 
-def tests(doc):
+def tests(doc: Doc) -> List[Dict[str, Any]]:
     """The tests (tables) of a printed log; [] for a file mpibench wrote."""
     found = doc.get("tests")
     return found if isinstance(found, list) else []
 
 
-def test_info(doc, number):
+def test_info(doc: Doc, number: int) -> Optional[Dict[str, Any]]:
     """The entry of test NUMBER of a printed log (None when it has no such test)."""
     return next((t for t in tests(doc) if t["test"] == number), None)
 
 
-def pick_test(doc, path, number):
+def pick_test(doc: Doc, path: str, number: Optional[int]) -> Doc:
     """Only test NUMBER's rows (--test) of a file of several tests; UsageError if it has fewer."""
     held = tests(doc)
     if number is None or len(held) < 2:
@@ -130,7 +130,7 @@ def pick_test(doc, path, number):
                 tests=[info], average_bus_bandwidth=info.get("average_bus_bandwidth"))
 
 
-def first_of_each(doc, path):
+def first_of_each(doc: Doc, path: str) -> Tuple[Doc, Optional[str]]:
     """(document, note): of the tests repeating a collective only the first, and a line saying so."""
     held = tests(doc)
     by_coll: Dict[str, List[Any]] = {}
@@ -146,7 +146,7 @@ def first_of_each(doc, path):
         f"# {path}: {note} (give --test N for another)"
 
 
-def describe(path, doc):
+def describe(path: str, doc: Doc) -> str:
     """One line saying what a file holds."""
     world = doc.get("world") or {}
     bits = [str(doc.get("command", "?"))]

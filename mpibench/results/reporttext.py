@@ -4,7 +4,6 @@ from typing import Any, Dict, List, Sequence, Tuple
 from tabulate import tabulate
 
 from ..measure.modes import MODES
-from ..measure.row import Row
 from . import reader, summary, tables, traintext
 from .files import CSV_FIELDS, csv_lines, csv_rows
 
@@ -12,9 +11,9 @@ Doc = Dict[str, Any]                    # a results document as read back
 Docs = Sequence[Tuple[str, Doc]]        # (path, document)
 
 
-def groups(doc: Doc) -> Dict[Tuple[int, str, str], List[Row]]:
+def groups(doc: Doc) -> Dict[Tuple[int, str, str], List[Dict[str, Any]]]:
     """Rows by (test, setting, collective), in the order first measured."""
-    out: Dict[Tuple[int, str, str], List[Row]] = {}
+    out: Dict[Tuple[int, str, str], List[Dict[str, Any]]] = {}
     for row in doc["results"]:
         out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
                        []).append(row)
@@ -104,7 +103,7 @@ def markdown(docs: Docs) -> str:
 
 
 def csv_text(docs: Docs) -> str:
-    lines = [("file", "test", "setting") + CSV_FIELDS + ("max_error",)]
+    lines: List[Any] = [("file", "test", "setting") + CSV_FIELDS + ("max_error",)]
     for path, doc in docs:
         for row in doc["results"]:
             measured = [m for m in MODES if row.get(m) is not None]

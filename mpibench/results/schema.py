@@ -10,6 +10,9 @@ from typing import (Annotated, Any, Dict, List, Literal, Optional, TypedDict, Un
 from ..measure.row import MAX_RANKS, Range, Row
 
 
+Doc = Dict[str, Any]    # a results document as JSON, with what commands add to it (Document below)
+
+
 class Bad(Exception):
     """A problem at a place in the document (turned into one UsageError by reader.load)."""
 

@@ -2,18 +2,17 @@
 prints them as it ends and `report` prints the same from the saved file."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..measure.row import Row
 from . import reader
 from .rows import key as row_key
 from .numbers import figure, share_text
 from .tables import commented, measured
 
 
-def _busbws(rows: Sequence[Row]) -> List[float]:
+def _busbws(rows: Sequence[Dict[str, Any]]) -> List[float]:
     return [bw for _, _, m in measured(rows) if (bw := m.get("busbw_GBps")) is not None]
 
 
-def closing(rows: Sequence[Row], names: Sequence[str], ranks: Optional[int], wrong: int,
+def closing(rows: Sequence[Dict[str, Any]], names: Sequence[str], ranks: Optional[int], wrong: int,
             threshold: Optional[Tuple[float, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """(document fields, lines): nccl-tests' closing lines over rows of the backends names.
     threshold: (GB/s, where it comes from), as NCCL_TESTS_MIN_BW: each average is marked OK or
@@ -66,7 +65,7 @@ def closing_lines(doc: Dict[str, Any]) -> List[str]:
     return lines
 
 
-def comparison(rows: Sequence[Row], a: str, b: str, memory: Optional[Dict[str, str]] = None
+def comparison(rows: Sequence[Dict[str, Any]], a: str, b: str, memory: Optional[Dict[str, str]] = None
                ) -> Tuple[List[Dict[str, Any]], List[str]]:
     """(compared rows, lines): backends a and b side by side (memory: where their buffers were)."""
     theirs = {row_key(row, m, backend=False): y for row, m, y in measured(rows) if row.get("backend") == b}

@@ -33,8 +33,7 @@ def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], w
     table: Dict[Tuple[str, str, str, str], Dict[int, Dict[str, Tuple[float, str]]]] = {}
     for row in doc["results"]:
         mode = reader.first_mode(row, wanted)
-        bw = None if mode is None else reader.bandwidth(row, mode)
-        if bw is None:
+        if mode is None or (bw := reader.bandwidth(row, mode)) is None:
             continue
         group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
         value, _, _, metric = bw

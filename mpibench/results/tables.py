@@ -1,11 +1,11 @@
 """Text output: nccl-tests' row format, and the per-host tables it lacks."""
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from tabulate import tabulate
 
 from ..measure.collectives.base import algbw, busbw
 from ..measure.modes import MODES, ModeKey
-from ..measure.row import Figures, Row
+from ..measure.row import Figures
 from ..measure.sizes import format_size
 from .numbers import figure, ratio, us
 from .schema import HostAnalysis, HostEntry, HostFigures, RankFigures
@@ -24,7 +24,7 @@ def fnum(value: Optional[float], width: int) -> str:
     return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
 
 
-def measured(rows: Iterable[Row]) -> List[Tuple[Row, ModeKey, Figures]]:
+def measured(rows: Iterable[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], ModeKey, Figures]]:
     """(row, mode key, its figures) of every mode measured in rows, in order."""
     return [(row, k, m) for row in rows for k in MODES for m in [row.get(k)] if m]
 
@@ -51,7 +51,7 @@ def row_header(per_iter: bool = False, max_error: bool = False) -> str:
     ])
 
 
-def spread_pct(row: Row, key: ModeKey) -> Optional[float]:
+def spread_pct(row: Dict[str, Any], key: ModeKey) -> Optional[float]:
     """The rank spread of one mode of a row: (slowest rank - fastest rank) / mean rank, of the
     ranks' times for the row (each rank's own loop), in percent (None: not measured or unknown)."""
     times = (row.get("per_rank_time_us") or {}).get(key)
@@ -61,7 +61,7 @@ def spread_pct(row: Row, key: ModeKey) -> Optional[float]:
     return (max(times) - min(times)) / avg * 100 if avg > 0 else None
 
 
-def _spread_cells(row: Row) -> str:
+def _spread_cells(row: Dict[str, Any]) -> str:
     return "".join("  %6s" % ("-" if p is None else "%6.1f" % p)
                    for p in (spread_pct(row, k) for k in MODES))
 
@@ -94,7 +94,7 @@ ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
                "out rank spread (%)", "in rank spread (%)"]
 
 
-def row_cells(row: Row) -> List[str]:
+def row_cells(row: Dict[str, Any]) -> List[str]:
     """The cells of row_line, for tables in other formats (markdown)."""
     cells = [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
     for key in MODES:
@@ -102,7 +102,7 @@ def row_cells(row: Row) -> List[str]:
     return cells + _spread_cells(row).split()
 
 
-def row_line(row: Row, per_iter: bool = False) -> str:
+def row_line(row: Dict[str, Any], per_iter: bool = False) -> str:
     return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
                                              row["root"])
             + _mode_cells(row["out_of_place"], per_iter) + _mode_cells(row["in_place"], per_iter)
@@ -164,7 +164,8 @@ def host_section(entry: HostEntry, fmt: str = "simple") -> List[str]:
         lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
                  f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
                  f"iterations, each after a barrier):"]
-        rows = [host_cells(h, us) + [figure(busbw(algbw(entry["bw_bytes"], h["max_s"]),
+        # no bw_bytes raises TypeError: report names the entry malformed
+        rows = [host_cells(h, us) + [figure(busbw(algbw(entry["bw_bytes"], h["max_s"]),  # type: ignore[arg-type]
                                                   entry["busbw_factor"])), ratio(h["ratio"])]
                 for h in entry["hosts"]]
         lines += commented(rows, ["host", "ranks", "min us", "median us", "max us",
@@ -198,7 +199,7 @@ def straggler_lines(analysis: HostAnalysis, size: int, symmetric: bool = True) -
     return lines
 
 
-def trials_table(rows: Sequence[Row], fmt: str = "simple") -> List[str]:
+def trials_table(rows: Sequence[Dict[str, Any]], fmt: str = "simple") -> List[str]:
     """Per row and mode of run --trials: the time's median, range and cv, busbw, stability
     (commented's lines)."""
     out = []

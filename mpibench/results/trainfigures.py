@@ -2,38 +2,42 @@
 replicas' check and its scaling against a baseline run. Times are seconds; a job's step
 time is its slowest rank's, per step, then the median."""
 from statistics import median
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 from ..measure.collectives import REGISTRY
+from .schema import Step, Train
 
 
-def replicas(losses, rtol):
+def replicas(losses: List[Optional[float]], rtol: float) -> Dict[str, Any]:
     """The replicas' check: every rank's loss on a shared batch, equal (rtol 0) or within
     rtol of the largest in size; spread is (max - min) / max |loss|."""
     if None in losses:
         return {"loss": losses, "agree": False, "rtol": rtol, "spread": None}
-    top = max(abs(x) for x in losses)
-    spread = (max(losses) - min(losses)) / top if top else 0.0
-    agree = len(set(losses)) == 1 if not rtol else spread <= rtol
+    known = [x for x in losses if x is not None]
+    top = max(abs(x) for x in known)
+    spread = (max(known) - min(known)) / top if top else 0.0
+    agree = len(set(known)) == 1 if not rtol else spread <= rtol
     return {"loss": losses, "agree": agree, "rtol": rtol, "spread": spread}
 
 
-def job_times(steps, kind):
+def job_times(steps: List[Step], kind: Literal["synced_s", "unsynced_s"]) -> List[float]:
     """The job's time per step (its slowest rank), for kind 'synced_s' or 'unsynced_s'."""
-    return [max(s[kind]) for s in steps if s.get(kind)]
+    return [max(times) for s in steps if (times := s.get(kind))]
 
 
-def figures(train, n, alone):
+def figures(train: Train, n: int, alone: Dict[Tuple[str, int], float]) -> Dict[str, Any]:
     """The summary of the timed steps; alone: {(collective, size): s} of its calls timed alone."""
     steps = train["steps"]
     synced, unsynced = job_times(steps, "synced_s"), job_times(steps, "unsynced_s")
     step = median(synced) if synced else median(unsynced)
     compute = median(unsynced)
     m = train["model"]
-    out = {"step_s": step, "compute_s": compute,
-           "tokens_per_s": n * train["batch_per_rank"] * m["seq"] / step,
-           "samples_per_s": n * train["batch_per_rank"] / step,
-           "exposed_s": None, "exposed_share": None, "alone_s": None, "hidden_share": None,
-           "gradient_bytes": None, "bus_bytes": None, "busbw_GBps": None}
+    out: Dict[str, Any] = {"step_s": step, "compute_s": compute,
+                           "tokens_per_s": n * train["batch_per_rank"] * m["seq"] / step,
+                           "samples_per_s": n * train["batch_per_rank"] / step,
+                           "exposed_s": None, "exposed_share": None, "alone_s": None,
+                           "hidden_share": None, "gradient_bytes": None, "bus_bytes": None,
+                           "busbw_GBps": None}
     if synced:
         # A/B pairs on the same ranks: the median of the differences, not of each side.
         exposed = median(a - b for a, b in zip(synced, unsynced))
@@ -53,7 +57,7 @@ def figures(train, n, alone):
     return out
 
 
-def scaling(summary, n, base_doc):
+def scaling(summary: Dict[str, Any], n: int, base_doc: Dict[str, Any]) -> Dict[str, Any]:
     """Speedup and efficiency of this run against a baseline train document."""
     base = base_doc["train"]["summary"]
     base_n = base_doc["world"]["size"]

@@ -5,6 +5,7 @@ keeps every trial under `trials`, and each mode a `spread` (min, max, coefficien
 variation of the time) and `unstable` when (max - min) / median exceeds a threshold.
 """
 from statistics import mean, median, pstdev
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..measure.collectives.base import algbw, busbw
 from ..measure.modes import MODES
@@ -13,23 +14,14 @@ from . import rows
 UNSTABLE = 0.10   # default: a row whose times span more than 10% of their median
 
 
-def spread(values):
-    """{'median', 'min', 'max', 'cv', 'range'} of a list of positive numbers."""
-    mid = median(values)
-    avg = mean(values)
-    return {"median": mid, "min": min(values), "max": max(values),
-            "cv": pstdev(values) / avg if avg > 0 else 0.0,
-            "range": (max(values) - min(values)) / mid if mid > 0 else 0.0}
-
-
-def merge(trial_rows, threshold=UNSTABLE):
+def merge(trial_rows: List[Dict[str, Any]], threshold: float = UNSTABLE) -> Dict[str, Any]:
     """One row from the same row of every trial (same collective, size, type, modes)."""
     first = trial_rows[0]
     row = {k: v for k, v in first.items()
            if k not in MODES and k not in ("per_rank_time_us", "per_rank_nwrong", "trials")}
     row["trials"] = [{k: t[k] for k in (*MODES, "per_rank_time_us", "per_rank_nwrong")}
                      for t in trial_rows]
-    def per_rank(field, key):       # each rank's values over the trials
+    def per_rank(field: str, key: str) -> Iterator[Tuple[Any, ...]]:   # each rank's over the trials
         return zip(*(t[field][key] for t in trial_rows))
     row["per_rank_time_us"] = {key: [median(x) for x in per_rank("per_rank_time_us", key)]
                                for key in first["per_rank_time_us"]}
@@ -39,20 +31,21 @@ def merge(trial_rows, threshold=UNSTABLE):
         if first[key] is None:
             row[key] = None
             continue
-        times = spread([t[key]["time_us"] for t in trial_rows])
-        t = times["median"]
-        alg = algbw(row["bw_bytes"], t / 1e6)
+        times = [t[key]["time_us"] for t in trial_rows]
+        mid, avg = median(times), mean(times)
+        span = (max(times) - min(times)) / mid if mid > 0 else 0.0
+        alg = algbw(row["bw_bytes"], mid / 1e6)
         wrongs = [t[key]["nwrong"] for t in trial_rows]
         busbws = [t[key]["busbw_GBps"] for t in trial_rows]
-        row[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": busbw(alg, row["busbw_factor"]),
+        row[key] = {"time_us": mid, "algbw_GBps": alg, "busbw_GBps": busbw(alg, row["busbw_factor"]),
                     "nwrong": None if all(w is None for w in wrongs) else sum(w or 0 for w in wrongs),
                     "in_flight": first[key].get("in_flight"),
-                    "spread": {"trials": len(trial_rows), "time_us_min": times["min"],
-                               "time_us_max": times["max"], "cv": times["cv"],
-                               "range": times["range"],
+                    "spread": {"trials": len(trial_rows), "time_us_min": min(times),
+                               "time_us_max": max(times),
+                               "cv": pstdev(times) / avg if avg > 0 else 0.0, "range": span,
                                "busbw_GBps_min": None if None in busbws else min(busbws),
                                "busbw_GBps_max": None if None in busbws else max(busbws)},
-                    "unstable": times["range"] > threshold}
+                    "unstable": span > threshold}
     row["unstable_threshold"] = threshold
     return row
 
@@ -60,11 +53,12 @@ def merge(trial_rows, threshold=UNSTABLE):
 class Collector:
     """run --trials on rank 0: each trial's row merged with the same row of the earlier trials."""
 
-    def __init__(self, threshold=UNSTABLE):
+    def __init__(self, threshold: float = UNSTABLE) -> None:
         self.threshold = threshold
-        self.rows = {}     # rows.key -> (index in results, [that row of each trial])
+        # rows.key -> (index in results, [that row of each trial])
+        self.rows: Dict[Tuple[Any, ...], Tuple[int, List[Dict[str, Any]]]] = {}
 
-    def add(self, results, row):
+    def add(self, results: List[Optional[Dict[str, Any]]], row: Dict[str, Any]) -> None:
         k = rows.key(row)
         if k not in self.rows:
             self.rows[k] = (len(results), [])

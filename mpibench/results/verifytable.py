@@ -1,16 +1,21 @@
 """`verify`'s table: check, figure, reference, ratio (with its confidence interval where
 it has one), verdict; then one line per check that did not pass, with its reason."""
+from typing import Any, Dict, List
+
 from tabulate import tabulate
 
 from ..measure.sizes import format_size
 from .numbers import us
+from .output import RunOutput
+
+Check = Dict[str, Any]      # one check as verdicts.check() makes it
 
 
-def title(out):
+def title(out: RunOutput) -> None:
     out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
 
 
-def timers(out, args, backend, timed):
+def timers(out: RunOutput, args: Any, backend: Any, timed: List[int]) -> None:
     """What the timers will compare."""
     clock = ("host clock, device synchronize" if backend.cuda
              else "MPI_Wtime" if backend.name == "mpi" else "monotonic clock")
@@ -20,31 +25,31 @@ def timers(out, args, backend, timed):
             f"all_reduce float32 in place at {', '.join(format_size(s) for s in timed)}")
 
 
-def round_line(out, size, got):
+def round_line(out: RunOutput, size: int, got: Dict[str, List[float]]) -> None:
     """One round of the timers at size: got, its times so far ('harness', 'bare')."""
     out.say(f"# round {len(got['bare'])}, {format_size(size)}: mpibench "
             f"{us(got['harness'][-1])} us, bare loop {us(got['bare'][-1])} us")
 
 
-def _ratio(c):
+def _ratio(c: Check) -> str:
     if c["ratio"] is None:
         return ""
     ci = c.get("interval")
     return f"{c['ratio']:.3f}" + (f" ({ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
 
 
-def checks(out, checks):
+def checks(out: RunOutput, checks: List[Check]) -> None:
     out.say("#")
     for line in lines(checks):
         out.say(line if line.startswith("#") else "#  " + line)
 
 
-def lines(checks):
+def lines(checks: List[Check]) -> List[str]:
     table = tabulate([[c["check"], c["figure"], c["reference"], _ratio(c), c["verdict"]]
                       for c in checks],
                      headers=["check", "figure", "reference", "ratio", "verdict"],
                      disable_numparse=True)
-    out = table.splitlines()
+    out: List[str] = table.splitlines()
     notes = [f"# {c['verdict']} {c['check']}: {c['reason']}" for c in checks
              if c["reason"] and c["verdict"] not in ("PASS",)]
     return out + notes

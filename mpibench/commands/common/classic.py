@@ -4,6 +4,7 @@ the run-style preamble and results document, and the engine that times their cal
 from ...diagnose import preamble
 from ...errors import UsageError
 from ...measure.backends import make
+from ...measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ...measure.collectives.base import Ctx
 from ...measure.engine import Engine, Plan
 from ...measure.dtypes import parse_dtypes
@@ -15,11 +16,6 @@ from . import guard, options
 GPU_PAYLOAD, CPU_PAYLOAD = 4 << 30, 64 << 20
 
 
-def payload(size, backend):
-    """size, or the default payload on the backend's device."""
-    return size or (GPU_PAYLOAD if backend.cuda else CPU_PAYLOAD)
-
-
 def add_common(p, dtype=True):
     if dtype:
         p.add_argument("-d", "--dtype", default="float32", metavar="NAME",
@@ -28,13 +24,6 @@ def add_common(p, dtype=True):
     options.add_backend(p)
     guard.add_timeout(p, "start-up, the warm-up, the timed calls of one kind, or gathering")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
-
-
-def one_dtype(text):
-    dtypes = parse_dtypes(text)
-    if len(dtypes) != 1:
-        raise UsageError(f"-d {text}: give one data type")
-    return dtypes[0]
 
 
 def begin(session, args, title):
@@ -51,10 +40,26 @@ def begin(session, args, title):
     return backend, out, records
 
 
-def check_supported(backend, coll, dtype):
-    reason = backend.unsupported(coll, dtype, "sum")
-    if reason:
-        raise UsageError(f"{coll.name} -d {dtype.name} on {backend.name}: {reason}")
+def begin_all_reduce(session, args, title, size):
+    """begin() for allreduce and latency, with the one data type (-d) their all_reduce sums and
+    its payload: size, or the default on the backend's device."""
+    dtypes = parse_dtypes(args.dtype)
+    if len(dtypes) != 1:
+        raise UsageError(f"-d {args.dtype}: give one data type")
+    backend, out, records = begin(session, args, title)
+    if reason := backend.unsupported(ALL_REDUCE, dtypes[0], "sum"):
+        raise UsageError(f"{ALL_REDUCE.name} -d {dtypes[0].name} on {backend.name}: {reason}")
+    return backend, out, records, dtypes[0], size or (GPU_PAYLOAD if backend.cuda else CPU_PAYLOAD)
+
+
+def conclude(session, mine, where, judge):
+    """mine gathered to rank 0 (the watchdog's step: where, if given), which prints it and
+    judges (judge(gathered): the failure or None); every rank ends as rank 0 judged."""
+    if where:
+        session.watch.arm(where)
+    gathered = session.comm.gather(mine, root=0)
+    session.watch.disarm()
+    return guard.verdict(session, judge(gathered) if session.rank == 0 else None)
 
 
 def engine(session, backend, warmup, blocking=2):

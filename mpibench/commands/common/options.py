@@ -14,10 +14,9 @@ def add_backend(parser, choices=AUTO_AND_TORCH_BACKENDS + ("mpi",), several=Fals
     """--backend, parsed into a tuple of names (one unless several)."""
     def names(text):
         items = [t.strip().lower() for t in text.split(",") if t.strip()]
-        for item in items:
-            if item not in choices:
-                raise argparse.ArgumentTypeError(
-                    f"invalid choice: '{item}' (choose from {', '.join(choices)})")
+        if unknown := [i for i in items if i not in choices]:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: '{unknown[0]}' (choose from {', '.join(choices)})")
         if not items or len(set(items)) != len(items) or (len(items) > 1 and not several):
             raise argparse.ArgumentTypeError(
                 f"{text!r}: give {'distinct backends, comma-separated' if several else 'one backend'}")

@@ -7,14 +7,20 @@ are mpi4py's buffer methods (Allreduce, not allreduce): no pickling in the timed
 They run on a duplicate of MPI_COMM_WORLD, so measured traffic never mixes with the
 side channel's gathers.
 """
+from functools import partial
+from typing import Any, Optional, Sequence
+
 from ...errors import UsageError
+from ...launch.session import Session
+from ..collectives.base import Call, Collective, Ctx, Tensor
+from ..dtypes import DType
 from .torchdist import TorchBackend
 
 # Data types with a standard MPI datatype (mpi4py maps the numpy views to them).
 MPI_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8")
 
 
-def require_mpi(session):
+def require_mpi(session: Session) -> None:
     """UsageError (the same on every rank) unless an MPI launcher started this job."""
     if session.comm.kind != "mpi":
         raise UsageError(f"--backend mpi needs an MPI launcher (mpirun, mpiexec or "
@@ -26,7 +32,7 @@ class MPIBackend(TorchBackend):
     name = "mpi"
     missing_mode = "mpi: no call with nccl-tests' layout"
 
-    def __init__(self, session):
+    def __init__(self, session: Session) -> None:
         require_mpi(session)
         import torch
         super().__init__(session, self.name, torch.device("cpu"))
@@ -35,26 +41,25 @@ class MPIBackend(TorchBackend):
         self.comm = session.comm.world.Dup()
         self.ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
 
-    def unsupported(self, coll, dtype, op):
+    def unsupported(self, coll: Collective, dtype: DType, op: str) -> Optional[str]:
         if dtype.name not in MPI_DTYPES:
             return f"MPI has no standard {dtype.name} datatype (mpi supports {', '.join(MPI_DTYPES)})"
         if op == "avg":
             return "MPI has no average op"
         return None
 
-    def modes(self, coll):
+    def modes(self, coll: Collective) -> Sequence[str]:
         return coll.mpi_modes or coll.modes
 
-    def bind(self, coll, send, recv, ctx, nonblocking):
+    def bind(self, coll: Collective, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
         return coll.bind_mpi(self.comm, send, recv, ctx, nonblocking)
 
-    def allgather_object(self, obj):
-        from functools import partial
+    def allgather_object(self, obj: Any) -> Call:
         return partial(self.comm.allgather, obj)
 
-    def default_blocking(self):
+    def default_blocking(self) -> int:
         return 2             # each call completes before the next, as OSU's loops do
 
     @staticmethod
-    def _wait(request):
+    def _wait(request: Any) -> None:
         request.Wait()

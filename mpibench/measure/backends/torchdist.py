@@ -11,40 +11,52 @@ and NCCL has had failures specific to the default stream (NVIDIA/nccl#2003).
 """
 import time
 from contextlib import nullcontext
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ...launch.session import Session
 from .. import switches
 from . import timing
-from ..dtypes import torch_dtype
+from .timing import Call, Step, Wait
+from ..collectives.base import Collective, Ctx, Tensor
+from ..dtypes import DType, torch_dtype
+
+Timed = Tuple[float, Optional[List[float]]]    # seconds per call; -I 1: each iteration's
 
 
-def is_oom(torch, exc):
+def is_oom(torch: Any, exc: BaseException) -> bool:
     """Whether exc says memory ran out (host or device)."""
     return isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(exc)
 
 
+def error_line(exc: BaseException) -> str:
+    """exc's type and the first line of its text."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
 class TorchBackend:
-    def __init__(self, session, name=None, device=None):
+    def __init__(self, session: Session, name: Optional[str] = None, device: Any = None) -> None:
         """name and device: the session's unless given (the MPI backend: mpi, the CPU)."""
         import torch
         import torch.distributed as dist
         self.torch = torch
         self.dist = dist
         self.session = session
-        self.name = name or session.backend
+        self.name: str = name or session.backend
         self.device = device or session.device
         self.cuda = self.device is not None and self.device.type == "cuda"
-        self.pool = None          # -G: the buffers' torch.cuda.MemPool (graph_allocator)
+        self.pool: Any = None     # -G: the buffers' torch.cuda.MemPool (graph_allocator)
         if self.cuda:
             # Current from here on (this thread): buffers, fills, warm-up, timed loops,
             # graph capture and replays, checks and events all use it.
             self.stream = torch.cuda.Stream(self.device)
             torch.cuda.set_stream(self.stream)
-        self.ops = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
-                    "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG}
+        self.ops: Dict[str, Any] = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
+                                    "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
+                                    "avg": dist.ReduceOp.AVG}
         switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
 
     # ---- what it can do ----
-    def unsupported(self, coll, dtype, op):
+    def unsupported(self, coll: Collective, dtype: DType, op: str) -> Optional[str]:
         """Why this backend cannot run coll with dtype and op (None: it can)."""
         if op == "avg" and not dtype.floating and self.name != "nccl":
             return f"{self.name} cannot average {dtype.name} (avg needs a floating type)"
@@ -52,28 +64,28 @@ class TorchBackend:
 
     missing_mode = "torch.distributed has no such call"
 
-    def modes(self, coll):
+    def modes(self, coll: Collective) -> Sequence[str]:
         return coll.modes
 
-    def bind(self, coll, send, recv, ctx, async_op):
+    def bind(self, coll: Collective, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         """coll on this backend as a zero-argument call (a Work when async_op)."""
         return coll.bind(self.dist, send, recv, ctx, async_op)
 
-    def allgather_object(self, obj):
+    def allgather_object(self, obj: Any) -> Call:
         """A call gathering one picklable object from every rank (the slow, general path)."""
         out = [None] * self.session.size
 
-        def call():
+        def call() -> List[Any]:
             self.dist.all_gather_object(out, obj)
             return out
         return call
 
-    def default_blocking(self):
+    def default_blocking(self) -> int:
         """The -z mode when none is given: 0 on GPUs, as nccl-tests; 2 (wait for each call)
         on gloo, whose calls in flight run on several threads at once."""
         return 2 if not self.cuda else 0
 
-    def launches_async(self, mode):
+    def launches_async(self, mode: int) -> bool:
         """Whether the calls for -z mode return a handle to wait for (CPU backends with
         -z 0). On CUDA every call is bound with async_op=False: torch then makes the current
         stream wait for NCCL's stream, without blocking the host, so calls run in stream
@@ -81,11 +93,11 @@ class TorchBackend:
         return mode == 0 and not self.cuda
 
     @staticmethod
-    def _wait(work):
+    def _wait(work: Any) -> None:
         work.wait()
 
     # ---- buffers ----
-    def graph_allocator(self):
+    def graph_allocator(self) -> Dict[str, Any]:
         """-G: the buffers from here on come from the process group's own allocator
         through a torch.cuda.MemPool where torch offers one (NCCL's: ncclMemAlloc, cuMem
         memory that NCCL registers during graph capture, as nccl-tests allocates them).
@@ -95,49 +107,50 @@ class TorchBackend:
             group = self.dist.distributed_c10d._get_default_group()
             self.pool = torch.cuda.MemPool(group._get_backend(self.device).mem_allocator)
         except (AttributeError, RuntimeError) as exc:
-            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            return {"allocator": "torch caching allocator", "registered": False, "reason": reason}
+            return {"allocator": "torch caching allocator", "registered": False,
+                    "reason": error_line(exc)}
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
-    def alloc(self, nbytes, rank):
+    def alloc(self, nbytes: int, rank: int) -> Tensor:
         with (nullcontext() if self.pool is None else self.torch.cuda.use_mem_pool(self.pool, self.device)):
             return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 
-    def typed(self, buf, dtype):
+    def typed(self, buf: Tensor, dtype: DType) -> Tensor:
         usable = buf.numel() - buf.numel() % dtype.size
         return buf[:usable].view(torch_dtype(dtype))
 
-    def is_oom(self, exc):
+    def is_oom(self, exc: BaseException) -> bool:
         # ncclMemAlloc's failure names NCCL's error, not the memory
         return is_oom(self.torch, exc) or (self.pool is not None and "ncclMemAlloc" in str(exc))
 
-    def sync(self):
+    def sync(self) -> None:
         if self.cuda:
             self.torch.cuda.synchronize(self.device)
 
-    def device_total_bytes(self):
+    def device_total_bytes(self) -> Optional[int]:
         """Memory of this rank's GPU (None on CPUs)."""
-        return self.torch.cuda.get_device_properties(self.device).total_memory if self.cuda else None
+        return int(self.torch.cuda.get_device_properties(self.device).total_memory) if self.cuda else None
 
-    def device_peak_bytes(self):
+    def device_peak_bytes(self) -> Optional[int]:
         """Peak device memory torch allocated on this rank's GPU (None on CPUs)."""
-        return self.torch.cuda.max_memory_allocated(self.device) if self.cuda else None
+        return int(self.torch.cuda.max_memory_allocated(self.device)) if self.cuda else None
 
     # ---- timing ----
-    def time_loop(self, calls, mode=2, barrier=None, window=1, graph_launches=0, per_iter=False):
-        """Seconds per call for running every call once (in order) in -z mode `mode`
-        (see timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs.
-        per_iter (nccl-tests' -I 1, never with graph_launches): (seconds per call, each
-        iteration's seconds)."""
+    def time_loop(self, calls: Sequence[Call], mode: int = 2, barrier: Step = None, window: int = 1,
+                  graph_launches: int = 0, per_iter: bool = False) -> Timed:
+        """(seconds per call, None) for every call run once, in order, in -z mode `mode`
+        (timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs. per_iter
+        (nccl-tests' -I 1, never with graph_launches): each iteration's seconds for None."""
         if graph_launches:
-            return self._time_graph(calls, mode, barrier, graph_launches)
+            return self._time_graph(calls, mode, barrier, graph_launches), None
         finish = self.stream.synchronize if self.cuda else None
         wait = self._wait if self.launches_async(mode) else None
         if per_iter:
             return self._time_marked(calls, mode, finish, barrier, wait, window)
-        return timing.seconds(calls, mode, finish, barrier, wait, window) / len(calls)
+        return timing.seconds(calls, mode, finish, barrier, wait, window) / len(calls), None
 
-    def _time_marked(self, calls, mode, finish, barrier, wait, window):
+    def _time_marked(self, calls: Sequence[Call], mode: int, finish: Step, barrier: Step,
+                     wait: Optional[Wait], window: int) -> Timed:
         """-I 1: host clock reads between iterations on CPUs; on GPUs CUDA events recorded
         on the current stream, read after the loop (as nccl-tests' recordEvents and
         getElapsedTimes)."""
@@ -153,7 +166,7 @@ class TorchBackend:
         pairs = (zip(events[0::2], events[1::2]) if mode == 3 else zip(events, events[1:]))
         return total / len(calls), [a.elapsed_time(b) / 1e3 for a, b in pairs]
 
-    def _events(self, count):
+    def _events(self, count: int) -> List[Any]:
         """count timing events, each created now: torch creates a CUDA event at its first
         record, which must not happen inside the timed loop (nccl-tests' initEvents)."""
         events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
@@ -162,7 +175,7 @@ class TorchBackend:
         self.stream.synchronize()
         return events
 
-    def captured(self, calls):
+    def captured(self, calls: Sequence[Call]) -> Tuple[Any, Call]:
         """The calls captured once in a CUDA graph on the backend's stream: (graph, replay).
         Thread-local capture, as nccl-tests: NCCL may allocate (connect) during capture, and
         other threads (torch's NCCL watchdog) keep using CUDA meanwhile. Keep the graph
@@ -175,18 +188,19 @@ class TorchBackend:
         torch.cuda.synchronize(self.device)
         return graph, graph.replay
 
-    def _time_graph(self, calls, mode, barrier, launches):
+    def _time_graph(self, calls: Sequence[Call], mode: int, barrier: Step, launches: int) -> float:
         """nccl-tests' -G: the calls captured once in a CUDA graph, replayed `launches` times,
         the -z mode applied to the replays (on the stream the graph was captured on)."""
         graph, replay = self.captured(calls)
         # Capture and instantiation take a different time on each rank: without this a
         # fast rank would time its wait for the slowest.
+        assert barrier is not None, "-G needs the side channel's barrier"
         barrier()
         total = timing.seconds([replay] * launches, mode, self.stream.synchronize, barrier)
         del graph
         return total / (len(calls) * launches)
 
-    def time_each(self, call, count, barrier):
+    def time_each(self, call: Call, count: int, barrier: Call) -> List[float]:
         """Per-call seconds for count calls, each started together after a barrier."""
         perf = time.perf_counter
         sync = self.stream.synchronize if self.cuda else None

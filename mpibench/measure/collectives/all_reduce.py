@@ -1,7 +1,8 @@
 """all_reduce: every rank ends with the reduction of every rank's count elements."""
 from functools import partial
+from typing import Any, Optional
 
-from .base import Collective, index, reduce_result
+from .base import Call, Collective, Ctx, Tensor, index, reduce_result
 
 
 class AllReduce(Collective):
@@ -10,17 +11,17 @@ class AllReduce(Collective):
     modes = ("in",)           # torch.distributed.all_reduce works in place only
     mpi_modes = ("out", "in")
 
-    def busbw_factor(self, n):
+    def busbw_factor(self, n: int) -> float:
         return 2 * (n - 1) / n
 
-    def expected(self, ctx, start, stop):
+    def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         import torch
         return reduce_result(torch, ctx, index(ctx, start, stop))
 
-    def bind(self, dist, send, recv, ctx, async_op):
+    def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         return partial(dist.all_reduce, recv, op=ctx.backend_op, async_op=async_op)
 
-    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+    def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
         from mpi4py import MPI
         fn = comm.Iallreduce if nonblocking else comm.Allreduce
         send = MPI.IN_PLACE if ctx.in_place else send.numpy()

@@ -6,9 +6,14 @@ integer range): a rank's expected output is computed from its own indices alone,
 bounded chunks, never by simulating the other ranks.
 """
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from ..backends.timing import Call as Call   # re-exported: the collectives bind these
+from ..dtypes import DType
 
 CHUNK = 1 << 20           # elements per check chunk: bounds the check's extra memory
+Tensor = Any              # a torch.Tensor (torch is imported where it is first needed)
+Values = Callable[[int, int], Tensor]     # values(start, stop) of a view, for fill_chunks
 
 
 @dataclass(frozen=True)
@@ -21,18 +26,18 @@ class Counts:
     recv_inplace_offset: int  # in place, recv = recv buffer + offset * rank
 
 
-def algbw(nbytes, seconds):
+def algbw(nbytes: int, seconds: float) -> Optional[float]:
     """nccl-tests' algbw: GB/s (1e9 bytes) of nbytes in seconds; None without a time."""
     return nbytes / seconds / 1e9 if seconds > 0 else None
 
 
-def busbw(alg, factor):
+def busbw(alg: Optional[float], factor: float) -> Optional[float]:
     """nccl-tests' busbw: algbw times the collective's factor; None where that is not
     defined (factor 0: a single rank)."""
     return alg * factor if alg is not None and factor > 0 else None
 
 
-def align_down(count, elsize):
+def align_down(count: int, elsize: int) -> int:
     """nccl-tests keeps per-rank chunks 16-byte aligned."""
     mask = max(16 // elsize, 1) - 1
     return count & ~mask
@@ -52,39 +57,38 @@ class Collective:
     torch_notes: Dict[Tuple[str, str], str] = {}
 
     @property
-    def symmetric(self):
+    def symmetric(self) -> bool:
         """Whether per-rank times can name a slow rank or host: not when a rank's time
         depends on its place (the root, or the neighbour it receives from)."""
         return not (self.rooted or self.ring)
 
-    def counts(self, count, elsize, n):
+    def counts(self, count: int, elsize: int, n: int) -> Counts:
         return Counts(count, count, count, 0, 0)
 
-    def bw_bytes(self, counts, elsize, n):
+    def bw_bytes(self, counts: Counts, elsize: int, n: int) -> int:
         """Bytes S in algbw = S / t (nccl-tests' *GetBw)."""
         return counts.param * elsize * (n if self.chunked else 1)
 
-    def busbw_factor(self, n):
+    def busbw_factor(self, n: int) -> float:
         return (n - 1) / n if self.chunked else 1.0
 
     # ---- correctness check: fill inputs, then count wrong outputs ----
-    def fill(self, send, recv, ctx):
+    def fill(self, send: Tensor, recv: Tensor, ctx: "Ctx") -> None:
         """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place:
         a reduction's recv in place lies inside send, which overwrites it."""
         if not (self.reduces and ctx.in_place):
             recv.fill_(poison_value(ctx.dtype))
-        values = reduce_inputs if self.reduces else data_values
-        fill_chunks(send, lambda a, b: values(ctx, ctx.rank, index(ctx, a, b)))
+        fill_chunks(send, rank_values(ctx, ctx.rank, reduce_inputs if self.reduces else data_values))
 
-    def expected(self, ctx, start, stop):
+    def expected(self, ctx: "Ctx", start: int, stop: int) -> Optional[Tensor]:
         """Expected values of recv[start:stop] on this rank (int64 or float64), or None: unchecked."""
         raise NotImplementedError
 
-    def bind(self, dist, send, recv, ctx, async_op):
+    def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: "Ctx", async_op: bool) -> Call:
         """One collective on torch.distributed; returns a Work (async) or None."""
         raise NotImplementedError
 
-    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+    def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: "Ctx", nonblocking: bool) -> Call:
         """The same collective through mpi4py on numpy views of the same torch CPU buffers;
         returns an MPI.Request (nonblocking) or None."""
         raise NotImplementedError
@@ -97,38 +101,40 @@ class Ctx:
     n: int
     root: int
     op: str                   # sum prod min max avg, or "none"
-    dtype: object             # dtypes.DType
+    dtype: DType
     count: int = 0            # Counts.param of this row
     in_place: bool = False
     seed: int = 0
-    backend_op: object = None  # the backend's op: dist.ReduceOp or MPI.Op
-    device: object = None
+    backend_op: Any = None    # the backend's op: dist.ReduceOp or MPI.Op
+    device: Any = None        # a torch.device
 
 
-def index(ctx, start, stop):
+def index(ctx: Ctx, start: int, stop: int) -> Tensor:
     import torch
     return torch.arange(start, stop, dtype=torch.int64, device=ctx.device)
 
 
 # ---------- values for collectives that move data without reducing ----------
 
-def data_values(ctx, src, i, dst=0):
+def data_values(ctx: Ctx, src: int, i: Tensor, dst: Any = 0) -> Tensor:
     """Position-sensitive values a rank src sends (dst: for all_to_all, whom to)."""
     return (src * 7 + dst * 13 + i + ctx.seed) % ctx.dtype.period
 
 
-def per_destination(ctx, src):
-    """values(start, stop) for fill_chunks: chunk j of count elements holds what rank src
-    sends to rank j (all_to_all, scatter)."""
-    count = ctx.count
+def rank_values(ctx: Ctx, src: int, values: Callable[[Ctx, int, Tensor], Tensor] = data_values) -> Values:
+    """What rank src sends (data_values, or reduce_inputs), as fill_chunks takes it."""
+    return lambda a, b: values(ctx, src, index(ctx, a, b))
 
-    def values(a, b):
+
+def per_destination(ctx: Ctx, src: int) -> Values:
+    """Chunk j of count elements holds what rank src sends to rank j (all_to_all, scatter)."""
+    def values(a: int, b: int) -> Tensor:
         k = index(ctx, a, b)
-        return data_values(ctx, src, k % count, dst=k // count)
+        return data_values(ctx, src, k % ctx.count, dst=k // ctx.count)
     return values
 
 
-def poison_value(dtype):
+def poison_value(dtype: DType) -> int:
     """What recv holds before the call: never a valid output. Data values lie in [0,
     period); signed reductions give -2 at the lowest (sums of -1, 0, 1 give -1, 0 or 1),
     so the far end of the exact range is clear of every result."""
@@ -137,7 +143,7 @@ def poison_value(dtype):
 
 # ---------- values for reductions, and their closed-form results ----------
 
-def reduce_inputs(ctx, r, i):
+def reduce_inputs(ctx: Ctx, r: int, i: Tensor) -> Tensor:
     import torch
     s = i + ctx.seed
     if ctx.op in ("sum", "avg"):
@@ -153,7 +159,7 @@ def reduce_inputs(ctx, r, i):
     raise ValueError(ctx.op)
 
 
-def reduce_result(torch, ctx, i):
+def reduce_result(torch: Any, ctx: Ctx, i: Tensor) -> Tensor:
     """The reduction over ranks 0..n-1 of reduce_inputs at indices i, in closed form."""
     n, s = ctx.n, i + ctx.seed
     if ctx.op in ("sum", "avg"):
@@ -176,7 +182,7 @@ def reduce_result(torch, ctx, i):
     raise ValueError(ctx.op)
 
 
-def exact_reason(ctx):
+def exact_reason(ctx: Ctx) -> Optional[str]:
     """Why values cannot be exact for this op, dtype and rank count (None: they are)."""
     d, n = ctx.dtype, ctx.n
     need = {"sum": n if d.signed else 2 * n, "avg": n if d.signed else 2 * n,
@@ -191,13 +197,13 @@ def exact_reason(ctx):
     return None
 
 
-def avg_tolerance(ctx):
+def avg_tolerance(ctx: Ctx) -> float:
     """avg is a sum divided (or each input multiplied) by n, rounded in any order: (n + 2)
     rounding steps of the dtype's epsilon (2 / exact: exact is 2 to the mantissa bits + 1)."""
     return (ctx.n + 2) * 2.0 / ctx.dtype.exact
 
 
-def count_wrong(torch, coll, recv, ctx):
+def count_wrong(torch: Any, coll: Collective, recv: Tensor, ctx: Ctx) -> Optional[int]:
     """Wrong elements in recv (None when this rank's output is not defined). A NaN is
     wrong: the tolerance test is written so that it fails for NaN."""
     wrong = 0
@@ -215,7 +221,7 @@ def count_wrong(torch, coll, recv, ctx):
     return wrong
 
 
-def fill_chunks(view, values_fn):
+def fill_chunks(view: Tensor, values_fn: Values) -> None:
     """view[k] = values_fn(k) for every k, CHUNK elements at a time."""
     total = view.numel()
     for start in range(0, total, CHUNK):

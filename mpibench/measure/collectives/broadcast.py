@@ -1,7 +1,8 @@
 """broadcast: the root's count elements reach every rank."""
 from functools import partial
+from typing import Any, Optional
 
-from .base import Collective, data_values, fill_chunks, index, poison_value
+from .base import Call, Collective, Ctx, Tensor, data_values, fill_chunks, index, poison_value, rank_values
 
 
 class Broadcast(Collective):
@@ -12,21 +13,21 @@ class Broadcast(Collective):
         "the root sends from its send buffer and its receive buffer is not written, where "
         "nccl-tests' ncclBroadcast also copies the data into it"))
 
-    def fill(self, send, recv, ctx):
+    def fill(self, send: Tensor, recv: Tensor, ctx: Ctx) -> None:
         recv.fill_(poison_value(ctx.dtype))
         if ctx.rank == ctx.root:
-            fill_chunks(send, lambda a, b: data_values(ctx, ctx.root, index(ctx, a, b)))
+            fill_chunks(send, rank_values(ctx, ctx.root))
 
-    def expected(self, ctx, start, stop):
+    def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         if ctx.rank == ctx.root and not ctx.in_place:
             return None       # the root's receive buffer is not part of a torch broadcast
         return data_values(ctx, ctx.root, index(ctx, start, stop))
 
-    def bind(self, dist, send, recv, ctx, async_op):
+    def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         tensor = send if ctx.rank == ctx.root else recv
         return partial(dist.broadcast, tensor, ctx.root, async_op=async_op)
 
-    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+    def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
         tensor = send if ctx.rank == ctx.root else recv
         return partial(comm.Ibcast if nonblocking else comm.Bcast, tensor.numpy(), ctx.root)
 

@@ -1,7 +1,8 @@
 """reduce: the root receives the reduction of every rank's count elements."""
 from functools import partial
+from typing import Any, Optional
 
-from .base import Collective, index, reduce_result
+from .base import Call, Collective, Ctx, Tensor, index, reduce_result
 
 
 class Reduce(Collective):
@@ -11,16 +12,16 @@ class Reduce(Collective):
     modes = ("in",)           # torch.distributed.reduce works in place only
     mpi_modes = ("out", "in")
 
-    def expected(self, ctx, start, stop):
+    def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         import torch
         if ctx.rank != ctx.root:
             return None       # only the root's result is defined
         return reduce_result(torch, ctx, index(ctx, start, stop))
 
-    def bind(self, dist, send, recv, ctx, async_op):
+    def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         return partial(dist.reduce, recv, ctx.root, op=ctx.backend_op, async_op=async_op)
 
-    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+    def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
         from mpi4py import MPI
         fn = comm.Ireduce if nonblocking else comm.Reduce
         if not ctx.in_place:

@@ -1,8 +1,9 @@
 """scatter: the root sends its chunk r of count elements to rank r (nccl-tests' scatter:
 reduce_scatter's counts and busbw factor, one sender, no reduction)."""
 from functools import partial
+from typing import Any, Optional
 
-from .base import data_values, fill_chunks, index, per_destination, poison_value
+from .base import Call, Ctx, Tensor, data_values, fill_chunks, index, per_destination, poison_value
 from .reduce_scatter import ReduceScatter
 
 
@@ -15,19 +16,19 @@ class Scatter(ReduceScatter):
         "torch copies the root's own chunk with copy_ (a separate CUDA copy beside its NCCL "
         "sends), where nccl-tests' root sends it to itself through NCCL"))
 
-    def fill(self, send, recv, ctx):
+    def fill(self, send: Tensor, recv: Tensor, ctx: Ctx) -> None:
         recv.fill_(poison_value(ctx.dtype))           # in place, recv lies inside send: first
         if ctx.rank == ctx.root:
             fill_chunks(send, per_destination(ctx, ctx.root))
 
-    def expected(self, ctx, start, stop):
+    def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         return data_values(ctx, ctx.root, index(ctx, start, stop), dst=ctx.rank)
 
-    def bind(self, dist, send, recv, ctx, async_op):
+    def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         chunks = list(send.split(ctx.count)) if ctx.rank == ctx.root else None
         return partial(dist.scatter, recv, chunks, ctx.root, async_op=async_op)
 
-    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+    def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
         from mpi4py import MPI
         fn = comm.Iscatter if nonblocking else comm.Scatter
         if ctx.rank != ctx.root:

@@ -1,7 +1,8 @@
 """sendrecv: a ring, each rank sends count elements to rank+1 and receives from rank-1."""
 from functools import partial
+from typing import Any, List, Optional
 
-from .base import Collective, data_values, index
+from .base import Call, Collective, Ctx, Tensor, data_values, index
 
 
 class SendRecv(Collective):
@@ -10,32 +11,32 @@ class SendRecv(Collective):
     min_ranks = 2
     ring = True               # a rank's time is its link from rank-1: it names no host
 
-    def expected(self, ctx, start, stop):
+    def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         return data_values(ctx, (ctx.rank - 1) % ctx.n, index(ctx, start, stop))
 
-    def bind(self, dist, send, recv, ctx, async_op):
+    def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         ops = exchange_ops(dist, send, (ctx.rank + 1) % ctx.n, recv, (ctx.rank - 1) % ctx.n)
-        return partial(_async if async_op else exchange, dist.batch_isend_irecv, ops)
+        return partial(_Both if async_op else exchange, dist.batch_isend_irecv, ops)
 
-    def bind_mpi(self, comm, send, recv, ctx, nonblocking):
+    def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
         fn = comm.Isendrecv if nonblocking else comm.Sendrecv
         return partial(fn, send.numpy(), (ctx.rank + 1) % ctx.n, 0,
                        recv.numpy(), (ctx.rank - 1) % ctx.n, 0)
 
 
 class _Both:
-    """Waits for the send and the receive of one step."""
+    """Starts the ops of one step; wait() waits for the send and the receive."""
     __slots__ = ("works",)
 
-    def __init__(self, works):
-        self.works = works
+    def __init__(self, batch: Any, ops: List[Any]) -> None:
+        self.works = batch(ops)
 
-    def wait(self):
+    def wait(self) -> None:
         for w in self.works:
             w.wait()
 
 
-def exchange_ops(dist, send, to, recv, frm):
+def exchange_ops(dist: Any, send: Tensor, to: int, recv: Tensor, frm: int) -> List[Any]:
     """One send and one receive as batch_isend_irecv's ops, the receive first. NCCL groups
     them, so the order is free there. Gloo starts them in list order, and a send waits for
     the peer's receive-ready notice: with the send first, a rank could start writing its data
@@ -45,11 +46,7 @@ def exchange_ops(dist, send, to, recv, frm):
     return [dist.P2POp(dist.irecv, recv, frm), dist.P2POp(dist.isend, send, to)]
 
 
-def _async(batch, ops):
-    return _Both(batch(ops))
-
-
-def exchange(batch, ops):
+def exchange(batch: Any, ops: List[Any]) -> None:
     """Start the ops and wait for them all (the blocking call; p2p's too)."""
     for w in batch(ops):
         w.wait()
