@@ -136,19 +136,26 @@ def _local(f, n, g, s, near=NEAR):
     """An exchange of S = s on n ranks fitted in log space to the input rows within near x of its bytes
     per peer, the nearer weighing more: (time, its part per network peer, weighted log residuals,
     input counts within sqrt(NEAR) x), or None short of two counts."""
-    def far(x):     # |log| of an input row's bytes per peer over the row's
-        return abs(log(x[2] * peers(f["coll"], *x[:2])[1] / (s * peers(f["coll"], n, g)[1])))
+    coll = f["coll"]
+    mine = s * peers(coll, n, g)[1]         # the row's bytes per peer
 
-    def cols(n, g, s, *_):      # base, latency, bytes / bandwidth (on 1-2 nodes their own)
-        (p, per), two = peers(f["coll"], n, g), split and n <= 2 * g
-        return [1.0, p, p * s * per * (not two), p * s * per * two][:3 + split]
+    def far(x):     # |log| of an input row's bytes per peer over the row's
+        return abs(log(x[2] * peers(coll, *x[:2])[1] / mine))
+
     pts = [x for x in f["points"] if far(x) <= log(near)]
     if len({x[0] for x in pts}) < 2:
         return None
-    split, w = len({x[0] <= 2 * x[1] for x in pts}) > 1, np.array([1 - far(x) / log(near) for x in pts])
+    split = len({x[0] <= 2 * x[1] for x in pts}) > 1     # inputs on 1-2 nodes and on more
+
+    def cols(n, g, s, *_):      # base, latency, bytes / bandwidth (on 1-2 nodes their own)
+        p, per = peers(coll, n, g)
+        two = split and n <= 2 * g
+        return [1.0, p, p * s * per * (not two), p * s * per * two][:3 + split]
+    w = np.array([1 - far(x) / log(near) for x in pts])
     a = np.array([cols(*x) for x in pts]) / np.array([x[3] for x in pts])[:, None]
     c = np.exp(_lm(lambda x: w * np.log(a @ np.exp(x)), np.log(0.25 / a.mean(axis=0)))[0])
-    row, close = np.array(cols(n, g, s)), {x[0] for x in pts if far(x) <= log(NEAR) / 2}
+    row = np.array(cols(n, g, s))
+    close = {x[0] for x in pts if far(x) <= log(NEAR) / 2}
     return float(row @ c), float(row[1:] @ c[1:]), w * np.log(a @ c), len(close)
 
 
