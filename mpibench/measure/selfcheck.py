@@ -4,7 +4,7 @@ of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
 import time
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 from ..launch.session import Session
 from ..launch.watchdog import NullWatch
@@ -36,11 +36,11 @@ class Rows:
     table_header = add_probe = set
 
 
-class Quiet(Session):
+class Quiet:
     """The session as the engine sees it, without its progress lines (`verify` prints its
     own table); everything else is the session's."""
 
-    def __init__(self, session: Session) -> None:     # no Session.__init__: all is session's
+    def __init__(self, session: Session) -> None:
         self._s = session
 
     def out(self, text: str = "") -> None:
@@ -53,7 +53,7 @@ class Quiet(Session):
 def engine_rows(session: Session, backend: TorchBackend, plan: Plan) -> Tuple[Optional[List[Row]], int]:
     """Run plan through the engine; (rows on rank 0 (else None), wrong elements)."""
     report = Rows() if session.rank == 0 else None
-    wrong = Engine(Quiet(session), backend, plan, report).run()
+    wrong = Engine(cast(Session, Quiet(session)), backend, plan, report).run()
     return (report.rows if report else None), wrong
 
 

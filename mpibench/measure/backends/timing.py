@@ -35,8 +35,8 @@ def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step
             return _windowed(calls, wait, window)
         return _each(calls, None, None, finish)
     if mode == 3:
-        return _barrier_untimed(calls, finish, _needed(barrier))
-    return _each(calls, finish, barrier if mode == 1 else None)
+        return _barrier_untimed(calls, finish, needed_barrier(barrier))
+    return _each(calls, finish, needed_barrier(barrier) if mode == 1 else None)
 
 
 def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step = None) -> float:
@@ -68,10 +68,10 @@ def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step 
     return perf() - t0
 
 
-def _needed(barrier: Step) -> Call:
-    """-z 3 times each call between barriers: it cannot run without one."""
+def needed_barrier(barrier: Step) -> Call:
+    """-z 1 and 3 (and -G's start) hold a barrier: they cannot run without one."""
     if barrier is None:
-        raise ValueError("-z 3 needs the side channel's barrier")
+        raise ValueError("-z 1, -z 3 and -G need the side channel's barrier")
     return barrier
 
 
@@ -135,8 +135,9 @@ def seconds_marked(calls: Sequence[Call], mode: int, marks: Sequence[Call], fini
     if mode == 0 and wait is not None:
         return _windowed_marked(calls, wait, window, marks)
     if mode == 3:
-        return _paired_marked(calls, finish, _needed(barrier), marks)
-    return _each_marked(calls, finish if mode else None, barrier if mode == 1 else None,
+        return _paired_marked(calls, finish, needed_barrier(barrier), marks)
+    return _each_marked(calls, finish if mode else None,
+                        needed_barrier(barrier) if mode == 1 else None,
                         finish if mode == 0 else None, marks)
 
 
