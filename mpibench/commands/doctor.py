@@ -3,6 +3,7 @@ advice, and (on GPUs) the transports NCCL really used between every pair of host
 import datetime
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,7 +109,8 @@ def nccl_check(session, args):
     store, addr, port = bootstrap.rank0_store(
         session, os.environ, datetime.timedelta(seconds=args.nccl_timeout), join=False)
     error = None
-    with tempfile.TemporaryDirectory(prefix="mpibench-nccl-", ignore_cleanup_errors=True) as folder:
+    folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
+    try:
         log = os.path.join(folder, "nccl.log")
         env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
                    MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {device}",
@@ -126,6 +128,8 @@ def nccl_check(session, args):
             text = pathlib.Path(log).read_text(errors="replace")
         except OSError:
             text = ""
+    finally:    # not TemporaryDirectory: its ignore_cleanup_errors needs Python 3.10
+        shutil.rmtree(folder, ignore_errors=True)
     logs = session.comm.gather(text, root=0) or []      # [] but on rank 0
     errors = [e for e in session.comm.allgather(error) if e]
     del store
