@@ -49,8 +49,9 @@ def timer(size, harness, bare, tolerance, judged_from):
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
     ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
     name = f"timer {format_size(size)}"
-    if size < judged_from:
-        r = median(ratios or [h / b for h, b in zip(harness, bare)])
+    if size < judged_from:      # the interval's centre where there is one, as judge()'s
+        ci = interval(ratios, PASS_CONFIDENCE)
+        r = ci[1] if ci else median(ratios or [h / b for h, b in zip(harness, bare)])
         return check(name, fig, ref, r, "INFO", f"below {format_size(judged_from)}: latency, "
                      f"where one call's own cost differs, not judged")
     return judge(name, fig, ref, ratios, tolerance)
