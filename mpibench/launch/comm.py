@@ -88,9 +88,18 @@ class MPIComm(Comm):
         self.world = MPI.COMM_WORLD
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
-        # the side channel's gathers and barrier are COMM_WORLD's own
-        self.allgather, self.gather, self.bcast = self.world.allgather, self.world.gather, self.world.bcast
-        self.barrier = self.world.Barrier
+
+    def allgather(self, obj):
+        return self.world.allgather(obj)
+
+    def gather(self, obj, root=0):
+        return self.world.gather(obj, root=root)
+
+    def bcast(self, obj, root=0):
+        return self.world.bcast(obj, root=root)
+
+    def barrier(self):
+        self.world.Barrier()
 
     def polite_barrier(self, spin=0.002, nap=0.0002):
         """A barrier that stops burning a core after `spin` seconds of waiting: MPI's

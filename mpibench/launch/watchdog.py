@@ -1,8 +1,11 @@
 """The hang watchdog and signal handler that every rank runs beside the benchmark.
 
-The main thread says where it is, with attribute stores made outside the timed loops:
-arm(where) before each row (a fresh deadline), mark(phase) between phases, disarm() when
-done. One thread per rank watches the deadline and the signals:
+The main thread says where it is: arm(where) before each row (a fresh deadline),
+mark(phase) between phases, disarm() when done. While the phase is the timed loop the
+thread checks its deadline only; the mark that ends the loop wakes it to answer what came
+meanwhile (or it answers once its own deadline passes). Each is an attribute store (and,
+leaving a timed loop, at most one byte to a pipe), made outside the timed loops. One
+thread per rank watches the deadline and the signals:
 
 - A deadline passes: the thread asks every rank where it is, over MPI (a duplicate of
   COMM_WORLD, independent of NCCL/gloo). A rank that does not answer within a grace
@@ -53,10 +56,17 @@ class NullWatch:
     """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
     timeout = None
 
-    def arm(self, *args):
-        """Nothing to arm: no watchdog runs (nor anything to mark, disarm or keep)."""
+    def keep_results(self, abandon):
+        pass
 
-    keep_results = mark = disarm = arm
+    def arm(self, where, phase=""):
+        pass
+
+    def mark(self, phase):
+        pass
+
+    def disarm(self):
+        pass
 
 
 class Watchdog(NullWatch):
