@@ -130,16 +130,22 @@ def memory_summary(hosts: Sequence[str], out: RunOutput, memory: Sequence[Dict[s
     known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
     device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
               if m.get("device_peak_bytes") is not None]
-    if not (device or known):
-        return
 
-    def peak(found: List[Tuple[int, int]], what: str) -> Tuple[int, str]:
+    def peak(found: List[Tuple[int, int]]) -> Tuple[int, str]:
+        """The largest: (its rank, 'N bytes on rank R (host H)')."""
         value, rank = max(found)
-        return rank, f"{what}{format_bytes(value)} on rank {rank} (host {hosts[rank]})"
-    rank, line = (peak(device, "# peak device memory (torch.cuda.max_memory_allocated): ") if device
-                  else peak(known, "# peak resident memory: "))
-    line += f", of which buffers {format_bytes(memory[rank]['buffer_bytes'])}"
-    out.say(line + ("; " + peak(known, "peak host resident memory ")[1] if device and known else ""))
+        return rank, f"{format_bytes(value)} on rank {rank} (host {hosts[rank]})"
+    if device:
+        rank, where = peak(device)
+        line = (f"# peak device memory (torch.cuda.max_memory_allocated): {where}, of which "
+                f"buffers {format_bytes(memory[rank]['buffer_bytes'])}")
+        if known:
+            line += f"; peak host resident memory {peak(known)[1]}"
+        out.say(line)
+    elif known:
+        rank, where = peak(known)
+        out.say(f"# peak resident memory: {where}, of which buffers "
+                f"{format_bytes(memory[rank]['buffer_bytes'])}")
 
 
 def per_rank_table(hosts: Sequence[str], out: RunOutput) -> None:

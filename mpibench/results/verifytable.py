@@ -2,11 +2,10 @@
 it has one), verdict; then one line per check that did not pass, with its reason."""
 from typing import Any, Dict, List
 
-from tabulate import tabulate
-
 from ..measure.sizes import format_size
 from .numbers import us
 from .output import RunOutput
+from .tables import commented
 
 Check = Dict[str, Any]      # one check as verdicts.check() makes it
 
@@ -39,17 +38,7 @@ def _ratio(c: Check) -> str:
 
 
 def checks(out: RunOutput, checks: List[Check]) -> None:
-    out.say("#")
-    for line in lines(checks):
-        out.say(line if line.startswith("#") else "#  " + line)
-
-
-def lines(checks: List[Check]) -> List[str]:
-    table = tabulate([[c["check"], c["figure"], c["reference"], _ratio(c), c["verdict"]]
-                      for c in checks],
-                     headers=["check", "figure", "reference", "ratio", "verdict"],
-                     disable_numparse=True)
-    out: List[str] = table.splitlines()
+    rows = [[c["check"], c["figure"], c["reference"], _ratio(c), c["verdict"]] for c in checks]
     notes = [f"# {c['verdict']} {c['check']}: {c['reason']}" for c in checks
              if c["reason"] and c["verdict"] not in ("PASS",)]
-    return out + notes
+    out.say("#", *commented(rows, ["check", "figure", "reference", "ratio", "verdict"]), *notes)
