@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..launch import faults
-from ..measure.collectives import REGISTRY
+from ..measure.collectives import NAMES, REGISTRY
 from ..measure.collectives.base import Collective
 from ..measure.dtypes import DTYPES
 from .nccltests import Unreadable, collective_name, document, no_busbw, row_of
@@ -53,8 +53,7 @@ _IN_PLACE_UNCHECKED = ("all_to_all", "sendrecv")
 # the names files carry: nccl_alltoall.log, allgather_run2.txt, reduce-scatter.out
 _FILE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
                "alltoall": "all_to_all", "a2a": "all_to_all", "bcast": "broadcast",
-               **{c: c for c in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                 "broadcast", "reduce", "gather", "scatter", "sendrecv")}}
+               **{c: c for c in NAMES}}
 _LEAD = ("redop", "root")
 _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
 
