@@ -452,8 +452,9 @@ def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
         elif k != 1:
             return None, f"line {at}: size is {k:g} x count x element size, not 1 x"
     # busbw / algbw: a * (n-1)/n where the factor varies with n, else the constant a
-    a, varies = coll.busbw_factor(2), coll.busbw_factor(2) != coll.busbw_factor(3)
-    a = a * 2 if varies else a
+    two, three = coll.busbw_factor(2), coll.busbw_factor(3)
+    varies = two != three
+    a = 2 * two if varies else two
     if varies and _scaled_algbw(coll, rows, layout):
         a, varies = 1.0, False               # before June 2020: busbw = algbw
     for rlo, rhi, at in _ratio_bounds(rows):
@@ -582,7 +583,8 @@ def _sizes_forward(test: Test) -> None:
     if not _checking():
         return
     sweep = test.header.sweep
-    wanted = _requested(sweep) if sweep and test.average is not None else None
+    end = test.average[1] if test.average is not None else None     # the average's line
+    wanted = _requested(sweep) if sweep and end is not None else None
     series: Dict[Tuple[str, Optional[str], int], List[Cells]] = {}
     for r in test.rows:
         series.setdefault(_series_key(r), []).append(r)
@@ -592,10 +594,10 @@ def _sizes_forward(test: Test) -> None:
                 raise Unreadable(f"line {r.line}: size {r.size} after {last.size} "
                                  f"(line {last.line}): rows of two runs with no header "
                                  f"between them")
-        if wanted is None or test.average is None:
+        if wanted is None:
             continue
         if len(rows) != len(wanted) or any(r.size > w for r, w in zip(rows, wanted)):
-            raise Unreadable(f"line {test.average[1]}: the header asks for {len(wanted)} "
+            raise Unreadable(f"line {end}: the header asks for {len(wanted)} "
                              f"sizes ({wanted[0]} to {wanted[-1]} bytes), the table above has "
                              f"{len(rows)} rows of {rows[0].label}: rows are missing or "
                              f"come from another run")
