@@ -211,7 +211,8 @@ def _check(doc: Doc, add: Add) -> None:
     check = doc.get("check")
     if not check:
         return
-    size, coll = check.get("config", {}).get("size"), check.get("config", {}).get("collective")
+    config = check.get("config", {})
+    size, coll = config.get("size"), config.get("collective")
     if "failing_hosts" in check:
         add("mpibench_check_passed", int(not check["failing_hosts"] and not check.get("suspects")
                                          and not (doc.get("exit") or {}).get("code")))
@@ -236,9 +237,15 @@ def _check(doc: Doc, add: Add) -> None:
 
 def _kind(name: str) -> str:
     """The kind of a suspect as checkverdict names it (few values: a label)."""
-    kinds = (("tie", "(a tie" in name), ("uplink", name.startswith("uplink ")),
-             ("path", name.startswith("path ")), ("rail_switch", " switch" in name.split("(")[0]))
-    return next((kind for kind, named in kinds if named), "host_rail")
+    if "(a tie" in name:
+        return "tie"
+    if name.startswith("uplink "):
+        return "uplink"
+    if name.startswith("path "):
+        return "path"
+    if " switch" in name.split("(")[0]:
+        return "rail_switch"
+    return "host_rail"
 
 
 def _health(doc: Doc, add: Add) -> None:
