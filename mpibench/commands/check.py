@@ -243,17 +243,19 @@ def _switches(session, args, names):
     every rank): from --topology FILE, else SLURM's when the job runs under it, else one
     switch."""
     if args.topology:
-        source, read, strict = args.topology, topology.read_file, True
-    elif os.environ.get("SLURM_JOB_ID"):
-        source, read, strict = "scontrol show topology", lambda _: topology.from_slurm(), False
-    else:
-        return topology.single(names)
+        return inputs.on_rank0(session, args.topology, lambda path: _tree(
+            topology.read_file(path), path, names, True), "--topology")
+    if os.environ.get("SLURM_JOB_ID"):
+        source = "scontrol show topology"
+        return inputs.on_rank0(session, source, lambda _: _tree(
+            topology.from_slurm(), source, names, False))
+    return topology.single(names)
 
-    def tree(path):     # the job's hosts under the switches the text describes; no text: one switch
-        text = read(path)
-        return topology.build(topology.parse(text, source), names, source, strict) if text \
-            else topology.single(names)
-    return inputs.on_rank0(session, source, tree, "--topology" if strict else None)
+
+def _tree(text, source, names, strict):
+    """The job's hosts under the switches that text describes (no text: one switch)."""
+    return topology.build(topology.parse(text, source), names, source, strict) if text \
+        else topology.single(names)
 
 
 def _pair_rounds(session, backend, size, args, names, members, fabric, report):
