@@ -67,8 +67,8 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
                          f"algbw {bw_cells(alg)}  busbw {bw_cells(busbw(alg, factor))}")
     good = [bw for bw in trial_bw if bw is not None]
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
-    out.say("", table([[name, figure(v), figure(v and v * 8), figure(busbw(v, factor)),
-                        figure((bus := busbw(v, factor)) and bus * 8)] for name, v in stats.items()],
+    out.say("", table([[name, figure(v), figure(v and v * 8), figure(bus := busbw(v, factor)),
+                        figure(bus and bus * 8)] for name, v in stats.items()],
                       ["over trials", "algbw GBps", "algbw Gbps", "busbw GBps", "busbw Gbps"]))
     means = [mean(g) for g in gathered]
     out.say("", table([[r, label, ms(t), figure(algbw(nbytes, t)), figure(busbw(algbw(nbytes, t), factor))]

@@ -11,9 +11,9 @@ from .schema import Step, Train
 def replicas(losses: List[Optional[float]], rtol: float) -> Dict[str, Any]:
     """The replicas' check: every rank's loss on a shared batch, equal (rtol 0) or within
     rtol of the largest in size; spread is (max - min) / max |loss|."""
-    if None in losses:
-        return {"loss": losses, "agree": False, "rtol": rtol, "spread": None}
     known = [x for x in losses if x is not None]
+    if len(known) != len(losses):
+        return {"loss": losses, "agree": False, "rtol": rtol, "spread": None}
     top = max(abs(x) for x in known)
     spread = (max(known) - min(known)) / top if top else 0.0
     agree = len(set(known)) == 1 if not rtol else spread <= rtol
