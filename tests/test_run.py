@@ -285,7 +285,7 @@ def test_poison_is_no_valid_output_and_avg_says_when_it_cannot_judge():
             for n in (1, 2, 3, 4, 5, 7, 8, 126):
                 ctx = Ctx(rank=0, n=n, root=0, op=op, dtype=dt)
                 if exact_reason(ctx) is None:
-                    assert not (reduce_result(torch, ctx, i) == poison).any(), (dt, op, n)
+                    assert not (reduce_result(ctx, i) == poison).any(), (dt, op, n)
     bf16 = DTYPES["bfloat16"]
     assert exact_reason(Ctx(0, 7, 0, "avg", bf16)) is None
     for n in (8, 126):                        # (n + 2) eps is half the step 1/n or more
@@ -294,13 +294,13 @@ def test_poison_is_no_valid_output_and_avg_says_when_it_cannot_judge():
 
     class Coll:
         def expected(self, ctx, start, stop):
-            return reduce_result(torch, ctx, torch.arange(start, stop))
+            return reduce_result(ctx, torch.arange(start, stop))
     ctx = Ctx(0, 4, 0, "avg", DTYPES["float32"])
-    got = reduce_result(torch, ctx, torch.arange(0, 10)).float()
-    assert count_wrong(torch, Coll(), got, ctx) == 0
+    got = reduce_result(ctx, torch.arange(0, 10)).float()
+    assert count_wrong(Coll(), got, ctx) == 0
     got[3] = float("nan")
     got[5] += 0.25                            # a step of 1/n is wrong
-    assert count_wrong(torch, Coll(), got, ctx) == 2
+    assert count_wrong(Coll(), got, ctx) == 2
 
 
 @pytest.mark.usefixtures("procs")

@@ -197,7 +197,6 @@ class Engine:
         self.b = backend
         self.plan = plan
         self.report = report
-        self.torch = backend.torch
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch: NullWatch = getattr(session, "watch", None) or NullWatch()
         # {collective: seconds per launch} (GPUs): rows near it are marked
@@ -362,7 +361,7 @@ class Engine:
             self.b.sync()
             call()
             self.b.sync()
-            w = count_wrong(self.torch, coll, rv, ctx)
+            w = count_wrong(coll, rv, ctx)
             # Undefined here (not the root): keep calling, the other ranks make every round.
             wrong = None if w is None or wrong is None else wrong + w
         ctx.seed = 0

@@ -15,8 +15,7 @@ class AllReduce(Collective):
         return 2 * (n - 1) / n
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
-        import torch
-        return reduce_result(torch, ctx, index(ctx, start, stop))
+        return reduce_result(ctx, index(ctx, start, stop))
 
     def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         return partial(dist.all_reduce, recv, op=ctx.backend_op, async_op=async_op)

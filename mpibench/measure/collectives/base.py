@@ -159,8 +159,9 @@ def reduce_inputs(ctx: Ctx, r: int, i: Tensor) -> Tensor:
     raise ValueError(ctx.op)
 
 
-def reduce_result(torch: Any, ctx: Ctx, i: Tensor) -> Tensor:
+def reduce_result(ctx: Ctx, i: Tensor) -> Tensor:
     """The reduction over ranks 0..n-1 of reduce_inputs at indices i, in closed form."""
+    import torch
     n, s = ctx.n, i + ctx.seed
     if ctx.op in ("sum", "avg"):
         a = s % 3
@@ -203,7 +204,7 @@ def avg_tolerance(ctx: Ctx) -> float:
     return (ctx.n + 2) * 2.0 / ctx.dtype.exact
 
 
-def count_wrong(torch: Any, coll: Collective, recv: Tensor, ctx: Ctx) -> Optional[int]:
+def count_wrong(coll: Collective, recv: Tensor, ctx: Ctx) -> Optional[int]:
     """Wrong elements in recv (None when this rank's output is not defined). A NaN is
     wrong: the tolerance test is written so that it fails for NaN."""
     wrong = 0

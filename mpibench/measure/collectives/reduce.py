@@ -13,10 +13,9 @@ class Reduce(Collective):
     mpi_modes = ("out", "in")
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
-        import torch
         if ctx.rank != ctx.root:
             return None       # only the root's result is defined
-        return reduce_result(torch, ctx, index(ctx, start, stop))
+        return reduce_result(ctx, index(ctx, start, stop))
 
     def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         return partial(dist.reduce, recv, ctx.root, op=ctx.backend_op, async_op=async_op)

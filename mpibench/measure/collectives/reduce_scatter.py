@@ -18,9 +18,8 @@ class ReduceScatter(Collective):
         return Counts(base * n, base, base, 0, base)
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
-        import torch
         offset = ctx.rank * ctx.count
-        return reduce_result(torch, ctx, index(ctx, offset + start, offset + stop))
+        return reduce_result(ctx, index(ctx, offset + start, offset + stop))
 
     def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
