@@ -6,11 +6,11 @@ from ..errors import UsageError
 from ..measure.sizes import format_size
 from . import reader, rows as rowkeys, traintext
 from .numbers import counted
+from .reader import Bandwidth
+from .schema import Doc
 from .tables import table
 
 NOISE = 0.05
-Doc = Dict[str, Any]                    # a results document as read back
-Bandwidth = Tuple[float, float, float, str]   # reader.bandwidth(): GB/s, its trials' range, metric
 Key = Tuple[Any, ...]                   # rows.key()
 Found = Tuple[Dict[Key, Bandwidth], List[Tuple[int, str]]]   # figures()
 

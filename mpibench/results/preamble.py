@@ -3,7 +3,7 @@ nccl-tests prints it), the backend and launcher, versions with their differences
 hosts, and the network variables."""
 from typing import Any, Dict, Optional, Sequence
 
-from .numbers import counted
+from .numbers import counted, plural
 
 
 def rank_line(r: Dict[str, Any]) -> str:
@@ -20,7 +20,7 @@ def describe(out: Any, records: Sequence[Dict[str, Any]], world: Dict[str, Any],
     on the versions that differ between hosts; env: the network variables set."""
     out.say("#\n# Using devices", *map(rank_line, records))
     size, hosts = world["size"], len(world["hosts"])
-    out.say(f"# backend{'s' if nbackends > 1 else ''} {world['backend']}, launcher "
+    out.say(f"# {plural(nbackends, 'backend')} {world['backend']}, launcher "
             f"{world['launcher']}, {counted(size, 'rank')} on {counted(hosts, 'host')}, rendezvous "
             f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier "
             f"{world['barrier']}")

@@ -84,7 +84,10 @@ def first_mode(row: Dict[str, Any], wanted: Optional[str] = None) -> Optional[st
     return None
 
 
-def bandwidth(row: Dict[str, Any], mode: str) -> Optional[Tuple[float, float, float, str]]:
+Bandwidth = Tuple[float, float, float, str]   # bandwidth(): GB/s, its trials' range, metric
+
+
+def bandwidth(row: Dict[str, Any], mode: str) -> Optional[Bandwidth]:
     """(value, low, high, metric): busbw, else algbw (one rank), with the trials' range if any."""
     m = row.get(mode)
     if not m:

@@ -6,8 +6,8 @@ from tabulate import tabulate
 from ..measure.modes import MODES
 from . import reader, summary, tables, traintext
 from .files import CSV_FIELDS, csv_lines, csv_rows
+from .schema import Doc
 
-Doc = Dict[str, Any]                    # a results document as read back
 Docs = Sequence[Tuple[str, Doc]]        # (path, document)
 
 
