@@ -17,7 +17,7 @@ from ..launch import faults
 from ..measure.collectives import NAMES, REGISTRY
 from ..measure.collectives.base import Collective
 from ..measure.dtypes import DTYPES
-from .nccltests import Unreadable, collective_name, document, no_busbw, row_of
+from .nccltests import Unreadable, collective_name, document, mode_figures, no_busbw, row_of
 
 _TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")         # mpirun --tag-output
 _COLUMNS = re.compile(r"#\s*size\s+count\s+type\b")
@@ -155,12 +155,8 @@ def _layout(line: str, n: int) -> Layout:
 def _mode(values: List[Optional[Num]], names: List[str]) -> Tuple[Dict[str, Any], Bws]:
     """One mode's cells -> mpibench's figures (with half units kept aside for checks)."""
     cells = dict(zip(names, values))
-    time_us = cells["time"]
-    if time_us is None or not time_us[0] > 0:
-        raise Unreadable("a time is not above 0")
     first = {k: None if v is None else v[0] for k, v in cells.items()}
-    out = {"time_us": time_us[0], "algbw_GBps": first["algbw"], "busbw_GBps": first["busbw"],
-           "nwrong": None}
+    out = mode_figures(first["time"], first["algbw"], first["busbw"], None)
     if (wrong := first.get("#wrong")) is not None:
         if wrong < 0 or wrong != int(wrong):
             raise Unreadable(f"#wrong {wrong:g} is not a count")

@@ -52,6 +52,15 @@ def row_of(collective: str, size: int, count: int, label: str, redop: str, root:
             "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
 
 
+def mode_figures(time_us: Optional[float], alg: Optional[float], bus: Optional[float],
+                 nwrong: Optional[int]) -> Dict[str, Any]:
+    """One mode's figures as mpibench writes them, from either form of nccl-tests' output;
+    its time must be above 0."""
+    if time_us is None or not time_us > 0:
+        raise Unreadable("a time is not above 0")
+    return {"time_us": time_us, "algbw_GBps": alg, "busbw_GBps": bus, "nwrong": nwrong}
+
+
 def no_busbw(rows: List[Dict[str, Any]]) -> None:
     """One rank: busbw is not defined (factor 0; nccl-tests prints 0)."""
     for row in rows:
@@ -94,10 +103,7 @@ def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
                     raise Unreadable(f"{key} is not an object")
                 t, wrong, alg, bus = (_num(m, k) for k in ("time" if "time" in m else "cpu_time",
                                                            "nwrong", "alg_bw", "bus_bw"))
-                if t is None or not t > 0:
-                    raise Unreadable("a time is not above 0")
-                modes[key] = {"time_us": t, "algbw_GBps": alg, "busbw_GBps": bus,
-                              "nwrong": None if wrong is None else int(wrong)}
+                modes[key] = mode_figures(t, alg, bus, None if wrong is None else int(wrong))
                 p = r.get(key + "_per_iter")        # -I 1: kept as it is once its summary is numbers
                 if p is not None:
                     if not isinstance(p, dict):
