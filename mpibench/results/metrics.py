@@ -1,11 +1,7 @@
-"""--metrics FILE: a command's results document in Prometheus' text exposition format,
-whatever the command. The file is replaced in one rename, as node_exporter's textfile
-collector expects: a state each run refreshes (the one result file mpibench overwrites).
-
-Label names follow NCCL Inspector's (slurm_job_id, node, n_nodes, nranks, collective,
-message_size) and DCGM exporter's (gpu, Hostname), so that dashboards can join them;
-`command` keeps two commands' files in one folder apart (one series in two files is an
-error at every scrape). METRICS is what docs/metrics.md documents: no other name is written.
+"""--metrics FILE: a command's results document in Prometheus' text exposition format, replaced
+in one rename as node_exporter's textfile collector expects. Label names follow NCCL Inspector's
+and DCGM exporter's so dashboards can join them (docs/metrics.md); `command` keeps two commands'
+files apart (one series in two files is an error at every scrape). No name outside METRICS is written.
 """
 import datetime
 import math
@@ -17,51 +13,42 @@ from ..measure.modes import MODE_KEYS
 from .files import write_whole
 from .schema import Doc
 
-_ROW = ("collective", "message_size", "dtype", "mode", "n_nodes", "nranks")
-_RANK = ("collective", "message_size", "dtype", "mode", "rank", "node", "Hostname", "gpu")
-_LINK = ("node", "rank", "peer_node", "peer_rank", "message_size", "bidirectional")
-_PAIR = ("node", "peer_node", "rail", "round")
-_HOST = ("collective", "message_size", "node")
-_TRAIN = ("model", "parallel", "nranks")
-
-# name: (help, labels besides command and slurm_job_id)
+# name: help text (docs/metrics.md lists each one's labels)
 METRICS = {
-    "mpibench_info": ("1, with the run's version, backend, launcher and size as labels",
-                      ("version", "backend", "launcher", "n_nodes", "nranks")),
-    "mpibench_start_timestamp_seconds": ("when the run started (Unix time)", ()),
-    "mpibench_end_timestamp_seconds": ("when the run ended (Unix time); absent while it runs", ()),
-    "mpibench_complete": ("1 when the run finished every step, 0 while it runs or when cut short", ()),
-    "mpibench_exit_code": ("the job's exit code (0 ok, 1 a check failed, 124 hung, 128+N signal N)", ()),
-    "mpibench_collective_busbw_bytes_per_second": ("bus bandwidth of one row (nccl-tests' busbw)", _ROW),
-    "mpibench_collective_algbw_bytes_per_second": ("algorithm bandwidth of one row (bytes / time)", _ROW),
-    "mpibench_collective_time_seconds": ("time per call of one row (mean over ranks of the slowest rank's "
-                                         "average, as nccl-tests prints it)", _ROW),
-    "mpibench_collective_wrong_elements": ("elements found wrong in one row's check (-c 1)", _ROW),
-    "mpibench_rank_time_seconds": ("a rank's median time per call, at the size analysed per host", _RANK),
-    "mpibench_host_time_seconds": ("a host's median time per call over its ranks, at the size analysed "
-                                   "per host", _HOST),
-    "mpibench_host_slow": ("1 when the per-host analysis names the host slow, else 0", _HOST),
-    "mpibench_link_bandwidth_bytes_per_second": ("p2p: one link's bandwidth (median iteration)", _LINK),
-    "mpibench_link_latency_seconds": ("p2p: one link's latency (half the ping-pong's round trip)", _LINK),
-    "mpibench_link_passed": ("p2p: 1 when the link is not named slow, else 0", _LINK),
-    "mpibench_check_passed": ("check: 1 when every host and link passed, else 0", ()),
-    "mpibench_check_host_passed": ("check: 1 when the host passed, else 0; verdict PASS, RAIL (a rail "
-                                   "failed, the host is kept) or FAIL (drain it)", ("node", "verdict")),
-    "mpibench_check_host_busbw_bytes_per_second": ("check test 1: busbw among the ranks of one host",
-                                                   ("node", "collective", "message_size")),
-    "mpibench_check_pair_busbw_bytes_per_second": ("check test 2: one rail of a pair of hosts, both "
-                                                   "directions at once", _PAIR),
-    "mpibench_check_pair_passed": ("check test 2: 1 when the rail of the pair passed, else 0", _PAIR),
-    "mpibench_check_rail_passed": ("check: 1 when the host's rail passed, else 0", ("node", "rail")),
-    "mpibench_check_suspect": ("check: 1 for each link or switch the verdict suspects; kind host_rail, "
-                               "uplink, rail_switch, tie or path", ("link", "kind")),
-    "mpibench_health_passed": ("check --health: 1 when the host is healthy, else 0", ("node",)),
-    "mpibench_train_step_seconds": ("train: median synced step time", _TRAIN),
-    "mpibench_train_tokens_per_second": ("train: tokens per second over every rank", _TRAIN),
-    "mpibench_train_exposed_share": ("train: share of the step spent in exposed communication", _TRAIN),
-    "mpibench_train_rank_step_seconds": ("train: a rank's median step time", ("rank", "node")),
-    "mpibench_verify_check_passed": ("verify: 1 when the check passed, 0 when it failed (checks that "
-                                     "only inform are left out)", ("check",)),
+    "mpibench_info": "1, with the run's version, backend, launcher and size as labels",
+    "mpibench_start_timestamp_seconds": "when the run started (Unix time)",
+    "mpibench_end_timestamp_seconds": "when the run ended (Unix time); absent while it runs",
+    "mpibench_complete": "1 when the run finished every step, 0 while it runs or when cut short",
+    "mpibench_exit_code": "the job's exit code (0 ok, 1 a check failed, 124 hung, 128+N signal N)",
+    "mpibench_collective_busbw_bytes_per_second": "bus bandwidth of one row (nccl-tests' busbw)",
+    "mpibench_collective_algbw_bytes_per_second": "algorithm bandwidth of one row (bytes / time)",
+    "mpibench_collective_time_seconds": "time per call of one row (mean over ranks of the slowest "
+                                        "rank's average, as nccl-tests prints it)",
+    "mpibench_collective_wrong_elements": "elements found wrong in one row's check (-c 1)",
+    "mpibench_rank_time_seconds": "a rank's median time per call, at the size analysed per host",
+    "mpibench_host_time_seconds": "a host's median time per call over its ranks, at the size "
+                                  "analysed per host",
+    "mpibench_host_slow": "1 when the per-host analysis names the host slow, else 0",
+    "mpibench_link_bandwidth_bytes_per_second": "p2p: one link's bandwidth (median iteration)",
+    "mpibench_link_latency_seconds": "p2p: one link's latency (half the ping-pong's round trip)",
+    "mpibench_link_passed": "p2p: 1 when the link is not named slow, else 0",
+    "mpibench_check_passed": "check: 1 when every host and link passed, else 0",
+    "mpibench_check_host_passed": "check: 1 when the host passed, else 0; verdict PASS, RAIL (a rail "
+                                  "failed, the host is kept) or FAIL (drain it)",
+    "mpibench_check_host_busbw_bytes_per_second": "check test 1: busbw among the ranks of one host",
+    "mpibench_check_pair_busbw_bytes_per_second": "check test 2: one rail of a pair of hosts, both "
+                                                  "directions at once",
+    "mpibench_check_pair_passed": "check test 2: 1 when the rail of the pair passed, else 0",
+    "mpibench_check_rail_passed": "check: 1 when the host's rail passed, else 0",
+    "mpibench_check_suspect": "check: 1 for each link or switch the verdict suspects; kind "
+                              "host_rail, uplink, rail_switch, tie or path",
+    "mpibench_health_passed": "check --health: 1 when the host is healthy, else 0",
+    "mpibench_train_step_seconds": "train: median synced step time",
+    "mpibench_train_tokens_per_second": "train: tokens per second over every rank",
+    "mpibench_train_exposed_share": "train: share of the step spent in exposed communication",
+    "mpibench_train_rank_step_seconds": "train: a rank's median step time",
+    "mpibench_verify_check_passed": "verify: 1 when the check passed, 0 when it failed (checks "
+                                    "that only inform are left out)",
 }
 
 
@@ -103,7 +90,7 @@ def render(doc: Doc) -> str:
     for collect in (_run, _rows, _per_host, _links, _check, _health, _train, _verify):
         collect(doc, add)
     out = []
-    for name, (text, _) in METRICS.items():
+    for name, text in METRICS.items():
         if samples[name]:
             out += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
             out += [f"{name}{{{_labels(labels)}}} {_number(v)}" for labels, v in samples[name]]

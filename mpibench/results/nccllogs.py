@@ -1,11 +1,6 @@
 """nccl-tests' printed output as users keep it, in every table layout since before 2.13,
-and mpibench's own, read as a results document.
-
-A test's collective comes from the log, else --collective, else a `*_perf` command line,
-else the file's name, else what its rows allow (redop, root, size / count, busbw / algbw),
-which also give the rank count where rank lines are missing or cut. What the rows
-contradict (a named collective, an average, sizes running backwards) is refused with the
-line; rows of two runs in one stream are read where each fits one run's table only.
+and mpibench's own, read as a results document. How a test's collective and rank count are
+found, and what is refused with the line: docs/nccl-tests-logs.md.
 """
 import math
 import os
@@ -35,14 +30,14 @@ _CONCLUDED = re.compile(r"#\s*Collective test concluded")
 _COMMAND = re.compile(r"(?:^|[\s/])([a-z]+(?:_[a-z]+)*)_perf(?:_mpi)?(?:\s|$)")
 _NUMBER = re.compile(r"^[-+]?(\d+)?(?:\.(\d*))?(?:[eE]([-+]?\d+))?$")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d$")
-_SIGNS = re.compile(r"#?\s*(?:nccl-tests version|Collective test starting:|nThread\s+\d+\s+nGpus"
-                    r"|\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid|\s*size\s+count\s+type\b)")
+_SIGN = (r"nccl-tests version|Collective test starting:|nThread\s+\d+\s+nGpus"
+         r"|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid|size\s+count\s+type\b")
+_SIGNS = re.compile(rf"#?\s*(?:{_SIGN})")
 _ELSIZE = {**{d.label: d.size for d in DTYPES.values()},
            "uint32": 4, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1}
 # Lines nccl-tests prints behind '#', as some published logs have them without it.
-_BARE = re.compile(r"(?:nccl-tests version|Collective test starting:|nThread\s+\d+\s+nGpus|Using "
-                   r"devices|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on|size\s+count\s+type\b"
-                   r"|\(B\)\s+\(elements\)|out-of-place\b|Out of bounds values\s*:|Avg bus bandwidth\b)")
+_BARE = re.compile(rf"(?:{_SIGN}|Using devices|\(B\)\s+\(elements\)|out-of-place\b"
+                   r"|Out of bounds values\s*:|Avg bus bandwidth\b)")
 # Launchers' line labels: srun -l (" 3: "), hydra's -prepend-rank ("[3] "), pdsh and
 # clush ("host: "); Open MPI's --tag-output is _TAG.
 _LABELS = (re.compile(r"\s*\d+: ?"), re.compile(r"\[\d+\] ?"), re.compile(r"[A-Za-z][\w.-]*: "))
@@ -246,9 +241,7 @@ def scan(text: str) -> Tuple[List[Test], List[Tuple[List[Test], Optional[Num], i
 
 
 def _table_row(state: State, tokens: List[str], line: str, n: int) -> None:
-    """Adds the row to the open test it fits; Unreadable, with the line, where none or two fit.
-    While two runs' tables are open, a row goes to the one run it fits (columns, sizes
-    growing along the sweep its header asks for, the shape of that table's rows)."""
+    """Adds the row to the one open test it fits (of two runs' at most); else Unreadable."""
     tests = state.open
     if not tests:
         raise Unreadable(f"line {n}: a table row with no column names above it "
@@ -289,9 +282,8 @@ def _series_key(r: Cells) -> Tuple[str, Optional[str], int]:
 
 
 def _continues(test: Test, row: Cells) -> bool:
-    """Whether row can be the next of test: its series' sizes grow within the sweep the
-    header asks for, and it has the shape of the table's first row (redop, root, size /
-    count, busbw / algbw), or of the collective the log names."""
+    """Whether row can be test's next: sizes growing along the sweep, and the shape of its
+    first row (redop, root, size / count, busbw / algbw) or of the collective the log names."""
     series = [r for r in test.rows if _series_key(r) == _series_key(row)]
     if series and series[-1].size > row.size:
         return False
@@ -314,8 +306,7 @@ def _continues(test: Test, row: Cells) -> bool:
 
 
 def _comment_line(state: State, line: str, n: int) -> None:
-    """A '#' line: the first that matches of rank line, average, column names, test name,
-    mpibench's title and backend, nccl-tests' version and sweep, a reduced sweep, a test's end."""
+    """A '#' line: rank line, average, column names, test name, title, sweep or a test's end."""
     if m := _RANK.match(line):
         # rank lines come in a header, each rank once: one elsewhere means lines of two
         # runs mixed, and a rank count read from them would be wrong
@@ -369,7 +360,7 @@ def _average_line(state: State, m: "re.Match[str]", n: int) -> None:
         value = number(m.group(2)) if _NUMBER.match(m.group(2)) else None  # n/a, nan
         if len(group) > 1 and not any(t.ours for t in group) and value is not None:
             # nccl-tests: one average per run
-            fits = [t for t in group if _is_average(t.rows, value, n)]
+            fits = [t for t in group if check_average(t.rows, value, n, "", raises=False)]
             if len(fits) != 1:
                 raise Unreadable(f"line {n}: an average with the tables at {_two_runs(group)} "
                                  f"open, the mean of {'both' if fits else 'neither'}: two runs "
@@ -472,9 +463,8 @@ def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
 
 
 def _scaled_algbw(coll: Collective, rows: List[Cells], layout: Layout) -> bool:
-    """Whether an all_gather or reduce_scatter table printed algbw as nccl-tests did before
-    June 2020, x (n-1)/n (busbw = algbw): only before 2.13's #wrong column, with
-    size / count giving n > 1, and a row whose printed digits rule out (n-1)/n."""
+    """Whether all_gather or reduce_scatter printed algbw x (n-1)/n (busbw = algbw), as before
+    June 2020: no #wrong column (before 2.13), size / count giving n > 1, digits ruling out (n-1)/n."""
     if coll.name not in ("all_gather", "reduce_scatter") or \
             any("#wrong" in g for g in layout[1]):
         return False
@@ -500,8 +490,7 @@ def _named_by_file(source: Optional[Path]) -> Optional[str]:
 
 
 def _in_place_unchecked(test: Test) -> bool:
-    """Whether the in-place #wrong is N/A on every row while out-of-place results were
-    checked: what nccl-tests prints for the collectives it cannot check in place."""
+    """Whether in-place #wrong is N/A on every row and out-of-place checked (_IN_PLACE_UNCHECKED)."""
     groups = test.layout[1]
     if len(groups) < 2 or "#wrong" not in groups[1]:
         return False
@@ -574,8 +563,7 @@ def _requested(sweep: Tuple[int, int, int, str], limit: int = 4096) -> Optional[
 
 
 def _sizes_forward(test: Test) -> None:
-    """Sizes grow along each series; where the header gives the sweep and the table ended
-    (its average printed), each series has a row per size asked for, none larger."""
+    """Sizes grow along each series, and an ended table has a row per size its header asks for."""
     if not _checking():
         return
     sweep = test.header.sweep
@@ -599,29 +587,22 @@ def _sizes_forward(test: Test) -> None:
                              f"come from another run")
 
 
-def _is_average(rows: List[Cells], average: Optional[Num], line: int) -> bool:
-    try:
-        check_average(rows, average, line, "")
-    except Unreadable:
-        return False
-    return True
-
-
-def check_average(rows: Iterable[Cells], average: Optional[Num], line: int, what: str) -> None:
-    """The printed average must be the mean of the printed busbw (nccl-tests and mpibench
-    both average every measured mode of every row), to the digits printed."""
-    if average is None or not _checking():
-        return
+def check_average(rows: Iterable[Cells], average: Optional[Num], line: int, what: str,
+                  raises: bool = True) -> bool:
+    """Whether the printed average is the mean of every printed busbw, to the digits printed;
+    Unreadable if not, where raises."""
     cells = [bus for r in rows for _, bus in r.bws if bus is not None]
-    if not cells:
-        return
+    if average is None or not _checking() or not cells:
+        return True
     lo = sum(b - h for b, h in cells) / len(cells)
     hi = sum(b + h for b, h in cells) / len(cells)
     value, half = average
-    if not lo - half - 1e-9 <= value <= hi + half + 1e-9:
+    fits = lo - half - 1e-9 <= value <= hi + half + 1e-9
+    if not fits and raises:
         raise Unreadable(f"line {line}: Avg bus bandwidth {value:g} is not the mean of the "
                          f"{len(cells)} busbw figures of {what} ({(lo + hi) / 2:.6g}): rows "
                          f"are missing or come from another test")
+    return fits
 
 
 # ---- the document ----
