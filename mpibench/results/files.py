@@ -1,12 +1,6 @@
 """Result files: reserved before the benchmark under a name no file has (FILE, else FILE.0,
-FILE.1, ... as nccl-tests' -J does), then brought up to date as rows arrive.
-
-A document is rendered in parts (a line per field and per row), so a new row rewrites only
-itself and the closing lines: the bytes written grow with the rows, not their square. Every
-write() reaches the kernel before the row is printed, so a SIGKILL loses no printed row;
-fsync runs at most once a second and at the end. Only such an append is written in place
-(a kill inside it leaves a cut row that document.mend() reads back as the rows before it);
-any other change replaces the file whole, atomically.
+FILE.1, ... as nccl-tests' -J does), then brought up to date as rows arrive: a new row is
+written in place, any other change replaces the file whole (docs/results-document.md).
 """
 import csv
 import io
@@ -145,9 +139,7 @@ def _write_at(fd: int, data: bytes, offset: int) -> None:
         view, offset = view[done:], offset + done
 
 
-# id(element) -> (element, its JSON): each row is encoded once rather than at every write.
-# Forgotten once a second and when a document ends, so an element changed in place is
-# written anew within a second.
+# id(element) -> (element, its JSON), forgotten once a second and when a document ends
 _ENCODED: Dict[int, Tuple[Any, str]] = {}
 _ENCODED_SINCE = [0.0]
 

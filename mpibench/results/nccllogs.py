@@ -12,17 +12,15 @@ from ..launch import faults
 from ..measure.collectives import NAMES, REGISTRY
 from ..measure.collectives.base import Collective
 from ..measure.dtypes import DTYPES
-from .nccltests import Unreadable, collective_name, document, mode_figures, no_busbw, row_of
+from .nccltests import Unreadable, collective_name, document, mode_figures, row_of
 
 _TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")         # mpirun --tag-output
 _COLUMNS = re.compile(r"#\s*size\s+count\s+type\b")
 _RANK = re.compile(r"#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device")
-_START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
-_OURS = re.compile(r"#\s*Collective:\s*(\S+)")                # mpibench's table title
-_NTHREAD = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes")
+_NAME = re.compile(r"#\s*Collective(?: test starting)?:\s*(\S+)")   # nccl-tests', mpibench's title
+_SETTINGS = re.compile(r"#\s*(?:nccl-tests version|nThread\s+\d+\s+nGpus\s+\d+\s+minBytes)")
 _SWEEP = re.compile(r"minBytes\s+(\d+)\s+maxBytes\s+(\d+)\s+step:\s*(\d+)\((factor|bytes)\)")
 _REDUCED = re.compile(r"#\s*Reducing maxBytes to\s+(\d+)")
-_VERSION = re.compile(r"#\s*nccl-tests version")
 _MPIBENCH = re.compile(r"#\s*mpibench [a-z_]+:")
 _AVERAGE = re.compile(r"#\s*Avg bus bandwidth(\s+\S+)?\s*:\s*(\S+)")
 _BACKEND = re.compile(r"#\s*backend (\w+), launcher")       # mpibench's header
@@ -328,14 +326,14 @@ def _comment_line(state: State, line: str, n: int) -> None:
         state.open = [test] if test.ours else state.open + [test]
         state.tests.append(test)
         state.group.append(test)
-    elif m := _START.match(line) or _OURS.match(line):
+    elif m := _NAME.match(line):
         _next_header(state)
         state.header.name = m.group(1)
     elif _MPIBENCH.match(line):          # mpibench's title
         state.header, state.open, state.group = Header(ours=True), [], []
     elif backend := _BACKEND.match(line):        # mpibench's, whatever its header looks like
         state.backend = backend.group(1)
-    elif _VERSION.match(line) or _NTHREAD.match(line):
+    elif _SETTINGS.match(line):
         _next_header(state)
         m = _SWEEP.search(line)
         if m and state.header.sweep and _checking():
@@ -628,9 +626,7 @@ def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = N
                     if m["algbw_GBps"] is not None:
                         m["algbw_GBps"] *= ranks / (ranks - 1)
             redop = r.redop if (model is None or model.reduces) and r.redop is not None else "none"
-            out = row_of(coll, r.size, r.count, r.label, redop, r.root, r.modes)
-            if ranks == 1:
-                no_busbw([out])
+            out = row_of(coll, r.size, r.count, r.label, redop, r.root, r.modes, ranks)
             out["backend"] = t.backend
             if len(tests) > 1:
                 out["test"] = i

@@ -46,7 +46,10 @@ def document(rows: List[Dict[str, Any]], hosts: List[str], ranks: Optional[int],
 
 
 def row_of(collective: str, size: int, count: int, label: str, redop: str, root: int,
-           modes: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+           modes: Dict[str, Dict[str, Any]], ranks: Optional[int]) -> Dict[str, Any]:
+    if ranks == 1:          # busbw is not defined (factor 0; nccl-tests prints 0)
+        for m in modes.values():
+            m["busbw_GBps"] = None
     return {"collective": collective, "backend": "nccl", "size": size, "count": count,
             "type": label, "dtype": _BY_LABEL.get(label, label), "redop": redop, "root": root,
             "out_of_place": modes.get("out_of_place"), "in_place": modes.get("in_place")}
@@ -59,14 +62,6 @@ def mode_figures(time_us: Optional[float], alg: Optional[float], bus: Optional[f
     if time_us is None or not time_us > 0:
         raise Unreadable("a time is not above 0")
     return {"time_us": time_us, "algbw_GBps": alg, "busbw_GBps": bus, "nwrong": nwrong}
-
-
-def no_busbw(rows: List[Dict[str, Any]]) -> None:
-    """One rank: busbw is not defined (factor 0; nccl-tests prints 0)."""
-    for row in rows:
-        for m in MODES:
-            if row.get(m):
-                row[m]["busbw_GBps"] = None
 
 
 # ---- -J JSON ----
@@ -85,7 +80,7 @@ def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
     devices = doc["config"].get("devices") or []
     if not isinstance(devices, list) or not all(isinstance(d, dict) for d in devices):
         raise Unreadable("config.devices is not a list of objects")
-    rows = []
+    rows, ranks = [], len(devices) or None
     for i, r in enumerate(doc["results"]):
         where = f"results[{i}]"
         if not isinstance(r, dict):
@@ -120,10 +115,7 @@ def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
                 raise Unreadable("type and redop must be text")
         except (Unreadable, ValueError, TypeError) as exc:
             raise Unreadable(f"{where}: {exc}") from None
-        rows.append(row_of(collective_name(name), size, count, label, redop, root, modes))
-    ranks = len(devices) or None
-    if ranks == 1:
-        no_busbw(rows)
+        rows.append(row_of(collective_name(name), size, count, label, redop, root, modes, ranks))
     hosts = [d.get("hostname") for d in devices if isinstance(d.get("hostname"), str)]
     name = rows[0]["collective"] if rows else "?"
     start = doc.get("start_time") if isinstance(doc.get("start_time"), str) else None

@@ -1,16 +1,11 @@
-"""NetPIPE's printed output (NPmpi / Debian's NPopenmpi 3.7), read as a results document.
-
-Each measured size prints `24: 4194304 bytes   20 times -->   6897.45 Mbps in   9278.80 usec`.
-usec is one transfer (half the ping-pong's round trip, or one exchange with -2); bytes are
-what one rank sends, so bytes / usec is one direction's rate in both modes: mpibench's
-sendrecv algbw (and busbw, factor 1). Mbps (2^20 bits/s, both directions with -2) is kept
-in the row, never used. Launchers' `[1,0]<stdout>:` prefixes are allowed. (The -o file
-does not say which mode made it: read the printed output.)
+"""NetPIPE's printed output (NPmpi / Debian's NPopenmpi 3.7), read as a results document:
+bytes / usec is one direction's rate, mpibench's sendrecv algbw = busbw; Mbps is kept in the
+row, never used (docs/verify.md). The -o file does not say which mode made it: read the printed output.
 """
 import re
 from typing import Any, Dict
 
-from .nccltests import Unreadable, document
+from .nccltests import Unreadable, document, mode_figures, row_of
 
 _LINE = re.compile(r"(?:^|[\s>:])\s*(\d+):\s+(\d+)\s+bytes\s+(\d+)\s+times\s+-->\s+"
                    r"([0-9.]+)\s+Mbps\s+in\s+([0-9.]+)\s+usec")
@@ -31,12 +26,9 @@ def parse_text(text: str) -> Dict[str, Any]:
         if not usec > 0 or size < 1:
             raise Unreadable(f"line {n}: a time or size that is not above 0")
         gbps = size / usec / 1e3
-        rows[size] = {"collective": "sendrecv", "backend": "mpi", "size": size, "count": size,
-                      "type": "uint8", "dtype": "uint8", "redop": "none", "root": -1,
-                      "netpipe": {"repeats": times, "Mbps": mbps},
-                      "out_of_place": {"time_us": usec, "algbw_GBps": gbps, "busbw_GBps": gbps,
-                                       "nwrong": None},
-                      "in_place": None}
+        row = row_of("sendrecv", size, size, "uint8", "none", -1,
+                     {"out_of_place": mode_figures(usec, gbps, gbps, None)}, None)
+        rows[size] = dict(row, backend="mpi", netpipe={"repeats": times, "Mbps": mbps})
     if not rows:
         raise Unreadable("no NetPIPE lines (N: BYTES bytes TIMES times --> X Mbps in T usec)")
     doc: Dict[str, Any] = document(

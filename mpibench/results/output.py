@@ -49,13 +49,6 @@ class RunOutput:
         for line in lines:
             self.s.out(line)
 
-    def note(self, text: str) -> None:
-        """A line for the reader that also belongs in the results file."""
-        self.s.out(f"# {text}")
-        with self._lock:
-            self.doc["notes"].append(text)
-            self.flush()
-
     def announce_files(self) -> None:
         self.say(*(f.announcement() for f in self.files))
 
@@ -67,8 +60,7 @@ class RunOutput:
 
     def table_header(self, collective: str) -> None:
         """nccl-tests' start line and column header, before a collective's rows."""
-        self.say(f"#\n# Collective test starting: {collective}_perf")
-        self.say(tables.row_header(self.per_iter))
+        self.say(f"#\n# Collective test starting: {collective}_perf", tables.row_header(self.per_iter))
 
     def add_row(self, row: Dict[str, Any], line: Optional[str] = None) -> None:
         """Record the row, then print it (nccl-tests' format, or line): what was seen survives a kill."""
@@ -95,8 +87,8 @@ class RunOutput:
             self.doc["hosts"].append(entry)
             self.flush()
 
-    def finish(self, complete: bool = True) -> None:
-        self.set(end_time=now(), complete=complete)
+    def finish(self) -> None:
+        self.set(end_time=now(), complete=True)
 
     def abandon(self, reason: str, exit: Optional[Dict[str, Any]] = None) -> str:
         """Write the document incomplete (exit: the job's verdict) and keep the lock; say what was kept."""
