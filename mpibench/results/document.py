@@ -94,8 +94,7 @@ def mend(text: str) -> Optional[Dict[str, Any]]:
                 if line[end:].strip() not in ("", ","):
                     break
                 continue
-            m = _FIELD.match(body)
-            if m is None:
+            if (m := _FIELD.match(body)) is None:
                 break
             key = json.loads(m.group(1))
             if m.group(2) == "[":

@@ -97,12 +97,11 @@ def render(doc: Doc) -> str:
     return "\n".join(out) + "\n"
 
 
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})     # Prometheus' label values
+
+
 def _labels(labels: Dict[str, Any]) -> str:
-    return ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items() if v not in (None, ""))
-
-
-def _escape(value: Any) -> str:
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return ",".join(f'{k}="{str(v).translate(_ESCAPES)}"' for k, v in labels.items() if v not in (None, ""))
 
 
 def _number(v: float) -> str:
@@ -195,8 +194,7 @@ def _links(doc: Doc, add: Add) -> None:
 
 
 def _check(doc: Doc, add: Add) -> None:
-    check = doc.get("check")
-    if not check:
+    if not (check := doc.get("check")):
         return
     config = check.get("config", {})
     size, coll = config.get("size"), config.get("collective")

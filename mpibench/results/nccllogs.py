@@ -418,8 +418,7 @@ Span = Tuple[int, Optional[int]]       # the rank counts rows allow: lo..hi (Non
 def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
               lines: Dict[int, str]) -> Tuple[Optional[Span], Optional[str]]:
     """(set of rank counts the rows allow, as an interval lo..hi, or None with the reason)."""
-    why = _pattern(coll, rows, layout)
-    if why:
+    if why := _pattern(coll, rows, layout):
         return None, why
     lo, hi = 1.0, math.inf
     if lines:
@@ -480,8 +479,7 @@ def _named_by_file(source: Optional[Path]) -> Optional[str]:
     name = re.sub(r"[^a-z]+", "_", os.path.basename(source or "").lower())
     found = set()
     for alias, coll in sorted(_FILE_NAMES.items(), key=lambda x: -len(x[0])):
-        hit = re.search(rf"(?:^|_){alias}(?:_|$)", name)
-        if hit:
+        if hit := re.search(rf"(?:^|_){alias}(?:_|$)", name):
             found.add(coll)
             name = name[:hit.start()] + "_" + name[hit.end():]
     return found.pop() if len(found) == 1 else None
@@ -611,7 +609,6 @@ def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = N
         raise Unreadable("no table rows (size count type ...) under column names")
     rows: List[Dict[str, Any]] = []
     infos: List[Dict[str, Any]] = []
-    ours = False
     for i, t in enumerate(tests, 1):
         _sizes_forward(t)
         coll, ranks, how = resolve(t, hint, source)
@@ -632,7 +629,6 @@ def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = N
                 out["test"] = i
             rows.append(out)
         hosts = [t.header.ranks[k] for k in sorted(t.header.ranks)]
-        ours |= t.ours
         infos.append({"test": i, "name": t.name or t.command, "collective": coll,
                       "named_by": how, "line": t.line, "rows": len(t.rows),
                       "hosts_complete": ranks is not None and len(t.header.ranks) == ranks,
@@ -652,6 +648,7 @@ def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = N
     ranks = infos[0]["ranks"] if len({x["ranks"] for x in infos}) == 1 else None
     hosts = list(dict.fromkeys(h for x in infos for h in x["hosts"]))
     first = infos[0]["name"] or infos[0]["collective"]
+    ours = any(t.ours for t in tests)
     command = "mpibench (printed output)" if ours else \
         f"nccl-tests {first if first.endswith(('_perf', '_mpi')) else first + '_perf'}"
     doc = document(rows, hosts, ranks, command, None,

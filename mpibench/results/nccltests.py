@@ -57,8 +57,7 @@ def row_of(collective: str, size: int, count: int, label: str, redop: str, root:
 
 def mode_figures(time_us: Optional[float], alg: Optional[float], bus: Optional[float],
                  nwrong: Optional[int]) -> Dict[str, Any]:
-    """One mode's figures as mpibench writes them, from either form of nccl-tests' output;
-    its time must be above 0."""
+    """One mode's figures as mpibench writes them (either form of nccl-tests' output); time > 0."""
     if time_us is None or not time_us > 0:
         raise Unreadable("a time is not above 0")
     return {"time_us": time_us, "algbw_GBps": alg, "busbw_GBps": bus, "nwrong": nwrong}
@@ -139,8 +138,7 @@ def _nccl_code(versions: Any) -> int:
     """NCCL_VERSION_CODE of the NCCL torch reports; 0 when none (gloo)."""
     for v in (versions.values() if isinstance(versions, dict) else versions or []):
         text = v.get("nccl") if isinstance(v, dict) else None
-        m = re.match(r"(\d+)\.(\d+)\.(\d+)", str(text or ""))
-        if m:
+        if m := re.match(r"(\d+)\.(\d+)\.(\d+)", str(text or "")):
             a, b, c = map(int, m.groups())
             return a * 10000 + b * 100 + c
     return 0
@@ -181,14 +179,6 @@ def _blocking(value: Any) -> bool:
                for v in values)
 
 
-def _mode_out(m: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    if m is None:
-        return None
-    return {"time": m["time_us"], "alg_bw": m["algbw_GBps"] or 0.0,
-            "bus_bw": m["busbw_GBps"] or 0.0,   # nccl-tests prints 0 where busbw is undefined
-            "nwrong": None if m["nwrong"] is None else float(m["nwrong"])}
-
-
 def _per_iter_out(p: Dict[str, Any]) -> Dict[str, Any]:
     """writePerIterReport's object; the per-process rows only with several (as nccl-tests)."""
     out = {k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
@@ -204,7 +194,10 @@ def _result_out(r: Dict[str, Any], iters: int) -> Dict[str, Any]:
            "root": "%6i" % r["root"]}
     for key in MODES:
         m = r.get(key)
-        out[key] = _mode_out(m)
+        out[key] = None if m is None else {
+            "time": m["time_us"], "alg_bw": m["algbw_GBps"] or 0.0,
+            "bus_bw": m["busbw_GBps"] or 0.0,   # nccl-tests prints 0 where busbw is undefined
+            "nwrong": None if m["nwrong"] is None else float(m["nwrong"])}
         if m and m.get("per_iter"):
             out[key + "_per_iter"] = _per_iter_out(m["per_iter"])
     out.update(actual_iterations=iters, experiment_name=r["collective"])
@@ -235,8 +228,7 @@ def render(doc: Dict[str, Any]) -> List[str]:
                       "per_iter_skip": cfg.get("per_iter_skip", 0),
                       "parallel_init": "false", "devices": devices},
            "results": [_result_out(r, cfg.get("iters", 0)) for r in doc["results"]]}
-    bounds = doc.get("out_of_bounds")
-    if bounds:
+    if bounds := doc.get("out_of_bounds"):
         out["out_of_bounds"] = {"count": bounds["count"], "okay": _flag(bounds["okay"])}
     if "average_bus_bandwidth" in doc:
         avg = doc["average_bus_bandwidth"]

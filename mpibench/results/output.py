@@ -94,8 +94,7 @@ class RunOutput:
         """Write the document incomplete (exit: the job's verdict) and keep the lock; say what was kept."""
         if not self._lock.acquire(timeout=5):
             return "the results file is busy: left as last written"
-        rows = len(self.doc["results"])
-        kept = f"{counted(rows, 'row')} measured"
+        kept = f"{counted(len(self.doc['results']), 'row')} measured"
         try:
             self.doc.update(complete=False, incomplete=reason, end_time=now(),
                             **({"exit": exit} if exit else {}))
@@ -132,8 +131,7 @@ def open_output(session: Session, command: str, args: argparse.Namespace) -> Opt
     session.agree(error)
     if out is not None:
         session.results = out
-        switches = faults.notice()      # MPIBENCH_FAULT set: the header and the document say so
-        if switches:
+        if switches := faults.notice():     # MPIBENCH_FAULT set: the header and the document say so
             if getattr(args, "health", None):   # its stdout is the one line a plugin reads
                 sys.stderr.write(switches[0] + "\n")
             else:

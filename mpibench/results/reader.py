@@ -42,24 +42,22 @@ def load(path: Path, collective: Optional[str] = None) -> schema.Document:
 def parse_bytes(data: bytes, collective: Optional[str] = None, path: Optional[Path] = None) -> Any:
     """A results document from mpibench's JSON, nccl-tests' -J JSON or printed output, or NetPIPE's."""
     text = document.utf8(data)
+    printed = text.lstrip()[:1] != "{"
+    log = printed and nccllogs.looks_like_text(text)
+    tool = "NetPIPE" if printed and not log and netpipe.looks_like_text(text) else "nccl-tests"
     try:
-        if not text.lstrip()[:1] == "{" and netpipe.looks_like_text(text) \
-                and not nccllogs.looks_like_text(text):
+        if tool == "NetPIPE":
             return netpipe.parse_text(text)
-    except nccltests.Unreadable as exc:
-        raise schema.Bad(f"NetPIPE output: {exc}") from None
-    try:
-        if not text.lstrip()[:1] == "{" and nccllogs.looks_like_text(text):
+        if log:
             return nccllogs.parse_text(text, collective, path)
         try:
             doc = document.parse(data)
         except schema.Bad:
-            doc = document.mend(text)
-            if doc is None:
+            if (doc := document.mend(text)) is None:
                 raise
         return nccltests.parse_json(doc) if nccltests.looks_like_json(doc) else doc
     except nccltests.Unreadable as exc:
-        raise schema.Bad(f"nccl-tests output: {exc}") from None
+        raise schema.Bad(f"{tool} output: {exc}") from None
 
 
 # ---- what the commands ask of a row ----
