@@ -150,6 +150,10 @@ def validate(doc: Any) -> Document:
     for i, row in enumerate(doc["results"]):
         if all(row.get(mode) is None for mode in MODES):
             raise Bad(f"results[{i}]: neither out_of_place nor in_place was measured")
+        if zero := next((m for m in MODES if row.get(m) is not None and not row[m]["time_us"] > 0), None):
+            raise Bad(f"results[{i}].{zero}.time_us is 0")
+    if doc.get("command") == "train" and "train" not in doc:
+        raise Bad("no 'train' part (not a train result)")
     return cast(Document, doc)
 
 

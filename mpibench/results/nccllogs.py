@@ -335,13 +335,12 @@ def _comment_line(state: State, line: str, n: int) -> None:
         state.backend = backend.group(1)
     elif _SETTINGS.match(line):
         _next_header(state)
-        m = _SWEEP.search(line)
-        if m and state.header.sweep and _checking():
-            raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
-                             f"table of the run whose header is at line "
-                             f"{state.header.sweep_line}: two runs wrote into this "
-                             f"log at once; split it by run")
-        if m:
+        if m := _SWEEP.search(line):
+            if state.header.sweep and _checking():
+                raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
+                                 f"table of the run whose header is at line "
+                                 f"{state.header.sweep_line}: two runs wrote into this "
+                                 f"log at once; split it by run")
             state.header.sweep_line = n
             state.header.sweep = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
     elif (reduced := _REDUCED.match(line)) and state.header.sweep:
@@ -519,8 +518,8 @@ def resolve(test: Test, hint: Optional[str], source: Optional[Path]) -> Tuple[st
             raise Unreadable(f"the table at line {test.line} is not {coll} "
                              f"(named by {how}): {why}")
         return coll, _exact(span), how
-    spans = {c.name: ranks_for(c, rows, layout, lines)[0] for c in REGISTRY.values()}
-    fits = {name: span for name, span in spans.items() if span is not None}
+    fits = {c.name: span for c in REGISTRY.values()
+            if (span := ranks_for(c, rows, layout, lines)[0]) is not None}
     how = "its rows (redop, root, size / count, busbw / algbw)"
     if len(fits) > 1 and _in_place_unchecked(test):
         fits = {k: v for k, v in fits.items() if k in _IN_PLACE_UNCHECKED}
