@@ -204,7 +204,6 @@ def render_csv(doc: Dict[str, Any]) -> List[str]:
 
 
 def csv_lines(lines: Iterable[Sequence[Any]]) -> List[str]:
-    """CSV text in parts, one per line."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     parts = []

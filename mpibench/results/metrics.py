@@ -76,7 +76,6 @@ class MetricsFile:
 
 
 def render(doc: Doc) -> str:
-    """The document's metrics as Prometheus text."""
     samples: Dict[str, List[Tuple[Dict[str, Any], float]]] = {name: [] for name in METRICS}
     health = (doc.get("args") or {}).get("health")      # its own files beside check's
     common = {"command": doc.get("command", "") + (" --health" if health else ""),

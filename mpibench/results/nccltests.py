@@ -36,9 +36,9 @@ def collective_name(program: object) -> str:
 
 
 def document(rows: List[Dict[str, Any]], hosts: List[str], ranks: Optional[int], command: str,
-             start_time: Optional[str], note: str) -> Dict[str, Any]:
+             start_time: Optional[str], note: str, source: str = "nccl-tests") -> Dict[str, Any]:
     doc = new(command, [], start_time=start_time or "", complete=True, results=rows,
-              notes=[note], source="nccl-tests")
+              notes=[note], source=source)
     if ranks:
         doc["world"] = {"size": ranks, "hosts": list(dict.fromkeys(hosts)),
                         "backend": "nccl (nccl-tests)"}

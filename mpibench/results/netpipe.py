@@ -31,9 +31,6 @@ def parse_text(text: str) -> Dict[str, Any]:
         rows[size] = dict(row, backend="mpi", netpipe={"repeats": times, "Mbps": mbps})
     if not rows:
         raise Unreadable("no NetPIPE lines (N: BYTES bytes TIMES times --> X Mbps in T usec)")
-    doc: Dict[str, Any] = document(
-        [rows[s] for s in sorted(rows)], [], None, "NetPIPE NPmpi", None,
-        "read from NetPIPE's printed output: time = one transfer, bytes / time "
-        "= one direction (sendrecv algbw)")
-    doc["source"] = "NetPIPE"
-    return doc
+    return document([rows[s] for s in sorted(rows)], [], None, "NetPIPE NPmpi", None,
+                    "read from NetPIPE's printed output: time = one transfer, bytes / time "
+                    "= one direction (sendrecv algbw)", source="NetPIPE")

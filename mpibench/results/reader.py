@@ -126,9 +126,8 @@ def pick_test(doc: Doc, path: str, number: Optional[int]) -> Doc:
 
 def first_of_each(doc: Doc, path: str) -> Tuple[Doc, Optional[str]]:
     """(document, note): of the tests repeating a collective only the first, and a line saying so."""
-    held = tests(doc)
     by_coll: Dict[str, List[Any]] = {}
-    for t in held:
+    for t in tests(doc):
         by_coll.setdefault(t["collective"], []).append(t["test"])
     repeats = {c: ns for c, ns in by_coll.items() if len(ns) > 1}
     if not repeats:
