@@ -11,9 +11,8 @@ T = TypeVar("T")
 
 
 def on_rank0(session: Session, path: str, load: Callable[[str], T], option: Optional[str] = None) -> T:
-    """load(path) on rank 0 (it raises UsageError for a bad file); its result (broadcast: it
-    must pickle) or the same UsageError on every rank. Test-only switch
-    MPIBENCH_FAULT=unreadable:RANK makes RANK unable to read any input file."""
+    """load(path) on rank 0 (UsageError for a bad file); its result, broadcast (it must pickle),
+    or the same UsageError on every rank. Test switch MPIBENCH_FAULT=unreadable:RANK: RANK reads none."""
     value: Optional[T] = None
     error: Optional[str] = None
     if session.rank == 0:

@@ -64,8 +64,7 @@ class HostEntry(HostAnalysis):
     busbw_factor: float
 
 
-# ---- train: the model, the steps and their figures (times in seconds; a job's step time is
-# its slowest rank's, per step, then the median) ----
+# ---- train (times in s; a job's step time: its slowest rank's per step, then the median) ----
 Count = Annotated[int, Range(1)]
 Seconds = Annotated[float, Range(0)]
 Positive = Annotated[float, Range(math.ulp(0.0))]
