@@ -239,8 +239,7 @@ def _health(doc: Doc, add: Add) -> None:
 
 def _train(doc: Doc, add: Add) -> None:
     train = doc.get("train") or {}
-    summary = train.get("summary")
-    if not summary:
+    if not (summary := train.get("summary")):
         return
     labels = dict(model=(train.get("model") or {}).get("preset") or (train.get("model") or {}).get("name"),
                   parallel=train.get("parallel"), nranks=_world(doc)[1])

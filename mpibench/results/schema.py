@@ -183,8 +183,7 @@ def check(value: Any, kind: Any, where: str = "") -> None:
     if isinstance(kind, type) and issubclass(kind, dict) and hasattr(kind, "__required_keys__"):
         if not isinstance(value, dict):
             raise Bad(f"{where or 'the top level'}: {_kind(value)}, expected an object")
-        missing = sorted(kind.__required_keys__ - value.keys())
-        if missing:
+        if missing := sorted(kind.__required_keys__ - value.keys()):
             raise Bad(f"{where or 'file'}: missing {missing[0]!r}")
         for key, hint in _hints(kind).items():
             if key in value:
