@@ -1,23 +1,18 @@
-"""The hang watchdog and signal handler that every rank runs beside the benchmark.
+"""The hang watchdog and signal handler: one thread per rank beside the benchmark.
 
-The main thread says where it is: arm(where) before each row (a fresh deadline),
-mark(phase) between phases, disarm() when done. While the phase is the timed loop the
-thread checks its deadline only; the mark that ends the loop wakes it to answer what came
-meanwhile (or it answers once its own deadline passes). Each is an attribute store (and,
-leaving a timed loop, at most one byte to a pipe), made outside the timed loops. One
-thread per rank watches the deadline and the signals:
+The main thread says where it is, by attribute stores made outside the timed loops: arm(where)
+before each step (a fresh deadline), mark(phase) between phases, disarm() when done. In the
+timed loop the thread looks at its deadline only; the mark that ends the loop wakes it (one
+byte to a pipe) to answer what came meanwhile.
 
 - A deadline passes: the thread asks every rank where it is, over MPI (a duplicate of
-  COMM_WORLD, independent of NCCL/gloo). A rank that does not answer within a grace
-  period is stopped, dead or stuck holding the interpreter; a rank that answers from an
-  earlier step never arrived. The lowest rank that answered prints the report once,
-  rank 0 marks the results file incomplete, and the job is aborted with exit code 124.
-  A rank asked because another rank timed out joins in at once.
-- SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line
-  and ends the job with 128 + the signal number; another rank passes its signal on to
-  rank 0 first (and ends the job itself if rank 0 does not).
-
-Without MPI (a lone process, torchrun) the same happens with this rank alone.
+  COMM_WORLD, independent of NCCL/gloo); a rank asked so joins in at once. A rank with no
+  answer within the grace is stopped, dead or stuck holding the interpreter; one that answers
+  from an earlier step never arrived. The lowest rank that answered reports once, rank 0
+  marks the results file incomplete, and the job is aborted with exit code 124.
+- SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line and ends
+  the job with 128 + the signal number; another rank passes its signal on to rank 0 first
+  (and ends the job itself if rank 0 does not). Without MPI this rank does it all alone.
 """
 import os
 import select
@@ -41,23 +36,8 @@ BUSY_POLL = 0.02     # while waiting for answers
 FAILED = "failed"    # the phase of a rank that raised an error of its own
 
 
-def grace_for(timeout):
-    """How long a rank may take to answer 'where are you?' before it counts as gone."""
-    return min(10.0, max(2.0, timeout / 10))
-
-
-def _ignore(signum, frame):
-    # The C-level handler has already written the signal to the wakeup pipe, which the
-    # watchdog thread reads even while the main thread is blocked inside a collective.
-    pass
-
-
 class NullWatch:
     """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
-    timeout = None
-
-    def keep_results(self, abandon):
-        pass
 
     def arm(self, where, phase=""):
         pass
@@ -76,7 +56,9 @@ class Watchdog(NullWatch):
         self.step = 0
         self.where, self.phase = "start-up", ""
         self.deadline = None
-        self.on_fault = None      # rank 0: callable(reason) -> what happened to the results
+        # rank 0: on_fault(reason, verdict record) closes the results document when a hang or
+        # a signal ends the job, so that what was measured stays; it says what became of it
+        self.on_fault = None
         self.comm = session.comm.world.Dup() if session.comm.kind == "mpi" else None
         self._lock = threading.Lock()     # one reader of the side channel at a time
         self._probe_id = 0
@@ -100,15 +82,18 @@ class Watchdog(NullWatch):
                                                       ("sigint", signal.SIGINT))
                           if (at := faults.get(kind, session.rank)) is not None]
         if threading.current_thread() is threading.main_thread():
+            # Handlers that do nothing: the C-level one has already written the signal to the
+            # wakeup pipe, which the thread reads even while the main thread is in a collective.
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
-            self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
+            self._saved = (old_fd, {s: signal.signal(s, lambda *_: None) for s in SIGNALS})
         self._thread = threading.Thread(target=self._run, name="mpibench-watchdog", daemon=True)
         self._thread.start()
 
-    def keep_results(self, abandon):
-        """Rank 0: abandon(reason, record) closes the results document when a hang or a signal
-        ends the job, so that what was measured stays."""
-        self.on_fault = abandon
+    @property
+    def grace(self):
+        """How long a rank may take to answer 'where are you?' before it counts as gone
+        (commands set their own timeout once started)."""
+        return min(10.0, max(2.0, self.timeout / 10))
 
     # ---- main thread: where this rank is (attribute stores only) ----
     def arm(self, where, phase="setting up"):
@@ -160,9 +145,8 @@ class Watchdog(NullWatch):
             self.comm = None
 
     def fail(self):
-        """This rank failed on its own. Asks every rank where it is: (the ranks that do not
-        answer within the grace period: after a backend error, who went; whether this rank
-        reports the failure: none has reported one and no lower rank failed too)."""
+        """This rank failed on its own: (the ranks that do not answer within the grace, whether
+        this rank reports the failure: none has reported one and no lower rank failed too)."""
         self.mark(FAILED)
         snaps = self._probe("probe")
         failed = [r for r, s in snaps.items() if s[2] == FAILED]
@@ -253,7 +237,7 @@ class Watchdog(NullWatch):
             for r in range(self.s.size):
                 if r != me:
                     self._send((key, why), r, TAG_QUERY)
-        end = time.monotonic() + grace_for(self.timeout)
+        end = time.monotonic() + self.grace
         while len(self._replies[key]) < self.s.size and time.monotonic() < end:
             time.sleep(BUSY_POLL)
             self._serve()
@@ -265,14 +249,12 @@ class Watchdog(NullWatch):
             return
         self._joined = True
         snaps = self._probe("timeout")
-        lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, grace_for(self.timeout))
+        lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, self.grace)
+        lines.append(self.abandon(f"timed out: {lines[0]}", TIMEOUT_CODE, rank0_alive=0 in snaps))
         if self.s.rank == min(snaps):
-            reason = f"timed out: {lines[0]}"
-            self._end(lines + [self.abandon(reason, TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
-        else:
-            # A lower rank answered and reports; end the job ourselves if it cannot.
-            self._deferred = (time.monotonic() + grace_for(self.timeout) + 5,
-                              lines + [self.abandon("", TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
+            self._end(lines, TIMEOUT_CODE)
+        else:       # a lower rank answered and reports; end the job ourselves if it cannot
+            self._deferred = (time.monotonic() + self.grace + 5, lines, TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
@@ -289,7 +271,7 @@ class Watchdog(NullWatch):
             self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
-            self._deferred = (time.monotonic() + grace_for(self.timeout) + 3,
+            self._deferred = (time.monotonic() + self.grace + 3,
                               [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
                                f"job, so this rank does"], code)
 
