@@ -1,9 +1,6 @@
-"""The side channel every rank uses to gather figures, agree on errors and abort.
-
-MPI (mpi4py) when an MPI launcher started the job; a torch Store when torchrun or a
-plain srun did (no MPI job spans the ranks then); nothing at all for a lone process.
-It is never the channel being measured, so its cost is outside every timed region.
-"""
+"""The side channel every rank uses to gather figures, agree on errors and abort: MPI under
+an MPI launcher, a torch Store under torchrun or a plain srun, nothing for a lone process.
+It is never the channel being measured, so its cost is outside every timed region."""
 import os
 import pickle
 import sys
@@ -88,18 +85,10 @@ class MPIComm(Comm):
         self.world = MPI.COMM_WORLD
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
-
-    def allgather(self, obj):
-        return self.world.allgather(obj)
-
-    def gather(self, obj, root=0):
-        return self.world.gather(obj, root=root)
-
-    def bcast(self, obj, root=0):
-        return self.world.bcast(obj, root=root)
-
-    def barrier(self):
-        self.world.Barrier()
+        self.allgather = self.world.allgather
+        self.gather = self.world.gather
+        self.bcast = self.world.bcast
+        self.barrier = self.world.Barrier
 
     def polite_barrier(self, spin=0.002, nap=0.0002):
         """A barrier that stops burning a core after `spin` seconds of waiting: MPI's
@@ -158,18 +147,15 @@ class StoreComm(Comm):
         self._seq += 1
         return f"mpibench/{self._seq}"
 
-    def _everyone(self, tag):
-        return [pickle.loads(v) for v in self.store.multi_get([f"{tag}/{r}" for r in range(self.size)])]
-
     def allgather(self, obj):
-        tag = self._next()
-        self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
-        return self._everyone(tag)
+        return self.gather(obj, root=self.rank)
 
     def gather(self, obj, root=0):
         tag = self._next()
         self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
-        return self._everyone(tag) if self.rank == root else None
+        if self.rank != root:
+            return None
+        return [pickle.loads(v) for v in self.store.multi_get([f"{tag}/{r}" for r in range(self.size)])]
 
     def bcast(self, obj, root=0):
         tag = self._next()
