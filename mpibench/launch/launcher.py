@@ -1,18 +1,16 @@
 """Which launcher started this process, and what it says about our place in the job.
 
-Pure logic over an environment mapping, so every launcher can be unit-tested from a
-synthetic environment. Fields a launcher does not give are None; the bootstrap fills
-them in through the communicator (e.g. local rank from the ranks sharing a host).
-
-Order matters: mpirun inside a SLURM allocation leaves stale SLURM_PROCID=0 on every
-rank, and a user may have exported RANK by hand, so MPI launchers are read first.
+Pure logic over an environment mapping. Fields a launcher does not give are None; the
+bootstrap fills them in through the side channel. MPI launchers are read first: mpirun
+inside a SLURM allocation leaves a stale SLURM_PROCID=0 on every rank, and a user may have
+exported RANK by hand.
 """
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from ..errors import UsageError
 
-# launcher name -> whether its ranks share one MPI job (mpi4py can gather across them)
+# the launchers whose ranks share one MPI job (mpi4py can gather across them)
 MPI_LAUNCHERS = ("openmpi", "hydra", "mvapich2", "pmix", "slurm-pmix", "slurm-pmi2")
 
 
@@ -74,14 +72,10 @@ _IN_STEP = {
 }
 
 
-def _in_slurm_step(env):
-    # The batch script itself has SLURM_PROCID=0 and SLURM_NTASKS of the whole job, but
-    # no step: only srun sets the step variables.
-    return env.get("SLURM_STEP_ID") is not None or env.get("SLURM_STEPID") is not None
-
-
 def detect(env: Mapping[str, str]) -> Placement:
-    step = _in_slurm_step(env)
+    # The batch script itself has SLURM_PROCID=0 and SLURM_NTASKS of the whole job, but no
+    # step: only srun sets the step variables.
+    step = env.get("SLURM_STEP_ID") is not None or env.get("SLURM_STEPID") is not None
     for entry in _TABLE:
         name, rank_var, *others = _IN_STEP.get(entry[0], entry) if step else entry
         rank = _int(env, rank_var)

@@ -36,11 +36,8 @@ def match_ifname(spec, names):
     spec = spec[exclude:]
     exact = spec.startswith("=")
     items = [item for item in spec[exact:].split(",") if item]
-
-    def hit(name):
-        return any(name == item if exact else name.startswith(item) for item in items)
-
-    return [name for name in names if hit(name) != exclude]
+    return [name for name in names
+            if any(name == item if exact else name.startswith(item) for item in items) != exclude]
 
 
 def reachable_address(env, peers):

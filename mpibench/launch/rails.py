@@ -1,9 +1,6 @@
-"""Rails on CPUs: check --rails eth0,eth1 (or MPIBENCH_RAILS=eth0,eth1, for any command)
-binds local rank i to interface i, as GPU i uses NIC i on a rail-optimised node. gloo
-reads GLOO_SOCKET_IFNAME when its process group is made, and the rendezvous address
-follows it (netaddr.reachable_address), so each rank's traffic leaves by its own
-interface. Without either nothing changes.
-"""
+"""Rails on CPUs: check --rails eth0,eth1 (or MPIBENCH_RAILS, for any command) binds local
+rank i to interface i, as GPU i uses NIC i on a rail-optimised node, through the
+GLOO_SOCKET_IFNAME that gloo and the rendezvous address (netaddr) follow."""
 import os
 
 from . import netaddr

@@ -2,9 +2,8 @@
 
     mpibench-verdict: exit=1 status=failed command=check
 
-Printed to stdout once per job, by the rank that ends it (rank 0, or the lowest rank that
-reports a hang or a failure), after everything else it prints. The status names the exit code's meaning.
-Every line a rank prints goes through `out`, which drops what comes after the verdict: the
+Printed to stdout once per job, last, by the rank that ends it (docs/exit-codes.md). Every
+line a rank prints goes through `out`, which drops what comes after the verdict: the
 watchdog's thread can end the job (a signal, a hang) while the main thread still prints.
 """
 import sys
@@ -15,17 +14,13 @@ STATUS = {0: "ok", 1: "failed", 2: "usage", 124: "hang", 130: "interrupted", 143
 PREFIX = "mpibench-verdict:"
 
 
-def status_of(code):
-    return STATUS.get(code, "signal" if code > 128 else "failed")
+def record(code, status=None):
+    """The verdict as the results file holds it."""
+    return {"code": code, "status": status or STATUS.get(code, "signal" if code > 128 else "failed")}
 
 
 def line(code, command, status=None):
-    return f"{PREFIX} exit={code} status={status or status_of(code)} command={command or '-'}"
-
-
-def record(code, status=None):
-    """The verdict as the results file holds it."""
-    return {"code": code, "status": status or status_of(code)}
+    return f"{PREFIX} exit={code} status={record(code, status)['status']} command={command or '-'}"
 
 
 # Reentrant: a signal handler runs on the main thread, perhaps inside `out`.
