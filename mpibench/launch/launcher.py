@@ -86,20 +86,14 @@ def detect(env: Mapping[str, str]) -> Placement:
             if size is None:
                 raise UsageError("RANK is set but WORLD_SIZE is not: set both, or start with a launcher")
             name = "torchrun" if env.get("TORCHELASTIC_RUN_ID") or env.get("GROUP_RANK") else "env"
-        return _checked(Placement(name, rank, size, lrank, lsize,
-                                  {"rank": rank_var, "size": size_src,
-                                   "local_rank": lrank_src, "local_size": lsize_src}))
+        if size is not None and size < 1:
+            raise UsageError(f"{size_src}={size}: world size must be at least 1")
+        sources = {"rank": rank_var, "size": size_src, "local_rank": lrank_src, "local_size": lsize_src}
+        place = Placement(name, rank, size, lrank, lsize, sources)
+        for low, high in (("rank", "size"), ("local_rank", "local_size")):
+            below, top = getattr(place, low), getattr(place, high)
+            if below is not None and top is not None and below >= top:
+                raise UsageError(f"{place.sources[low]}={below} is not below "
+                                 f"{place.sources[high]}={top}: inconsistent launcher variables")
+        return place
     return Placement("none", 0, 1, 0, 1, {})
-
-
-def _checked(p: Placement) -> Placement:
-    if p.size is not None:
-        if p.size < 1:
-            raise UsageError(f"{p.sources.get('size')}={p.size}: world size must be at least 1")
-        if p.rank >= p.size:
-            raise UsageError(f"{p.sources['rank']}={p.rank} is not below "
-                             f"{p.sources['size']}={p.size}: inconsistent launcher variables")
-    if p.local_rank is not None and p.local_size is not None and p.local_rank >= p.local_size:
-        raise UsageError(f"{p.sources['local_rank']}={p.local_rank} is not below "
-                         f"{p.sources['local_size']}={p.local_size}: inconsistent launcher variables")
-    return p
