@@ -72,9 +72,7 @@ class Watchdog(NullWatch):
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
         self._quiet = False        # another rank is aborting the job: no more MPI calls here
-        self._rfd, self._wfd = os.pipe()
-        os.set_blocking(self._rfd, False)
-        os.set_blocking(self._wfd, False)
+        self._rfd, self._wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._saved = None
         # test only: "stop:RANK:WHERE", "sigterm:RANK:WHERE", "sigint:RANK:WHERE" send this
         # rank that signal when it starts a step whose name holds WHERE (see arm())
@@ -97,10 +95,9 @@ class Watchdog(NullWatch):
 
     # ---- main thread: where this rank is (attribute stores only) ----
     def arm(self, where, phase="setting up"):
-        self.step += 1
-        self.where, self.phase = where, phase
+        self.where = where
         self.deadline = time.monotonic() + self.timeout
-        self._settle()
+        self.mark(phase)
         for sig, at in self._raise_at:
             if at in where:
                 os.kill(os.getpid(), sig)
@@ -108,12 +105,9 @@ class Watchdog(NullWatch):
     def mark(self, phase):
         self.step += 1
         self.phase = phase
-        self._settle()
-
-    def _settle(self):
-        """Out of a timed loop: wake the thread at once if it skipped the side channel in
-        it, so that a notice or a question waits no longer than the loop."""
-        if self._owed and self.phase != TIMED_LOOP:
+        # out of a timed loop in which the thread skipped the side channel: wake it at once,
+        # so that a notice or a question waits no longer than the loop
+        if self._owed and phase != TIMED_LOOP:
             self._owed = False
             self._wake()
 
@@ -162,8 +156,13 @@ class Watchdog(NullWatch):
                 return
             if self._stop:
                 return
+            data = b""
             if ready:
-                self._read_signals()
+                with suppress(OSError):
+                    data = os.read(self._rfd, 64)
+            for signum in data:
+                if signum in SIGNALS:
+                    self._on_signal(signum, self.s.rank)
             if self.phase == TIMED_LOOP:
                 self._owed = True
             elif not self._quiet:       # quiet: another rank is aborting the job
@@ -175,15 +174,6 @@ class Watchdog(NullWatch):
             if self._deferred is not None and time.monotonic() > self._deferred[0]:
                 _, lines, code = self._deferred
                 self._end(lines, code)
-
-    def _read_signals(self):
-        try:
-            data = os.read(self._rfd, 64)
-        except (BlockingIOError, OSError):
-            return
-        for signum in data:
-            if signum in SIGNALS:
-                self._on_signal(signum, self.s.rank)
 
     def _snapshot(self):
         return (self.step, self.where, self.phase, self.s.hostname, verdict.said())
@@ -261,7 +251,6 @@ class Watchdog(NullWatch):
         if self._quiet:       # another rank is aborting the job: the launcher's kill is part of it
             return
         code = 128 + signum
-        name = signal.Signals(signum).name
         if self.signalled is not None:
             if origin == self.s.rank:
                 self._end([], code)           # a second signal here: no more waiting
@@ -272,8 +261,8 @@ class Watchdog(NullWatch):
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
             self._deferred = (time.monotonic() + self.grace + 3,
-                              [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
-                               f"job, so this rank does"], code)
+                              [f"mpibench: {self.s.where} got {signal.Signals(signum).name}; rank 0 "
+                               f"did not end the job, so this rank does"], code)
 
     def stop_for(self, signum, origin):
         """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
@@ -306,9 +295,8 @@ class Watchdog(NullWatch):
         self.abort(code)
 
     def abort(self, code):
-        """End the job with MPI_Abort. The other ranks are told first: a rank still polling
-        MPI when this one dies reports the closed socket in Open MPI's own words ("An error
-        occurred in Socket closed ... MPI_ERRORS_ARE_FATAL"), whatever its error handlers."""
+        """End the job with MPI_Abort, telling the other ranks first: one still polling MPI when
+        this one dies reports Open MPI's "Socket closed" error (docs/exit-codes.md)."""
         if self.comm is not None:       # (not under self._lock: _serve may hold it here)
             for r in range(self.s.size):
                 if r != self.s.rank:
