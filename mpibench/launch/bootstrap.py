@@ -115,8 +115,7 @@ def _hosts_of(session, ranks):
 
 
 def _warn_if_gpus_unseen(session):
-    """Rank 0 prints one warning line when torch has no CUDA on hosts with NVIDIA GPUs
-    (every command with a session: run, info and doctor among them)."""
+    """Rank 0 warns in one line of the hosts with NVIDIA GPUs where torch has no CUDA."""
     seen = gpuhost.no_cuda() if session.local_rank == 0 else None   # once per host
     told = session.comm.gather((session.hostname, seen), root=0)
     per_host = {h: seen for h, seen in told if seen} if session.rank == 0 else None

@@ -24,7 +24,7 @@ class Comm:
     size = 1
 
     def allgather(self, obj):
-        return [obj]
+        return self.gather(obj, root=self.rank)
 
     def gather(self, obj, root=0):
         return [obj]
@@ -107,12 +107,9 @@ class MPIComm(Comm):
         self.world.Abort(code)
 
     def finish(self, code):
-        """End a job that every rank ended together with a non-zero code, without the
-        launcher's text: the other ranks finalize and exit 0 at once, rank 0 last with the
-        code. Open MPI 5's prterun then prints nothing and returns the code; MPI_Abort gets
-        a 15-line banner, and ranks that all exit non-zero after MPI_Finalize made prterun
-        crash across hosts. Open MPI 4's mpirun prints 11 lines for any non-zero exit and
-        8 for MPI_Abort: there rank 0 aborts (docs/exit-codes.md). Rank 0 returns the code."""
+        """End a job that every rank ended together with a non-zero code, without the launcher's
+        text: the other ranks finalize and exit 0 at once, rank 0 last with the code, which it
+        returns (under Open MPI 4 rank 0 aborts). Why, as measured: docs/exit-codes.md."""
         self.world.Barrier()      # every rank has closed its watchdog and process group
         if mpi_library_version().startswith("Open MPI v4"):
             if self.rank == 0:
@@ -146,9 +143,6 @@ class StoreComm(Comm):
     def _next(self):
         self._seq += 1
         return f"mpibench/{self._seq}"
-
-    def allgather(self, obj):
-        return self.gather(obj, root=self.rank)
 
     def gather(self, obj, root=0):
         tag = self._next()

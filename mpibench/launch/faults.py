@@ -13,7 +13,6 @@ def _spec():
 
 
 def active():
-    """Whether the switches act: MPIBENCH_FAULT set and MPIBENCH_TESTING=1."""
     return bool(_spec()) and os.environ.get("MPIBENCH_TESTING") == "1"
 
 

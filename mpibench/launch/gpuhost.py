@@ -27,12 +27,11 @@ def torch_view():
     """What torch on this rank sees, in a few words: its version and build, the GPUs."""
     import torch
     import torch.distributed as dist
-    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-    text = f"torch {torch.__version__} ({build})"
     if not torch.version.cuda:
-        return text
+        return f"torch {torch.__version__} (a CPU-only build)"
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    text += f" sees {count} GPU{'s' if count != 1 else ''}"
+    text = (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees "
+            f"{count} GPU{'s' if count != 1 else ''}")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         text += f" with CUDA_VISIBLE_DEVICES='{visible}'"

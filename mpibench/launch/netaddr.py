@@ -47,8 +47,7 @@ def reachable_address(env, peers):
         return "127.0.0.1"
     addrs = interface_addresses()
     for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        spec = env.get(var)
-        if spec:
+        if spec := env.get(var):
             chosen = [n for n in match_ifname(spec, sorted(addrs)) if not _is_loopback(addrs[n])]
             if not chosen:
                 raise RuntimeError(f"{var}={spec} matches no interface with an IPv4 address "

@@ -42,7 +42,5 @@ def bind(local_rank, local_size, env, hostname, spec=None):
         return None, (f"{VAR}: rail {local_rank} is {mine}, which host {hostname} does not "
                       f"have with an IPv4 address (it has {', '.join(usable) or 'none'}): "
                       f"more rails than interfaces")
-    os.environ["GLOO_SOCKET_IFNAME"] = mine
-    if env is not os.environ:
-        env["GLOO_SOCKET_IFNAME"] = mine
+    os.environ["GLOO_SOCKET_IFNAME"] = env["GLOO_SOCKET_IFNAME"] = mine
     return (local_rank, mine), None

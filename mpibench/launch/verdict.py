@@ -37,7 +37,6 @@ def out(text):
 
 
 def said():
-    """Whether this rank has said its verdict."""
     return _said
 
 
@@ -53,9 +52,7 @@ def say_in_place(text):
     results file still carry the verdict."""
     global _said
     with _lock:
-        if _said:
-            return
-        _said = True
-        with suppress(OSError, ValueError):
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
+        if not _said:
+            with suppress(OSError, ValueError):
+                out(text)
+            _said = True
