@@ -75,10 +75,9 @@ def _slurm_master(env):
 
 
 def _agreed_backend(session, name):
-    """The backend --backend names (auto: nccl when CUDA and NCCL are there, else gloo), checked
-    on every rank and compared through the side channel before any rendezvous: auto decided
-    by one rank alone would leave a host whose torch sees no GPU in a gloo rendezvous while
-    the others wait in NCCL's."""
+    """The backend --backend names (auto: nccl with CUDA and NCCL, else gloo), checked and compared
+    on every rank before any rendezvous: auto decided by one rank alone would leave a host whose
+    torch sees no GPU in a gloo rendezvous while the others wait in NCCL's."""
     import torch
     import torch.distributed as dist
     cuda, nccl = torch.cuda.is_available(), dist.is_nccl_available()
@@ -187,8 +186,8 @@ def rank0_store(session, env, timeout, join=True):
     store, found = None, None
     if session.rank == 0:
         try:
-            others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
-            addr = netaddr.reachable_address(env, [a for a in others if a])
+            peers = [a for a, h in zip(session.addresses, session.hosts) if a and h != session.hostname]
+            addr = netaddr.reachable_address(env, peers)
             store = dist.TCPStore(addr, 0, session.size, True, timeout=timeout, wait_for_workers=False)
             found = (addr, store.port, None)
         except Exception as exc:

@@ -126,10 +126,9 @@ class MPIComm(Comm):
 
 
 class StoreComm(Comm):
-    """Gathers through a torch Store (TCPStore): set your key, read everyone's in one
-    multi_get. Its barrier is a counter: each rank adds one, the last to arrive sets the
-    key the others wait on (the store wakes every waiter at once), and deletes the
-    previous barrier's keys, which every rank has left by then."""
+    """Gathers through a torch Store: set your key, read everyone's in one multi_get. Its barrier
+    is a counter: the last rank to add one sets the key the others wait on (the store wakes every
+    waiter at once) and deletes the previous barrier's keys, which every rank has left by then."""
     kind = "store"
     barrier_kind = "TCPStore counter (add, then wait for the last rank's key)"
 

@@ -54,9 +54,8 @@ def visible_gpus():
 
 
 def device_index(local_rank, count, env):
-    """(this rank's CUDA device index, error or None): NCCL_TESTS_DEVICE=K on every rank, else
-    the local rank modulo the GPUs it sees (fewer than its host's ranks where bound per task:
-    srun --gpus-per-task, --gpu-bind, a CUDA_VISIBLE_DEVICES wrapper)."""
+    """(this rank's CUDA device index, error or None): NCCL_TESTS_DEVICE=K, else the local rank
+    modulo the GPUs it sees (fewer than its host's ranks where bound per task, e.g. srun --gpu-bind)."""
     if not count:
         return None, "torch sees no GPU on this rank"
     given = env.get(DEVICE_VAR)

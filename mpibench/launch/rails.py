@@ -9,8 +9,7 @@ VAR = "MPIBENCH_RAILS"
 
 
 def parse(spec):
-    """'eth0,eth1' -> ['eth0', 'eth1'] (None for unset or empty); ValueError on a
-    repeated or empty name."""
+    """'eth0,eth1' -> ['eth0', 'eth1'] (None for unset or empty); ValueError on a repeated or empty name."""
     if not spec or not spec.strip():
         return None
     names = [x.strip() for x in spec.split(",")]

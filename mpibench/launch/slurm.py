@@ -29,8 +29,7 @@ def expand_nodelist(text):
 
 
 def compress_hostlist(hosts):
-    """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'. Names sharing
-    a prefix before their trailing digits share a bracket, consecutive numbers a range where
+    """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'; a range only where
     expanding it gives back the same spellings (zero padding included)."""
     groups = {}
     for name in dict.fromkeys(hosts):

@@ -41,15 +41,13 @@ def said():
 
 
 def say(code, command, status=None):
-    """Print the verdict line, once; after it this rank prints nothing more on stdout (a
-    closed stdout is no error here)."""
+    """Print the verdict line, once (a closed stdout is no error); after it nothing more."""
     say_in_place(line(code, command, status))
 
 
 def say_in_place(text):
-    """Print text as this rank's last line instead of the verdict line, for a program that
-    reads one line (SLURM's health check, node-problem-detector); the exit code and the
-    results file still carry the verdict."""
+    """Print text as the last line instead of the verdict line, for a program that reads one
+    (SLURM's health check, node-problem-detector); the exit code and results carry the verdict."""
     global _said
     with _lock:
         if not _said:

@@ -1,18 +1,16 @@
 """The hang watchdog and signal handler: one thread per rank beside the benchmark.
 
-The main thread says where it is, by attribute stores made outside the timed loops: arm(where)
-before each step (a fresh deadline), mark(phase) between phases, disarm() when done. In the
-timed loop the thread looks at its deadline only; the mark that ends the loop wakes it (one
-byte to a pipe) to answer what came meanwhile.
-
-- A deadline passes: the thread asks every rank where it is, over MPI (a duplicate of
-  COMM_WORLD, independent of NCCL/gloo); a rank asked so joins in at once. A rank with no
-  answer within the grace is stopped, dead or stuck holding the interpreter; one that answers
-  from an earlier step never arrived. The lowest rank that answered reports once, rank 0
-  marks the results file incomplete, and the job is aborted with exit code 124.
-- SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line and ends
-  the job with 128 + the signal number; another rank passes its signal on to rank 0 first
-  (and ends the job itself if rank 0 does not). Without MPI this rank does it all alone.
+The main thread says where it is by attribute stores outside the timed loops: arm(where) before
+each step (a fresh deadline), mark(phase) between phases, disarm() when done. In the timed loop
+the thread looks at its deadline only; the mark that ends the loop wakes it to serve the rest.
+- A deadline passes: the thread asks every rank where it is over MPI (a duplicate of COMM_WORLD,
+  independent of NCCL/gloo); a rank asked so joins in at once. No answer within the grace: that
+  rank is stopped, dead or stuck holding the interpreter; an answer from an earlier step: it never
+  arrived. The lowest rank that answered reports once, rank 0 marks the results file incomplete,
+  and the job is aborted with exit code 124.
+- SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line and ends the
+  job with 128 + the signal number; another rank passes its signal on to rank 0 first (and ends
+  the job itself if rank 0 does not). Without MPI this rank does it all alone.
 """
 import os
 import select
@@ -89,8 +87,7 @@ class Watchdog(NullWatch):
 
     @property
     def grace(self):
-        """How long a rank may take to answer 'where are you?' before it counts as gone
-        (commands set their own timeout once started)."""
+        """How long a rank may take to answer 'where are you?' before it counts as gone."""
         return min(10.0, max(2.0, self.timeout / 10))
 
     # ---- main thread: where this rank is (attribute stores only) ----
@@ -265,8 +262,7 @@ class Watchdog(NullWatch):
                                f"did not end the job, so this rank does"], code)
 
     def stop_for(self, signum, origin):
-        """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
-        with the closing line and the results kept."""
+        """Rank 0 (or a lone rank): end the job for rank `origin`'s signal: closing line, results kept."""
         code = 128 + signum
         reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
                   f"(host {self.s.hosts[origin]})")
