@@ -214,11 +214,10 @@ def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec
     watchdog's per step; argv: the same on every rank; rails_spec: else the environment's."""
     env = os.environ
     link = connect(place) if link is None else link
-    comm = link.comm
-    session = Session(place, comm)
+    session = Session(place, link.comm)
     # what every rank must share: the mpibench version and the command line
     same = hashlib.sha256(json.dumps([__version__, list(argv or [])]).encode()).hexdigest()[:16]
-    facts = comm.allgather((session.hostname, _primary_address(), same))
+    facts = session.comm.allgather((session.hostname, _primary_address(), same))
     session.hosts = [f[0] for f in facts]
     session.addresses = [f[1] for f in facts]
     _same_start(session, [f[2] for f in facts], argv)

@@ -6,8 +6,7 @@ def _expand_range(spec):
     for item in spec.split(","):
         if "-" in item:
             lo, hi = item.split("-", 1)
-            width = len(lo)
-            out += [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
+            out += [str(i).zfill(len(lo)) for i in range(int(lo), int(hi) + 1)]
         elif item:
             out.append(item)
     return out

@@ -213,7 +213,7 @@ class Watchdog(NullWatch):
             self._sends = [r for r in self._sends if not r.Test()]
 
     def _probe(self, why):
-        """{rank: (step, where, phase, host)} of every rank that answers within the grace."""
+        """{rank: its _snapshot()} of every rank that answers within the grace."""
         me = self.s.rank
         if self.comm is None or self.s.size == 1:
             return {me: self._snapshot()}
