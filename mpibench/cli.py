@@ -136,8 +136,7 @@ def execute(place, name, args, argv=None):
         timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
         link = bootstrap.connect(place)
         comm = link.comm       # held here: a failure before start() returns still aborts the job
-        session = bootstrap.start(place, backend=backend, init_pg=backend is not None,
-                                  timeout=timeout, argv=argv, link=link,
+        session = bootstrap.start(place, backend=backend, timeout=timeout, argv=argv, link=link,
                                   rails_spec=getattr(args, "rails", None))
         session.command = name
         guard.arm(session, timeout, f"{name}: start")

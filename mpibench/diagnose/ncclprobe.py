@@ -12,8 +12,6 @@ import datetime
 import os
 import sys
 
-from ..launch import bootstrap
-
 
 def main():
     addr, port, rank, size, device = os.environ["MPIBENCH_PROBE"].split()
@@ -22,7 +20,7 @@ def main():
     import torch.distributed as dist
     torch.cuda.set_device(device)
     timeout = datetime.timedelta(seconds=float(os.environ.get("MPIBENCH_PROBE_TIMEOUT", "120")))
-    store = bootstrap.join_store(addr, int(port), size, timeout)
+    store = dist.TCPStore(addr, int(port), size, False, timeout=timeout)
     dist.init_process_group("nccl", store=dist.PrefixStore("ncclprobe", store), rank=rank,
                             world_size=size, timeout=timeout,
                             device_id=torch.device("cuda", device))

@@ -1,10 +1,9 @@
 """From launcher variables to a ready process group, with no torchrun rendezvous needed.
 
-start() builds the Session every command runs in: the side-channel communicator, each
-rank's host and local rank, the backend and device, and (when asked) the
-torch.distributed process group, whose rendezvous address rank 0 chooses and MPI
-broadcasts. Errors that can differ between ranks go through Session.agree() so that
-every rank exits the same way.
+start() builds the Session every command runs in: the side channel, each rank's host and
+local rank, the backend and device, and the torch.distributed process group, whose
+rendezvous address rank 0 chooses and MPI broadcasts. Errors that can differ between ranks
+go through Session.agree() so that every rank exits the same way.
 """
 import datetime
 import hashlib
@@ -20,6 +19,7 @@ from ..errors import Exit, UsageError
 from . import faults, gpuhost, netaddr, rails
 from .comm import Comm, MPIComm, StoreComm, mpi_library_version
 from .session import Session
+from .slurm import compress_hostlist, expand_nodelist
 from .watchdog import Watchdog
 
 TORCH_BACKENDS = ("nccl", "gloo")
@@ -30,10 +30,10 @@ TORCH_BACKENDS = ("nccl", "gloo")
 Link = namedtuple("Link", "comm store address", defaults=(None, None))
 
 
-def connect(place, env=None):
+def connect(place):
     """The ranks' side channel (a Link). The caller holds it from here on, so that a failure
     before start() returns can still abort the job through it."""
-    env = os.environ if env is None else env
+    env = os.environ
     if place.uses_mpi:
         comm = MPIComm()
         if place.size is not None and comm.size != place.size:
@@ -61,7 +61,6 @@ def connect(place, env=None):
 def _slurm_master(env):
     """(addr, port) of the rendezvous under plain srun, which gives no MPI: MASTER_ADDR and
     MASTER_PORT where set, else the step's first node and a port from the job id."""
-    from .slurm import expand_nodelist
     addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
     if not addr:
         nodes = expand_nodelist(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "")
@@ -75,34 +74,23 @@ def _slurm_master(env):
     return addr, port
 
 
-def resolve_backend(name):
-    """auto -> nccl when CUDA and NCCL are there, else gloo. Raises UsageError if impossible."""
+def _agreed_backend(session, name):
+    """The backend --backend names (auto: nccl with CUDA and NCCL, else gloo), checked and compared
+    on every rank before any rendezvous: auto decided by one rank alone would leave a host whose
+    torch sees no GPU in a gloo rendezvous while the others wait in NCCL's."""
     import torch
     import torch.distributed as dist
-    cuda = torch.cuda.is_available()
-    if name == "auto":
-        return "nccl" if cuda and dist.is_nccl_available() else "gloo"
-    if name == "nccl":
-        if not cuda:
-            raise UsageError("--backend nccl needs a CUDA GPU, and torch sees none on this host "
-                             f"(torch {torch.__version__}); use --backend gloo")
-        if not dist.is_nccl_available():
-            raise UsageError(f"--backend nccl: this torch ({torch.__version__}) was built without NCCL")
-    return name
-
-
-def _agreed_backend(session, name):
-    """resolve_backend on every rank, then compared through the side channel before any
-    rendezvous: --backend auto decided by one rank alone would leave a host whose torch
-    sees no GPU in a gloo rendezvous while the others wait in NCCL's."""
+    cuda, nccl = torch.cuda.is_available(), dist.is_nccl_available()
     error = None
-    try:
-        backend = resolve_backend(name)
-    except UsageError as exc:
-        error = str(exc)
+    if name == "nccl" and not cuda:
+        error = ("--backend nccl needs a CUDA GPU, and torch sees none on this host "
+                 f"(torch {torch.__version__}); use --backend gloo")
+    elif name == "nccl" and not nccl:
+        error = f"--backend nccl: this torch ({torch.__version__}) was built without NCCL"
     session.agree(error)
     if name != "auto":
-        return backend
+        return name
+    backend = "nccl" if cuda and nccl else "gloo"
     forced = faults.get("backend", session.rank) or None    # test switch: as if torch saw otherwise
     view = gpuhost.torch_view() + (" (test fault switch MPIBENCH_FAULT=backend)" if forced else "")
     told = session.comm.allgather((forced or backend, view))
@@ -117,21 +105,16 @@ def _agreed_backend(session, name):
 
 def _grouped(values):
     """{value: [ranks]} in order of first appearance."""
-    out = {}
-    for r, v in enumerate(values):
-        out.setdefault(v, []).append(r)
-    return out
+    return {v: [r for r, x in enumerate(values) if x == v] for v in dict.fromkeys(values)}
 
 
 def _hosts_of(session, ranks):
-    from .slurm import compress_hostlist
     hosts = list(dict.fromkeys(session.hosts[r] for r in ranks))
     return f"host{'s' if len(hosts) > 1 else ''} {compress_hostlist(hosts)}"
 
 
 def _warn_if_gpus_unseen(session):
-    """Rank 0 prints one warning line when torch has no CUDA on hosts with NVIDIA GPUs
-    (every command with a session: run, info and doctor among them)."""
+    """Rank 0 warns in one line of the hosts with NVIDIA GPUs where torch has no CUDA."""
     seen = gpuhost.no_cuda() if session.local_rank == 0 else None   # once per host
     told = session.comm.gather((session.hostname, seen), root=0)
     per_host = {h: seen for h, seen in told if seen} if session.rank == 0 else None
@@ -141,9 +124,8 @@ def _warn_if_gpus_unseen(session):
 
 
 def gpu_index(session, env, gpus=None):
-    """(this rank's CUDA device index, error or None), agreed through the side channel so
-    that no two ranks of a host drive one physical GPU; every rank must call it. gpus:
-    the ids of the GPUs this rank sees (gpuhost.visible_gpus() when None)."""
+    """(this rank's CUDA device index, error or None), agreed by every rank so that no two ranks
+    of a host drive one GPU. gpus: the ids of those this rank sees (default: visible_gpus())."""
     gpus = gpuhost.visible_gpus() if gpus is None else gpus
     index, error = gpuhost.device_index(session.local_rank, len(gpus), env)
     mine = None if error else (session.hostname, gpus[index], len(gpus), index)
@@ -172,14 +154,9 @@ def _ranks(ranks):
 
 
 def _eager(dist, session, backend):
-    """init_process_group's device_id where torch has it, for NCCL: the communicator is
-    then created at once, not by the first collective (which may sit in a CUDA graph's
-    capture or a timed row)."""
-    import inspect
-    if backend == "nccl" and session.device is not None \
-            and "device_id" in inspect.signature(dist.init_process_group).parameters:
-        return {"device_id": session.device}
-    return {}
+    """init_process_group's device_id (torch >= 2.3) for NCCL: the communicator is then created
+    at once, not by the first collective (which may sit in a CUDA graph's capture or a timed row)."""
+    return {"device_id": session.device} if backend == "nccl" and session.device is not None else {}
 
 
 def _init_pg(session, backend, env, link, timeout):
@@ -203,17 +180,14 @@ def _init_pg(session, backend, env, link, timeout):
 
 
 def rank0_store(session, env, timeout, join=True):
-    """Rank 0 opens a TCPStore server on a free port of an address the other hosts reach
-    and sends (addr, port) to every rank through the side channel; with join the other
-    ranks connect to it, without they only learn where it is (a process of their own
-    joins it). timeout: a timedelta. Returns (store, addr, port), store None on a rank
-    that did not join; Exit on every rank when rank 0 cannot open it."""
+    """(store, addr, port) of a TCPStore rank 0 opens where the other hosts reach it; the others
+    join it (join=False: only learn where it is, store None). Exit on every rank if it cannot."""
     import torch.distributed as dist
     store, found = None, None
     if session.rank == 0:
         try:
-            others = [a for a, h in zip(session.addresses, session.hosts) if h != session.hostname]
-            addr = netaddr.reachable_address(env, [a for a in others if a])
+            peers = [a for a, h in zip(session.addresses, session.hosts) if a and h != session.hostname]
+            addr = netaddr.reachable_address(env, peers)
             store = dist.TCPStore(addr, 0, session.size, True, timeout=timeout, wait_for_workers=False)
             found = (addr, store.port, None)
         except Exception as exc:
@@ -222,14 +196,8 @@ def rank0_store(session, env, timeout, join=True):
     if error:
         raise Exit(error, 1)
     if store is None and join:
-        store = join_store(addr, port, session.size, timeout)
+        store = dist.TCPStore(addr, port, session.size, False, timeout=timeout)
     return store, addr, port
-
-
-def join_store(addr, port, size, timeout):
-    """A client of rank0_store()'s store, from any process told its address and port."""
-    import torch.distributed as dist
-    return dist.TCPStore(addr, port, size, False, timeout=timeout)
 
 
 def _primary_address():
@@ -241,25 +209,21 @@ def _primary_address():
     return addr
 
 
-def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=None, link=None,
-          rails_spec=None):
-    """Build the Session. backend: auto|nccl|gloo, or None for no torch process group;
-    timeout bounds each step (the rendezvous here, rows later) through the watchdog;
-    argv (the command line) must be the same on every rank; link: connect()'s, made here
-    when not given; rails_spec: the rails to bind (rails.py), else the environment's."""
-    env = os.environ if env is None else env
-    link = connect(place, env) if link is None else link
-    comm = link.comm
-    session = Session(place, comm)
+def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec=None):
+    """Build the Session. backend: auto|nccl|gloo, or None for no process group; timeout: the
+    watchdog's per step; argv: the same on every rank; rails_spec: else the environment's."""
+    env = os.environ
+    link = connect(place) if link is None else link
+    session = Session(place, link.comm)
     # what every rank must share: the mpibench version and the command line
     same = hashlib.sha256(json.dumps([__version__, list(argv or [])]).encode()).hexdigest()[:16]
-    facts = comm.allgather((session.hostname, _primary_address(), same))
+    facts = session.comm.allgather((session.hostname, _primary_address(), same))
     session.hosts = [f[0] for f in facts]
     session.addresses = [f[1] for f in facts]
     _same_start(session, [f[2] for f in facts], argv)
     session.watch = Watchdog(session, timeout)
     try:
-        return _started(session, backend, init_pg, timeout, env, link, rails_spec)
+        return _started(session, backend, timeout, env, link, rails_spec)
     except BaseException:
         # the caller gets no session to close: its watchdog thread must not poll MPI
         # while the job ends (MPI_Finalize, or the abort)
@@ -267,7 +231,7 @@ def start(place, backend="auto", init_pg=True, timeout=300.0, env=None, argv=Non
         raise
 
 
-def _started(session, backend, init_pg, timeout, env, link, rails_spec):
+def _started(session, backend, timeout, env, link, rails_spec):
     # What the launcher did not say: the ranks that share this host, in rank order.
     same = [r for r, h in enumerate(session.hosts) if h == session.hostname]
     session.local_rank = same.index(session.rank) if session.local_rank is None else session.local_rank
@@ -290,8 +254,7 @@ def _started(session, backend, init_pg, timeout, env, link, rails_spec):
         session.agree(error)
         torch.cuda.set_device(index)
         session.device = torch.device("cuda", index)
-    if init_pg:
-        session.watch.arm(f"rendezvous ({backend} process group)")
-        _init_pg(session, backend, env, link, timeout)
-        session.watch.disarm()
+    session.watch.arm(f"rendezvous ({backend} process group)")
+    _init_pg(session, backend, env, link, timeout)
+    session.watch.disarm()
     return session

@@ -1,9 +1,6 @@
-"""The side channel every rank uses to gather figures, agree on errors and abort.
-
-MPI (mpi4py) when an MPI launcher started the job; a torch Store when torchrun or a
-plain srun did (no MPI job spans the ranks then); nothing at all for a lone process.
-It is never the channel being measured, so its cost is outside every timed region.
-"""
+"""The side channel every rank uses to gather figures, agree on errors and abort: MPI under
+an MPI launcher, a torch Store under torchrun or a plain srun, nothing for a lone process.
+It is never the channel being measured, so its cost is outside every timed region."""
 import os
 import pickle
 import sys
@@ -27,7 +24,7 @@ class Comm:
     size = 1
 
     def allgather(self, obj):
-        return [obj]
+        return self.gather(obj, root=self.rank)
 
     def gather(self, obj, root=0):
         return [obj]
@@ -88,18 +85,10 @@ class MPIComm(Comm):
         self.world = MPI.COMM_WORLD
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
-
-    def allgather(self, obj):
-        return self.world.allgather(obj)
-
-    def gather(self, obj, root=0):
-        return self.world.gather(obj, root=root)
-
-    def bcast(self, obj, root=0):
-        return self.world.bcast(obj, root=root)
-
-    def barrier(self):
-        self.world.Barrier()
+        self.allgather = self.world.allgather
+        self.gather = self.world.gather
+        self.bcast = self.world.bcast
+        self.barrier = self.world.Barrier
 
     def polite_barrier(self, spin=0.002, nap=0.0002):
         """A barrier that stops burning a core after `spin` seconds of waiting: MPI's
@@ -118,12 +107,9 @@ class MPIComm(Comm):
         self.world.Abort(code)
 
     def finish(self, code):
-        """End a job that every rank ended together with a non-zero code, without the
-        launcher's text: the other ranks finalize and exit 0 at once, rank 0 last with the
-        code. Open MPI 5's prterun then prints nothing and returns the code; MPI_Abort gets
-        a 15-line banner, and ranks that all exit non-zero after MPI_Finalize made prterun
-        crash across hosts. Open MPI 4's mpirun prints 11 lines for any non-zero exit and
-        8 for MPI_Abort: there rank 0 aborts (docs/exit-codes.md). Rank 0 returns the code."""
+        """End a job that every rank ended together with a non-zero code, without the launcher's
+        text: the other ranks finalize and exit 0 at once, rank 0 last with the code, which it
+        returns (under Open MPI 4 rank 0 aborts). Why, as measured: docs/exit-codes.md."""
         self.world.Barrier()      # every rank has closed its watchdog and process group
         if mpi_library_version().startswith("Open MPI v4"):
             if self.rank == 0:
@@ -140,10 +126,9 @@ class MPIComm(Comm):
 
 
 class StoreComm(Comm):
-    """Gathers through a torch Store (TCPStore): set your key, read everyone's in one
-    multi_get. Its barrier is a counter: each rank adds one, the last to arrive sets the
-    key the others wait on (the store wakes every waiter at once), and deletes the
-    previous barrier's keys, which every rank has left by then."""
+    """Gathers through a torch Store: set your key, read everyone's in one multi_get. Its barrier
+    is a counter: the last rank to add one sets the key the others wait on (the store wakes every
+    waiter at once) and deletes the previous barrier's keys, which every rank has left by then."""
     kind = "store"
     barrier_kind = "TCPStore counter (add, then wait for the last rank's key)"
 
@@ -158,18 +143,12 @@ class StoreComm(Comm):
         self._seq += 1
         return f"mpibench/{self._seq}"
 
-    def _everyone(self, tag):
-        return [pickle.loads(v) for v in self.store.multi_get([f"{tag}/{r}" for r in range(self.size)])]
-
-    def allgather(self, obj):
-        tag = self._next()
-        self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
-        return self._everyone(tag)
-
     def gather(self, obj, root=0):
         tag = self._next()
         self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
-        return self._everyone(tag) if self.rank == root else None
+        if self.rank != root:
+            return None
+        return [pickle.loads(v) for v in self.store.multi_get([f"{tag}/{r}" for r in range(self.size)])]
 
     def bcast(self, obj, root=0):
         tag = self._next()

@@ -1,9 +1,8 @@
-"""Test-only fault switches, read from MPIBENCH_FAULT and honoured only when MPIBENCH_TESTING=1
-is set as well: a variable left exported after a test session changes nothing. Whenever
-MPIBENCH_FAULT is set, every command's header and results document say so (notice()).
-docs/testing.md lists the switches. Those that act inside the engine and the backend are
-installed by measure.switches.install(): with none on, the timed code has no test branch.
-"""
+"""Test-only fault switches (docs/testing.md), read from MPIBENCH_FAULT and honoured only with
+MPIBENCH_TESTING=1: a variable left exported after a test session changes nothing, and every
+command's header and results document say it is set (notice()). Those that act inside the
+engine and the backend are installed by measure.switches.install(): with none on, the timed
+code has no test branch."""
 import os
 import signal
 import time
@@ -14,7 +13,6 @@ def _spec():
 
 
 def active():
-    """Whether the switches act: MPIBENCH_FAULT set and MPIBENCH_TESTING=1."""
     return bool(_spec()) and os.environ.get("MPIBENCH_TESTING") == "1"
 
 
@@ -42,12 +40,9 @@ def get(kind, rank):
     return next((arg for k, r, arg in _entries() if k == kind and r == rank), None)
 
 
-ROW_FAULTS = ("hang", "die", "crash")
-
-
 def row_faults(rank):
-    """[(size as written, kind)] of the row faults switched on for RANK."""
-    return [(arg, kind) for kind, r, arg in _entries() if kind in ROW_FAULTS and r == rank]
+    """[(size as written, kind)] of the row faults (hang, die, crash) switched on for RANK."""
+    return [(arg, kind) for kind, r, arg in _entries() if kind in ("hang", "die", "crash") and r == rank]
 
 
 def slowdown(rank, test, first):

@@ -1,19 +1,15 @@
-"""Whether this host has NVIDIA GPUs, and what torch sees of them.
-
-A host can have GPUs that torch does not see (a CPU-only wheel, a driver that is down,
-an empty CUDA_VISIBLE_DEVICES); --backend auto then picks gloo there and the job would
-benchmark the CPUs. These facts let the ranks agree on one backend and say why not.
-The launch scripts make the same test of the host (launch/mpirun.sh, sbatch/common.sh).
-"""
+"""Whether this host has NVIDIA GPUs, and what torch sees of them: a host can have GPUs
+torch does not see (a CPU-only wheel, a driver that is down, an empty CUDA_VISIBLE_DEVICES),
+where --backend auto would benchmark the CPUs. launch/mpirun.sh and sbatch/common.sh test
+the host alike."""
 import glob
 import os
 import subprocess
 
 
 def nvidia_devices():
-    """What says this host has NVIDIA GPUs ('/dev/nvidia0, /dev/nvidia1' or 'nvidia-smi
-    lists 2 GPUs'), or None. Device files first (no process); nvidia-smi -L where they are
-    not visible (a container without them still has the tool when GPUs are passed in)."""
+    """What says this host has NVIDIA GPUs ('/dev/nvidia0, /dev/nvidia1' or 'nvidia-smi lists
+    2 GPUs'), or None. nvidia-smi -L where no device files show (a container may lack them)."""
     found = sorted(glob.glob("/dev/nvidia[0-9]*"))
     if found:
         return ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
@@ -31,12 +27,11 @@ def torch_view():
     """What torch on this rank sees, in a few words: its version and build, the GPUs."""
     import torch
     import torch.distributed as dist
-    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-    text = f"torch {torch.__version__} ({build})"
     if not torch.version.cuda:
-        return text
+        return f"torch {torch.__version__} (a CPU-only build)"
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    text += f" sees {count} GPU{'s' if count != 1 else ''}"
+    text = (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees "
+            f"{count} GPU{'s' if count != 1 else ''}")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         text += f" with CUDA_VISIBLE_DEVICES='{visible}'"
@@ -59,14 +54,12 @@ def visible_gpus():
 
 
 def device_index(local_rank, count, env):
-    """(this rank's CUDA device index, error or None). NCCL_TESTS_DEVICE=K: device K on
-    every rank (for one GPU made visible per rank); else the local rank, and where a rank
-    sees fewer GPUs than its host has ranks (bound per task: srun --gpus-per-task,
-    --gpu-bind, a CUDA_VISIBLE_DEVICES wrapper) the local rank modulo what it sees."""
+    """(this rank's CUDA device index, error or None): NCCL_TESTS_DEVICE=K, else the local rank
+    modulo the GPUs it sees (fewer than its host's ranks where bound per task, e.g. srun --gpu-bind)."""
     if not count:
         return None, "torch sees no GPU on this rank"
     given = env.get(DEVICE_VAR)
-    if given is None or given == "":
+    if not given:
         return local_rank % count, None
     if not given.strip().isdigit() or int(given) >= count:
         return None, (f"{DEVICE_VAR}={given}: not a device index below the {count} GPU"
@@ -94,9 +87,8 @@ def shared_gpu(told, env):
 
 
 def no_cuda():
-    """(what says the host has GPUs, what torch sees, whether torch is a CPU-only build)
-    when this host has NVIDIA GPUs and torch here has no CUDA, else None. torch is
-    imported only when the host has GPUs."""
+    """(what says the host has GPUs, what torch sees, whether torch is a CPU-only build) when
+    this host has NVIDIA GPUs and torch here has no CUDA (only then imported), else None."""
     devices = nvidia_devices()
     if devices is None:
         return None

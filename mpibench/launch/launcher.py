@@ -1,18 +1,16 @@
 """Which launcher started this process, and what it says about our place in the job.
 
-Pure logic over an environment mapping, so every launcher can be unit-tested from a
-synthetic environment. Fields a launcher does not give are None; the bootstrap fills
-them in through the communicator (e.g. local rank from the ranks sharing a host).
-
-Order matters: mpirun inside a SLURM allocation leaves stale SLURM_PROCID=0 on every
-rank, and a user may have exported RANK by hand, so MPI launchers are read first.
+Pure logic over an environment mapping. Fields a launcher does not give are None; the
+bootstrap fills them in through the side channel. MPI launchers are read first: mpirun
+inside a SLURM allocation leaves a stale SLURM_PROCID=0 on every rank, and a user may have
+exported RANK by hand.
 """
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from ..errors import UsageError
 
-# launcher name -> whether its ranks share one MPI job (mpi4py can gather across them)
+# the launchers whose ranks share one MPI job (mpi4py can gather across them)
 MPI_LAUNCHERS = ("openmpi", "hydra", "mvapich2", "pmix", "slurm-pmix", "slurm-pmi2")
 
 
@@ -74,14 +72,10 @@ _IN_STEP = {
 }
 
 
-def _in_slurm_step(env):
-    # The batch script itself has SLURM_PROCID=0 and SLURM_NTASKS of the whole job, but
-    # no step: only srun sets the step variables.
-    return env.get("SLURM_STEP_ID") is not None or env.get("SLURM_STEPID") is not None
-
-
 def detect(env: Mapping[str, str]) -> Placement:
-    step = _in_slurm_step(env)
+    # The batch script itself has SLURM_PROCID=0 and SLURM_NTASKS of the whole job, but no
+    # step: only srun sets the step variables.
+    step = env.get("SLURM_STEP_ID") is not None or env.get("SLURM_STEPID") is not None
     for entry in _TABLE:
         name, rank_var, *others = _IN_STEP.get(entry[0], entry) if step else entry
         rank = _int(env, rank_var)
@@ -92,20 +86,14 @@ def detect(env: Mapping[str, str]) -> Placement:
             if size is None:
                 raise UsageError("RANK is set but WORLD_SIZE is not: set both, or start with a launcher")
             name = "torchrun" if env.get("TORCHELASTIC_RUN_ID") or env.get("GROUP_RANK") else "env"
-        return _checked(Placement(name, rank, size, lrank, lsize,
-                                  {"rank": rank_var, "size": size_src,
-                                   "local_rank": lrank_src, "local_size": lsize_src}))
+        if size is not None and size < 1:
+            raise UsageError(f"{size_src}={size}: world size must be at least 1")
+        sources = {"rank": rank_var, "size": size_src, "local_rank": lrank_src, "local_size": lsize_src}
+        place = Placement(name, rank, size, lrank, lsize, sources)
+        for low, high in (("rank", "size"), ("local_rank", "local_size")):
+            below, top = getattr(place, low), getattr(place, high)
+            if below is not None and top is not None and below >= top:
+                raise UsageError(f"{place.sources[low]}={below} is not below "
+                                 f"{place.sources[high]}={top}: inconsistent launcher variables")
+        return place
     return Placement("none", 0, 1, 0, 1, {})
-
-
-def _checked(p: Placement) -> Placement:
-    if p.size is not None:
-        if p.size < 1:
-            raise UsageError(f"{p.sources.get('size')}={p.size}: world size must be at least 1")
-        if p.rank >= p.size:
-            raise UsageError(f"{p.sources['rank']}={p.rank} is not below "
-                             f"{p.sources['size']}={p.size}: inconsistent launcher variables")
-    if p.local_rank is not None and p.local_size is not None and p.local_rank >= p.local_size:
-        raise UsageError(f"{p.sources['local_rank']}={p.local_rank} is not below "
-                         f"{p.sources['local_size']}={p.local_size}: inconsistent launcher variables")
-    return p

@@ -24,10 +24,6 @@ def interface_addresses():
     return out
 
 
-def _is_loopback(addr):
-    return addr.startswith("127.")
-
-
 def match_ifname(spec, names):
     """Interfaces chosen by an NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME value, in NCCL's
     syntax: comma-separated prefixes; '^' excludes them; '=' asks for exact names."""
@@ -36,23 +32,18 @@ def match_ifname(spec, names):
     spec = spec[exclude:]
     exact = spec.startswith("=")
     items = [item for item in spec[exact:].split(",") if item]
-
-    def hit(name):
-        return any(name == item if exact else name.startswith(item) for item in items)
-
-    return [name for name in names if hit(name) != exclude]
+    return [name for name in names
+            if any(name == item if exact else name.startswith(item) for item in items) != exclude]
 
 
 def reachable_address(env, peers):
-    """This host's address for other hosts to connect to, NCCL_SOCKET_IFNAME /
-    GLOO_SOCKET_IFNAME in env honoured; peers: the other hosts' ranks' addresses."""
+    """This host's address for the other hosts (peers: theirs), honouring *_SOCKET_IFNAME in env."""
     if not peers:
         return "127.0.0.1"
     addrs = interface_addresses()
     for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        spec = env.get(var)
-        if spec:
-            chosen = [n for n in match_ifname(spec, sorted(addrs)) if not _is_loopback(addrs[n])]
+        if spec := env.get(var):
+            chosen = [n for n in match_ifname(spec, sorted(addrs)) if not addrs[n].startswith("127.")]
             if not chosen:
                 raise RuntimeError(f"{var}={spec} matches no interface with an IPv4 address "
                                    f"on this host (it has: {', '.join(sorted(addrs)) or 'none'})")
@@ -63,12 +54,12 @@ def reachable_address(env, peers):
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.connect((peer, 9))   # UDP connect sends nothing
                 addr = s.getsockname()[0]
-            if not _is_loopback(addr):
+            if not addr.startswith("127."):
                 return addr
         except OSError:
             continue
     for addr in addrs.values():
-        if not _is_loopback(addr):
+        if not addr.startswith("127."):
             return addr
     raise RuntimeError("no non-loopback IPv4 address on this host for the other hosts to reach; "
                        "set MASTER_ADDR, or NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME")

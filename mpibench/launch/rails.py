@@ -1,9 +1,6 @@
-"""Rails on CPUs: check --rails eth0,eth1 (or MPIBENCH_RAILS=eth0,eth1, for any command)
-binds local rank i to interface i, as GPU i uses NIC i on a rail-optimised node. gloo
-reads GLOO_SOCKET_IFNAME when its process group is made, and the rendezvous address
-follows it (netaddr.reachable_address), so each rank's traffic leaves by its own
-interface. Without either nothing changes.
-"""
+"""Rails on CPUs: check --rails eth0,eth1 (or MPIBENCH_RAILS, for any command) binds local
+rank i to interface i, as GPU i uses NIC i on a rail-optimised node, through the
+GLOO_SOCKET_IFNAME that gloo and the rendezvous address (netaddr) follow."""
 import os
 
 from . import netaddr
@@ -12,8 +9,7 @@ VAR = "MPIBENCH_RAILS"
 
 
 def parse(spec):
-    """'eth0,eth1' -> ['eth0', 'eth1'] (None for unset or empty); ValueError on a
-    repeated or empty name."""
+    """'eth0,eth1' -> ['eth0', 'eth1'] (None for unset or empty); ValueError on a repeated or empty name."""
     if not spec or not spec.strip():
         return None
     names = [x.strip() for x in spec.split(",")]
@@ -45,7 +41,5 @@ def bind(local_rank, local_size, env, hostname, spec=None):
         return None, (f"{VAR}: rail {local_rank} is {mine}, which host {hostname} does not "
                       f"have with an IPv4 address (it has {', '.join(usable) or 'none'}): "
                       f"more rails than interfaces")
-    os.environ["GLOO_SOCKET_IFNAME"] = mine
-    if env is not os.environ:
-        env["GLOO_SOCKET_IFNAME"] = mine
+    os.environ["GLOO_SOCKET_IFNAME"] = env["GLOO_SOCKET_IFNAME"] = mine
     return (local_rank, mine), None

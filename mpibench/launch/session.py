@@ -12,7 +12,7 @@ from . import verdict
 
 class Session:
     def __init__(self, place, comm):
-        self.place = place
+        self.launcher = place.launcher
         self.comm = comm
         self.rank = comm.rank
         self.size = comm.size
@@ -30,10 +30,6 @@ class Session:
         self.command = None          # the command's name (for the verdict line)
         self.results = None          # rank 0: the command's results document, once opened
         self.rail = None             # (index, interface) under check --rails or MPIBENCH_RAILS
-
-    @property
-    def launcher(self):
-        return self.place.launcher
 
     @property
     def where(self):
@@ -55,16 +51,12 @@ class Session:
         bad = [e for e in errors if e is not None]
         if not bad:
             return
-        texts = {text for _, _, text in bad}
-        if len(bad) == len(errors) and len(texts) == 1:
-            message = bad[0][2]
-        else:
-            rank, host, text = bad[0]
-            where = f"rank {rank} (host {host})"
-            others = len(bad) - 1
-            more = f" (and {others} more rank{'s' if others > 1 else ''})" if others else ""
-            message = f"{where}: {text}{more}"
-        raise Exit(message, code)
+        rank, host, text = bad[0]
+        if len(bad) == len(errors) and all(e[2] == text for e in bad):
+            raise Exit(text, code)
+        others = len(bad) - 1
+        more = f" (and {others} more rank{'s' if others > 1 else ''})" if others else ""
+        raise Exit(f"rank {rank} (host {host}): {text}{more}", code)
 
     def close(self):
         if self.watch is not None:

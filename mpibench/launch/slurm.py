@@ -6,8 +6,7 @@ def _expand_range(spec):
     for item in spec.split(","):
         if "-" in item:
             lo, hi = item.split("-", 1)
-            width = len(lo)
-            out += [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
+            out += [str(i).zfill(len(lo)) for i in range(int(lo), int(hi) + 1)]
         elif item:
             out.append(item)
     return out
@@ -29,8 +28,7 @@ def expand_nodelist(text):
 
 
 def compress_hostlist(hosts):
-    """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'. Names sharing
-    a prefix before their trailing digits share a bracket, consecutive numbers a range where
+    """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'; a range only where
     expanding it gives back the same spellings (zero padding included)."""
     groups = {}
     for name in dict.fromkeys(hosts):

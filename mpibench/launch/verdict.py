@@ -2,9 +2,8 @@
 
     mpibench-verdict: exit=1 status=failed command=check
 
-Printed to stdout once per job, by the rank that ends it (rank 0, or the lowest rank that
-reports a hang or a failure), after everything else it prints. The status names the exit code's meaning.
-Every line a rank prints goes through `out`, which drops what comes after the verdict: the
+Printed to stdout once per job, last, by the rank that ends it (docs/exit-codes.md). Every
+line a rank prints goes through `out`, which drops what comes after the verdict: the
 watchdog's thread can end the job (a signal, a hang) while the main thread still prints.
 """
 import sys
@@ -15,17 +14,13 @@ STATUS = {0: "ok", 1: "failed", 2: "usage", 124: "hang", 130: "interrupted", 143
 PREFIX = "mpibench-verdict:"
 
 
-def status_of(code):
-    return STATUS.get(code, "signal" if code > 128 else "failed")
+def record(code, status=None):
+    """The verdict as the results file holds it."""
+    return {"code": code, "status": status or STATUS.get(code, "signal" if code > 128 else "failed")}
 
 
 def line(code, command, status=None):
-    return f"{PREFIX} exit={code} status={status or status_of(code)} command={command or '-'}"
-
-
-def record(code, status=None):
-    """The verdict as the results file holds it."""
-    return {"code": code, "status": status or status_of(code)}
+    return f"{PREFIX} exit={code} status={record(code, status)['status']} command={command or '-'}"
 
 
 # Reentrant: a signal handler runs on the main thread, perhaps inside `out`.
@@ -42,25 +37,20 @@ def out(text):
 
 
 def said():
-    """Whether this rank has said its verdict."""
     return _said
 
 
 def say(code, command, status=None):
-    """Print the verdict line, once; after it this rank prints nothing more on stdout (a
-    closed stdout is no error here)."""
+    """Print the verdict line, once (a closed stdout is no error); after it nothing more."""
     say_in_place(line(code, command, status))
 
 
 def say_in_place(text):
-    """Print text as this rank's last line instead of the verdict line, for a program that
-    reads one line (SLURM's health check, node-problem-detector); the exit code and the
-    results file still carry the verdict."""
+    """Print text as the last line instead of the verdict line, for a program that reads one
+    (SLURM's health check, node-problem-detector); the exit code and results carry the verdict."""
     global _said
     with _lock:
-        if _said:
-            return
-        _said = True
-        with suppress(OSError, ValueError):
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
+        if not _said:
+            with suppress(OSError, ValueError):
+                out(text)
+            _said = True

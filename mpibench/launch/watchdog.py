@@ -1,23 +1,16 @@
-"""The hang watchdog and signal handler that every rank runs beside the benchmark.
+"""The hang watchdog and signal handler: one thread per rank beside the benchmark.
 
-The main thread says where it is: arm(where) before each row (a fresh deadline),
-mark(phase) between phases, disarm() when done. While the phase is the timed loop the
-thread checks its deadline only; the mark that ends the loop wakes it to answer what came
-meanwhile (or it answers once its own deadline passes). Each is an attribute store (and,
-leaving a timed loop, at most one byte to a pipe), made outside the timed loops. One
-thread per rank watches the deadline and the signals:
-
-- A deadline passes: the thread asks every rank where it is, over MPI (a duplicate of
-  COMM_WORLD, independent of NCCL/gloo). A rank that does not answer within a grace
-  period is stopped, dead or stuck holding the interpreter; a rank that answers from an
-  earlier step never arrived. The lowest rank that answered prints the report once,
-  rank 0 marks the results file incomplete, and the job is aborted with exit code 124.
-  A rank asked because another rank timed out joins in at once.
-- SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line
-  and ends the job with 128 + the signal number; another rank passes its signal on to
-  rank 0 first (and ends the job itself if rank 0 does not).
-
-Without MPI (a lone process, torchrun) the same happens with this rank alone.
+The main thread says where it is by attribute stores outside the timed loops: arm(where) before
+each step (a fresh deadline), mark(phase) between phases, disarm() when done. In the timed loop
+the thread looks at its deadline only; the mark that ends the loop wakes it to serve the rest.
+- A deadline passes: the thread asks every rank where it is over MPI (a duplicate of COMM_WORLD,
+  independent of NCCL/gloo); a rank asked so joins in at once. No answer within the grace: that
+  rank is stopped, dead or stuck holding the interpreter; an answer from an earlier step: it never
+  arrived. The lowest rank that answered reports once, rank 0 marks the results file incomplete,
+  and the job is aborted with exit code 124.
+- SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line and ends the
+  job with 128 + the signal number; another rank passes its signal on to rank 0 first (and ends
+  the job itself if rank 0 does not). Without MPI this rank does it all alone.
 """
 import os
 import select
@@ -41,23 +34,8 @@ BUSY_POLL = 0.02     # while waiting for answers
 FAILED = "failed"    # the phase of a rank that raised an error of its own
 
 
-def grace_for(timeout):
-    """How long a rank may take to answer 'where are you?' before it counts as gone."""
-    return min(10.0, max(2.0, timeout / 10))
-
-
-def _ignore(signum, frame):
-    # The C-level handler has already written the signal to the wakeup pipe, which the
-    # watchdog thread reads even while the main thread is blocked inside a collective.
-    pass
-
-
 class NullWatch:
     """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
-    timeout = None
-
-    def keep_results(self, abandon):
-        pass
 
     def arm(self, where, phase=""):
         pass
@@ -76,7 +54,9 @@ class Watchdog(NullWatch):
         self.step = 0
         self.where, self.phase = "start-up", ""
         self.deadline = None
-        self.on_fault = None      # rank 0: callable(reason) -> what happened to the results
+        # rank 0: on_fault(reason, verdict record) closes the results document when a hang or
+        # a signal ends the job, so that what was measured stays; it says what became of it
+        self.on_fault = None
         self.comm = session.comm.world.Dup() if session.comm.kind == "mpi" else None
         self._lock = threading.Lock()     # one reader of the side channel at a time
         self._probe_id = 0
@@ -90,9 +70,7 @@ class Watchdog(NullWatch):
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
         self._quiet = False        # another rank is aborting the job: no more MPI calls here
-        self._rfd, self._wfd = os.pipe()
-        os.set_blocking(self._rfd, False)
-        os.set_blocking(self._wfd, False)
+        self._rfd, self._wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._saved = None
         # test only: "stop:RANK:WHERE", "sigterm:RANK:WHERE", "sigint:RANK:WHERE" send this
         # rank that signal when it starts a step whose name holds WHERE (see arm())
@@ -100,22 +78,23 @@ class Watchdog(NullWatch):
                                                       ("sigint", signal.SIGINT))
                           if (at := faults.get(kind, session.rank)) is not None]
         if threading.current_thread() is threading.main_thread():
+            # Handlers that do nothing: the C-level one has already written the signal to the
+            # wakeup pipe, which the thread reads even while the main thread is in a collective.
             old_fd = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
-            self._saved = (old_fd, {s: signal.signal(s, _ignore) for s in SIGNALS})
+            self._saved = (old_fd, {s: signal.signal(s, lambda *_: None) for s in SIGNALS})
         self._thread = threading.Thread(target=self._run, name="mpibench-watchdog", daemon=True)
         self._thread.start()
 
-    def keep_results(self, abandon):
-        """Rank 0: abandon(reason, record) closes the results document when a hang or a signal
-        ends the job, so that what was measured stays."""
-        self.on_fault = abandon
+    @property
+    def grace(self):
+        """How long a rank may take to answer 'where are you?' before it counts as gone."""
+        return min(10.0, max(2.0, self.timeout / 10))
 
     # ---- main thread: where this rank is (attribute stores only) ----
     def arm(self, where, phase="setting up"):
-        self.step += 1
-        self.where, self.phase = where, phase
+        self.where = where
         self.deadline = time.monotonic() + self.timeout
-        self._settle()
+        self.mark(phase)
         for sig, at in self._raise_at:
             if at in where:
                 os.kill(os.getpid(), sig)
@@ -123,12 +102,9 @@ class Watchdog(NullWatch):
     def mark(self, phase):
         self.step += 1
         self.phase = phase
-        self._settle()
-
-    def _settle(self):
-        """Out of a timed loop: wake the thread at once if it skipped the side channel in
-        it, so that a notice or a question waits no longer than the loop."""
-        if self._owed and self.phase != TIMED_LOOP:
+        # out of a timed loop in which the thread skipped the side channel: wake it at once,
+        # so that a notice or a question waits no longer than the loop
+        if self._owed and phase != TIMED_LOOP:
             self._owed = False
             self._wake()
 
@@ -160,9 +136,8 @@ class Watchdog(NullWatch):
             self.comm = None
 
     def fail(self):
-        """This rank failed on its own. Asks every rank where it is: (the ranks that do not
-        answer within the grace period: after a backend error, who went; whether this rank
-        reports the failure: none has reported one and no lower rank failed too)."""
+        """This rank failed on its own: (the ranks that do not answer within the grace, whether
+        this rank reports the failure: none has reported one and no lower rank failed too)."""
         self.mark(FAILED)
         snaps = self._probe("probe")
         failed = [r for r, s in snaps.items() if s[2] == FAILED]
@@ -178,8 +153,13 @@ class Watchdog(NullWatch):
                 return
             if self._stop:
                 return
+            data = b""
             if ready:
-                self._read_signals()
+                with suppress(OSError):
+                    data = os.read(self._rfd, 64)
+            for signum in data:
+                if signum in SIGNALS:
+                    self._on_signal(signum, self.s.rank)
             if self.phase == TIMED_LOOP:
                 self._owed = True
             elif not self._quiet:       # quiet: another rank is aborting the job
@@ -191,15 +171,6 @@ class Watchdog(NullWatch):
             if self._deferred is not None and time.monotonic() > self._deferred[0]:
                 _, lines, code = self._deferred
                 self._end(lines, code)
-
-    def _read_signals(self):
-        try:
-            data = os.read(self._rfd, 64)
-        except (BlockingIOError, OSError):
-            return
-        for signum in data:
-            if signum in SIGNALS:
-                self._on_signal(signum, self.s.rank)
 
     def _snapshot(self):
         return (self.step, self.where, self.phase, self.s.hostname, verdict.said())
@@ -242,7 +213,7 @@ class Watchdog(NullWatch):
             self._sends = [r for r in self._sends if not r.Test()]
 
     def _probe(self, why):
-        """{rank: (step, where, phase, host)} of every rank that answers within the grace."""
+        """{rank: its _snapshot()} of every rank that answers within the grace."""
         me = self.s.rank
         if self.comm is None or self.s.size == 1:
             return {me: self._snapshot()}
@@ -253,7 +224,7 @@ class Watchdog(NullWatch):
             for r in range(self.s.size):
                 if r != me:
                     self._send((key, why), r, TAG_QUERY)
-        end = time.monotonic() + grace_for(self.timeout)
+        end = time.monotonic() + self.grace
         while len(self._replies[key]) < self.s.size and time.monotonic() < end:
             time.sleep(BUSY_POLL)
             self._serve()
@@ -265,21 +236,18 @@ class Watchdog(NullWatch):
             return
         self._joined = True
         snaps = self._probe("timeout")
-        lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, grace_for(self.timeout))
+        lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, self.grace)
+        lines.append(self.abandon(f"timed out: {lines[0]}", TIMEOUT_CODE, rank0_alive=0 in snaps))
         if self.s.rank == min(snaps):
-            reason = f"timed out: {lines[0]}"
-            self._end(lines + [self.abandon(reason, TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
-        else:
-            # A lower rank answered and reports; end the job ourselves if it cannot.
-            self._deferred = (time.monotonic() + grace_for(self.timeout) + 5,
-                              lines + [self.abandon("", TIMEOUT_CODE, rank0_alive=0 in snaps)], TIMEOUT_CODE)
+            self._end(lines, TIMEOUT_CODE)
+        else:       # a lower rank answered and reports; end the job ourselves if it cannot
+            self._deferred = (time.monotonic() + self.grace + 5, lines, TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
         if self._quiet:       # another rank is aborting the job: the launcher's kill is part of it
             return
         code = 128 + signum
-        name = signal.Signals(signum).name
         if self.signalled is not None:
             if origin == self.s.rank:
                 self._end([], code)           # a second signal here: no more waiting
@@ -289,13 +257,12 @@ class Watchdog(NullWatch):
             self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
-            self._deferred = (time.monotonic() + grace_for(self.timeout) + 3,
-                              [f"mpibench: {self.s.where} got {name}; rank 0 did not end the "
-                               f"job, so this rank does"], code)
+            self._deferred = (time.monotonic() + self.grace + 3,
+                              [f"mpibench: {self.s.where} got {signal.Signals(signum).name}; rank 0 "
+                               f"did not end the job, so this rank does"], code)
 
     def stop_for(self, signum, origin):
-        """Rank 0 (or a lone rank): end the job for a signal that rank `origin` received,
-        with the closing line and the results kept."""
+        """Rank 0 (or a lone rank): end the job for rank `origin`'s signal: closing line, results kept."""
         code = 128 + signum
         reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
                   f"(host {self.s.hosts[origin]})")
@@ -324,9 +291,8 @@ class Watchdog(NullWatch):
         self.abort(code)
 
     def abort(self, code):
-        """End the job with MPI_Abort. The other ranks are told first: a rank still polling
-        MPI when this one dies reports the closed socket in Open MPI's own words ("An error
-        occurred in Socket closed ... MPI_ERRORS_ARE_FATAL"), whatever its error handlers."""
+        """End the job with MPI_Abort, telling the other ranks first: one still polling MPI when
+        this one dies reports Open MPI's "Socket closed" error (docs/exit-codes.md)."""
         if self.comm is not None:       # (not under self._lock: _serve may hold it here)
             for r in range(self.s.size):
                 if r != self.s.rank:

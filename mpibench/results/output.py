@@ -138,6 +138,6 @@ def open_output(session: Session, command: str, args: argparse.Namespace) -> Opt
                 out.say(switches[0])
             out.set(test_switches=switches[1])
         if getattr(session, "watch", None) is not None:
-            session.watch.keep_results(out.abandon)   # a hang or a signal: what was measured stays
+            session.watch.on_fault = out.abandon   # a hang or a signal: what was measured stays
     return out
 
