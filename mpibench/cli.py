@@ -67,6 +67,13 @@ def command_groups():
     return "\n".join(lines)
 
 
+def description(name, mod):
+    """A command's -h text: what it does, how it exits where it says, and its page."""
+    page = getattr(mod, "PAGE", f"docs/commands/{name}.md")
+    return " ".join([f"{mod.HELP[0].upper()}{mod.HELP[1:]}.", getattr(mod, "EXITS", ""),
+                     f"{page} says more."])
+
+
 def build_parser():
     # no abbreviations: an option is named in full, so that no prefix of one command's option
     # stands for another option elsewhere (check --collective is not check --collectives)
@@ -81,8 +88,7 @@ def build_parser():
                              help="one of the commands above; COMMAND -h for its options")
     for name in commands.NAMES:
         mod = commands.load(name)
-        p = sub.add_parser(name, description=getattr(mod, "DESCRIPTION", mod.HELP),
-                           allow_abbrev=False)
+        p = sub.add_parser(name, description=description(name, mod), allow_abbrev=False)
         mod.add_arguments(p)
     return top
 

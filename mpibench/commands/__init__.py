@@ -2,7 +2,8 @@
 
 Each command module defines HELP, add_arguments(parser), execute(session, args) and
 SESSION: "args" (the process group of args.backend), None (no process group) or "offline"
-(no ranks at all). A command may import every stage below, never another command: what
+(no ranks at all); EXITS (its exit codes, for -h) and PAGE (its doc, if not
+docs/commands/NAME.md) where it has them. A command may import every stage below, never another command: what
 commands share is in common/.
 """
 import importlib

@@ -6,10 +6,6 @@ from ..results import classics
 from .common import classic, options
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
-DESCRIPTION = (
-    "One all_reduce of a single large payload (default 4 GiB on GPUs, 64 MiB on CPUs), warmed "
-    "up, then timed in trials (each after a barrier, synchronized): per-trial algbw and busbw, "
-    "then mean, min and max in GBps and Gbps, every rank's mean and the slowest rank by name.")
 SESSION = "args"
 
 

@@ -19,11 +19,7 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
-DESCRIPTION = (
-    "Three tests: the collective inside each host, host pairs on every rail in two to four "
-    "rounds (the fewest links that explain every failed rail are named), and the collective "
-    "over every rank. A miss is measured again before it fails a host. Exit 0 when every host "
-    "and link passed, 1 when any failed, 2 on bad input. docs/commands/check.md says more.")
+EXITS = "Exit 0 when every host and link passed, 1 when any failed, 2 on bad input."
 SESSION = "args"
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")   # no root: symmetric

@@ -5,13 +5,6 @@ from ..results.numbers import counted
 from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
-DESCRIPTION = (
-    "Lines up rows by collective, backend, dtype, op, root, sweep setting, size and mode; "
-    "prints each file's busbw (algbw where busbw is not defined, one rank) and its ratio to "
-    "the baseline (the first file), and says faster, slower or within noise. Noise: when "
-    "both rows have trials (run --trials), a difference counts only when their min-max "
-    "busbw ranges do not overlap; otherwise when the ratio is outside 1 +- --noise. "
-    "With --min-share F, exits 1 when any row is below F times the baseline (for CI).")
 SESSION = "offline"
 NOISE = text.NOISE
 

@@ -10,12 +10,7 @@ from ..results.classics import INT64
 from .common import classic
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
-DESCRIPTION = (
-    "Rank r holds r. all_reduce (every rank gets the sum), reduce_scatter of n copies of r "
-    "(every rank gets the sum), all_gather (every rank gets 0..n-1) and broadcast from rank 0 "
-    "of the world size (every rank gets n). Every rank's before and after is printed in rank "
-    "order, each marked PASS or FAIL against the value expected for this world size; exit 1 "
-    "on any FAIL.")
+EXITS = "Exit 1 on any FAIL."
 SESSION = "args"
 
 # collective -> n -> (counts of its one-element call, mode, op, root) for its row

@@ -16,12 +16,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; name what differs"
-DESCRIPTION = (
-    "Every rank collects its host's facts (versions, GPUs and driver, NCCL_/GLOO_/UCX_/"
-    "OMPI_MCA_ variables, network interfaces, InfiniBand/RoCE ports, RDMA modules, "
-    "nvidia-smi topo -m); rank 0 prints one report: per host, what differs between hosts, "
-    "and findings with advice. On GPUs a short NCCL all_reduce with NCCL_DEBUG=INFO shows "
-    "which transport each pair of hosts used.")
 SESSION = None
 
 

@@ -7,12 +7,6 @@ from ..results.classics import INT64
 from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
-DESCRIPTION = (
-    "The done-flag comparison: N calls (default 1000) each of all_gather_object of a Python int, "
-    "all_gather of a one-element tensor and all_reduce of a one-element tensor (on mpi: "
-    "allgather of a pickled int, Allgather and Allreduce of a one-element buffer); time per "
-    "call and the speedup of each over all_gather_object. Rank r's flag is r + 1, and every "
-    "method must agree on the sum, n(n+1)/2.")
 SESSION = "args"
 
 

@@ -7,11 +7,6 @@ from ..results import classics
 from .common import classic, options
 
 HELP = "1 x S against K x S/K all_reduces of the same total bytes, per rank"
-DESCRIPTION = (
-    "The latency comparison: one all_reduce of S bytes, then K all_reduces of S/K bytes each "
-    "(the same total), on every rank; each rank's duration, algbw and busbw of both, shown as "
-    "host:local_rank, and the ratio of the two durations. Defaults: S = 4 GiB and K = 1000 on "
-    "GPUs, S = 64 MiB and K = 1000 on CPUs.")
 SESSION = "args"
 
 

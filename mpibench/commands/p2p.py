@@ -12,13 +12,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "bandwidth and latency between every pair of hosts; names slow links and hosts"
-DESCRIPTION = (
-    "One rank per host (the lowest rank on each) exchanges with every other host's in "
-    "round-robin rounds, so that no host is in two pairs at once; ranks not in a pair "
-    "wait at an MPI barrier. Bandwidth: send/recv of one size (default 4 MiB on CPUs, "
-    "256 MiB on GPUs), every iteration after a barrier, the median iteration shown. "
-    "Latency: half the round trip of a ping-pong of 8 bytes. Then the links and hosts "
-    "below --min-share of the others are named.")
 SESSION = "args"
 BYTES = DTYPES["uint8"]
 

@@ -11,11 +11,6 @@ from ..results.files import ResultFile
 from .common import options
 
 HELP = "draw busbw against size (and a p2p matrix) from saved results into a PNG"
-DESCRIPTION = (
-    "One panel per collective: busbw (or algbw, or time) against size on a log axis, one "
-    "line per file, backend, sweep setting, dtype and mode, with the trials' min-max as a "
-    "band when the run had --trials. A p2p host matrix in a file is drawn as a heatmap. "
-    "Needs matplotlib (pip install 'mpibench[plot]'). Never overwrites a file.")
 SESSION = "offline"
 METRICS = {"busbw": ("busbw_GBps", "busbw (GB/s)"), "algbw": ("algbw_GBps", "algbw (GB/s)"),
            "time": ("time_us", "time (us)")}

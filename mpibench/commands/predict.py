@@ -14,12 +14,6 @@ from ..results.numbers import us
 from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
-DESCRIPTION = (
-    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed logs) and "
-    "fits per collective the candidates of NCCL's tuning model (ring, tree for all_reduce; LL and "
-    "Simple), each size run by the one NCCL's own estimate picks (all_to_all, sendrecv: by bytes per "
-    "peer). Prints per size at --hosts H or --ranks N the time, its interval and busbw; a row in a "
-    "regime no input ran is marked * and not predicted. --measured FILE adds errors and a summary.")
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
 

@@ -23,13 +23,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "sweep collectives over sizes (the default command)"
-DESCRIPTION = (
-    "Times collectives over a range of sizes and prints nccl-tests' columns (time, algbw, "
-    "busbw, #wrong, out-of-place and in-place) and each row's spread over the ranks; with "
-    "several hosts, a per-host table, the links between hosts and each row's share of their "
-    "line rate; a slow rank or host is named only when it is flagged. Defaults: all "
-    "collectives, float32, sum, 20 iterations after 5 warm-ups, "
-    "sizes 8 B to 16 MiB on CPUs (gloo) and 8 B to 4 GiB on GPUs (NCCL), factor 2.")
 SESSION = "args"
 
 CPU_MAXBYTES = 16 << 20

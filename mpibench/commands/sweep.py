@@ -19,13 +19,6 @@ from ..results.files import json_parts, ResultFile
 from .common import options
 
 HELP = "run the benchmark once per setting of NCCL (or any) variables and compare them"
-DESCRIPTION = (
-    "Runs COMMAND (a launcher running mpibench, e.g. mpirun --host n1:8,n2:8 python -m "
-    "mpibench run -b 1M -e 1G) once per combination of the --set values, each in a fresh "
-    "launch, then prints per size each setting's busbw and the best, and writes every "
-    "run's rows into one JSON. Default without --set: NCCL_ALGO=Ring,Tree x "
-    "NCCL_PROTO=LL,LL128,Simple (GPUs). On CPUs give --set for GLOO_*, OMPI_MCA_* or any "
-    "variable.")
 SESSION = "offline"
 DEFAULT_SETS = (("NCCL_ALGO", ("Ring", "Tree")), ("NCCL_PROTO", ("LL", "LL128", "Simple")))
 OPENMPI = ("mpirun", "mpiexec", "orterun", "prterun", "oshrun")

@@ -19,14 +19,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
-DESCRIPTION = (
-    "Trains a synthetic GPT-style decoder (random tokens, AdamW; bf16 autocast on GPUs, fp32 "
-    "on CPUs) data-parallel with DDP or FSDP2 and times each step per rank. Synced steps and "
-    "steps without gradient synchronisation alternate on the same ranks: the difference is "
-    "the exposed communication. The step's collectives (DDP's buckets; FSDP's all-gathers "
-    "and reduce-scatters) are then timed alone through the engine on the same process group: "
-    "the hidden share is 1 - exposed / alone. Prints throughput, per-host step times, the "
-    "slowest rank, peak memory, and with --scale-from the scaling efficiency.")
 SESSION = "args"
 DEFAULT_TIMEOUT = 300.0
 

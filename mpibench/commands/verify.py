@@ -18,13 +18,8 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "check mpibench's own figures here: timer, per-call cost, correctness, plausibility, peers"
-DESCRIPTION = (
-    "1. mpibench's timed loop against a bare loop that shares none of its code, over "
-    "--rounds (more up to --budget while inconclusive). 2. The per-call cost mpibench cannot "
-    "remove. 3. Every collective once, both modes, checked. 4. The largest size's busbw "
-    "against the hosts' link rates. 5. iperf3 between every pair of hosts, and with "
-    "--against a peer's output measured again here. Exit 0 when every check passed, 1 when "
-    "one failed, 2 on bad input. docs/verify.md says more.")
+EXITS = "Exit 0 when every check passed, 1 when one failed, 2 on bad input."
+PAGE = "docs/verify.md"
 SESSION = "args"
 
 CPU_SIZES = "1M,4M,16M"
