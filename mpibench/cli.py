@@ -59,12 +59,8 @@ def command_groups():
     """The top-level help's command list, by group (a command in no group: 'other')."""
     listed = {n for _, names in commands.GROUPS for n in names}
     groups = list(commands.GROUPS) + [("other", [n for n in commands.NAMES if n not in listed])]
-    lines = []
-    for title, names in groups:
-        names = [n for n in names if n in commands.NAMES]
-        if names:
-            lines += [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
-    return "\n".join(lines)
+    return "\n".join(line for title, names in groups if names for line in
+                     [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names])
 
 
 def description(name, mod):
@@ -134,11 +130,12 @@ def _command_word(argv):
 def execute(place, name, args, argv=None):
     """Runs command `name` on this rank; returns the exit code it leaves with."""
     mod = commands.load(name)
-    if mod.SESSION == "offline":
+    session_kind = getattr(mod, "SESSION", "args")
+    if session_kind == "offline":
         return _execute_offline(mod, args)
     session = comm = None
     try:
-        backend = options.torch_backend(args.backend) if mod.SESSION == "args" else None
+        backend = options.torch_backend(args.backend) if session_kind == "args" else None
         timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
         link = bootstrap.connect(place)
         comm = link.comm       # held here: a failure before start() returns still aborts the job

@@ -20,7 +20,6 @@ from .common import guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
 EXITS = "Exit 0 when every host and link passed, 1 when any failed, 2 on bad input."
-SESSION = "args"
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")   # no root: symmetric
 GPU_SIZE = 1 << 30
@@ -34,9 +33,9 @@ def add_arguments(p):
                    f"{', '.join(COLLECTIVES)} (default all_reduce)")
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per call, every test (default 1G on GPUs, 16M on CPUs)")
-    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=5,
+    p.add_argument("-n", "--iters", type=options.at_least(1), default=5,
                    help="timed calls per test (default 5)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2,
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=2,
                    help="untimed calls first (default 2)")
     p.add_argument("--expect", metavar="FILE",
                    help='JSON limits per test, e.g. {"intra": {"min_busbw_GBps": 400}, '
@@ -223,29 +222,25 @@ def _collective(session, backend, coll, size, n, group, where):
 
 
 def _fabric(session, args, names, ppn):
-    """Rank 0's tomography.Fabric (None elsewhere): the switches (_switches), a rail per
-    local rank, named by the interface each rank was bound to."""
+    """Rank 0's tomography.Fabric (None elsewhere): a rail per local rank, named by the
+    interface each rank was bound to, and the switch tree, read on rank 0 and the same on
+    every rank (bad input: UsageError on every rank) from --topology FILE, else SLURM's when
+    the job runs under it, else one switch."""
     rails = session.comm.gather(session.rail, root=0)
-    topo = _switches(session, args, names)
+    if args.topology:
+        topo = inputs.on_rank0(session, args.topology, lambda path: _tree(
+            topology.read_file(path), path, names, True), "--topology")
+    elif os.environ.get("SLURM_JOB_ID"):
+        source = "scontrol show topology"
+        topo = inputs.on_rank0(session, source, lambda _: _tree(
+            topology.from_slurm(), source, names, False))
+    else:
+        topo = topology.single(names)
     if session.rank != 0:
         return None
     index = {h: i for i, h in enumerate(names)}
     nics = {(index[session.hosts[r]], rail[0]): rail[1] for r, rail in enumerate(rails) if rail}
     return tomography.Fabric(names, ppn, topo, nics)
-
-
-def _switches(session, args, names):
-    """The switch tree, read on rank 0 and the same on every rank (bad input: UsageError on
-    every rank): from --topology FILE, else SLURM's when the job runs under it, else one
-    switch."""
-    if args.topology:
-        return inputs.on_rank0(session, args.topology, lambda path: _tree(
-            topology.read_file(path), path, names, True), "--topology")
-    if os.environ.get("SLURM_JOB_ID"):
-        source = "scontrol show topology"
-        return inputs.on_rank0(session, source, lambda _: _tree(
-            topology.from_slurm(), source, names, False))
-    return topology.single(names)
 
 
 def _tree(text, source, names, strict):

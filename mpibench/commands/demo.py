@@ -11,7 +11,6 @@ from .common import classic
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
 EXITS = "Exit 1 on any FAIL."
-SESSION = "args"
 
 # collective -> n -> (counts of its one-element call, mode, op, root) for its row
 SHAPES = {ALL_REDUCE.name: lambda n: (Counts(1, 1, 1, 0, 0), "in_place", "sum", -1),

@@ -7,13 +7,12 @@ from ..results.classics import INT64
 from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
-SESSION = "args"
 
 
 def add_arguments(p):
-    p.add_argument("-n", "--calls", type=options.int_at_least(1), default=1000, metavar="N",
+    p.add_argument("-n", "--calls", type=options.at_least(1), default=1000, metavar="N",
                    help="timed calls of each method (default 1000)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=10, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=10, metavar="N",
                    help="untimed calls of each method first (default 10)")
     classic.add_common(p, dtype=False)
 

@@ -12,7 +12,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "bandwidth and latency between every pair of hosts; names slow links and hosts"
-SESSION = "args"
 BYTES = DTYPES["uint8"]
 
 
@@ -21,11 +20,11 @@ def add_arguments(p):
                    help="bytes per transfer for bandwidth (default 4M on CPUs, 256M on GPUs)")
     p.add_argument("--latency-size", type=options.size_arg, default=8, metavar="SIZE",
                    help="bytes of the ping-pong for latency (default 8)")
-    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=10,
+    p.add_argument("-n", "--iters", type=options.at_least(1), default=10,
                    help="timed transfers per link, each after a barrier (default 10)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2,
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=2,
                    help="untimed transfers per link first (default 2)")
-    p.add_argument("--latency-iters", type=options.int_at_least(1), default=50, metavar="N",
+    p.add_argument("--latency-iters", type=options.at_least(1), default=50, metavar="N",
                    help="ping-pong round trips per pair (default 50)")
     p.add_argument("--bidirectional", action="store_true",
                    help="both ranks of a pair send at once (bandwidth = bytes both ways / time)")

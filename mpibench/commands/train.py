@@ -19,7 +19,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
-SESSION = "args"
 DEFAULT_TIMEOUT = 300.0
 
 
@@ -27,20 +26,20 @@ def add_arguments(p):
     p.add_argument("--preset", default=None, metavar="NAME",
                    help=f"the model: {', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
     for field in model.FIELDS:
-        p.add_argument(f"--{field}", type=options.int_at_least(1), default=None, metavar="N",
+        p.add_argument(f"--{field}", type=options.at_least(1), default=None, metavar="N",
                        help=f"override the preset's {field}")
-    p.add_argument("--batch", type=options.int_at_least(1), default=4, metavar="N",
+    p.add_argument("--batch", type=options.at_least(1), default=4, metavar="N",
                    help="sequences per rank per step (default 4)")
     p.add_argument("--parallel", choices=PARALLEL, default="ddp",
                    help="ddp (DistributedDataParallel), fsdp (FSDP2 fully_shard per block) or "
                         "none (each rank alone: compute only) (default ddp)")
     p.add_argument("--bucket-mb", type=options.positive_float, default=25.0, metavar="MB",
                    help="DDP's bucket_cap_mb (default 25, torch's)")
-    p.add_argument("-n", "--steps", type=options.int_at_least(1), default=10, metavar="N",
+    p.add_argument("-n", "--steps", type=options.at_least(1), default=10, metavar="N",
                    help="timed steps of each kind (default 10)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=3, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=3, metavar="N",
                    help="warm-up steps of each kind before timing (default 3)")
-    p.add_argument("--alone-iters", type=options.int_at_least(0), default=10, metavar="N",
+    p.add_argument("--alone-iters", type=options.at_least(0), default=10, metavar="N",
                    help="iterations of the step's collectives timed alone; 0 = off (default 10)")
     p.add_argument("--scale-from", metavar="FILE",
                    help="a train result of the same model with fewer ranks or hosts: prints "

@@ -36,13 +36,14 @@ def torch_backend(names):
     return next((n for n in names if n in AUTO_AND_TORCH_BACKENDS), None)
 
 
-def int_at_least(low):
-    """An argparse type: a whole number no smaller than low."""
+def at_least(low, kind=int):
+    """An argparse type: a number (kind int: a whole number) no smaller than low."""
     def conv(text):
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"not a {'whole number' if kind is int else 'number'}: {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}: {text}")
         return value
@@ -79,7 +80,7 @@ def add_log_options(parser, test=True):
                         help="the collective of printed nccl-tests tables that do not name "
                              "theirs (old logs, pasted tails), e.g. all_to_all")
     if test:
-        parser.add_argument("--test", type=int_at_least(1), default=None, metavar="N",
+        parser.add_argument("--test", type=at_least(1), default=None, metavar="N",
                             help="in a log that holds several tests, use only the N-th "
                                  "(counted from 1, in file order)")
 
