@@ -96,9 +96,8 @@ def parse(argv):
     elif not argv[0].startswith("-") and argv[0] not in commands.NAMES:
         raise UsageError(f"unknown command '{argv[0]}' (commands: {', '.join(commands.NAMES)})")
     args = build_parser().parse_args(argv)
-    check = getattr(commands.load(args.command), "check_args", None)
-    if check is not None:
-        check(args)     # input errors that need no ranks: found alike everywhere, before torch loads
+    # input errors that need no ranks: found alike everywhere, before torch loads
+    getattr(commands.load(args.command), "check_args", lambda _: None)(args)
     return args.command, args
 
 

@@ -1,5 +1,4 @@
-"""mpibench doctor: every host's setup, the differences between hosts, findings with
-advice, and (on GPUs) the transports NCCL really used between every pair of hosts."""
+"""mpibench doctor: every host's setup, what differs between hosts, findings with advice."""
 import datetime
 import os
 import pathlib

@@ -1,5 +1,4 @@
-"""mpibench predict: fit the shape of NCCL's cost model to runs at several node counts and
-predict a larger one, with an interval (models in mpibench/analysis/scaling.py)."""
+"""mpibench predict: NCCL's cost model fitted to runs at several node counts (analysis/scaling.py)."""
 import statistics
 
 from tabulate import tabulate

@@ -215,8 +215,7 @@ def call_notes(plan, backends):
 
 def launch_costs(session, backends, plans):
     """{backend: {collective: seconds}} of the slowest rank's per-call launch cost of each
-    collective the plan runs, GPU backends only (measure/launchcost.py); every rank
-    measures, rank 0 gets the figures."""
+    collective the plan runs, GPU backends only (measure/launchcost.py), on rank 0."""
     out = {}
     for b, plan in zip(backends, plans):
         if getattr(b, "cuda", False):
@@ -326,8 +325,7 @@ def execute(session, args):
             out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
         fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
                                         args.min_bw)
-        for line in lines + line_rate_lines(out.doc) + closing_lines:     # nccl-tests' closing last
-            out.say(line)
+        out.say(*lines, *line_rate_lines(out.doc), *closing_lines)     # nccl-tests' closing last
         runtext.launch_bound(out)
         out.set(**fields)
         out.finish()

@@ -1,6 +1,4 @@
-"""mpibench verify: can the figures mpibench measures here be trusted? Its timer against an
-independent one, the per-call cost it cannot remove, every collective checked, busbw
-against the hosts' link rates, and independent tools on the same path."""
+"""mpibench verify: can the figures mpibench measures here be trusted (docs/verify.md)."""
 import argparse
 import os
 import time

@@ -1,6 +1,5 @@
-"""Argument types every command's parser uses: sizes, whole numbers, positive numbers,
---backend. Each raises argparse.ArgumentTypeError, which the parser turns into one line
-and exit code 2."""
+"""Argument types and the options several commands share. A type raises
+argparse.ArgumentTypeError, which the parser turns into one line and exit code 2."""
 import argparse
 
 from ...errors import UsageError
@@ -74,8 +73,7 @@ def positive_float(text):
 
 
 def add_log_options(parser, test=True):
-    """--collective for printed tables that do not name theirs; --test for logs that hold
-    several tests (each a table with its own average)."""
+    """--collective and --test: which table of a printed nccl-tests log is read."""
     parser.add_argument("--collective", default=None, metavar="NAME",
                         help="the collective of printed nccl-tests tables that do not name "
                              "theirs (old logs, pasted tails), e.g. all_to_all")
@@ -148,8 +146,7 @@ NCCL_TESTS_FIXED = (
 
 
 def add_nccl_tests_fixed(parser):
-    """nccl-tests' options that mpibench honours at one value: that value is accepted (it is
-    what mpibench does), any other is refused by check_nccl_tests_fixed with the reason."""
+    """nccl-tests' options mpibench honours at one value; check_nccl_tests_fixed refuses others."""
     for flag, name, value, _ in NCCL_TESTS_FIXED:
         shown = "not supported" if value is None else f"{value} only"
         parser.add_argument(flag, name, type=int, default=value, metavar="N",
