@@ -107,11 +107,8 @@ def execute(session, args):
     records, versions = preamble.gather(session)
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
-    report = Report(session, out, args, coll, size, members=members, limits=limits,
-                    rates=rates) if session.rank == 0 else None
-    if report:
-        report.header(records, versions)
-        out.csv_from(checktext.csv)
+    report = Report(session, out, args, coll, size, members=members, limits=limits, rates=rates,
+                    records=records, versions=versions) if session.rank == 0 else None
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
     session.watch.arm("check: a process group per host")
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []
@@ -288,28 +285,26 @@ class Report:
     """Rank 0: the figures as they come, judged (diagnose/checkverdict.py), printed
     (results/checktext.py) and written through the output."""
 
-    def __init__(self, session, out, args, coll, size, *, members, limits, rates):
-        """members: {host: its ranks}, in host order; limits: _limits'; rates: each rank's
-        host's line rate (hostfacts.line_rate)."""
-        self.s, self.out, self.args, self.coll = session, out, args, coll
-        self.say = out.say
-        self.names, self.size, self.limits = list(members), size, limits
+    def __init__(self, session, out, args, coll, size, *, members, limits, rates, records,
+                 versions):
+        """The judge (members: {host: its ranks}, in host order; limits: _limits'; rates: each
+        rank's host's line rate), and the header: the test, the job, the thresholds, the files."""
+        self.s, self.out, self.say, self.coll = session, out, out.say, coll
+        self.names = list(members)
         self.ppn = len(members[self.names[0]])
         config = {"collective": coll.name, "size": size, "ranks_per_host": self.ppn,
                   "world": session.size, "hosts": self.names, "iters": args.iters,
                   "warmup": args.warmup}
         self.judge = checkverdict.Judge(config, members, limits,
                                         {session.hosts[r]: rate for r, rate in enumerate(rates)})
-
-    def header(self, records, versions):
-        self.say(checktext.header_line(self.coll.name, self.size, len(self.names), self.ppn,
-                                       self.args.iters, self.args.warmup))
-        preamble.describe(self.s, self.out, [self.s.backend], records, versions,
-                         {"size": self.size, "iters": self.args.iters, "warmup": self.args.warmup})
-        self.say(*checktext.threshold_lines(thresholds.TESTS, self.limits, self.ppn,
-                                            thresholds.RELATIVE))
-        self.out.announce_files()
-        self.out.set(check=self.judge.doc)     # the judge's figures are the check section
+        self.say(checktext.header_line(coll.name, size, len(self.names), self.ppn, args.iters,
+                                       args.warmup))
+        preamble.describe(session, out, [session.backend], records, versions,
+                         {"size": size, "iters": args.iters, "warmup": args.warmup})
+        self.say(*checktext.threshold_lines(thresholds.TESTS, limits, self.ppn, thresholds.RELATIVE))
+        out.announce_files()
+        out.set(check=self.judge.doc)     # the judge's figures are the check section
+        out.csv_from(checktext.csv)
 
     def intra(self, gathered):
         busbws = self.judge.intra(gathered)

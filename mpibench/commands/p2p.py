@@ -52,7 +52,7 @@ def execute(session, args):
     if args.png:
         session.agree(heatmap.unavailable() if session.rank == 0 else None)
     out = open_output(session, "p2p", args)
-    png = _reserve_png(session, args.png)
+    png = _reserve_png(session, args.png) if args.png else None
     rounds = pairs.schedule(ranks, session.hosts)
     bench = PairBench(session, backend, size, iters=args.iters, warmup=args.warmup,
                       bidirectional=args.bidirectional, latency_size=args.latency_size,
@@ -60,7 +60,16 @@ def execute(session, args):
     session.agree(bench.allocate(session.rank in ranks), 1)
     labels = [f"{h}:{r}" if args.every_rank else h for r, h in enumerate(session.hosts)]
     if session.rank == 0:
-        _header(session, out, args, backend, ranks, rounds, size, png)
+        linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
+                             session.launcher, size, rounds)
+        out.set(world=preamble.world(session, backend.name),
+                config={"participants": ranks, "size": size, "latency_size": args.latency_size,
+                        "iters": args.iters, "warmup": args.warmup,
+                        "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,
+                        "threshold": args.min_share, "rounds": [[list(p) for p in r] for r in rounds]},
+                env=rankfacts.net_env())
+        out.announce_files()
+        linkstext.heatmap(out, png, " will be written to")
     collected, latency = links.measure(session, bench, rounds, labels, out, with_latency=True)
     session.watch.disarm()
     if session.rank != 0:
@@ -84,8 +93,6 @@ def execute(session, args):
 
 def _reserve_png(session, path):
     """Rank 0 reserves the picture's file name now, as for the JSON file."""
-    if not path:
-        return None
     reserved, error = None, None
     if session.rank == 0:
         try:
@@ -95,15 +102,3 @@ def _reserve_png(session, path):
     session.agree(error)
     return reserved
 
-
-def _header(session, out, args, backend, ranks, rounds, size, png):
-    linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
-                         session.launcher, size, rounds)
-    out.set(world=preamble.world(session, backend.name),
-            config={"participants": ranks, "size": size, "latency_size": args.latency_size,
-                    "iters": args.iters, "warmup": args.warmup,
-                    "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,
-                    "threshold": args.min_share, "rounds": [[list(p) for p in r] for r in rounds]},
-            env=rankfacts.net_env())
-    out.announce_files()
-    linkstext.heatmap(out, png, " will be written to")

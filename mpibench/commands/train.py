@@ -111,7 +111,11 @@ def execute(session, args):
              "summary": None, "hosts": None, "memory": [], "memory_kind": trainer.memory.kind,
              "replicas": None, "scaling": None}
     if session.rank == 0:
-        _header(session, out, backend, train, records, versions)
+        out.say(traintext.header_line(train))
+        out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called hung (--timeout)")
+        preamble.describe(session, out, [backend.name], records, versions, {"timeout": session.watch.timeout})
+        out.announce_files()
+        out.set(train=train)
     _fit_and_wrap(session, out, trainer, args.parallel)
     train = _timed_steps(session, out, trainer, train, args)
     session.watch.arm("peak memory and the replicas' check")
@@ -124,15 +128,6 @@ def execute(session, args):
     differ = bool(replicas) and not replicas["agree"]
     return guard.verdict(session, "FAILED: the replicas differ after synced steps (see 'replicas')"
                          if differ else None)
-
-
-def _header(session, out, backend, train, records, versions):
-    """Rank 0: the model, the watchdog's limit, the job and the files."""
-    out.say(traintext.header_line(train))
-    out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called hung (--timeout)")
-    preamble.describe(session, out, [backend.name], records, versions, {"timeout": session.watch.timeout})
-    out.announce_files()
-    out.set(train=train)
 
 
 def _fit_and_wrap(session, out, trainer, parallel):

@@ -119,7 +119,13 @@ def execute(session, args):
         "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
     if session.rank == 0:
-        _header(session, out, backend, args, records, versions, sizes, timed, tolerance)
+        verifytable.title(out)
+        preamble.describe(session, out, [backend.name], records, versions,
+                         {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
+                          "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
+                          "floor": args.min_share, "against": args.against})
+        out.announce_files()
+        verifytable.timers(out, args, backend, timed)
     measured = _measure(session, out, backend, args, timed, tolerance, judged, peer)
     session.watch.disarm()
     if session.rank != 0:
@@ -139,17 +145,6 @@ def execute(session, args):
     names = ", ".join(f"{c['check']} ({c['verdict']})" for c in failed)
     return guard.verdict(session, failed and f"verify: {counted(len(failed), 'check')} did not "
                                              f"pass: {names}")
-
-
-def _header(session, out, backend, args, records, versions, sizes, timed, tolerance):
-    """Rank 0: the job's description, the files, and what the timers will compare."""
-    verifytable.title(out)
-    preamble.describe(session, out, [backend.name], records, versions,
-                     {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
-                      "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
-                      "floor": args.min_share, "against": args.against})
-    out.announce_files()
-    verifytable.timers(out, args, backend, timed)
 
 
 def _measure(session, out, backend, args, timed, tolerance, judged, peer):
