@@ -113,17 +113,12 @@ def main(argv=None):
         if not _RANK0:     # every rank fails alike: rank 0 says it, and exits last
             sys.exit(0)
         say(exc)
-        verdict.say(exc.code, _command_word(argv))
+        first = next((a for a in argv if not a.startswith("-")), None)     # the command named
+        verdict.say(exc.code, first if first in commands.NAMES else commands.DEFAULT)
         if place is not None and place.size != 1:
             time.sleep(LAST_OUT)
         sys.exit(exc.code)
     sys.exit(execute(place, name, args, argv))
-
-
-def _command_word(argv):
-    """The command a command line names, before it is parsed (for the verdict line)."""
-    first = next((a for a in argv if not a.startswith("-")), None)
-    return first if first in commands.NAMES else commands.DEFAULT
 
 
 def execute(place, name, args, argv=None):

@@ -219,10 +219,8 @@ def _collective(session, backend, coll, size, n, group, where):
 
 
 def _fabric(session, args, names, ppn):
-    """Rank 0's tomography.Fabric (None elsewhere): a rail per local rank, named by the
-    interface each rank was bound to, and the switch tree, read on rank 0 and the same on
-    every rank (bad input: UsageError on every rank) from --topology FILE, else SLURM's when
-    the job runs under it, else one switch."""
+    """Rank 0's tomography.Fabric (None elsewhere): a rail per local rank, named by its bound
+    interface, under the switches of --topology FILE, else SLURM's, else one switch."""
     rails = session.comm.gather(session.rail, root=0)
     if args.topology:
         topo = inputs.on_rank0(session, args.topology, lambda path: _tree(
@@ -282,8 +280,7 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
 
 
 class Report:
-    """Rank 0: the figures as they come, judged (diagnose/checkverdict.py), printed
-    (results/checktext.py) and written through the output."""
+    """Rank 0: the figures as they come, judged (checkverdict), printed (checktext) and written."""
 
     def __init__(self, session, out, args, coll, size, *, members, limits, rates, records,
                  versions):

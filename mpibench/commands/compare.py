@@ -6,14 +6,13 @@ from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
 SESSION = "offline"
-NOISE = text.NOISE
 
 
 def add_arguments(p):
     p.add_argument("baseline", metavar="BASE.json", help="the reference results")
     p.add_argument("others", nargs="+", metavar="FILE.json", help="results to compare with it")
-    p.add_argument("--noise", type=options.positive_float, default=NOISE, metavar="X",
-                   help=f"without trials: a ratio within 1 +- X is noise (default {NOISE:g})")
+    p.add_argument("--noise", type=options.positive_float, default=text.NOISE, metavar="X",
+                   help=f"without trials: a ratio within 1 +- X is noise (default {text.NOISE:g})")
     options.add_min_share(p, "exit 1 when any row's busbw is", "the baseline's", None)
     p.add_argument("--min-size", type=options.size_arg, default=0, metavar="SIZE",
                    help="compare only rows of at least SIZE bytes (small sizes are latency noise)")

@@ -22,7 +22,7 @@ def execute(session, args):
     n, flag = session.size, session.rank + 1
     one, gathered_t, reduced = (tensor(session, backend, INT64, k) for k in (1, n, 1))
     methods = [
-        ("all_gather_object", backend.allgather_object(flag), lambda result: sum(result)),
+        ("all_gather_object", backend.allgather_object(flag), sum),
         (ALL_GATHER.name, backend.bind(ALL_GATHER, one, gathered_t, classic.ctx(
             session, backend, INT64, 1, op="none", in_place=False), False),
          lambda _: int(gathered_t.sum())),

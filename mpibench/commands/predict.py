@@ -7,6 +7,7 @@ from ..analysis import scaling
 from ..errors import UsageError
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
+from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_size
 from ..results import reader
 from ..results.numbers import us
@@ -78,7 +79,7 @@ def execute(session, args):
         if reader.ranks(d) != target:
             raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, "
                              f"not the {target} predicted")
-    wanted = {"out": "out_of_place", "in": "in_place"}.get(args.mode)
+    wanted = MODE_KEYS.get(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
     measured = points(docs, wanted, only, 1 if flat else None)
     checked = {}

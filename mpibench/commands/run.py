@@ -202,8 +202,7 @@ def header(session, out, plans, backends, records, versions):
 
 
 def call_notes(plan, backends):
-    """(backend, collective, text) where torch's call differs from nccl-tests' in a mode
-    the plan runs (collectives' torch_notes)."""
+    """(backend, collective, text) where torch's call differs from nccl-tests' in the plan's modes."""
     notes = []
     for b in backends:
         for coll in plan.collectives:

@@ -19,7 +19,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
-DEFAULT_TIMEOUT = 300.0
 
 
 def add_arguments(p):
@@ -46,7 +45,7 @@ def add_arguments(p):
                         "the speedup and scaling efficiency against it")
     options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
                           "the median's")
-    guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
+    guard.add_timeout(p, "a training step, or one phase", None, f"{guard.DEFAULT_TIMEOUT:g} s")
     p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
     options.add_metrics(p)
     p.add_argument("--csv", metavar="PATH",
@@ -100,7 +99,7 @@ def execute(session, args):
     if args.parallel == "fsdp" and (reason := fsdp_unsupported(session.backend, backend.torch)):
         raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
-    guard.arm(session, args.timeout or DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
+    guard.arm(session, args.timeout or guard.DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
     trainer = Trainer(session, preset, shape, batch=args.batch, parallel=args.parallel,
                       bucket_mb=args.bucket_mb, device=session.device)
@@ -116,7 +115,15 @@ def execute(session, args):
         preamble.describe(session, out, [backend.name], records, versions, {"timeout": session.watch.timeout})
         out.announce_files()
         out.set(train=train)
-    _fit_and_wrap(session, out, trainer, args.parallel)
+    session.watch.arm("building the model and one local step")
+    try:
+        session.agree(trainer.fit_error(), code=1)      # it fits, or exit 1
+    except Exit as exc:
+        if out is not None:
+            out.abandon(str(exc))       # the file says why it holds no steps
+        raise
+    session.watch.arm(f"wrapping the model ({args.parallel})")
+    trainer.wrap()
     train = _timed_steps(session, out, trainer, train, args)
     session.watch.arm("peak memory and the replicas' check")
     gathered = session.comm.gather((trainer.memory.peak(), _replica_loss(session, trainer)), root=0)
@@ -128,20 +135,6 @@ def execute(session, args):
     differ = bool(replicas) and not replicas["agree"]
     return guard.verdict(session, "FAILED: the replicas differ after synced steps (see 'replicas')"
                          if differ else None)
-
-
-def _fit_and_wrap(session, out, trainer, parallel):
-    """Every rank: the model and one local step fit (else exit 1, the file saying why), then
-    the model wrapped for its parallelism."""
-    session.watch.arm("building the model and one local step")
-    try:
-        session.agree(trainer.fit_error(), code=1)
-    except Exit as exc:
-        if out is not None:
-            out.abandon(str(exc))       # the file says why it holds no steps
-        raise
-    session.watch.arm(f"wrapping the model ({parallel})")
-    trainer.wrap()
 
 
 def _timed_steps(session, out, trainer, train, args):

@@ -11,6 +11,7 @@ from ..measure.backends import make as make_backend
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Plan
+from ..measure.modes import MODE_KEYS
 from ..measure.sizes import parse_size, sweep
 from ..results import inputs, reader, verifytable
 from ..results.numbers import counted
@@ -95,8 +96,7 @@ def peer_plan(rows, backend, iters, warmup):
     sizes = sorted({r["size"] for r in same})
     powers = [s for s in sizes if s & (s - 1) == 0]
     sizes = (powers or sizes)[-MAX_PEER_SIZES:]
-    modes = tuple(m for m, k in (("out", "out_of_place"), ("in", "in_place"))
-                  if any(r.get(k) for r in same))
+    modes = tuple(m for m, k in MODE_KEYS.items() if any(r.get(k) for r in same))
     coll = REGISTRY[first["collective"]]
     op = first["redop"] if coll.reduces and first["redop"] in backend.ops else "sum"
     return same, Plan(collectives=[coll], sizes=sizes, dtypes=[DTYPES[first.get("dtype", first["type"])]],
@@ -133,8 +133,7 @@ def execute(session, args):
     checks, medians, figures = _verdicts(measured, backend, args, timed, tolerance, judged)
     verifytable.checks(out, checks)
     # The rows as `run` writes them (the median round's), for report and compare.
-    peer_rows = measured["peer"]["rows"] if measured["peer"] else None
-    out.set(results=[medians[s] for s in timed] + (peer_rows or []))
+    out.set(results=[medians[s] for s in timed] + (measured["peer"] or {}).get("rows", []))
     out.set(verify={"checks": checks, "rounds": args.rounds, "budget_s": args.budget,
                     "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
                     "judged_from": judged,
@@ -177,8 +176,7 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
 
 
 def _compare_timers(session, out, backend, args, timed, tolerance, judged):
-    """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk
-    (rank 0) as it comes."""
+    """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk as it comes."""
     def progress(got, size):
         verifytable.round_line(out, size, got[size])
         out.set(verify={"timers": _timers(got), "complete": False})
@@ -237,15 +235,14 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
     bound = max((s for s, t in times.items() if launchcost.launch_bound(t, gpu_launch)), default=None) \
         if gpu_launch else None
     checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
-    for label, rows, wrong in found["checked"]:
-        checks.append(verdicts.correctness(rows, wrong, label))
+    checks += [verdicts.correctness(rows, wrong, label) for label, rows, wrong in found["checked"]]
     busbw = medians[max(timed)]["in_place"]["busbw_GBps"]
     per_host = dict(found["rates"])
     checks.append(verdicts.plausibility(
         max(timed), busbw, per_host, timer_failed_short, found["ranks"],
         verdicts.ring_only(backend.name, os.environ.get("NCCL_ALGO"))))
-    for pair in found["pairs"]:
-        checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.min_share))
+    checks += [verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.min_share)
+               for pair in found["pairs"]]
     peer = found["peer"]
     if peer is not None:
         checks += verdicts.peer_rows(peer["rows"], peer["same"], peer["tool"], args.min_share, judged)
