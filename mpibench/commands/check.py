@@ -45,8 +45,7 @@ def add_arguments(p):
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min-share of it")
     options.add_min_share(p, "with --baseline: fail", "it", None, shown=f"{thresholds.RELATIVE:g}")
-    p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p, "every figure and verdict")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,
                       "60 s plus the test's bytes at 1 GB/s; 300 s for the rendezvous")

@@ -26,7 +26,7 @@ def add_arguments(p):
                    help="skip the NCCL transport check on GPUs")
     p.add_argument("--nccl-timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
                    help="time allowed for the NCCL transport check (default 120)")
-    p.add_argument("--json", metavar="PATH", help="write every fact and finding as JSON (never overwrites)")
+    options.add_json(p, "every fact and finding as JSON", metrics=False)
     guard.add_timeout(p, "start-up, or gathering every host's facts; the NCCL check gets "
                          "--nccl-timeout more", 120.0)
 

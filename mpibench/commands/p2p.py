@@ -33,8 +33,7 @@ def add_arguments(p):
     options.add_min_share(p, "name links and hosts", "the others")
     p.add_argument("--png", metavar="PATH", help="also draw the bandwidth matrix as a heatmap "
                                                  "(needs matplotlib; never overwrites)")
-    p.add_argument("--json", metavar="PATH", help="write every link's figures as JSON (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p, "every link's figures as JSON")
     guard.add_timeout(p, "start-up, or one round of pairs with its warm-up and latency")
     options.add_backend(p, options.AUTO_AND_TORCH_BACKENDS)
 

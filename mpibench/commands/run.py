@@ -96,8 +96,7 @@ def add_arguments(p):
                    help="with --trials: mark a row unstable when its times span more than X "
                         f"times their median (default {trials.UNSTABLE:g})")
     # the files written, and nccl-tests' own flags for them and the rest
-    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p)
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default=None,
                    help="mpibench (default): everything measured; nccl-tests: nccl-tests' own "
                         "-J schema (2.19.6), for tools written for it (with -I 1 its "

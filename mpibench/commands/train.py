@@ -46,8 +46,7 @@ def add_arguments(p):
     options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
                           "the median's")
     guard.add_timeout(p, "a training step, or one phase", None, f"{guard.DEFAULT_TIMEOUT:g} s")
-    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p)
     p.add_argument("--csv", metavar="PATH",
                    help="write the collectives timed alone, one line per size (never overwrites)")
     options.add_backend(p, choices=options.AUTO_AND_TORCH_BACKENDS)

@@ -74,8 +74,7 @@ def add_arguments(p):
                         "ratio mpibench / peer per size")
     guard.add_timeout(p, "one check, or one round of a timer", None,
                       "60 s plus the largest size's traffic at 1 GB/s")
-    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p)
     options.add_backend(p)
 
 

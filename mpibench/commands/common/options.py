@@ -107,11 +107,15 @@ def share_margin(share):
     return 1 / share - 1
 
 
-def add_metrics(parser):
-    """--metrics FILE: the figures in Prometheus' text format (results/metrics.py)."""
-    parser.add_argument("--metrics", metavar="FILE",
-                        help="write the figures in Prometheus' text format, replaced whole at "
-                             "each write (for node_exporter's textfile collector: name it *.prom)")
+def add_json(parser, what="results as JSON", metrics=True):
+    """--json PATH (the results document) and, with metrics, --metrics FILE (its figures in
+    Prometheus' text format, results/metrics.py)."""
+    parser.add_argument("--json", metavar="PATH", help=f"write {what} (never overwrites)")
+    if metrics:
+        parser.add_argument("--metrics", metavar="FILE",
+                            help="write the figures in Prometheus' text format, replaced whole "
+                                 "at each write (for node_exporter's textfile collector: name it "
+                                 "*.prom)")
 
 
 # nccl-tests 2.19.6 options (src/common.cu) that mpibench runs at one value only: flag, long
