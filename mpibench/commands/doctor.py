@@ -134,11 +134,8 @@ def _cannot_check(session, args):
         return "--no-nccl"
     if faults.get("ncclcheck", session.rank) is not None:
         return None     # test switch: start the probe even without a GPU (it then fails)
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError:
-        return "torch is not installed"
+    import torch
+    import torch.distributed as dist
     if not torch.cuda.is_available():
         return "no CUDA GPU visible to torch (NCCL needs one)"
     if not dist.is_nccl_available():
