@@ -59,12 +59,15 @@ def command_groups():
     """The top-level help's command list, by group (a command in no group: 'other')."""
     listed = {n for _, names in commands.GROUPS for n in names}
     groups = list(commands.GROUPS) + [("other", [n for n in commands.NAMES if n not in listed])]
-    lines = []
-    for title, names in groups:
-        names = [n for n in names if n in commands.NAMES]
-        if names:
-            lines += [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names]
-    return "\n".join(lines)
+    return "\n".join(line for title, names in groups if names for line in
+                     [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names])
+
+
+def description(name, mod):
+    """A command's -h text: what it does, how it exits where it says, and its page."""
+    page = getattr(mod, "PAGE", f"docs/commands/{name}.md")
+    return " ".join([f"{mod.HELP[0].upper()}{mod.HELP[1:]}.", getattr(mod, "EXITS", ""),
+                     f"{page} says more."])
 
 
 def build_parser():
@@ -81,8 +84,7 @@ def build_parser():
                              help="one of the commands above; COMMAND -h for its options")
     for name in commands.NAMES:
         mod = commands.load(name)
-        p = sub.add_parser(name, description=getattr(mod, "DESCRIPTION", mod.HELP),
-                           allow_abbrev=False)
+        p = sub.add_parser(name, description=description(name, mod), allow_abbrev=False)
         mod.add_arguments(p)
     return top
 
@@ -94,9 +96,8 @@ def parse(argv):
     elif not argv[0].startswith("-") and argv[0] not in commands.NAMES:
         raise UsageError(f"unknown command '{argv[0]}' (commands: {', '.join(commands.NAMES)})")
     args = build_parser().parse_args(argv)
-    check = getattr(commands.load(args.command), "check_args", None)
-    if check is not None:
-        check(args)     # input errors that need no ranks: found alike everywhere, before torch loads
+    # input errors that need no ranks: found alike everywhere, before torch loads
+    getattr(commands.load(args.command), "check_args", lambda _: None)(args)
     return args.command, args
 
 
@@ -112,27 +113,23 @@ def main(argv=None):
         if not _RANK0:     # every rank fails alike: rank 0 says it, and exits last
             sys.exit(0)
         say(exc)
-        verdict.say(exc.code, _command_word(argv))
+        first = next((a for a in argv if not a.startswith("-")), None)     # the command named
+        verdict.say(exc.code, first if first in commands.NAMES else commands.DEFAULT)
         if place is not None and place.size != 1:
             time.sleep(LAST_OUT)
         sys.exit(exc.code)
     sys.exit(execute(place, name, args, argv))
 
 
-def _command_word(argv):
-    """The command a command line names, before it is parsed (for the verdict line)."""
-    first = next((a for a in argv if not a.startswith("-")), None)
-    return first if first in commands.NAMES else commands.DEFAULT
-
-
 def execute(place, name, args, argv=None):
     """Runs command `name` on this rank; returns the exit code it leaves with."""
     mod = commands.load(name)
-    if mod.SESSION == "offline":
+    session_kind = getattr(mod, "SESSION", "args")
+    if session_kind == "offline":
         return _execute_offline(mod, args)
     session = comm = None
     try:
-        backend = options.torch_backend(args.backend) if mod.SESSION == "args" else None
+        backend = options.torch_backend(args.backend) if session_kind == "args" else None
         timeout = getattr(args, "timeout", None) or guard.DEFAULT_TIMEOUT
         link = bootstrap.connect(place)
         comm = link.comm       # held here: a failure before start() returns still aborts the job

@@ -1,8 +1,6 @@
-"""Exceptions that end a command with a known exit code.
-
-Every rank raises them together (after an agreement through the communicator), so they
-end the job cleanly; anything else on one rank aborts the whole job.
-"""
+"""Exceptions that end a command with a known exit code: every rank raises them together
+(after an agreement through the communicator), so they end the job cleanly; anything else
+on one rank aborts the whole job."""
 
 
 class Exit(Exception):
@@ -22,4 +20,3 @@ class UsageError(Exit):
 
 class CheckFailed(Exit):
     """A correctness check found wrong elements (or a semantics check failed)."""
-    code = 1

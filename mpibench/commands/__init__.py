@@ -1,9 +1,10 @@
 """The command registry: name -> module.
 
-Each command module defines HELP, add_arguments(parser), execute(session, args) and
-SESSION: "args" (the process group of args.backend), None (no process group) or "offline"
-(no ranks at all). A command may import every stage below, never another command: what
-commands share is in common/.
+Each command module defines HELP, add_arguments(parser) and execute(session, args); where
+they differ from the default, SESSION (the process group of args.backend, default "args";
+None: no process group; "offline": no ranks at all), EXITS (its exit codes, for -h) and
+PAGE (its doc, docs/commands/NAME.md by default). A command may import every stage below,
+never another command: what commands share is in common/.
 """
 import importlib
 

@@ -6,19 +6,14 @@ from ..results import classics
 from .common import classic, options
 
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
-DESCRIPTION = (
-    "One all_reduce of a single large payload (default 4 GiB on GPUs, 64 MiB on CPUs), warmed "
-    "up, then timed in trials (each after a barrier, synchronized): per-trial algbw and busbw, "
-    "then mean, min and max in GBps and Gbps, every rank's mean and the slowest rank by name.")
-SESSION = "args"
 
 
 def add_arguments(p):
     p.add_argument("-b", "--size", dest="payload", type=options.size_arg, default=None,
                    metavar="SIZE", help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
-    p.add_argument("-n", "--iters", dest="trials", type=options.int_at_least(1), default=5,
+    p.add_argument("-n", "--iters", dest="trials", type=options.at_least(1), default=5,
                    metavar="N", help="timed calls, each after a barrier (default 5)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=2, metavar="N",
                    help="untimed calls first (default 2)")
     classic.add_common(p)
 

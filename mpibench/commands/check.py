@@ -19,12 +19,7 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
-DESCRIPTION = (
-    "Three tests: the collective inside each host, host pairs on every rail in two to four "
-    "rounds (the fewest links that explain every failed rail are named), and the collective "
-    "over every rank. A miss is measured again before it fails a host. Exit 0 when every host "
-    "and link passed, 1 when any failed, 2 on bad input. docs/commands/check.md says more.")
-SESSION = "args"
+EXITS = "Exit 0 when every host and link passed, 1 when any failed, 2 on bad input."
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")   # no root: symmetric
 GPU_SIZE = 1 << 30
@@ -38,9 +33,9 @@ def add_arguments(p):
                    f"{', '.join(COLLECTIVES)} (default all_reduce)")
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per call, every test (default 1G on GPUs, 16M on CPUs)")
-    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=5,
+    p.add_argument("-n", "--iters", type=options.at_least(1), default=5,
                    help="timed calls per test (default 5)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2,
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=2,
                    help="untimed calls first (default 2)")
     p.add_argument("--expect", metavar="FILE",
                    help='JSON limits per test, e.g. {"intra": {"min_busbw_GBps": 400}, '
@@ -50,8 +45,7 @@ def add_arguments(p):
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min-share of it")
     options.add_min_share(p, "with --baseline: fail", "it", None, shown=f"{thresholds.RELATIVE:g}")
-    p.add_argument("--json", metavar="PATH", help="write every figure and verdict (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p, "every figure and verdict")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,
                       "60 s plus the test's bytes at 1 GB/s; 300 s for the rendezvous")
@@ -112,11 +106,8 @@ def execute(session, args):
     records, versions = preamble.gather(session)
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
-    report = Report(session, out, args, coll, size, members=members, limits=limits,
-                    rates=rates) if session.rank == 0 else None
-    if report:
-        report.header(records, versions)
-        out.csv_from(checktext.csv)
+    report = Report(session, out, args, coll, size, members=members, limits=limits, rates=rates,
+                    records=records, versions=versions) if session.rank == 0 else None
     # 1. inside each host, all hosts at once (every rank creates every group, in order)
     session.watch.arm("check: a process group per host")
     groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []
@@ -227,29 +218,23 @@ def _collective(session, backend, coll, size, n, group, where):
 
 
 def _fabric(session, args, names, ppn):
-    """Rank 0's tomography.Fabric (None elsewhere): the switches (_switches), a rail per
-    local rank, named by the interface each rank was bound to."""
+    """Rank 0's tomography.Fabric (None elsewhere): a rail per local rank, named by its bound
+    interface, under the switches of --topology FILE, else SLURM's, else one switch."""
     rails = session.comm.gather(session.rail, root=0)
-    topo = _switches(session, args, names)
+    if args.topology:
+        topo = inputs.on_rank0(session, args.topology, lambda path: _tree(
+            topology.read_file(path), path, names, True), "--topology")
+    elif os.environ.get("SLURM_JOB_ID"):
+        source = "scontrol show topology"
+        topo = inputs.on_rank0(session, source, lambda _: _tree(
+            topology.from_slurm(), source, names, False))
+    else:
+        topo = topology.single(names)
     if session.rank != 0:
         return None
     index = {h: i for i, h in enumerate(names)}
     nics = {(index[session.hosts[r]], rail[0]): rail[1] for r, rail in enumerate(rails) if rail}
     return tomography.Fabric(names, ppn, topo, nics)
-
-
-def _switches(session, args, names):
-    """The switch tree, read on rank 0 and the same on every rank (bad input: UsageError on
-    every rank): from --topology FILE, else SLURM's when the job runs under it, else one
-    switch."""
-    if args.topology:
-        return inputs.on_rank0(session, args.topology, lambda path: _tree(
-            topology.read_file(path), path, names, True), "--topology")
-    if os.environ.get("SLURM_JOB_ID"):
-        source = "scontrol show topology"
-        return inputs.on_rank0(session, source, lambda _: _tree(
-            topology.from_slurm(), source, names, False))
-    return topology.single(names)
 
 
 def _tree(text, source, names, strict):
@@ -294,31 +279,28 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
 
 
 class Report:
-    """Rank 0: the figures as they come, judged (diagnose/checkverdict.py), printed
-    (results/checktext.py) and written through the output."""
+    """Rank 0: the figures as they come, judged (checkverdict), printed (checktext) and written."""
 
-    def __init__(self, session, out, args, coll, size, *, members, limits, rates):
-        """members: {host: its ranks}, in host order; limits: _limits'; rates: each rank's
-        host's line rate (hostfacts.line_rate)."""
-        self.s, self.out, self.args, self.coll = session, out, args, coll
-        self.say = out.say
-        self.names, self.size, self.limits = list(members), size, limits
+    def __init__(self, session, out, args, coll, size, *, members, limits, rates, records,
+                 versions):
+        """The judge (members: {host: its ranks}, in host order; limits: _limits'; rates: each
+        rank's host's line rate), and the header: the test, the job, the thresholds, the files."""
+        self.s, self.out, self.say, self.coll = session, out, out.say, coll
+        self.names = list(members)
         self.ppn = len(members[self.names[0]])
         config = {"collective": coll.name, "size": size, "ranks_per_host": self.ppn,
                   "world": session.size, "hosts": self.names, "iters": args.iters,
                   "warmup": args.warmup}
         self.judge = checkverdict.Judge(config, members, limits,
                                         {session.hosts[r]: rate for r, rate in enumerate(rates)})
-
-    def header(self, records, versions):
-        self.say(checktext.header_line(self.coll.name, self.size, len(self.names), self.ppn,
-                                       self.args.iters, self.args.warmup))
-        preamble.describe(self.s, self.out, [self.s.backend], records, versions,
-                         {"size": self.size, "iters": self.args.iters, "warmup": self.args.warmup})
-        self.say(*checktext.threshold_lines(thresholds.TESTS, self.limits, self.ppn,
-                                            thresholds.RELATIVE))
-        self.out.announce_files()
-        self.out.set(check=self.judge.doc)     # the judge's figures are the check section
+        self.say(checktext.header_line(coll.name, size, len(self.names), self.ppn, args.iters,
+                                       args.warmup))
+        preamble.describe(session, out, [session.backend], records, versions,
+                         {"size": size, "iters": args.iters, "warmup": args.warmup})
+        self.say(*checktext.threshold_lines(thresholds.TESTS, limits, self.ppn, thresholds.RELATIVE))
+        out.announce_files()
+        out.set(check=self.judge.doc)     # the judge's figures are the check section
+        out.csv_from(checktext.csv)
 
     def intra(self, gathered):
         busbws = self.judge.intra(gathered)

@@ -5,22 +5,14 @@ from ..results.numbers import counted
 from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
-DESCRIPTION = (
-    "Lines up rows by collective, backend, dtype, op, root, sweep setting, size and mode; "
-    "prints each file's busbw (algbw where busbw is not defined, one rank) and its ratio to "
-    "the baseline (the first file), and says faster, slower or within noise. Noise: when "
-    "both rows have trials (run --trials), a difference counts only when their min-max "
-    "busbw ranges do not overlap; otherwise when the ratio is outside 1 +- --noise. "
-    "With --min-share F, exits 1 when any row is below F times the baseline (for CI).")
 SESSION = "offline"
-NOISE = text.NOISE
 
 
 def add_arguments(p):
     p.add_argument("baseline", metavar="BASE.json", help="the reference results")
     p.add_argument("others", nargs="+", metavar="FILE.json", help="results to compare with it")
-    p.add_argument("--noise", type=options.positive_float, default=NOISE, metavar="X",
-                   help=f"without trials: a ratio within 1 +- X is noise (default {NOISE:g})")
+    p.add_argument("--noise", type=options.positive_float, default=text.NOISE, metavar="X",
+                   help=f"without trials: a ratio within 1 +- X is noise (default {text.NOISE:g})")
     options.add_min_share(p, "exit 1 when any row's busbw is", "the baseline's", None)
     p.add_argument("--min-size", type=options.size_arg, default=0, metavar="SIZE",
                    help="compare only rows of at least SIZE bytes (small sizes are latency noise)")

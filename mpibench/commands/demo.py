@@ -10,15 +10,9 @@ from ..results.classics import INT64
 from .common import classic
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
-DESCRIPTION = (
-    "Rank r holds r. all_reduce (every rank gets the sum), reduce_scatter of n copies of r "
-    "(every rank gets the sum), all_gather (every rank gets 0..n-1) and broadcast from rank 0 "
-    "of the world size (every rank gets n). Every rank's before and after is printed in rank "
-    "order, each marked PASS or FAIL against the value expected for this world size; exit 1 "
-    "on any FAIL.")
-SESSION = "args"
+EXITS = "Exit 1 on any FAIL."
 
-# collective -> n -> (counts of its one-element call, mode, op, root) for its row
+# collective -> n -> (counts of its one-element call, mode, op, root): its call and its row
 SHAPES = {ALL_REDUCE.name: lambda n: (Counts(1, 1, 1, 0, 0), "in_place", "sum", -1),
           REDUCE_SCATTER.name: lambda n: (Counts(n, 1, 1, 0, 1), "out_of_place", "sum", -1),
           ALL_GATHER.name: lambda n: (Counts(1, n, 1, 1, 0), "out_of_place", "none", -1),
@@ -38,27 +32,21 @@ def execute(session, args):
     def make(values):
         return tensor(session, backend, INT64, len(values), values)
 
-    def bind(coll, send, recv, **kw):
-        return engine.bind_checked(coll, send, recv, classic.ctx(session, backend, INT64, 1, **kw))
-
-    reduced = make([r])
-    rs_send, rs_recv = make([r] * n), make([-1])
-    ag_send, ag_recv = make([r]), make([-1] * n)
-    bcast = make([n if r == 0 else r])
-    # (collective, what this rank holds before, the call, what it holds after, expected)
-    cases = [
-        (ALL_REDUCE, reduced, bind(ALL_REDUCE, reduced, reduced), reduced, [total]),
-        (REDUCE_SCATTER, rs_send, bind(REDUCE_SCATTER, rs_send, rs_recv, in_place=False), rs_recv, [total]),
-        (ALL_GATHER, ag_send, bind(ALL_GATHER, ag_send, ag_recv, op="none", in_place=False),
-         ag_recv, list(range(n))),
-        (BROADCAST, bcast, bind(BROADCAST, bcast, bcast, op="none", root=0), bcast, [n]),
-    ]
-    mine = []
-    for coll, before, call, after, _ in cases:
+    reduced, bcast = make([r]), make([n if r == 0 else r])
+    # (collective, what this rank sends and holds before, what it holds after, expected)
+    cases = [(ALL_REDUCE, reduced, reduced, [total]),
+             (REDUCE_SCATTER, make([r] * n), make([-1]), [total]),
+             (ALL_GATHER, make([r]), make([-1] * n), list(range(n))),
+             (BROADCAST, bcast, bcast, [n])]
+    shapes, mine = [], []
+    for coll, before, after, expected in cases:
+        counts, mode, op, root = SHAPES[coll.name](n)
+        shapes.append((coll, counts, mode, op, root, expected))
+        call = engine.bind_checked(coll, before, after, classic.ctx(
+            session, backend, INT64, 1, op=op, root=root, in_place=mode == "in_place"))
         session.watch.arm(f"demo: {coll.name}")
         held = before.tolist()
         seconds, _ = engine.time_calls(call, 1, first=False)    # the one call: no warm-up
         mine.append((held, after.tolist(), seconds))
-    shapes = [(c[0], *SHAPES[c[0].name](n), c[4]) for c in cases]
     return classic.conclude(session, mine, "demo: gathering the results",
                             lambda gathered: classics.demo(out, backend.name, shapes, records, gathered))

@@ -1,5 +1,4 @@
-"""mpibench doctor: every host's setup, the differences between hosts, findings with
-advice, and (on GPUs) the transports NCCL really used between every pair of hosts."""
+"""mpibench doctor: every host's setup, what differs between hosts, findings with advice."""
 import datetime
 import os
 import pathlib
@@ -16,12 +15,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; name what differs"
-DESCRIPTION = (
-    "Every rank collects its host's facts (versions, GPUs and driver, NCCL_/GLOO_/UCX_/"
-    "OMPI_MCA_ variables, network interfaces, InfiniBand/RoCE ports, RDMA modules, "
-    "nvidia-smi topo -m); rank 0 prints one report: per host, what differs between hosts, "
-    "and findings with advice. On GPUs a short NCCL all_reduce with NCCL_DEBUG=INFO shows "
-    "which transport each pair of hosts used.")
 SESSION = None
 
 
@@ -33,7 +26,7 @@ def add_arguments(p):
                    help="skip the NCCL transport check on GPUs")
     p.add_argument("--nccl-timeout", type=options.positive_float, default=120.0, metavar="SECONDS",
                    help="time allowed for the NCCL transport check (default 120)")
-    p.add_argument("--json", metavar="PATH", help="write every fact and finding as JSON (never overwrites)")
+    options.add_json(p, "every fact and finding as JSON", metrics=False)
     guard.add_timeout(p, "start-up, or gathering every host's facts; the NCCL check gets "
                          "--nccl-timeout more", 120.0)
 
@@ -141,11 +134,8 @@ def _cannot_check(session, args):
         return "--no-nccl"
     if faults.get("ncclcheck", session.rank) is not None:
         return None     # test switch: start the probe even without a GPU (it then fails)
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError:
-        return "torch is not installed"
+    import torch
+    import torch.distributed as dist
     if not torch.cuda.is_available():
         return "no CUDA GPU visible to torch (NCCL needs one)"
     if not dist.is_nccl_available():

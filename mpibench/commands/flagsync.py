@@ -7,19 +7,12 @@ from ..results.classics import INT64
 from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
-DESCRIPTION = (
-    "The done-flag comparison: N calls (default 1000) each of all_gather_object of a Python int, "
-    "all_gather of a one-element tensor and all_reduce of a one-element tensor (on mpi: "
-    "allgather of a pickled int, Allgather and Allreduce of a one-element buffer); time per "
-    "call and the speedup of each over all_gather_object. Rank r's flag is r + 1, and every "
-    "method must agree on the sum, n(n+1)/2.")
-SESSION = "args"
 
 
 def add_arguments(p):
-    p.add_argument("-n", "--calls", type=options.int_at_least(1), default=1000, metavar="N",
+    p.add_argument("-n", "--calls", type=options.at_least(1), default=1000, metavar="N",
                    help="timed calls of each method (default 1000)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=10, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=10, metavar="N",
                    help="untimed calls of each method first (default 10)")
     classic.add_common(p, dtype=False)
 
@@ -29,7 +22,7 @@ def execute(session, args):
     n, flag = session.size, session.rank + 1
     one, gathered_t, reduced = (tensor(session, backend, INT64, k) for k in (1, n, 1))
     methods = [
-        ("all_gather_object", backend.allgather_object(flag), lambda result: sum(result)),
+        ("all_gather_object", backend.allgather_object(flag), sum),
         (ALL_GATHER.name, backend.bind(ALL_GATHER, one, gathered_t, classic.ctx(
             session, backend, INT64, 1, op="none", in_place=False), False),
          lambda _: int(gathered_t.sum())),

@@ -6,7 +6,6 @@ from ..results.numbers import counted
 from .common import guard, options
 
 HELP = "show every rank's host, device, backend and launcher, and versions per host"
-SESSION = "args"
 
 
 def add_arguments(p):

@@ -7,20 +7,14 @@ from ..results import classics
 from .common import classic, options
 
 HELP = "1 x S against K x S/K all_reduces of the same total bytes, per rank"
-DESCRIPTION = (
-    "The latency comparison: one all_reduce of S bytes, then K all_reduces of S/K bytes each "
-    "(the same total), on every rank; each rank's duration, algbw and busbw of both, shown as "
-    "host:local_rank, and the ratio of the two durations. Defaults: S = 4 GiB and K = 1000 on "
-    "GPUs, S = 64 MiB and K = 1000 on CPUs.")
-SESSION = "args"
 
 
 def add_arguments(p):
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="S",
                    help="total bytes (default 4G on GPUs, 64M on CPUs)")
-    p.add_argument("-k", "--count", type=options.int_at_least(1), default=1000, metavar="K",
+    p.add_argument("-k", "--count", type=options.at_least(1), default=1000, metavar="K",
                    help="number of small all_reduces, each of S/K bytes (default 1000)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=2, metavar="N",
                    help="untimed calls of each size first (default 2)")
     classic.add_common(p)
 

@@ -12,14 +12,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "bandwidth and latency between every pair of hosts; names slow links and hosts"
-DESCRIPTION = (
-    "One rank per host (the lowest rank on each) exchanges with every other host's in "
-    "round-robin rounds, so that no host is in two pairs at once; ranks not in a pair "
-    "wait at an MPI barrier. Bandwidth: send/recv of one size (default 4 MiB on CPUs, "
-    "256 MiB on GPUs), every iteration after a barrier, the median iteration shown. "
-    "Latency: half the round trip of a ping-pong of 8 bytes. Then the links and hosts "
-    "below --min-share of the others are named.")
-SESSION = "args"
 BYTES = DTYPES["uint8"]
 
 
@@ -28,11 +20,11 @@ def add_arguments(p):
                    help="bytes per transfer for bandwidth (default 4M on CPUs, 256M on GPUs)")
     p.add_argument("--latency-size", type=options.size_arg, default=8, metavar="SIZE",
                    help="bytes of the ping-pong for latency (default 8)")
-    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=10,
+    p.add_argument("-n", "--iters", type=options.at_least(1), default=10,
                    help="timed transfers per link, each after a barrier (default 10)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=2,
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=2,
                    help="untimed transfers per link first (default 2)")
-    p.add_argument("--latency-iters", type=options.int_at_least(1), default=50, metavar="N",
+    p.add_argument("--latency-iters", type=options.at_least(1), default=50, metavar="N",
                    help="ping-pong round trips per pair (default 50)")
     p.add_argument("--bidirectional", action="store_true",
                    help="both ranks of a pair send at once (bandwidth = bytes both ways / time)")
@@ -41,8 +33,7 @@ def add_arguments(p):
     options.add_min_share(p, "name links and hosts", "the others")
     p.add_argument("--png", metavar="PATH", help="also draw the bandwidth matrix as a heatmap "
                                                  "(needs matplotlib; never overwrites)")
-    p.add_argument("--json", metavar="PATH", help="write every link's figures as JSON (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p, "every link's figures as JSON")
     guard.add_timeout(p, "start-up, or one round of pairs with its warm-up and latency")
     options.add_backend(p, options.AUTO_AND_TORCH_BACKENDS)
 
@@ -60,7 +51,7 @@ def execute(session, args):
     if args.png:
         session.agree(heatmap.unavailable() if session.rank == 0 else None)
     out = open_output(session, "p2p", args)
-    png = _reserve_png(session, args.png)
+    png = _reserve_png(session, args.png) if args.png else None
     rounds = pairs.schedule(ranks, session.hosts)
     bench = PairBench(session, backend, size, iters=args.iters, warmup=args.warmup,
                       bidirectional=args.bidirectional, latency_size=args.latency_size,
@@ -68,7 +59,16 @@ def execute(session, args):
     session.agree(bench.allocate(session.rank in ranks), 1)
     labels = [f"{h}:{r}" if args.every_rank else h for r, h in enumerate(session.hosts)]
     if session.rank == 0:
-        _header(session, out, args, backend, ranks, rounds, size, png)
+        linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
+                             session.launcher, size, rounds)
+        out.set(world=preamble.world(session, backend.name),
+                config={"participants": ranks, "size": size, "latency_size": args.latency_size,
+                        "iters": args.iters, "warmup": args.warmup,
+                        "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,
+                        "threshold": args.min_share, "rounds": [[list(p) for p in r] for r in rounds]},
+                env=rankfacts.net_env())
+        out.announce_files()
+        linkstext.heatmap(out, png, " will be written to")
     collected, latency = links.measure(session, bench, rounds, labels, out, with_latency=True)
     session.watch.disarm()
     if session.rank != 0:
@@ -92,8 +92,6 @@ def execute(session, args):
 
 def _reserve_png(session, path):
     """Rank 0 reserves the picture's file name now, as for the JSON file."""
-    if not path:
-        return None
     reserved, error = None, None
     if session.rank == 0:
         try:
@@ -103,15 +101,3 @@ def _reserve_png(session, path):
     session.agree(error)
     return reserved
 
-
-def _header(session, out, args, backend, ranks, rounds, size, png):
-    linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
-                         session.launcher, size, rounds)
-    out.set(world=preamble.world(session, backend.name),
-            config={"participants": ranks, "size": size, "latency_size": args.latency_size,
-                    "iters": args.iters, "warmup": args.warmup,
-                    "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,
-                    "threshold": args.min_share, "rounds": [[list(p) for p in r] for r in rounds]},
-            env=rankfacts.net_env())
-    out.announce_files()
-    linkstext.heatmap(out, png, " will be written to")

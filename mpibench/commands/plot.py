@@ -11,11 +11,6 @@ from ..results.files import ResultFile
 from .common import options
 
 HELP = "draw busbw against size (and a p2p matrix) from saved results into a PNG"
-DESCRIPTION = (
-    "One panel per collective: busbw (or algbw, or time) against size on a log axis, one "
-    "line per file, backend, sweep setting, dtype and mode, with the trials' min-max as a "
-    "band when the run had --trials. A p2p host matrix in a file is drawn as a heatmap. "
-    "Needs matplotlib (pip install 'mpibench[plot]'). Never overwrites a file.")
 SESSION = "offline"
 METRICS = {"busbw": ("busbw_GBps", "busbw (GB/s)"), "algbw": ("algbw_GBps", "algbw (GB/s)"),
            "time": ("time_us", "time (us)")}
@@ -106,7 +101,7 @@ def execute(session, args):
     docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
             for path in args.files]
     plottext.tests_note(docs, args.test)
-    plt, matplotlib = _matplotlib()
+    plt = _matplotlib()
     names = [os.path.basename(p) for p, _ in docs]
     if len(set(names)) < len(names):
         names = [p for p, _ in docs]
@@ -129,7 +124,7 @@ def execute(session, args):
     fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
     flat = [ax for r in axes for ax in r]
     for ax, (coll, per) in zip(flat, lines.items()):
-        _draw_lines(ax, coll, per, len(docs) > 1, args, matplotlib)
+        _draw_lines(ax, coll, per, len(docs) > 1, args, plt)
     for ax, (name, entry, title, unit, matrix, size, cmap) in zip(flat[len(lines):], good):
         at = f" at {format_size(size)}" if size else ""
         heatmap.draw_on(fig, ax, entry["hosts"], matrix, f"{title} {unit}{at} ({name})", unit, cmap)
@@ -143,19 +138,18 @@ def execute(session, args):
 
 
 def _matplotlib():
-    """(pyplot, matplotlib) on the Agg backend, or UsageError naming how to install it."""
+    """pyplot on the Agg backend, or UsageError naming how to install matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        import matplotlib.ticker  # noqa: F401  (NullLocator in _draw_lines)
     except ImportError:
         raise UsageError("plot needs matplotlib: pip install 'mpibench[plot]' "
                          "(or pip install matplotlib)") from None
-    return plt, matplotlib
+    return plt
 
 
-def _draw_lines(ax, coll, per, with_file, args, matplotlib):
+def _draw_lines(ax, coll, per, with_file, args, plt):
     """One collective's panel: a line per series over size, its spread shaded."""
     names_of = labels(list(per), with_file)
     for parts, points in per.items():
@@ -172,7 +166,7 @@ def _draw_lines(ax, coll, per, with_file, args, matplotlib):
     step = max(1, len(ticks) // 8)
     ax.set_xticks(ticks[::step], labels=[format_size(t).replace(" ", "")
                                          for t in ticks[::step]], rotation=30)
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set_xlabel("size")
     ax.set_ylabel(METRICS[args.metric][1])
     ax.set_title(coll)

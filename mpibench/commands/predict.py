@@ -1,5 +1,4 @@
-"""mpibench predict: fit the shape of NCCL's cost model to runs at several node counts and
-predict a larger one, with an interval (models in mpibench/analysis/scaling.py)."""
+"""mpibench predict: NCCL's cost model fitted to runs at several node counts (analysis/scaling.py)."""
 import statistics
 
 from tabulate import tabulate
@@ -8,18 +7,13 @@ from ..analysis import scaling
 from ..errors import UsageError
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
+from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_size
 from ..results import reader
 from ..results.numbers import us
 from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
-DESCRIPTION = (
-    "Reads the same sweep at two or more node counts (mpibench or nccl-tests JSON, printed logs) and "
-    "fits per collective the candidates of NCCL's tuning model (ring, tree for all_reduce; LL and "
-    "Simple), each size run by the one NCCL's own estimate picks (all_to_all, sendrecv: by bytes per "
-    "peer). Prints per size at --hosts H or --ranks N the time, its interval and busbw; a row in a "
-    "regime no input ran is marked * and not predicted. --measured FILE adds errors and a summary.")
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
 
@@ -85,7 +79,7 @@ def execute(session, args):
         if reader.ranks(d) != target:
             raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, "
                              f"not the {target} predicted")
-    wanted = {"out": "out_of_place", "in": "in_place"}.get(args.mode)
+    wanted = MODE_KEYS.get(args.mode)
     only = set(args.collectives.split(",")) if args.collectives else None
     measured = points(docs, wanted, only, 1 if flat else None)
     checked = {}

@@ -5,10 +5,6 @@ from ..results import reader, reporttext
 from .common import options
 
 HELP = "print saved JSON results as tables (text, markdown or csv)"
-DESCRIPTION = (
-    "Renders results files written by run --json (or sweep) as the tables run prints: "
-    "nccl-tests' rows per collective, the median and spread of runs with --trials, the "
-    "per-host tables and the average bus bandwidth. Needs no MPI.")
 SESSION = "offline"
 
 

@@ -23,14 +23,6 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "sweep collectives over sizes (the default command)"
-DESCRIPTION = (
-    "Times collectives over a range of sizes and prints nccl-tests' columns (time, algbw, "
-    "busbw, #wrong, out-of-place and in-place) and each row's spread over the ranks; with "
-    "several hosts, a per-host table, the links between hosts and each row's share of their "
-    "line rate; a slow rank or host is named only when it is flagged. Defaults: all "
-    "collectives, float32, sum, 20 iterations after 5 warm-ups, "
-    "sizes 8 B to 16 MiB on CPUs (gloo) and 8 B to 4 GiB on GPUs (NCCL), factor 2.")
-SESSION = "args"
 
 CPU_MAXBYTES = 16 << 20
 GPU_MAXBYTES = 4 << 30
@@ -48,16 +40,16 @@ def add_arguments(p):
                    help="multiply the size by F each step (default 2)")
     p.add_argument("-i", "--stepbytes", type=options.size_arg, default=None, metavar="SIZE",
                    help="add SIZE each step instead of multiplying")
-    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20,
+    p.add_argument("-n", "--iters", type=options.at_least(1), default=20,
                    help="timed iterations per size (default 20)")
-    p.add_argument("-w", "--warmup", "--warmup-iters", type=options.int_at_least(0), default=5,
+    p.add_argument("-w", "--warmup", "--warmup-iters", type=options.at_least(0), default=5,
                    help="warm-up iterations per size (default 5)")
     p.add_argument("-d", "--dtype", "--datatype", default="float32", metavar="LIST",
                    help="float32, float16, bfloat16, float64, int32, int64, int8, uint8; "
                         "comma-separated or all")
     p.add_argument("-o", "--op", default="sum", metavar="LIST",
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
-    p.add_argument("-r", "--root", type=options.int_at_least(0), default=0,
+    p.add_argument("-r", "--root", type=options.at_least(0), default=0,
                    help="root of broadcast, reduce, gather and scatter (default 0)")
     # how the timed loop runs and what it checks and times
     p.add_argument("-z", "--blocking", type=int, choices=(0, 1, 2, 3), default=None,
@@ -66,13 +58,13 @@ def add_arguments(p):
                         "each; 3 wait and barrier after each, only the calls timed. On CPU "
                         "backends -z 0 keeps at most one call in flight per distinct buffer "
                         "slot (default 0 on GPUs, 2 on gloo and mpi)")
-    p.add_argument("-c", "--check", type=options.int_at_least(0), default=1, metavar="N",
+    p.add_argument("-c", "--check", type=options.at_least(0), default=1, metavar="N",
                    help="check rounds after each timed loop, 0 = off (default 1)")
     p.add_argument("-a", "--average", type=int, choices=(0, 1, 2, 3), default=1,
                    help="time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)")
     p.add_argument("--mode", choices=("both", "out", "in"), default="both",
                    help="out-of-place, in-place or both (default both)")
-    p.add_argument("-G", "--cuda-graph", "--cudagraph", type=options.int_at_least(0), default=0, metavar="N",
+    p.add_argument("-G", "--cuda-graph", "--cudagraph", type=options.at_least(0), default=0, metavar="N",
                    help="GPU only: capture the iterations in a CUDA graph (after the untimed "
                         "first call and a barrier) and replay it N times, -z applied to each "
                         "replay; not with -z 3, as nccl-tests")
@@ -87,25 +79,24 @@ def add_arguments(p):
                         "nccl-tests warns and disables a bad -I or -K, mpibench refuses it")
     # slow ranks, hosts and links; the timeout; repeated sweeps
     p.add_argument("--per-rank", action="store_true", help="print every rank's time for every row")
-    p.add_argument("--probe-iters", type=options.int_at_least(0), default=None, metavar="N",
+    p.add_argument("--probe-iters", type=options.at_least(0), default=None, metavar="N",
                    help="iterations of the per-host probe at the largest size (default: --iters; 0 = off)")
     options.add_min_share(p, "hosts and ranks slow in most iterations, and links (--link-iters), "
                              "are named when their speed is", "the median's")
-    p.add_argument("--link-iters", type=options.int_at_least(0), default=5, metavar="N",
+    p.add_argument("--link-iters", type=options.at_least(0), default=5, metavar="N",
                    help="after the sweep, with two or more hosts: time N transfers each way "
                         "between every pair of hosts (one rank per host, the largest size up to "
                         "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
     guard.add_timeout(p, "a row: one collective, size and mode, with warm-up and check", None,
                       "60 s plus the row's bytes at 1 GB/s of bus bandwidth; 300 s for the "
                       "rendezvous")
-    p.add_argument("--trials", "-N", "--run-cycles", type=options.int_at_least(1), default=1, metavar="K",
+    p.add_argument("--trials", "-N", "--run-cycles", type=options.at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=options.positive_float, default=None, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
                         f"times their median (default {trials.UNSTABLE:g})")
     # the files written, and nccl-tests' own flags for them and the rest
-    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p)
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default=None,
                    help="mpibench (default): everything measured; nccl-tests: nccl-tests' own "
                         "-J schema (2.19.6), for tools written for it (with -I 1 its "
@@ -210,8 +201,7 @@ def header(session, out, plans, backends, records, versions):
 
 
 def call_notes(plan, backends):
-    """(backend, collective, text) where torch's call differs from nccl-tests' in a mode
-    the plan runs (collectives' torch_notes)."""
+    """(backend, collective, text) where torch's call differs from nccl-tests' in the plan's modes."""
     notes = []
     for b in backends:
         for coll in plan.collectives:
@@ -223,8 +213,7 @@ def call_notes(plan, backends):
 
 def launch_costs(session, backends, plans):
     """{backend: {collective: seconds}} of the slowest rank's per-call launch cost of each
-    collective the plan runs, GPU backends only (measure/launchcost.py); every rank
-    measures, rank 0 gets the figures."""
+    collective the plan runs, GPU backends only (measure/launchcost.py), on rank 0."""
     out = {}
     for b, plan in zip(backends, plans):
         if getattr(b, "cuda", False):
@@ -334,8 +323,7 @@ def execute(session, args):
             out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
         fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
                                         args.min_bw)
-        for line in lines + line_rate_lines(out.doc) + closing_lines:     # nccl-tests' closing last
-            out.say(line)
+        out.say(*lines, *line_rate_lines(out.doc), *closing_lines)     # nccl-tests' closing last
         runtext.launch_bound(out)
         out.set(**fields)
         out.finish()

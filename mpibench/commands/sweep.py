@@ -14,18 +14,12 @@ import sys
 import time
 
 from ..errors import Exit, UsageError
+from ..measure.modes import MODE_KEYS
 from ..results import document, reader, sweeptext
 from ..results.files import json_parts, ResultFile
 from .common import options
 
 HELP = "run the benchmark once per setting of NCCL (or any) variables and compare them"
-DESCRIPTION = (
-    "Runs COMMAND (a launcher running mpibench, e.g. mpirun --host n1:8,n2:8 python -m "
-    "mpibench run -b 1M -e 1G) once per combination of the --set values, each in a fresh "
-    "launch, then prints per size each setting's busbw and the best, and writes every "
-    "run's rows into one JSON. Default without --set: NCCL_ALGO=Ring,Tree x "
-    "NCCL_PROTO=LL,LL128,Simple (GPUs). On CPUs give --set for GLOO_*, OMPI_MCA_* or any "
-    "variable.")
 SESSION = "offline"
 DEFAULT_SETS = (("NCCL_ALGO", ("Ring", "Tree")), ("NCCL_PROTO", ("LL", "LL128", "Simple")))
 OPENMPI = ("mpirun", "mpiexec", "orterun", "prterun", "oshrun")
@@ -79,11 +73,6 @@ def is_openmpi(launcher):
     except (OSError, subprocess.SubprocessError):
         return False
     return "open mpi" in (done.stdout + done.stderr).lower() or "openrte" in done.stdout.lower()
-
-
-def launch_argv(command, env, json_path, openmpi):
-    forward = [x for k, v in env.items() for x in ("-x", f"{k}={v}")] if openmpi else []
-    return [command[0]] + forward + command[1:] + ["--json", json_path]
 
 
 def run_one(argv, env, timeout, quiet):
@@ -151,7 +140,7 @@ def execute(session, args):
         merged.write(doc)
         if i == 1 and part is not None:
             _refuse_unread_variables(doc, merged, part, swept)
-    sweeptext.summary(doc, names, labels, {"out": "out_of_place", "in": "in_place"}.get(args.mode))
+    sweeptext.summary(doc, names, labels, MODE_KEYS.get(args.mode))
     doc.update(end_time=document.now(), complete=not failed)
     merged.write(doc)
     if failed:
@@ -174,7 +163,9 @@ def _command(launch):
 def _one_setting(doc, name, env, path, args, command, openmpi, which):
     """Run one setting, its rows, hosts and record folded into doc; (its document or None, passed)."""
     start = time.monotonic()
-    rc, why = run_one(launch_argv(command, env, path, openmpi), env, args.timeout, args.quiet)
+    forward = [x for k, v in env.items() for x in ("-x", f"{k}={v}")] if openmpi else []
+    argv = [command[0]] + forward + command[1:] + ["--json", path]
+    rc, why = run_one(argv, env, args.timeout, args.quiet)
     record = {"setting": name, "env": env, "file": path, "rc": rc,
               "elapsed_s": round(time.monotonic() - start, 3)}
     try:

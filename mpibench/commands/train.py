@@ -19,45 +19,34 @@ from ..results.output import open_output
 from .common import guard, options
 
 HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
-DESCRIPTION = (
-    "Trains a synthetic GPT-style decoder (random tokens, AdamW; bf16 autocast on GPUs, fp32 "
-    "on CPUs) data-parallel with DDP or FSDP2 and times each step per rank. Synced steps and "
-    "steps without gradient synchronisation alternate on the same ranks: the difference is "
-    "the exposed communication. The step's collectives (DDP's buckets; FSDP's all-gathers "
-    "and reduce-scatters) are then timed alone through the engine on the same process group: "
-    "the hidden share is 1 - exposed / alone. Prints throughput, per-host step times, the "
-    "slowest rank, peak memory, and with --scale-from the scaling efficiency.")
-SESSION = "args"
-DEFAULT_TIMEOUT = 300.0
 
 
 def add_arguments(p):
     p.add_argument("--preset", default=None, metavar="NAME",
                    help=f"the model: {', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
     for field in model.FIELDS:
-        p.add_argument(f"--{field}", type=options.int_at_least(1), default=None, metavar="N",
+        p.add_argument(f"--{field}", type=options.at_least(1), default=None, metavar="N",
                        help=f"override the preset's {field}")
-    p.add_argument("--batch", type=options.int_at_least(1), default=4, metavar="N",
+    p.add_argument("--batch", type=options.at_least(1), default=4, metavar="N",
                    help="sequences per rank per step (default 4)")
     p.add_argument("--parallel", choices=PARALLEL, default="ddp",
                    help="ddp (DistributedDataParallel), fsdp (FSDP2 fully_shard per block) or "
                         "none (each rank alone: compute only) (default ddp)")
     p.add_argument("--bucket-mb", type=options.positive_float, default=25.0, metavar="MB",
                    help="DDP's bucket_cap_mb (default 25, torch's)")
-    p.add_argument("-n", "--steps", type=options.int_at_least(1), default=10, metavar="N",
+    p.add_argument("-n", "--steps", type=options.at_least(1), default=10, metavar="N",
                    help="timed steps of each kind (default 10)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=3, metavar="N",
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=3, metavar="N",
                    help="warm-up steps of each kind before timing (default 3)")
-    p.add_argument("--alone-iters", type=options.int_at_least(0), default=10, metavar="N",
+    p.add_argument("--alone-iters", type=options.at_least(0), default=10, metavar="N",
                    help="iterations of the step's collectives timed alone; 0 = off (default 10)")
     p.add_argument("--scale-from", metavar="FILE",
                    help="a train result of the same model with fewer ranks or hosts: prints "
                         "the speedup and scaling efficiency against it")
     options.add_min_share(p, "a host or rank is slow when its speed in most iterations is",
                           "the median's")
-    guard.add_timeout(p, "a training step, or one phase", None, f"{DEFAULT_TIMEOUT:g} s")
-    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
-    options.add_metrics(p)
+    guard.add_timeout(p, "a training step, or one phase", None, f"{guard.DEFAULT_TIMEOUT:g} s")
+    options.add_json(p)
     p.add_argument("--csv", metavar="PATH",
                    help="write the collectives timed alone, one line per size (never overwrites)")
     options.add_backend(p, choices=options.AUTO_AND_TORCH_BACKENDS)
@@ -109,7 +98,7 @@ def execute(session, args):
     if args.parallel == "fsdp" and (reason := fsdp_unsupported(session.backend, backend.torch)):
         raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
-    guard.arm(session, args.timeout or DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
+    guard.arm(session, args.timeout or guard.DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
     trainer = Trainer(session, preset, shape, batch=args.batch, parallel=args.parallel,
                       bucket_mb=args.bucket_mb, device=session.device)
@@ -120,8 +109,20 @@ def execute(session, args):
              "summary": None, "hosts": None, "memory": [], "memory_kind": trainer.memory.kind,
              "replicas": None, "scaling": None}
     if session.rank == 0:
-        _header(session, out, backend, train, records, versions)
-    _fit_and_wrap(session, out, trainer, args.parallel)
+        out.say(traintext.header_line(train))
+        out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called hung (--timeout)")
+        preamble.describe(session, out, [backend.name], records, versions, {"timeout": session.watch.timeout})
+        out.announce_files()
+        out.set(train=train)
+    session.watch.arm("building the model and one local step")
+    try:
+        session.agree(trainer.fit_error(), code=1)      # it fits, or exit 1
+    except Exit as exc:
+        if out is not None:
+            out.abandon(str(exc))       # the file says why it holds no steps
+        raise
+    session.watch.arm(f"wrapping the model ({args.parallel})")
+    trainer.wrap()
     train = _timed_steps(session, out, trainer, train, args)
     session.watch.arm("peak memory and the replicas' check")
     gathered = session.comm.gather((trainer.memory.peak(), _replica_loss(session, trainer)), root=0)
@@ -133,29 +134,6 @@ def execute(session, args):
     differ = bool(replicas) and not replicas["agree"]
     return guard.verdict(session, "FAILED: the replicas differ after synced steps (see 'replicas')"
                          if differ else None)
-
-
-def _header(session, out, backend, train, records, versions):
-    """Rank 0: the model, the watchdog's limit, the job and the files."""
-    out.say(traintext.header_line(train))
-    out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called hung (--timeout)")
-    preamble.describe(session, out, [backend.name], records, versions, {"timeout": session.watch.timeout})
-    out.announce_files()
-    out.set(train=train)
-
-
-def _fit_and_wrap(session, out, trainer, parallel):
-    """Every rank: the model and one local step fit (else exit 1, the file saying why), then
-    the model wrapped for its parallelism."""
-    session.watch.arm("building the model and one local step")
-    try:
-        session.agree(trainer.fit_error(), code=1)
-    except Exit as exc:
-        if out is not None:
-            out.abandon(str(exc))       # the file says why it holds no steps
-        raise
-    session.watch.arm(f"wrapping the model ({parallel})")
-    trainer.wrap()
 
 
 def _timed_steps(session, out, trainer, train, args):

@@ -1,31 +1,26 @@
-"""mpibench verify: can the figures mpibench measures here be trusted? Its timer against an
-independent one, the per-call cost it cannot remove, every collective checked, busbw
-against the hosts' link rates, and independent tools on the same path."""
+"""mpibench verify: can the figures mpibench measures here be trusted (docs/verify.md)."""
+import argparse
 import os
 import time
 from statistics import median
 
 from ..diagnose import hostfacts, iperf, preamble, verdicts
-from ..errors import CheckFailed, UsageError
+from ..errors import UsageError
 from ..measure import launchcost, selfcheck
 from ..measure.backends import make as make_backend
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Plan
+from ..measure.modes import MODE_KEYS
 from ..measure.sizes import parse_size, sweep
-from ..results import reader, verifytable
+from ..results import inputs, reader, verifytable
+from ..results.numbers import counted
 from ..results.output import open_output
 from .common import guard, options
 
 HELP = "check mpibench's own figures here: timer, per-call cost, correctness, plausibility, peers"
-DESCRIPTION = (
-    "1. mpibench's timed loop against a bare loop that shares none of its code, over "
-    "--rounds (more up to --budget while inconclusive). 2. The per-call cost mpibench cannot "
-    "remove. 3. Every collective once, both modes, checked. 4. The largest size's busbw "
-    "against the hosts' link rates. 5. iperf3 between every pair of hosts, and with "
-    "--against a peer's output measured again here. Exit 0 when every check passed, 1 when "
-    "one failed, 2 on bad input. docs/verify.md says more.")
-SESSION = "args"
+EXITS = "Exit 0 when every check passed, 1 when one failed, 2 on bad input."
+PAGE = "docs/verify.md"
 
 CPU_SIZES = "1M,4M,16M"
 GPU_SIZES = "64M,256M,1G"
@@ -36,7 +31,6 @@ PEER_ROUNDS = 3             # NetPIPE 3.7's trials per size (TRIALS in netpipe.c
 
 
 def _sizes(text):
-    import argparse
     try:
         sizes = sorted({parse_size(t.strip()) for t in text.split(",") if t.strip()})
     except UsageError as exc:
@@ -50,16 +44,16 @@ def add_arguments(p):
     p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
                    help=f"sizes the two timers compare, comma-separated (default {CPU_SIZES} on "
                         f"CPUs, {GPU_SIZES} on GPUs); 8 bytes is added for the per-call cost")
-    p.add_argument("--rounds", type=options.int_at_least(1), default=2, metavar="N",
+    p.add_argument("--rounds", type=options.at_least(1), default=2, metavar="N",
                    help="rounds of the two timers at every size before its first "
                         "judgement, made even (default 2: the budget's pairs go where "
                         "they decide most)")
-    p.add_argument("--budget", type=options.number_arg, default=60.0, metavar="SECONDS",
+    p.add_argument("--budget", type=options.at_least(0, float), default=60.0, metavar="SECONDS",
                    help="the timers add pairs of rounds while a size is inconclusive until "
                         "they have taken SECONDS in all (default 60; 0: --rounds only)")
-    p.add_argument("-n", "--iters", type=options.int_at_least(1), default=20,
+    p.add_argument("-n", "--iters", type=options.at_least(1), default=20,
                    help="timed iterations per loop (default 20)")
-    p.add_argument("-w", "--warmup", type=options.int_at_least(0), default=5,
+    p.add_argument("-w", "--warmup", type=options.at_least(0), default=5,
                    help="warm-up iterations per loop (default 5)")
     p.add_argument("--timer-tolerance", type=options.positive_float, default=None, metavar="X",
                    help=f"the timers agree within X (default {verdicts.CPU_TIMER_TOLERANCE:g} "
@@ -67,9 +61,9 @@ def add_arguments(p):
     options.add_min_share(p, "a finding: a figure", "iperf3's or the peer's", verdicts.FLOOR)
     p.add_argument("--check-size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes of the correctness check's calls (default 64K on CPUs, 1M on GPUs)")
-    p.add_argument("--iperf-seconds", type=options.number_arg, default=3.0, metavar="S",
+    p.add_argument("--iperf-seconds", type=options.at_least(0, float), default=3.0, metavar="S",
                    help="seconds of each iperf3 test between two hosts; 0 = off (default 3)")
-    p.add_argument("--iperf-port", type=options.int_at_least(1), default=iperf.PORT,
+    p.add_argument("--iperf-port", type=options.at_least(1), default=iperf.PORT,
                    metavar="PORT", help=f"iperf3's port (default {iperf.PORT})")
     p.add_argument("--sys-root", default="/", metavar="PATH",
                    help="read the link rates from /sys under PATH, as doctor (default /); "
@@ -80,35 +74,18 @@ def add_arguments(p):
                         "ratio mpibench / peer per size")
     guard.add_timeout(p, "one check, or one round of a timer", None,
                       "60 s plus the largest size's traffic at 1 GB/s")
-    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
-    options.add_metrics(p)
+    options.add_json(p)
     options.add_backend(p)
 
 
-def check_args(args):
-    if args.budget < 0:
-        raise UsageError(f"--budget {args.budget:g}: give 0 (--rounds only) or more")
-    if args.iperf_seconds < 0:
-        raise UsageError(f"--iperf-seconds {args.iperf_seconds:g}: give 0 (off) or more")
-
-
-def read_peer(session, path):
-    """Rank 0 reads the peer's file; every rank gets (tool, rows) or the same UsageError."""
-    found, error = None, None
-    if session.rank == 0 and path:
-        try:
-            doc = reader.load(path)
-            rows = [r for r in doc["results"] if r["collective"] in REGISTRY
-                    and r.get("dtype", r["type"]) in DTYPES]
-            if not rows:
-                raise UsageError(f"--against {path}: no row of a collective and data type "
-                                 f"mpibench runs")
-            tool = doc.get("source") or doc.get("tool") or "peer"
-            found = (tool, rows)
-        except UsageError as exc:
-            error = str(exc)
-    session.agree(error)
-    return session.comm.bcast(found, root=0) if path else None
+def read_peer(path):
+    """The peer's tool and its rows of a collective and data type mpibench runs, or UsageError."""
+    doc = reader.load(path)
+    rows = [r for r in doc["results"] if r["collective"] in REGISTRY
+            and r.get("dtype", r["type"]) in DTYPES]
+    if not rows:
+        raise UsageError(f"--against {path}: no row of a collective and data type mpibench runs")
+    return doc.get("source") or doc.get("tool") or "peer", rows
 
 
 def peer_plan(rows, backend, iters, warmup):
@@ -118,8 +95,7 @@ def peer_plan(rows, backend, iters, warmup):
     sizes = sorted({r["size"] for r in same})
     powers = [s for s in sizes if s & (s - 1) == 0]
     sizes = (powers or sizes)[-MAX_PEER_SIZES:]
-    modes = tuple(m for m, k in (("out", "out_of_place"), ("in", "in_place"))
-                  if any(r.get(k) for r in same))
+    modes = tuple(m for m, k in MODE_KEYS.items() if any(r.get(k) for r in same))
     coll = REGISTRY[first["collective"]]
     op = first["redop"] if coll.reduces and first["redop"] in backend.ops else "sum"
     return same, Plan(collectives=[coll], sizes=sizes, dtypes=[DTYPES[first.get("dtype", first["type"])]],
@@ -136,40 +112,37 @@ def execute(session, args):
                                          else verdicts.CPU_TIMER_TOLERANCE)
     judged = verdicts.GPU_JUDGED if backend.cuda else verdicts.CPU_JUDGED
     out = open_output(session, "verify", args)
-    peer = read_peer(session, args.against)
+    peer = inputs.on_rank0(session, args.against, read_peer, "--against") if args.against else None
     guard.arm(session, args.timeout or float(round(
         60 + (args.warmup + args.iters + 1) * 2 * max(sizes) / 1e9 + args.iperf_seconds)),
         "start-up (every rank's device and versions)")
     records, versions = preamble.gather(session)
     if session.rank == 0:
-        _header(session, out, backend, args, records, versions, sizes, timed, tolerance)
+        verifytable.title(out)
+        preamble.describe(session, out, [backend.name], records, versions,
+                         {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
+                          "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
+                          "floor": args.min_share, "against": args.against})
+        out.announce_files()
+        verifytable.timers(out, args, backend, timed)
     measured = _measure(session, out, backend, args, timed, tolerance, judged, peer)
     session.watch.disarm()
     if session.rank != 0:
-        return _end(session, None)
+        return guard.verdict(session, None)
     checks, medians, figures = _verdicts(measured, backend, args, timed, tolerance, judged)
     verifytable.checks(out, checks)
     # The rows as `run` writes them (the median round's), for report and compare.
-    peer_rows = measured["peer"]["rows"] if measured["peer"] else None
-    out.set(results=[medians[s] for s in timed] + (peer_rows or []))
+    out.set(results=[medians[s] for s in timed] + (measured["peer"] or {}).get("rows", []))
     out.set(verify={"checks": checks, "rounds": args.rounds, "budget_s": args.budget,
                     "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
                     "judged_from": judged,
                     "timers": _timers(measured["got"]), **figures,
                     "iperf3": measured["pairs"], "against": args.against})
     out.finish()
-    return _end(session, verdicts.failed(checks))
-
-
-def _header(session, out, backend, args, records, versions, sizes, timed, tolerance):
-    """Rank 0: the job's description, the files, and what the timers will compare."""
-    verifytable.title(out)
-    preamble.describe(session, out, [backend.name], records, versions,
-                     {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
-                      "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
-                      "floor": args.min_share, "against": args.against})
-    out.announce_files()
-    verifytable.timers(out, args, backend, timed)
+    failed = verdicts.failed(checks)
+    names = ", ".join(f"{c['check']} ({c['verdict']})" for c in failed)
+    return guard.verdict(session, failed and f"verify: {counted(len(failed), 'check')} did not "
+                                             f"pass: {names}")
 
 
 def _measure(session, out, backend, args, timed, tolerance, judged, peer):
@@ -202,8 +175,7 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
 
 
 def _compare_timers(session, out, backend, args, timed, tolerance, judged):
-    """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk
-    (rank 0) as it comes."""
+    """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk as it comes."""
     def progress(got, size):
         verifytable.round_line(out, size, got[size])
         out.set(verify={"timers": _timers(got), "complete": False})
@@ -249,13 +221,10 @@ def _measure_peer(session, backend, args, peer):
 def _verdicts(found, backend, args, timed, tolerance, judged):
     """Rank 0: (the checks in the order printed, the median row of each timed size, the
     per-call cost and link rates as the JSON keeps them)."""
-    got, checks, medians = found["got"], [], {}
-    timer_failed_short = False
-    for c in _timer_checks(got, tolerance, judged).values():
-        timer_failed_short |= c["verdict"] == "FAIL" and c["ratio"] < 1
-        checks.append(c)
-    for s in timed:
-        medians[s] = selfcheck.median_row(got[s]["rows"], got[s]["harness"])
+    got = found["got"]
+    checks = list(_timer_checks(got, tolerance, judged).values())
+    timer_failed_short = any(c["verdict"] == "FAIL" and c["ratio"] < 1 for c in checks)
+    medians = {s: selfcheck.median_row(got[s]["rows"], got[s]["harness"]) for s in timed}
     gpu_launch = found["gpu_launch"]
     harness_cost = median(h - b for h, b in zip(got[8]["harness"], got[8]["bare"]))
     times = {s: medians[s]["in_place"]["time_us"] * 1e-6 for s in timed}
@@ -265,15 +234,14 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
     bound = max((s for s, t in times.items() if launchcost.launch_bound(t, gpu_launch)), default=None) \
         if gpu_launch else None
     checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
-    for label, rows, wrong in found["checked"]:
-        checks.append(verdicts.correctness(rows, wrong, label))
+    checks += [verdicts.correctness(rows, wrong, label) for label, rows, wrong in found["checked"]]
     busbw = medians[max(timed)]["in_place"]["busbw_GBps"]
     per_host = dict(found["rates"])
     checks.append(verdicts.plausibility(
         max(timed), busbw, per_host, timer_failed_short, found["ranks"],
         verdicts.ring_only(backend.name, os.environ.get("NCCL_ALGO"))))
-    for pair in found["pairs"]:
-        checks.append(verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.min_share))
+    checks += [verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.min_share)
+               for pair in found["pairs"]]
     peer = found["peer"]
     if peer is not None:
         checks += verdicts.peer_rows(peer["rows"], peer["same"], peer["tool"], args.min_share, judged)
@@ -304,11 +272,3 @@ def _timer_checks(got, tolerance, judged):
 def _timers(got):
     return {str(s): {"harness_s": g["harness"], "bare_s": g["bare"]} for s, g in got.items()}
 
-
-def _end(session, failures):
-    failures = session.comm.bcast(failures, root=0)
-    if failures:
-        names = ", ".join(f"{c['check']} ({c['verdict']})" for c in failures)
-        raise CheckFailed(f"verify: {len(failures)} check{'s' if len(failures) != 1 else ''} "
-                          f"did not pass: {names}")
-    return 0

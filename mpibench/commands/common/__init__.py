@@ -1,4 +1,2 @@
-"""What several commands share, below them all (commands never import one another).
-
-May import: every stage (launch .. analysis); never a command module.
-"""
+"""What several commands share (commands never import one another): it may import every
+stage (launch .. analysis), never a command module."""

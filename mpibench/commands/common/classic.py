@@ -23,7 +23,7 @@ def add_common(p, dtype=True):
                             "int32, int64, int8, uint8")
     options.add_backend(p)
     guard.add_timeout(p, "start-up, the warm-up, the timed calls of one kind, or gathering")
-    p.add_argument("--json", metavar="PATH", help="write results as JSON (never overwrites)")
+    options.add_json(p, metrics=False)
 
 
 def begin(session, args, title):

@@ -1,10 +1,6 @@
-"""The deadline every multi-rank command runs under, --timeout, which sets it, and the
-verdict every rank ends with.
-
-arm() gives the command its first deadline as soon as the job is up, so that no command
-waits for the backend's own (much longer) timeout; each later step is marked with
-session.watch.arm(where), under the same --timeout.
-"""
+"""The deadline every multi-rank command runs under (--timeout), and the verdict every rank
+ends with. arm() gives the first deadline as soon as the job is up, so that no command waits
+for the backend's own (much longer) timeout; each later step is session.watch.arm(where)."""
 from ...errors import CheckFailed
 from . import options
 

@@ -1,6 +1,5 @@
-"""Argument types every command's parser uses: sizes, whole numbers, positive numbers,
---backend. Each raises argparse.ArgumentTypeError, which the parser turns into one line
-and exit code 2."""
+"""Argument types and the options several commands share. A type raises
+argparse.ArgumentTypeError, which the parser turns into one line and exit code 2."""
 import argparse
 
 from ...errors import UsageError
@@ -36,13 +35,14 @@ def torch_backend(names):
     return next((n for n in names if n in AUTO_AND_TORCH_BACKENDS), None)
 
 
-def int_at_least(low):
-    """An argparse type: a whole number no smaller than low."""
+def at_least(low, kind=int):
+    """An argparse type: a number (kind int: a whole number) no smaller than low."""
     def conv(text):
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"not a {'whole number' if kind is int else 'number'}: {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}: {text}")
         return value
@@ -73,13 +73,12 @@ def positive_float(text):
 
 
 def add_log_options(parser, test=True):
-    """--collective for printed tables that do not name theirs; --test for logs that hold
-    several tests (each a table with its own average)."""
+    """--collective and --test: which table of a printed nccl-tests log is read."""
     parser.add_argument("--collective", default=None, metavar="NAME",
                         help="the collective of printed nccl-tests tables that do not name "
                              "theirs (old logs, pasted tails), e.g. all_to_all")
     if test:
-        parser.add_argument("--test", type=int_at_least(1), default=None, metavar="N",
+        parser.add_argument("--test", type=at_least(1), default=None, metavar="N",
                             help="in a log that holds several tests, use only the N-th "
                                  "(counted from 1, in file order)")
 
@@ -108,11 +107,15 @@ def share_margin(share):
     return 1 / share - 1
 
 
-def add_metrics(parser):
-    """--metrics FILE: the figures in Prometheus' text format (results/metrics.py)."""
-    parser.add_argument("--metrics", metavar="FILE",
-                        help="write the figures in Prometheus' text format, replaced whole at "
-                             "each write (for node_exporter's textfile collector: name it *.prom)")
+def add_json(parser, what="results as JSON", metrics=True):
+    """--json PATH (the results document) and, with metrics, --metrics FILE (its figures in
+    Prometheus' text format, results/metrics.py)."""
+    parser.add_argument("--json", metavar="PATH", help=f"write {what} (never overwrites)")
+    if metrics:
+        parser.add_argument("--metrics", metavar="FILE",
+                            help="write the figures in Prometheus' text format, replaced whole "
+                                 "at each write (for node_exporter's textfile collector: name it "
+                                 "*.prom)")
 
 
 # nccl-tests 2.19.6 options (src/common.cu) that mpibench runs at one value only: flag, long
@@ -147,8 +150,7 @@ NCCL_TESTS_FIXED = (
 
 
 def add_nccl_tests_fixed(parser):
-    """nccl-tests' options that mpibench honours at one value: that value is accepted (it is
-    what mpibench does), any other is refused by check_nccl_tests_fixed with the reason."""
+    """nccl-tests' options mpibench honours at one value; check_nccl_tests_fixed refuses others."""
     for flag, name, value, _ in NCCL_TESTS_FIXED:
         shown = "not supported" if value is None else f"{value} only"
         parser.add_argument(flag, name, type=int, default=value, metavar="N",
