@@ -23,7 +23,7 @@ def execute(session, args):
         session, args, "bandwidth of one all_reduce", args.payload)
     count = payload // dt.size
     if count < 1:
-        raise UsageError(f"--payload {payload} is less than one {dt.name} element")
+        raise UsageError(f"--size {payload} is less than one {dt.name} element")
     # The trials each after a barrier, only the calls timed: -z 3.
     engine = classic.engine(session, backend, args.warmup, blocking=3)
     buf = tensor(session, backend, dt, count)
