@@ -1,10 +1,8 @@
-"""`check`'s judgement on rank 0, without processes: each figure as it comes held to its
-limits (limits.py), with the spread of its per-call times, pass or fail per host, per pair
-of hosts and per rail, the links the failed paths name (fabricplan and tomography decide
-which) and the verdict: the hosts to drain, the suspect links. A miss is measured again
-before it is condemned; one that does not come back beyond its spread is transient, named
-and never drained (docs/commands/check.md, "Nothing condemned on one measurement").
-Everything goes into the document's "check".
+"""`check`'s judgement on rank 0, without processes: each figure held to its limits
+(limits.py) with the spread of its per-call times; pass or fail per host, pair and rail;
+the hosts to drain and the suspect links (fabricplan and tomography decide which). A miss
+that does not come back beyond its spread when measured again is transient, never drained
+(docs/commands/check.md, "Nothing condemned on one measurement"). All into "check".
 """
 from statistics import mean, median
 
@@ -55,13 +53,9 @@ def per_host(gathered):
 
 def shortfall(fig, lim):
     """How far a figure misses its limits, as a share of the limit (0 when it meets them)."""
-    out = 0.0
     low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")
-    if low and fig["busbw_GBps"] is not None:
-        out = max(out, 1 - fig["busbw_GBps"] / low)
-    if high:
-        out = max(out, fig["time_us"] / high - 1)
-    return out
+    return max(0.0, 1 - fig["busbw_GBps"] / low if low and fig["busbw_GBps"] is not None else 0.0,
+               fig["time_us"] / high - 1 if high else 0.0)
 
 
 def sure(fig, lim):
@@ -106,11 +100,8 @@ class Judge:
         for h, fig in per_host(gathered).items():
             self.hosts[h]["intra"] = fig
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
-        n = len(self.names)
-        lim = self.limits.get("intra") or {
-            "min_busbw_GBps": thresholds.relative(self.figures["intra"]),
-            "source": f"{thresholds.RELATIVE:g} x the median host" + (
-                "" if n >= 3 else f" of {n}, too few to say which is slow: the retest decides")}
+        lim = self.limits.get("intra") or thresholds.relative(self.figures["intra"], "host",
+                                                              "the retest decides")
         self.doc["config"]["thresholds"]["intra"] = lim
         self.suspects = {h: why for h in self.names
                          for why in [reason(self.hosts[h]["intra"], lim)] if why}
@@ -187,12 +178,9 @@ class Judge:
             figs[(a, b)] = [figure({"bw_bytes": self.size, "seconds": median(each), "times": each,
                                     "factor": 1}) for each in ends]
         if self.pair_limit is None:       # relative: the first round sets the reference
-            first = [f["busbw_GBps"] for per in figs.values() for f in per]
-            self.pair_limit = {"min_busbw_GBps": thresholds.relative(first),
-                               "source": f"{thresholds.RELATIVE:g} x the median "
-                               + ("pair" if self.ppn == 1 else "rail of a pair") + (
-                                   "" if len(first) >= 3 else f" of {len(first)}, too few to say "
-                                   "which is slow: a failed path is tested again")}
+            self.pair_limit = thresholds.relative(
+                [f["busbw_GBps"] for per in figs.values() for f in per],
+                "pair" if self.ppn == 1 else "rail of a pair", "a failed path is tested again")
             self.doc["config"]["thresholds"]["pair"] = self.pair_limit
         result = {pair: self._judge_pair(pair, per) for pair, per in figs.items()}
         self.doc["rounds"].append([[self.names[a], self.names[b]] for a, b in todo])
@@ -219,8 +207,7 @@ class Judge:
         return oks
 
     def moved(self, host, ports=None):
-        """Counter changes on a host over every round, on the given ports (all: None); a
-        counter's rises summed."""
+        """Counter changes on a host over every round, on ports (None: all), rises summed."""
         out, sums = [], {}
         for per_round in self.doc.get("counters_moved", []):
             for c in counters.on_ports(per_round.get(host, []), ports):
@@ -235,8 +222,7 @@ class Judge:
         return out
 
     def _failed_with(self, host, rail=None):
-        """'h4 (0.015 GB/s), h2 (0.016 GB/s)': the partners a host (or one rail of it)
-        failed with."""
+        """'h4 (0.015 GB/s), h2 (0.016 GB/s)': whom a host (or one rail of it) failed with."""
         timed = "max_latency_us" in self.pair_limit
         return ", ".join(f"{p['partner']} ({bw(p['busbw_GBps'])} GB/s"
                          + (f", {p['time_us']:.0f} us" if timed else "")
@@ -253,19 +239,21 @@ class Judge:
         self._fail_hosts(verdict["failed_hosts"])
         names = fabric.names
         suspects = self._named_links(verdict, fabric)
+
+        def path(a, b, r):
+            return f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
         for tie in verdict["ties"]:
             pair = next((verdict["deciders"].get(x) for x in tie if verdict["deciders"].get(x)), None)
             suspects.append(" or ".join(fabric.name(x) for x in tie) + (
                 f" (a tie: pairing {names[pair[0]]} with {names[pair[1]]} decides)" if pair else
                 " (a tie: every tested path crosses both, no pair of hosts can tell them apart)"))
         for a, b, r in verdict["unexplained"]:
-            suspects.append(f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
-                            + " (each of its links passed on other paths)")
+            suspects.append(path(a, b, r) + " (each of its links passed on other paths)")
         for a, b, r in verdict["transient"]:
             tests = [p for p in self.hosts[names[a]]["pairs"] if p["partner"] == names[b]
                      and p["rail"] == r]
             self.doc["transient"].append({
-                "what": f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else ""),
+                "what": path(a, b, r),
                 "first": next(f"round {p['round']}: {p['why']}" for p in tests if not p["passed"]),
                 "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
                               for p in tests if p["passed"])})

@@ -1,10 +1,6 @@
-"""`check --health`: one host's health check, as SLURM's HealthCheckProgram, a prolog or a
-node-problem-detector plugin runs it: check's test inside the host on the host's own
-ranks and doctor's findings on the host, judged, then one line (nhc: NHC's `host | Healthy`
-or `host | ERROR: mpibench: reason`, and the node drained with scontrol unless
---report-only; npd: at most 80 characters) and an exit code. The speed floor is --expect's
-"intra" limits; without them the host fails only on what needs no reference: doctor's
-errors, a test that fails or hangs. docs/commands/check.md says more.
+"""`check --health`: one host's health check (check's test inside the host and doctor's
+findings, judged; one line, the node drained, an exit code), as docs/commands/check.md
+("One node's health check") says.
 """
 import os
 import subprocess
@@ -41,10 +37,9 @@ def check_args(args):
 
 
 def run(session, args, coll, size, members, limits, make_intra, retest):
-    """Every rank of one host: the test inside it (make_intra(): check's timed collective
-    over the host's ranks), measured again before a miss condemns it (retest(intra,
-    report): check's retest rounds), its facts; rank 0 judges, prints the line, drains.
-    Exit 0 healthy, else CheckFailed."""
+    """Every rank of one host: the test inside it (make_intra(): check's timed collective),
+    measured again by retest(intra, report) before a miss condemns it; rank 0 judges,
+    prints the line, drains. Exit 0 healthy, else CheckFailed."""
     if len(members) > 1:
         raise UsageError(f"check --health tests one host; this job has {len(members)}: "
                          f"start it on each host alone (sbatch/healthcheck.sh)")

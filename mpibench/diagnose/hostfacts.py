@@ -1,10 +1,7 @@
-"""One host's facts for `doctor`: versions, GPUs, network variables, interfaces, RDMA
-devices and modules, GPU topology; its line rate (what `run`, `check` and `verify` hold
-their figures against).
-
-Files are read under a root folder (default /) so that tests can point it at a
-fabricated sysfs/proc tree. Commands run without a shell, with a timeout; a missing
-or failing tool is recorded, never raised.
+"""One host's facts for `doctor` (versions, GPUs, network variables, interfaces, RDMA
+devices and modules) and its line rate, which `run`, `check` and `verify` hold figures
+against. Files are read under a root folder so that tests can point it at a fabricated
+sysfs/proc tree; a missing or failing tool is recorded, never raised.
 """
 import os
 import shutil
@@ -82,8 +79,7 @@ def line_rate(root="/"):
 
 
 def total_line_rate(root="/"):
-    """All of this host's links together in Gbit/s: what no traffic of the host can exceed
-    (None when unknown)."""
+    """All of this host's links together in Gbit/s, which no traffic can exceed (or None)."""
     return sum(link_rates(root)) or None
 
 
@@ -113,21 +109,19 @@ def run_tool(argv, timeout=TIMEOUT):
 
 
 def gpus():
-    """GPU models, driver and count from nvidia-smi; topology from nvidia-smi topo -m."""
-    out = {"gpus": [], "driver": None, "topology": None, "tool_error": None}
+    """GPU models and driver from nvidia-smi, topology from nvidia-smi topo -m; tool_errors."""
+    out = {"gpus": [], "driver": None, "topology": None, "tool_errors": []}
     text, error = run_tool(["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id",
                             "--format=csv,noheader"])
-    if error:
-        out["tool_error"] = error
-        return out
-    for line in text.strip().splitlines():
+    for line in (text or "").strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 3:
             out["gpus"].append({"name": parts[0], "bus_id": parts[2]})
             out["driver"] = parts[1]
-    topo, error = run_tool(["nvidia-smi", "topo", "-m"])
-    out["topology"] = topo.rstrip() if topo else None
-    out["topology_error"] = error
+    if not error:
+        topo, error = run_tool(["nvidia-smi", "topo", "-m"])
+        out["topology"] = topo.rstrip() if topo else None
+    out["tool_errors"] = [error] if error else []
     return out
 
 
@@ -159,5 +153,4 @@ def collect(session, root="/"):
             "interfaces": interfaces(root), "rdma": rdma_ports(root),
             "rdma_modules": rdma_modules(root),
             "gpus": g["gpus"], "driver": g["driver"], "topology": g["topology"],
-            "gpu_links": sorted(gpu_links(g["topology"])),
-            "tool_errors": [e for e in (g["tool_error"], g.get("topology_error")) if e]}
+            "gpu_links": sorted(gpu_links(g["topology"])), "tool_errors": g["tool_errors"]}

@@ -1,11 +1,8 @@
 """iperf3 between the hosts of a job, started by the ranks themselves: the TCP rate each
-link really gives, the anchor for every CPU/TCP figure mpibench prints.
-
-One rank per host; every pair of hosts in round-robin rounds (pairs.schedule), so that no
-host is in two tests at once. In a pair the lower rank serves (`iperf3 -s -1`, one test
-then exit), the higher connects; both bind to the address the benchmark's own traffic
-uses. Every rank takes part in every round's barrier and gather (the side channel's), so
-ranks outside a pair only wait. Results are iperf3's own JSON (-J): the receiver's rate.
+link really gives. One rank per host, every pair of hosts in pairs.schedule's rounds; in
+a pair the lower rank serves (`iperf3 -s -1`: one test, then exit), the higher connects,
+both bound to the benchmark's own address. Every rank joins every round's barrier and
+gather. The rate is the receiver's, from iperf3's JSON (-J).
 """
 import json
 import shutil

@@ -47,10 +47,13 @@ def read_expect(path):
     return out
 
 
-def relative(values, share=RELATIVE):
-    """The relative threshold: share of the median of the values (None without any)."""
-    values = [v for v in values if v is not None]
-    return share * median(values) if values else None
+def relative(values, what, few):
+    """The relative limit: RELATIVE x the median of the first figures (what: of what; few:
+    what decides when too few figures say which is slow)."""
+    known = [v for v in values if v is not None]
+    return {"min_busbw_GBps": RELATIVE * median(known) if known else None,
+            "source": f"{RELATIVE:g} x the median {what}" + (
+                "" if len(values) >= 3 else f" of {len(values)}, too few to say which is slow: {few}")}
 
 
 def below(figure, limits):

@@ -1,15 +1,8 @@
-"""Which links explain the failed paths (network tomography), without processes.
-
-A tested path is rail r between hosts a and b: a's link on rail r to its leaf, b's, the
-uplinks between their leaves (topology.py), and, with more than one rail, rail r's switch.
-A link on a path that passed is good. The verdict is the smallest set of links that
-explains every failed path, found greedily; two links that explain exactly the same failed
-paths are a tie (docs/fabric.md, "The verdict"). A failed path whose every link passed
-elsewhere is unexplained; a named link that one failed path alone accuses is thin; one that
-one failed measurement alone accuses is once: fabricplan tests each again before it is
-condemned. With no path passed, every link on a failed path is named. A host fails when
-all its rails are named (rails whose switch is named left aside); never for an uplink.
-Work: O(paths x links per path) plus a heap, i.e. O(hosts x rails log) per verdict.
+"""Which links explain the failed paths (network tomography), without processes: the
+smallest set of links on failed paths but on no passed one, found greedily, with ties
+(docs/fabric.md, "The verdict"). Thin (one failed path alone accuses a named link) and once
+(one failed measurement does) are what fabricplan tests again before condemning. With no
+path passed, every host link on a failed path is named. O(hosts x rails log) per verdict.
 """
 import heapq
 from collections import Counter
@@ -65,13 +58,10 @@ class Fabric:
 
 
 def localise(fabric, results):
-    """results: [(a, b, rail, passed)] of every path tested so far. Returns
-    {'named': [link], 'ties': [[link, ...]], 'unexplained': [(a, b, rail)],
-     'unproven': [link on failed paths only, not needed by the verdict],
-     'transient': [(a, b, rail) that failed once and passed when tested again],
-     'thin': [named link that one failed path alone accuses],
-     'once': [(a, b, rail) failed once, the only failure of a named or tied link],
-     'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
+    """The verdict on results [(a, b, rail, passed)], every path tested so far: links named
+    and tied; paths (a, b, rail) unexplained, transient (failed, then passed) and once (the
+    one failure of a named or tied link); links unproven (only on failed paths, not needed)
+    and thin; the good links; the failed hosts (indices)."""
     good, failed, passed = _sort_paths(fabric, results)
     if not good:       # nothing to compare with: every host's link on a failed path is suspect
         named = list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
@@ -95,8 +85,7 @@ def localise(fabric, results):
 
 
 def _sort_paths(fabric, results):
-    """(links of every passed path, [((a, b, rail), links)] of the failed ones, the
-    passed paths)."""
+    """(links of the passed paths, [((a, b, rail), links)] failed, the passed paths)."""
     good, failed, passed = set(), [], set()
     for a, b, r, ok in results:
         links = fabric.path(a, b, r)
@@ -156,10 +145,8 @@ def _greedy(cands, cover, order):
 
 
 def _thin(named, cands, cover):
-    """The named links that one failed path alone accuses: each of their other failed
-    paths holds another named link too. A healthy host paired once with a bad one and
-    once with a good one, whose good path a passing disturbance slowed, is such a link;
-    fabricplan pairs it with a host proven good before it is condemned."""
+    """The named links that one failed path alone accuses (their other failed paths hold
+    another named link): a healthy host whose one good partner a passing disturbance slowed."""
     named_set = set(named)
 
     def alone(x, i):                   # x is the only named link on failed path i

@@ -1,13 +1,8 @@
-"""The switch tree of a job, from SLURM's topology.conf syntax (a file, or what
-`scontrol show topology` prints):
+"""The switch tree of a job (hosts off leaf switches, each switch off one parent), from
+SLURM's topology.conf syntax, a file or what `scontrol show topology` prints:
 
     SwitchName=leaf1 Nodes=n[01-16]
     SwitchName=spine1 Switches=leaf[1-4]
-
-Hosts hang off leaf switches, switches off their parent; a tree, one parent each. What
-it is checked for, each one UsageError line: a host under two switches, a switch under
-two parents, a loop, a switch named but never described, hosts named that are not in the
-job (a file given for this job), hosts of the job it leaves out.
 """
 from ..errors import UsageError
 from ..launch.slurm import compress_hostlist, expand_nodelist
@@ -29,8 +24,6 @@ class Topology:
 
     def uplinks_between(self, leaf_a, leaf_b):
         """The uplinks (switch, parent) a path from leaf_a to leaf_b crosses ([] on one leaf)."""
-        if leaf_a == leaf_b:
-            return []
         a, b = self.up(leaf_a), self.up(leaf_b)
         common = set(a) & set(b)
         links = []
@@ -77,9 +70,8 @@ def parse(text, source):
 
 
 def build(entries, job_hosts, source, strict=True):
-    """The Topology of job_hosts. strict (a file given for this job): naming a host that
-    is not in the job is an error; otherwise (the whole cluster's, from SLURM) the other
-    hosts are dropped."""
+    """The Topology of job_hosts; UsageError where it is not a tree or leaves a host out.
+    strict (a file for this job): a host not in the job is an error, else dropped."""
     job = set(job_hosts)
     leaf, parent, seen = {}, {}, {}
     for name, _hosts, _subs, n in entries:

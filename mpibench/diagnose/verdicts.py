@@ -1,10 +1,5 @@
 """`verify`'s judgement, without processes: each check's figure, reference, ratio and
-verdict from what was measured. PASS, FAIL (mpibench's figure cannot be trusted), LOW (a
-finding: mpibench's figure is below what the path gives, with the knobs to try), HIGH
-(mpibench above a peer tool: shown, not failed; the plausibility check judges whether a
-figure is possible at all), INCONCLUSIVE (the figures scatter too much to say either:
-exit 0, with a note naming the spread and the rounds that would decide), INFO (a figure
-shown, nothing to judge) and n/a (nothing to compare with, and why).
+verdict (PASS, FAIL, LOW, HIGH, INCONCLUSIVE, INFO, n/a: docs/verify.md says when each).
 """
 import math
 from functools import partial
@@ -43,8 +38,7 @@ def spread(values):
 
 
 def timer(size, harness, bare, tolerance, judged_from):
-    """mpibench's loop against the bare loop at one size (seconds per call per round),
-    judged from pairs of rounds (paired_ratios) by judge()."""
+    """mpibench's loop against the bare loop at one size (seconds per call per round)."""
     ratios = paired_ratios(harness, bare)
     fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
     ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
@@ -71,8 +65,7 @@ def timers_together(got, tolerance, judged_from):
 
 def judge(name, fig, ref, ratios, tolerance):
     """PASS when the ratio's 95% interval lies within the tolerance, FAIL when its 99.9%
-    one lies wholly beyond it (verify looks again after every pair, and a CI gate acts on
-    a FAIL), INCONCLUSIVE otherwise."""
+    one lies wholly beyond it (docs/verify.md says why 99.9%), INCONCLUSIVE otherwise."""
     ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
     r = ci[1] if ci else (median(ratios) if ratios else None)
     pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
@@ -170,15 +163,10 @@ def ring_only(backend, nccl_algo):
 
 def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True):
     """The largest size's busbw against the slowest host's link rates (Gbit/s per host,
-    None where the host says none). One host: nothing the hosts report bounds it.
-
-    A ring moves 2(n-1)/n of the data through every host's links, as busbw counts, so its
-    busbw is at most their rate. Hierarchical algorithms (NCCL's tree, NVLS tree, MPI's
-    han) reduce inside a host first and move 2(h-1)/h over h hosts' links, in-network
-    reduction (CollNet/SHARP, NVLS with SHARP) each host's data once each way: their busbw
-    can exceed the links by 2(n-1)/n over that (1.875x at 2 hosts x 8 ranks). Where the
-    algorithm is not known to be ring (`ring`), busbw above the links is INFO up to the
-    in-network bound, and FAIL only beyond it."""
+    None where unknown). A ring's busbw is at most the links' rate (busbw counts the
+    2(n-1)/n it moves through them); hierarchical algorithms move 2(h-1)/h over h hosts'
+    links and in-network reduction each host's data once each way, so where the algorithm
+    is not known to be ring, busbw above the links is INFO up to 2(n-1)/n x them."""
     name = f"plausibility {format_size(size)}"
     gbit = busbw_GBps * 8 if busbw_GBps else None
     fig = "n/a" if gbit is None else f"busbw {gbit:.3f} Gbit/s"
