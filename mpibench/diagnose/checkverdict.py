@@ -19,8 +19,7 @@ PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine la
 
 
 def figure(rec):
-    """The figures of one timed collective (seconds per call; from its per-call 'times',
-    where given, their spread and the fastest call)."""
+    """The figures of one timed collective; from its per-call 'times', their spread and best."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
     times = rec.get("times")
     return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"]),
@@ -36,8 +35,8 @@ def fastest(fig):
 
 
 def joint(recs):
-    """The figure of ranks that timed one collective together: the mean of their times per
-    call (nccl-tests' -a 1), each call's time the slowest rank's."""
+    """The figure of ranks that timed one collective together: the mean of their times
+    (nccl-tests' -a 1), each call's time the slowest rank's."""
     return figure(dict(recs[0], seconds=mean(r["seconds"] for r in recs),
                        times=slowest([r["times"] for r in recs]) if recs[0].get("times") else None))
 
@@ -95,8 +94,7 @@ class Judge:
         self.pending = {}         # suspect: its misses in the retests so far (None: passed)
 
     def intra(self, gathered):
-        """Test 1: each host's figure, held to its floor; the busbws. A host below it is a
-        suspect until its retest (intra_retests)."""
+        """Test 1: each host's figure against its floor (a host below is a suspect); the busbws."""
         for h, fig in per_host(gathered).items():
             self.hosts[h]["intra"] = fig
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
@@ -109,10 +107,9 @@ class Judge:
         return self.figures["intra"]
 
     def intra_retests(self):
-        """The next retest round's steps, each the hosts whose intra test runs while the
-        others wait: with a relative floor first a host that passed (the one nearest the
-        median), the reference of the new floor; then each suspect alone (RETESTS of them),
-        any more together. [] when no suspect is left or after ROUNDS rounds."""
+        """The next retest round's steps, each the hosts tested while the others wait: with a
+        relative floor first the passed host nearest the median (the new floor's reference),
+        then RETESTS suspects alone, any more together; [] when done."""
         sus = list(self.pending)
         if not sus or len(self.doc["intra_retest"]) >= ROUNDS:
             return []
@@ -124,9 +121,8 @@ class Judge:
         return steps + [[h] for h in sus[:RETESTS]] + ([sus[RETESTS:]] if sus[RETESTS:] else [])
 
     def intra_retest(self, steps, found):
-        """One retest round's figures (found: per step, every rank's record or None): a
-        suspect that passes, or misses by less than its spread, is transient; one that
-        misses beyond its spread in every round fails. One line of words per step."""
+        """One retest round's figures (found: per step, every rank's record or None), settled
+        (_settle); a line of words per step."""
         figs = [per_host(g) for g in found]
         lim, lines = self.doc["config"]["thresholds"]["intra"], []
         if steps[0][0] not in self.suspects:          # the reference, measured alone
@@ -151,9 +147,8 @@ class Judge:
         return lines
 
     def _settle(self, what, where, how, first, fig, lim, misses, last):
-        """One retest's outcome: a miss beyond the figure's spread is appended to misses
-        (condemned after the last retest); else recorded as transient (None appended). The
-        words of the retest's line (where: what was measured; how: ', alone' or '')."""
+        """One retest's line of words: a miss beyond the figure's spread is appended to misses
+        (condemned after the last retest), anything else is transient (None appended)."""
         why = reason(fig, lim)
         best = f"its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
         if why and sure(fig, lim):
@@ -166,9 +161,8 @@ class Judge:
         return again + ": transient, not condemned"
 
     def pair_round(self, todo, records, seconds, moved):
-        """One round's host pairs (host indices), from every rank's PairBench records: a
-        figure per rail, judged. Returns {(a, b): [passed per rail]} and {(a, b): [figure
-        per rail]}. moved: {host: counter changes during the round}."""
+        """One round's pairs of host indices judged from every rank's PairBench records:
+        {(a, b): [passed per rail]}, {(a, b): [figure per rail]}."""
         times = pairs.slower_end(records)
         figs = {}
         for a, b in todo:
@@ -189,9 +183,8 @@ class Judge:
         return result, figs
 
     def _judge_pair(self, pair, per):
-        """Each rail of one pair of hosts against the pair limit, on both hosts' records. A
-        rail fails only when even its fastest call misses: a median below the limit with
-        a fastest call above it is within its spread (noted, passed)."""
+        """Each rail of one pair against the pair limit, on both hosts' records: it fails only
+        when even its fastest call misses (else a miss is within its spread, noted)."""
         k = len(self.doc["rounds"]) + 1
         ha, hb = self.names[pair[0]], self.names[pair[1]]
         oks = []
@@ -234,8 +227,7 @@ class Judge:
         return f"; counters moved: {counters.describe(moved)}" if moved else ""
 
     def pair_verdict(self, verdict, fabric):
-        """What the rounds condemn (fabricplan's verdict): the failed hosts, the failed
-        rails, the suspect links and switches."""
+        """The failed hosts and rails, the suspect links and switches of fabricplan's verdict."""
         self._fail_hosts(verdict["failed_hosts"])
         names = fabric.names
         suspects = self._named_links(verdict, fabric)
@@ -281,8 +273,7 @@ class Judge:
                        + self._moved_text(self.moved(h)))
 
     def _named_links(self, verdict, fabric):
-        """The names of the links the verdict names (a failed host's own rails left out); a
-        host's failed rail is also its verdict RAIL, with the reason."""
+        """The names of the named links but a failed host's; a failed rail makes its host RAIL."""
         drained = set(verdict["failed_hosts"])
         suspects = []
         for link in verdict["named"]:
@@ -302,8 +293,7 @@ class Judge:
         return suspects
 
     def job(self, gathered):
-        """Test 3: the whole job's figure (the mean time of every rank), judged; a miss is
-        measured again (job_retest) before it fails."""
+        """Test 3: the whole job's figure, judged (a miss is measured again: job_retest)."""
         fig = joint(gathered)
         self.doc["job"] = fig
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
@@ -311,8 +301,7 @@ class Judge:
         return fig
 
     def job_retest(self, gathered):
-        """The whole job measured again: the words of its line; job_failed stays only when
-        the miss came back beyond its spread."""
+        """The whole job measured again: its line (job_failed stays if it missed beyond its spread)."""
         first, fig, misses = self.job_failed, joint(gathered), []
         self.doc["job_retest"] = fig
         line = self._settle("the whole job", "the whole job again", "", first, fig,

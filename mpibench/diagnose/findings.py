@@ -1,7 +1,6 @@
-"""From every host's facts to what matters: differences between hosts, and findings
-with advice. Pure functions over hostfacts.collect() dicts (one per host). A finding is a
-(host or None, text) pair with a severity: ERROR when it breaks runs or their figures,
-WARNING for everything worth knowing; doctor's exit code comes from the worst."""
+"""From every host's hostfacts.collect() to what matters: differences between hosts and
+findings with advice, each (host or None, text) with a severity: ERROR when it breaks runs
+or their figures, else WARNING (doctor's exit code comes from the worst)."""
 from ..launch.netaddr import match_ifname
 
 VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
@@ -92,8 +91,7 @@ def findings(per_host, multi_host=None):
 
 
 def _rdma_findings(h, f, multi_host):
-    """Host h's RDMA: ports not ACTIVE, no device, modules not loaded, RoCE, active ports
-    of mixed link layers or rates."""
+    """Host h's RDMA: ports not ACTIVE, no device or modules, RoCE, mixed layers or rates."""
     out = []
     active = _active_ports(f)
     for p in f["rdma"]:
@@ -126,8 +124,7 @@ def _rdma_findings(h, f, multi_host):
 
 
 def _name_findings(h, f):
-    """Variables of host h that name no interface (NCCL_/GLOO_SOCKET_IFNAME) or no RDMA
-    device (NCCL_IB_HCA) of it."""
+    """Variables of host h that name none of its interfaces or RDMA devices."""
     out = []
     env = f["env"]
     for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):

@@ -20,9 +20,8 @@ CONNECT_PAUSE = 0.2
 
 
 def address(session, env):
-    """This host's address on the interface the benchmark uses (what gloo and NCCL reach
-    the other hosts by): the source address towards the rendezvous host, or towards the
-    other hosts by name when there is no rendezvous (MPI only)."""
+    """This host's address on the interface the benchmark uses: the source address towards
+    the rendezvous host, or the other hosts without one (MPI only)."""
     master = env.get("MASTER_ADDR") or (session.rendezvous or "").rsplit(":", 1)[0]
     peers = [master] if master else []
     for host in dict.fromkeys(session.hosts):
@@ -76,9 +75,8 @@ def finish(server, seconds):
 
 
 def run_pairs(session, env, seconds, port=PORT):
-    """Every pair of hosts once, on every rank. Rank 0 gets [{hosts, server, client, addresses,
-    bits_per_second, retransmits, error}], other ranks None; [] with fewer than two hosts.
-    Each rank says whether it has iperf3: a host without it makes its pairs errors."""
+    """Every pair of hosts once, on every rank: rank 0 gets a record per pair (a host without
+    iperf3 makes its pairs errors), other ranks None."""
     ranks = pairs.participants(session.hosts)
     mine = (address(session, env), shutil.which("iperf3") is not None) \
         if session.rank in ranks and len(ranks) > 1 else None

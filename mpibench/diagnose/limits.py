@@ -1,6 +1,5 @@
-"""`check`'s thresholds: the limits each test is held to (--expect FILE, an earlier
-result with --baseline, or a share of the median), and why a figure misses them.
-"""
+"""`check`'s limits for each test (--expect FILE, --baseline RESULT, or a share of the
+median) and why a figure misses them."""
 from statistics import median
 
 from ..errors import UsageError
@@ -13,8 +12,7 @@ RELATIVE = 0.8          # relative mode: fail below this share of the median hos
 
 
 def read_expect(path):
-    """--expect FILE: {test: {limit: value}} for tests intra, pair, job and limits
-    min_busbw_GBps, max_latency_us; anything else is one UsageError line."""
+    """--expect FILE: {test: {limit: value}} of TESTS and LIMITS; anything else, UsageError."""
     try:
         with open(path, "rb") as f:
             data = f.read(1 << 20)
@@ -71,12 +69,10 @@ def below(figure, limits):
 
 
 def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, sizes=()):
-    """Thresholds from an earlier result: a `check` file (intra, pair, job) or a run /
-    nccl-tests result of the collective (the whole job, or one host when its ranks are
-    one host's). sizes: what the size becomes once aligned for the ranks (nccl-tests
-    prints that). A baseline that measured something else: UsageError."""
+    """Limits from an earlier `check` (intra, pair, job), or from a run or nccl-tests result
+    of the whole job or of one host; UsageError for one of something else. sizes: the size
+    aligned for the ranks (as nccl-tests prints it)."""
     where = f"--baseline {path}"
-    mine = f"{collective} at {size} bytes"
     if doc.get("command") == "check" and isinstance(doc.get("check"), dict):
         c = doc["check"]
         cfg = c.get("config") if isinstance(c.get("config"), dict) else {}
@@ -87,7 +83,7 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
         theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
         if theirs != (collective, size, ranks_per_host):
             raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
-                             f"{theirs[2]} ranks per host; this check runs {mine} with "
+                             f"{theirs[2]} ranks per host; this check runs {collective} at {size} bytes with "
                              f"{ranks_per_host} ranks per host")
         out = {}
         for test in TESTS:

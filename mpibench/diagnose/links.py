@@ -1,6 +1,5 @@
-"""The links between hosts: every pair of ranks in round-robin rounds (pairs.schedule), each
-timed with PairBench; the bandwidth and latency matrices, and the slow links and hosts named
-(pairs.analyze). `p2p` measures this way; `run` ends with link_check, the same bandwidth-only."""
+"""The links between hosts (`p2p`, and `run`'s link_check, bandwidth only): every pair of
+ranks in pairs.schedule's rounds timed with PairBench; the matrices, the slow links and hosts."""
 from statistics import median
 
 from ..measure.collectives.base import algbw
@@ -29,9 +28,8 @@ def measure(session, bench, rounds, labels, out, with_latency):
 
 
 def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
-    """run's check of the links between hosts: one rank per host, every pair of hosts in
-    round-robin rounds, bandwidth only. Collective times cannot say which link is slow
-    (every rank waits for the slowest one); pairs can."""
+    """run's check of the links, one rank per host: collective times cannot say which link is
+    slow (every rank waits for the slowest one); pairs can."""
     ranks = pairs.participants(session.hosts)
     if len(ranks) < 2 or iters == 0:
         return None
@@ -87,12 +85,12 @@ def _links(labels, collected, latency, bench, analysis):
     verdicts = {(x["from"], x["to"]): x for x in analysis["links"]} if analysis else {}
     rows = []
     for (a, b), rec in sorted(collected.items(), key=lambda kv: (kv[1]["round"], kv[0])):
-        t = rec["times"]
+        t, mid = rec["times"], median(rec["times"])
         lat = latency.get(tuple(sorted((a, b))))
         row = {"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b,
                "round": rec["round"], "bidirectional": bench.bidirectional, "size": bench.size,
-               "bytes_moved": moved, "iterations": len(t), "time_us": median(t) * 1e6,
-               "bandwidth_GBps": algbw(moved, median(t)),
+               "bytes_moved": moved, "iterations": len(t), "time_us": mid * 1e6,
+               "bandwidth_GBps": algbw(moved, mid),
                "min_GBps": algbw(moved, max(t)), "max_GBps": algbw(moved, min(t)),
                "per_iteration_us": [x * 1e6 for x in t],
                "latency_size": bench.latency_size if lat is not None else None,

@@ -11,7 +11,6 @@ NVLink SHARP in use shows as 'NVLS comm 0x... headRank ...' (its buffers, set up
 NVLS runs) or 'Connected NVLS tree'. The summary line 'N coll channels, N collnet channels,
 N nvls channels, ...' shows neither: its nvls count says NVLS is supported, and its collnet
 count has been the coll channel count since NCCL 2.21 (init.cc prints comm->nChannels twice).
-Pure functions: lines in, transports out.
 """
 import re
 
@@ -66,9 +65,8 @@ def parse(text):
 
 
 def by_host_pair(parsed, hosts):
-    """{(host a, host b): sorted transports} from parsed logs (hosts[r]: rank r's host), a
-    pair in the order hosts first appear, (h, h) its own GPUs'. NVLS and CollNet, used across
-    the communicator, join every pair they can serve: NVLS within a host, CollNet between."""
+    """{(host a, host b): sorted transports} ((h, h): its own GPUs'), hosts[r] rank r's. NVLS
+    and CollNet, used across the communicator, join each pair they can serve."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
     pairs = {}
     nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))

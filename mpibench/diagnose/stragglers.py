@@ -1,10 +1,7 @@
-"""Who is slow: per-host figures and stragglers from every rank's per-iteration times.
-
-A rank or host is named slow only when it is slow in at least `consistency` of the
-iterations (each a measurement of its own: the sign test's "reproduces") by more than
-`margin` over that iteration's median and more than its peers scatter; with two hosts (or
-ranks) nothing says which is off, nor where half or more would be named
-(docs/reading-results.md says how each is printed).
+"""Who is slow: per-host figures and stragglers from every rank's per-iteration times. A
+rank or host is slow only when, in at least `consistency` of the iterations (each its own
+measurement), it is over that iteration's median by more than `margin` and than its peers
+scatter; never with two (nothing says which is off) nor where half or more would be.
 """
 from statistics import median
 
@@ -55,9 +52,8 @@ def analyze(hosts, times, margin=0.2, consistency=0.8) -> HostAnalysis:
 
 
 def _judge(series, margin, consistency):
-    """Each member of series ({name: per-iteration seconds}) against the median of every
-    iteration: {name: consistently_slow's verdict, its 'threshold' raised to the peers'
-    scatter}; none is slow with fewer than three members."""
+    """{name: consistently_slow's verdict against each iteration's median, its threshold
+    raised to the peers' scatter} of series {name: per-iteration seconds}."""
     names = list(series)
     iters = len(series[names[0]]) if names else 0
     mid = [median(series[x][k] for x in names) for k in range(iters)]
@@ -77,8 +73,7 @@ def _judge(series, margin, consistency):
 
 
 def _pair(what, series, margin, consistency):
-    """With exactly two members: the one consistently slower than the other, as
-    [{'what', 'slower', 'faster', 'ratio', 'slow_iterations'}] (else [])."""
+    """[the one of exactly two members consistently slower than the other] (else [])."""
     if len(series) != 2:
         return []
     a, b = series
@@ -95,8 +90,7 @@ def _quantile(values, q):
 
 
 def consistently_slow(times, reference, margin, consistency):
-    """{'ratio': median of times/reference, 'slow_iterations', 'slow'}: slow when times[k]
-    is over (1 + margin) x reference[k] in at least `consistency` of the iterations."""
+    """Slow when times[k] is over (1 + margin) x reference[k] in `consistency` of them."""
     ratios = [t / ref for t, ref in zip(times, reference) if ref > 0]
     slow = sum(1 for x in ratios if x > 1 + margin)
     return {"ratio": median(ratios) if ratios else None, "slow_iterations": slow,

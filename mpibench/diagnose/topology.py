@@ -45,8 +45,7 @@ def _fields(line):
 
 
 def parse(text, source):
-    """[(switch, [hosts], [switches])] from topology.conf text; UsageError on what it
-    cannot read (named as 'SOURCE line N: ...')."""
+    """[(switch, [hosts], [switches], line number)] from topology.conf text, or UsageError."""
     entries = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()

@@ -52,8 +52,7 @@ def timer(size, harness, bare, tolerance, judged_from):
 
 
 def timers_together(got, tolerance, judged_from):
-    """Every judged size's pairs as one sample, judged (None for fewer than two sizes): a
-    timer that stops early or late does so at every size (docs/verify.md)."""
+    """Every judged size's pairs as one sample (a timer that stops early does at every size)."""
     sizes = sorted(s for s in got if s >= judged_from)
     if len(sizes) < 2:
         return None
@@ -107,8 +106,8 @@ def interval(ratios, confidence):
 
 
 def paired_ratios(harness, bare):
-    """harness / bare of each two rounds, one with each loop first (their geometric mean):
-    the drift of a shared machine and what running first does to a loop cancel in it."""
+    """The geometric mean of harness / bare of each two rounds, one with each loop first: a
+    shared machine's drift and what running first does to a loop cancel in it."""
     r = [h / b for h, b in zip(harness, bare) if b > 0 and h > 0]
     return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
 
@@ -150,8 +149,7 @@ def correctness(rows, wrong, label):
 
 
 def ring_only(backend, nccl_algo):
-    """Whether all_reduce is known to run as a flat ring: gloo's, or NCCL's where NCCL_ALGO
-    allows it nothing else ('Ring', or per collective 'allreduce:ring;...')."""
+    """Whether all_reduce is known to run as a flat ring: gloo's, or NCCL's with NCCL_ALGO ring."""
     if backend == "gloo":
         return True
     for part in (nccl_algo or "").lower().replace(" ", "").split(";") if backend == "nccl" else []:
@@ -223,8 +221,8 @@ def iperf_share(pair, size, busbw_GBps, backend, floor):
 
 
 def peer_rows(mine, theirs, tool, floor, judged_from):
-    """mpibench's busbw over the peer's per size and mode (rows lined up by size); sizes
-    below judged_from are shown, not judged (latency: Python's per-call cost against C's)."""
+    """mpibench's busbw over the peer's per size and mode; sizes below judged_from are shown,
+    not judged (latency: Python's per-call cost against C's)."""
     out = []
     by_size = {r["size"]: r for r in theirs}
     for row in mine:
