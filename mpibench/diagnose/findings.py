@@ -35,12 +35,10 @@ def comparable(facts):
     out["GPU model"] = ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None
     out["GPU count"] = len(facts["gpus"])
     out["GPU driver"] = facts["driver"]
-    for k, v in facts["env"].items():
-        out[f"variable {k}"] = v
+    out.update((f"variable {k}", v) for k, v in facts["env"].items())
     for p in facts["rdma"]:
-        out[f"RDMA {p['device']} port {p['port']} state"] = p["state"]
-        out[f"RDMA {p['device']} port {p['port']} rate"] = p["rate"]
-        out[f"RDMA {p['device']} port {p['port']} link layer"] = p["link_layer"]
+        for key in ("state", "rate", "link_layer"):
+            out[f"RDMA {p['device']} port {p['port']} {key.replace('_', ' ')}"] = p[key]
     for i in facts["interfaces"]:
         out[f"interface {i['name']} state"] = i["state"]
         out[f"interface {i['name']} speed"] = None if i["speed_mbps"] is None else f"{i['speed_mbps']} Mb/s"
@@ -50,13 +48,9 @@ def comparable(facts):
 def differences(per_host):
     """[(label, {host: value})] for every fact that differs between hosts."""
     tables = {h: comparable(f) for h, f in per_host.items()}
-    labels = list(dict.fromkeys(k for t in tables.values() for k in t))
-    out = []
-    for label in labels:
-        values = {h: t.get(label) for h, t in tables.items()}
-        if len(set(map(str, values.values()))) > 1:
-            out.append((label, values))
-    return out
+    labels = dict.fromkeys(k for t in tables.values() for k in t)
+    rows = [(label, {h: t.get(label) for h, t in tables.items()}) for label in labels]
+    return [(label, values) for label, values in rows if len(set(map(str, values.values()))) > 1]
 
 
 def _active_ports(facts):
@@ -64,13 +58,12 @@ def _active_ports(facts):
 
 
 def _fastest_nic(facts):
-    speeds = [i["speed_mbps"] for i in facts["interfaces"] if i["state"] == "up" and i["speed_mbps"]]
-    return max(speeds) if speeds else None
+    return max((i["speed_mbps"] for i in facts["interfaces"] if i["state"] == "up" and i["speed_mbps"]),
+               default=None)
 
 
 def _fastest_rdma(facts):
-    rates = [p["rate_gbps"] for p in _active_ports(facts) if p["rate_gbps"]]
-    return max(rates) if rates else None
+    return max((p["rate_gbps"] for p in _active_ports(facts) if p["rate_gbps"]), default=None)
 
 
 def findings(per_host, multi_host=None):
@@ -78,10 +71,8 @@ def findings(per_host, multi_host=None):
     multi_host = len(per_host) > 1 if multi_host is None else multi_host
     out = []
     for h, f in per_host.items():
-        out += _rdma_findings(h, f, multi_host)
-        out += _name_findings(h, f)
-        out += _switched_off(h, f["env"])
-        out += _gpu_findings(h, f)
+        out += _rdma_findings(h, f, multi_host) + _name_findings(h, f) + _switched_off(h, f["env"]) \
+            + _gpu_findings(h, f)
     if len(per_host) > 1:
         out += _slower_than_others(per_host, _fastest_nic, "fastest network interface",
                                    lambda v: f"{v} Mb/s")

@@ -25,9 +25,7 @@ class Fabric:
 
     def __init__(self, names, rails, topo, nics=None):
         self.names = list(names)
-        self.n = len(self.names)
-        self.rails = rails
-        self.topo = topo
+        self.n, self.rails, self.topo = len(self.names), rails, topo
         self.leaf = [topo.leaf[h] for h in self.names]
         self.nics = nics or {}          # {(host index, rail): "eth1" / "mlx5_1"} where known
         self._ups = {}
@@ -39,20 +37,16 @@ class Fabric:
         return self._ups[key]
 
     def path(self, a, b, r):
-        links = [nic(a, r), nic(b, r)] + self.uplinks(a, b)
-        if self.rails > 1:
-            links.append(rail_switch(r))
-        return links
+        return [nic(a, r), nic(b, r)] + self.uplinks(a, b) + ([rail_switch(r)] if self.rails > 1 else [])
 
     def name(self, link):
         """'h3 rail 1 (eth1, its link to leaf1)', 'uplink leaf2-spine1', 'rail 3 switch'."""
-        kind = link[0]
-        if kind == "nic":
+        if link[0] == "nic":
             _, h, r = link
             extra = [x for x in (self.nics.get((h, r)),
                                  f"its link to {self.leaf[h]}" if self.leaf[h] else None) if x]
             return f"{self.names[h]} rail {r}" + (f" ({', '.join(extra)})" if extra else "")
-        if kind == "up":
+        if link[0] == "up":
             return f"uplink {link[1]}-{link[2]}"
         return f"rail {link[1]} switch (slow on every host's rail {link[1]})"
 
@@ -130,13 +124,11 @@ def _greedy(cands, cover, order):
         if len(live) != -neg:                 # stale count: put it back where it belongs
             heapq.heappush(heap, (-len(live), order[x], x))
             continue
-        mine = set(live)
         twins = [y for y in cands[live[0]] if y != x and y not in done
-                 and {i for i in cover[y] if not covered[i]} == mine]
+                 and {i for i in cover[y] if not covered[i]} == set(live)]
         for i in live:
             covered[i] = True
-        done.add(x)
-        done.update(twins)
+        done.update([x] + twins)
         if twins:
             ties.append([x] + twins)
         else:

@@ -223,18 +223,11 @@ def iperf_share(pair, size, busbw_GBps, backend, floor):
 def peer_rows(mine, theirs, tool, floor, judged_from):
     """mpibench's busbw over the peer's per size and mode; sizes below judged_from are shown,
     not judged (latency: Python's per-call cost against C's)."""
-    out = []
-    by_size = {r["size"]: r for r in theirs}
+    out, by_size = [], {r["size"]: r for r in theirs}
     for row in mine:
-        other = by_size.get(row["size"])
-        if other is None:
-            continue
         for mode in ("out_of_place", "in_place"):
-            a, b = row.get(mode), other.get(mode)
-            if not a or not b:
-                continue
-            ours = a["busbw_GBps"] or a["algbw_GBps"]
-            peer = b["busbw_GBps"] or b["algbw_GBps"]
+            ours, peer = (m and (m["busbw_GBps"] or m["algbw_GBps"])
+                          for m in (row.get(mode), by_size.get(row["size"], {}).get(mode)))
             if not ours or not peer:
                 continue
             ratio = ours / peer
