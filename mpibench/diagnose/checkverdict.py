@@ -249,15 +249,13 @@ class Judge:
                 "first": next(f"round {p['round']}: {p['why']}" for p in tests if not p["passed"]),
                 "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
                               for p in tests if p["passed"])})
-        self.doc["suspect_links"] = [[names[a], names[b]] for a, b, _ in verdict["unexplained"]]
-        self.doc["suspects"] = suspects
-        self.doc["pair_rounds"] = verdict["rounds"]
-        self.doc["fabric"] = {
+        self.doc.update(suspect_links=[[names[a], names[b]] for a, b, _ in verdict["unexplained"]],
+                        suspects=suspects, pair_rounds=verdict["rounds"], fabric={
             "rails": fabric.rails, "topology": fabric.topo.source,
             "leaves": {h: fabric.leaf[i] for i, h in enumerate(names)} if fabric.topo.source else None,
             "nics": {f"{names[h]}:{r}": nic for (h, r), nic in sorted(fabric.nics.items())},
             "named": [fabric.name(x) for x in verdict["named"]],
-            "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]}
+            "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]})
 
     def _fail_hosts(self, failed_hosts):
         """Fail the hosts every rail of which failed, saying with whom and what that proves."""

@@ -85,13 +85,10 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
             raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
                              f"{theirs[2]} ranks per host; this check runs {collective} at {size} bytes with "
                              f"{ranks_per_host} ranks per host")
-        out = {}
-        for test in TESTS:
-            found = figures.get(test)
-            figs = [x for x in found if finite(x) and x > 0] if isinstance(found, list) else []
-            if figs:
-                out[test] = {"min_busbw_GBps": share * median(figs)}
-        return out, (None if cfg.get("world") == world else "job")
+        figs = {t: [x for x in figures[t] if finite(x) and x > 0] for t in TESTS
+                if isinstance(figures.get(t), list)}
+        return ({t: {"min_busbw_GBps": share * median(f)} for t, f in figs.items() if f},
+                None if cfg.get("world") == world else "job")
     rows = [r for r in doc["results"] if r["collective"] == collective]
     held = [t["test"] for t in doc.get("tests") or [] if t.get("collective") == collective]
     if len(held) > 1:

@@ -16,13 +16,17 @@ def default_size(backend):
 
 
 def measure(session, bench, rounds, labels, out, with_latency):
-    """Every round on every rank; rank 0 collects each round as it ends (and saves it)."""
+    """Every round on every rank; rank 0 collects each round as it ends (and saves it): per
+    link, its round and each iteration's seconds at the slower end; its latency."""
     collected, latency = {}, {}
     for k, rnd in enumerate(rounds):
         session.watch.arm(f"pairs of hosts: round {k + 1} of {len(rounds)}")
         gathered = session.comm.gather(bench.run_round(rnd, with_latency), root=0)
         if session.rank == 0:
-            _collect(gathered, k, collected, latency)
+            latency.update((tuple(sorted((rec["from"], rec["to"]))), rec["latency_s"])
+                           for records in gathered for rec in records if rec["latency_s"] is not None)
+            collected.update((key, {"round": k, "times": times})
+                             for key, times in pairs.slower_end(gathered).items())
             out.set(links=_links(labels, collected, latency, bench, None))
     return collected, latency
 
@@ -47,16 +51,6 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
                   matrix=len(ranks) <= 16)
 
 
-def _collect(gathered, round_index, collected, latency):
-    """Per link: per-iteration seconds, the slower of its two ends in each iteration."""
-    for records in gathered:
-        for rec in records:
-            if rec["latency_s"] is not None:
-                latency[tuple(sorted((rec["from"], rec["to"])))] = rec["latency_s"]
-    for key, times in pairs.slower_end(gathered).items():
-        collected[key] = {"round": round_index, "times": times}
-
-
 def _moved(bench):
     """Bytes one timed transfer moves: both ways at once count twice (as osu_bibw)."""
     return 2 * bench.size if bench.bidirectional else bench.size
@@ -73,11 +67,6 @@ def _bandwidths(collected, bench):
 
 def _matrix(ranks, values):
     return [[values.get((a, b)) for b in ranks] for a in ranks]
-
-
-def bandwidth_matrix(ranks, collected, bench):
-    """GB/s of every link, row sends to column (None on the diagonal)."""
-    return _matrix(ranks, _bandwidths(collected, bench))
 
 
 def _links(labels, collected, latency, bench, analysis):

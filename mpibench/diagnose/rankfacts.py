@@ -35,10 +35,8 @@ def device_info(device):
         return {"device": "cpu", "name": platform.processor() or platform.machine(), "bus_id": None}
     import torch
     props = torch.cuda.get_device_properties(device)
-    bus = None
-    if hasattr(props, "pci_bus_id"):
-        bus = (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
-               f"{getattr(props, 'pci_device_id', 0):02x}")
+    bus = (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
+           f"{getattr(props, 'pci_device_id', 0):02x}") if hasattr(props, "pci_bus_id") else None
     return {"device": f"cuda:{device.index}", "name": props.name, "bus_id": bus}
 
 

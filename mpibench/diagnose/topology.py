@@ -36,12 +36,7 @@ class Topology:
 
 
 def _fields(line):
-    out = {}
-    for token in line.split():
-        key, sep, value = token.partition("=")
-        if sep:
-            out[key.lower()] = value
-    return out
+    return {key.lower(): value for key, sep, value in (t.partition("=") for t in line.split()) if sep}
 
 
 def parse(text, source):
@@ -57,8 +52,7 @@ def parse(text, source):
             raise UsageError(f"{source} line {n}: expected SwitchName=NAME "
                              f"[Nodes=HOSTLIST] [Switches=LIST], not {line[:60]!r}")
         try:
-            hosts = expand_nodelist(f.get("nodes", "")) if f.get("nodes") else []
-            subs = expand_nodelist(f.get("switches", "")) if f.get("switches") else []
+            hosts, subs = (expand_nodelist(f[key]) if f.get(key) else [] for key in ("nodes", "switches"))
         except ValueError:
             raise UsageError(f"{source} line {n}: a host list it cannot expand: {line[:60]!r}") \
                 from None
