@@ -43,12 +43,8 @@ def _pair_leftovers(left, avoid, fabric):
 def first_rounds(fabric):
     """Rounds 1 and 2: [[(a, b), ...], [(a, b), ...]] over host indices."""
     leaves = _leaves(fabric)
-    one, left = [], []
-    for hosts in leaves:
-        one += [(hosts[i], hosts[i + 1]) for i in range(0, len(hosts) - 1, 2)]
-        if len(hosts) % 2:
-            left.append(hosts[-1])
-    one += _pair_leftovers(left, set(), fabric)
+    one = [(hosts[i], hosts[i + 1]) for hosts in leaves for i in range(0, len(hosts) - 1, 2)]
+    one += _pair_leftovers([hosts[-1] for hosts in leaves if len(hosts) % 2], set(), fabric)
     seen = set(one)
     if len(leaves) == 1:
         hosts = leaves[0]

@@ -61,9 +61,8 @@ def run(session, args, coll, size, members, limits, make_intra, retest):
         retest(intra, SimpleNamespace(judge=judge, say_retest=lambda test, lines: None)
                if judge else None)
     session.watch.disarm()
-    failed = session.comm.bcast(_verdict(session, out, args, judge, facts)
-                                if session.rank == 0 else None, root=0)
-    if failed:
+    if session.comm.bcast(_verdict(session, out, args, judge, facts) if session.rank == 0 else None,
+                          root=0):
         raise CheckFailed("")       # the line said it all
     return 0
 

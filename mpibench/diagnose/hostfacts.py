@@ -127,20 +127,11 @@ def gpus():
 
 def gpu_links(topology):
     """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
-    lines = [line for line in (topology or "").splitlines() if line.strip()]
-    if not lines:
-        return set()
-    header = lines[0].split()
-    ngpu = sum(1 for h in header if h.startswith("GPU"))
-    kinds = set()
-    for line in lines[1:]:
-        cells = line.split()
-        if not cells or not cells[0].startswith("GPU") or cells[0] == "GPU":
-            continue
-        for cell in cells[1:1 + ngpu]:
-            if cell != "X":
-                kinds.add("NV#" if cell.startswith("NV") else cell)
-    return kinds
+    rows = [line.split() for line in (topology or "").splitlines() if line.strip()]
+    ngpu = sum(1 for h in rows[0] if h.startswith("GPU")) if rows else 0
+    # a GPU's row: its links to the GPUs of the header, X itself
+    return {"NV#" if cell.startswith("NV") else cell for cells in rows[1:]
+            if cells[0].startswith("GPU") and cells[0] != "GPU" for cell in cells[1:1 + ngpu] if cell != "X"}
 
 
 def collect(session, root="/"):

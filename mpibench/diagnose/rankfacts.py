@@ -67,13 +67,10 @@ def rank_record(session):
 
 def version_differences(per_host):
     """per_host: {host: versions dict}, first host is the reference. -> warning lines."""
-    hosts = list(per_host)
-    if not hosts:
-        return []
-    ref_host, ref, lines = hosts[0], per_host[hosts[0]], []
-    for host in hosts[1:]:
-        diffs = [f"{k} {per_host[host].get(k)} vs {ref.get(k)}" for k in ref
-                 if per_host[host].get(k) != ref.get(k)]
+    ref_host = next(iter(per_host), None)
+    ref, lines = per_host.get(ref_host, {}), []
+    for host, mine in per_host.items():
+        diffs = [f"{k} {mine.get(k)} vs {ref.get(k)}" for k in ref if mine.get(k) != ref.get(k)]
         if diffs:
             lines.append(f"WARNING: host {host} differs from {ref_host} (rank 0): " + "; ".join(diffs))
     return lines
