@@ -35,8 +35,7 @@ def fastest(fig):
 
 
 def joint(recs):
-    """The figure of ranks that timed one collective together: the mean of their times
-    (nccl-tests' -a 1), each call's time the slowest rank's."""
+    """The figure of ranks timed together: their mean time (nccl-tests' -a 1), each call the slowest's."""
     return figure(dict(recs[0], seconds=mean(r["seconds"] for r in recs),
                        times=slowest([r["times"] for r in recs]) if recs[0].get("times") else None))
 
@@ -50,13 +49,6 @@ def per_host(gathered):
     return {h: joint(recs) for h, recs in by.items()}
 
 
-def shortfall(fig, lim):
-    """How far a figure misses its limits, as a share of the limit (0 when it meets them)."""
-    low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")
-    return max(0.0, 1 - fig["busbw_GBps"] / low if low and fig["busbw_GBps"] is not None else 0.0,
-               fig["time_us"] / high - 1 if high else 0.0)
-
-
 def sure(fig, lim):
     """Whether a miss is beyond the figure's own spread: even its fastest call misses.
     Other work on a host only slows calls; a lasting fault slows every one."""
@@ -68,7 +60,9 @@ def reason(fig, lim):
     why = thresholds.below(fig, lim)
     if why is None:
         return None
-    miss = shortfall(fig, lim)
+    low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")      # the miss, as a share
+    miss = max(0.0, 1 - fig["busbw_GBps"] / low if low and fig["busbw_GBps"] is not None else 0.0,
+               fig["time_us"] / high - 1 if high else 0.0)
     return why + (f", {miss * 100:.0f}% beyond it" if miss < 1 else f", {miss + 1:.1f} times it") \
         + spread_text(fig)
 
@@ -121,8 +115,7 @@ class Judge:
         return steps + [[h] for h in sus[:RETESTS]] + ([sus[RETESTS:]] if sus[RETESTS:] else [])
 
     def intra_retest(self, steps, found):
-        """One retest round's figures (found: per step, every rank's record or None), settled
-        (_settle); a line of words per step."""
+        """One retest round's records (per step, every rank's or None), settled; a line per step."""
         figs = [per_host(g) for g in found]
         lim, lines = self.doc["config"]["thresholds"]["intra"], []
         if steps[0][0] not in self.suspects:          # the reference, measured alone
@@ -161,8 +154,7 @@ class Judge:
         return again + ": transient, not condemned"
 
     def pair_round(self, todo, records, seconds, moved):
-        """One round's pairs of host indices judged from every rank's PairBench records:
-        {(a, b): [passed per rail]}, {(a, b): [figure per rail]}."""
+        """One round's pairs judged: {(a, b): [passed per rail]}, {(a, b): [figure per rail]}."""
         times = pairs.slower_end(records)
         figs = {}
         for a, b in todo:

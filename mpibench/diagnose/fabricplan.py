@@ -18,9 +18,8 @@ def _leaves(fabric):
 
 
 def _pair_leftovers(left, avoid, fabric):
-    """Pairs among left-over hosts (in leaf order), never a pair already in avoid: the
-    first half against the second where across leaves, then the rest greedily, across
-    leaves first."""
+    """Pairs of left-over hosts not in avoid: the first half against the second where across
+    leaves, then the rest greedily, across leaves first."""
     m = len(left) // 2
     pairs, rest = [], []
     for a, b in zip(left[:m], left[m:2 * m]):
@@ -126,8 +125,7 @@ def deciding_pairs(fabric, verdict, tested):
 
 
 class FabricRounds:
-    """The rounds as a state machine: next_round() gives host pairs, record() takes
-    {(a, b): [passed on rail 0, rail 1, ...]}, verdict() says what is named."""
+    """The rounds: next_round() gives host pairs, record() takes {(a, b): [passed per rail]}."""
 
     def __init__(self, fabric):
         self.fabric, self.plan = fabric, first_rounds(fabric)

@@ -151,18 +151,13 @@ def _gpu_findings(h, f):
         out.append((h, f"{len(f['gpus'])} GPUs joined by PCIe only (no NVLink in nvidia-smi "
                        f"topo -m: {', '.join(f['gpu_links'])}): GPU-to-GPU traffic is "
                        f"limited to PCIe bandwidth"))
-    for error in f["tool_errors"]:
-        if f["versions"].get("nccl") or f["gpus"]:
-            out.append((h, f"{error}: GPU facts (models, driver, topology) unknown"))
-    return out
+    return out + [(h, f"{error}: GPU facts (models, driver, topology) unknown")
+                  for error in f["tool_errors"] if f["versions"].get("nccl") or f["gpus"]]
 
 
 def _slower_than_others(per_host, measure, what, fmt):
     values = {h: measure(f) for h, f in per_host.items()}
-    known = [v for v in values.values() if v]
-    if not known:
-        return []
-    top = max(known)
+    top = max((v for v in values.values() if v), default=None)
     return [(h, f"{what} is {fmt(v)}, the other hosts reach {fmt(top)}: this host's "
                 f"links limit every collective; check its NIC, cable and switch port")
             for h, v in values.items() if v and v < top]

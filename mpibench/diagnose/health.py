@@ -37,9 +37,8 @@ def check_args(args):
 
 
 def run(session, args, coll, size, members, limits, make_intra, retest):
-    """Every rank of one host: the test inside it (make_intra(): check's timed collective),
-    measured again by retest(intra, report) before a miss condemns it; rank 0 judges,
-    prints the line, drains. Exit 0 healthy, else CheckFailed."""
+    """Every rank of one host: the test inside it (make_intra()), measured again by retest()
+    before a miss condemns it; rank 0 judges, prints the line, drains. 0, or CheckFailed."""
     if len(members) > 1:
         raise UsageError(f"check --health tests one host; this job has {len(members)}: "
                          f"start it on each host alone (sbatch/healthcheck.sh)")

@@ -26,7 +26,6 @@ def read_expect(path):
     if not isinstance(doc, dict) or not doc:
         raise UsageError(f"{where}: expected an object such as "
                          f'{{"pair": {{"min_busbw_GBps": 20}}}} (tests: {", ".join(TESTS)})')
-    out = {}
     for test, limits in doc.items():
         if test not in TESTS:
             raise UsageError(f"{where}: unknown test {test!r} (tests: {', '.join(TESTS)})")
@@ -41,13 +40,11 @@ def read_expect(path):
             if not (finite(value) and value > 0):
                 raise UsageError(f"{where}: {test}.{key} must be a number above 0, not "
                                  f"{'null' if value is None else repr(value)}")
-        out[test] = dict(limits)
-    return out
+    return {test: dict(limits) for test, limits in doc.items()}
 
 
 def relative(values, what, few):
-    """The relative limit: RELATIVE x the median of the first figures (what: of what; few:
-    what decides when too few figures say which is slow)."""
+    """RELATIVE x the median `what` (few: what decides when too few say which is slow)."""
     known = [v for v in values if v is not None]
     return {"min_busbw_GBps": RELATIVE * median(known) if known else None,
             "source": f"{RELATIVE:g} x the median {what}" + (

@@ -62,10 +62,9 @@ def slower_end(gathered):
 
 
 def analyze(labels, links, threshold=0.8, consistency=0.8):
-    """Slow links and hosts from links {(i, j): [seconds per iteration]} of the transfer i -> j,
-    labels[i] participant i's host. A host is slow when its links are below `threshold` x the
-    others, a link below `threshold` x the median link of hosts not slow; both in at least
-    `consistency` of the iterations (stragglers.consistently_slow)."""
+    """Slow links and hosts from links {(i, j): [seconds per iteration]}, labels[i] i's host: a
+    host whose links are below `threshold` x the others, a link below `threshold` x the median
+    link of hosts not slow, in `consistency` of the iterations (stragglers.consistently_slow)."""
     margin = 1 / threshold - 1          # bandwidth below threshold x ref = time above (1+margin) x ref
     keys = sorted(links)
     iters = min((len(links[k]) for k in keys), default=0)

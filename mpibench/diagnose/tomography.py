@@ -92,8 +92,8 @@ def _sort_paths(fabric, results):
 
 
 def _candidates(failed, good):
-    """(each failed path's links not proven good, {link: indices of the failed paths it
-    is on}, {link: when first met}, the failed paths with no such link)."""
+    """(each failed path's links not proven good, {link: its failed paths}, {link: when first
+    met}, the failed paths with none)."""
     cands, cover, unexplained = [], {}, []
     for i, (p, links) in enumerate(failed):
         c = [x for x in links if x not in good]
@@ -106,9 +106,8 @@ def _candidates(failed, good):
 
 
 def _greedy(cands, cover, order):
-    """(named, ties): the link on the most unexplained failed paths first, until every
-    failed path with a candidate is explained; links explaining exactly the same paths
-    are a tie."""
+    """(named, ties): the link on the most unexplained failed paths first, until all are
+    explained; links explaining exactly the same paths are a tie."""
     named, ties = [], []
     covered = [not c for c in cands]
     heap = [(-len(v), order[x], x) for x, v in cover.items()]
