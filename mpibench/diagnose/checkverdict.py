@@ -1,8 +1,6 @@
-"""`check`'s judgement on rank 0, without processes: each figure held to its limits
-(limits.py) with the spread of its per-call times; pass or fail per host, pair and rail;
-the hosts to drain and the suspect links (fabricplan and tomography decide which). A miss
-that does not come back beyond its spread when measured again is transient, never drained
-(docs/commands/check.md, "Nothing condemned on one measurement"). All into "check".
+"""`check`'s judgement on rank 0, without processes: each figure against its limits, pass
+or fail per host, pair and rail, the hosts to drain and the suspect links; a miss is measured
+again before it is condemned (docs/commands/check.md, "Nothing condemned on one measurement").
 """
 from statistics import mean, median
 

@@ -1,7 +1,5 @@
-"""A host's port error counters and link state (RDMA ports, interfaces), read under a
-root folder before and after each of `check`'s rounds: what moved while a link was under
-test. Only error counters are kept (byte and packet counts move on every healthy link).
-"""
+"""A host's port error counters and link state, read before and after each of `check`'s
+rounds. Only error counters are kept (byte and packet counts move on every healthy link)."""
 import os
 
 from .hostfacts import listdir, number, read_text

@@ -53,17 +53,14 @@ def differences(per_host):
     return [(label, values) for label, values in rows if len(set(map(str, values.values()))) > 1]
 
 
-def _active_ports(facts):
-    return [p for p in facts["rdma"] if p["state"] == "ACTIVE"]
-
-
 def _fastest_nic(facts):
     return max((i["speed_mbps"] for i in facts["interfaces"] if i["state"] == "up" and i["speed_mbps"]),
                default=None)
 
 
 def _fastest_rdma(facts):
-    return max((p["rate_gbps"] for p in _active_ports(facts) if p["rate_gbps"]), default=None)
+    return max((p["rate_gbps"] for p in facts["rdma"] if p["state"] == "ACTIVE" and p["rate_gbps"]),
+               default=None)
 
 
 def findings(per_host, multi_host=None):
@@ -84,7 +81,7 @@ def findings(per_host, multi_host=None):
 def _rdma_findings(h, f, multi_host):
     """Host h's RDMA: ports not ACTIVE, no device or modules, RoCE, mixed layers or rates."""
     out = []
-    active = _active_ports(f)
+    active = [p for p in f["rdma"] if p["state"] == "ACTIVE"]
     for p in f["rdma"]:
         if p["state"] != "ACTIVE":
             out.append(Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
@@ -99,14 +96,14 @@ def _rdma_findings(h, f, multi_host):
     if f["rdma"] and f["rdma_modules"] is not None and not {"ib_uverbs", "rdma_ucm"} & set(f["rdma_modules"]):
         out.append(Finding(h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user "
                               "space (NCCL) cannot open them; modprobe ib_uverbs rdma_ucm", ERROR))
-    layers = {p["link_layer"] for p in _active_ports(f)}
+    layers = {p["link_layer"] for p in active}
     if "Ethernet" in layers:
         out.append((h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
                        "and GID index (NCCL_IB_GID_INDEX); check lossless Ethernet (PFC/ECN)"))
     if len(layers) > 1:
         out.append((h, f"active RDMA ports mix link layers ({', '.join(sorted(layers))}): "
                        f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
-    rates = {p["rate_gbps"] for p in _active_ports(f) if p["rate_gbps"]}
+    rates = {p["rate_gbps"] for p in active if p["rate_gbps"]}
     if len(rates) > 1:
         each = ", ".join(f"{r:g}" for r in sorted(rates))
         out.append((h, f"active RDMA ports run at different rates ({each} Gb/s): NCCL's rings go "

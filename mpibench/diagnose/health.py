@@ -1,7 +1,5 @@
-"""`check --health`: one host's health check (check's test inside the host and doctor's
-findings, judged; one line, the node drained, an exit code), as docs/commands/check.md
-("One node's health check") says.
-"""
+"""`check --health`: one host's health check, as docs/commands/check.md ("One node's health
+check") says: check's test inside the host and doctor's findings, one line, a drain."""
 import os
 import subprocess
 import sys

@@ -1,8 +1,6 @@
-"""One host's facts for `doctor` (versions, GPUs, network variables, interfaces, RDMA
-devices and modules) and its line rate, which `run`, `check` and `verify` hold figures
-against. Files are read under a root folder so that tests can point it at a fabricated
-sysfs/proc tree; a missing or failing tool is recorded, never raised.
-"""
+"""One host's facts for `doctor` and its line rate, which `run`, `check` and `verify` hold
+figures against. Files are read under a root folder (tests fabricate a sysfs/proc tree); a
+missing or failing tool is recorded, never raised."""
 import os
 import shutil
 import subprocess
@@ -41,9 +39,7 @@ def interfaces(root):
     """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
     base = os.path.join(root, "sys/class/net")
     out = []
-    for name in listdir(base):
-        if name == "lo":
-            continue
+    for name in (n for n in listdir(base) if n != "lo"):
         speed = number(read_text(os.path.join(base, name, "speed")))
         out.append({"name": name, "state": read_text(os.path.join(base, name, "operstate")) or "unknown",
                     "speed_mbps": speed if speed and speed > 0 else None})

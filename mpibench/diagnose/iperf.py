@@ -1,9 +1,7 @@
-"""iperf3 between the hosts of a job, started by the ranks themselves: the TCP rate each
-link really gives. One rank per host, every pair of hosts in pairs.schedule's rounds; in
-a pair the lower rank serves (`iperf3 -s -1`: one test, then exit), the higher connects,
-both bound to the benchmark's own address. Every rank joins every round's barrier and
-gather. The rate is the receiver's, from iperf3's JSON (-J).
-"""
+"""iperf3 between the hosts of a job, started by the ranks themselves: the TCP rate each link
+gives. One rank per host, pairs in pairs.schedule's rounds; the lower rank serves (`-s -1`:
+one test), the higher connects, both bound to the benchmark's own address; every rank joins
+every round's barrier and gather."""
 import json
 import shutil
 import socket

@@ -1,6 +1,5 @@
-"""The part of every command's preamble that says where it ran: each rank's device, the
-backend and launcher, versions per host (with differences), the network variables, and
-the same facts in the results document (config.devices, versions, env, world)."""
+"""Where a command ran, for its preamble and its results document: each rank's device, the
+backend and launcher, versions per host, the network variables."""
 from ..results import preamble as text
 from . import rankfacts
 

@@ -1,9 +1,6 @@
-"""Which links explain the failed paths (network tomography), without processes: the
-smallest set of links on failed paths but on no passed one, found greedily, with ties
-(docs/fabric.md, "The verdict"). Thin (one failed path alone accuses a named link) and once
-(one failed measurement does) are what fabricplan tests again before condemning. With no
-path passed, every host link on a failed path is named. O(hosts x rails log) per verdict.
-"""
+"""Which links explain the failed paths (network tomography, docs/fabric.md "The verdict"):
+the smallest set of links on failed paths and on no passed one, found greedily, with ties;
+thin and once links fabricplan tests again. O(hosts x rails log) per verdict."""
 import heapq
 from collections import Counter
 

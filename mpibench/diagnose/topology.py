@@ -4,6 +4,8 @@ SLURM's topology.conf syntax, a file or what `scontrol show topology` prints:
     SwitchName=leaf1 Nodes=n[01-16]
     SwitchName=spine1 Switches=leaf[1-4]
 """
+from itertools import takewhile
+
 from ..errors import UsageError
 from ..launch.slurm import compress_hostlist, expand_nodelist
 from .hostfacts import run_tool
@@ -26,13 +28,8 @@ class Topology:
         """The uplinks (switch, parent) a path from leaf_a to leaf_b crosses ([] on one leaf)."""
         a, b = self.up(leaf_a), self.up(leaf_b)
         common = set(a) & set(b)
-        links = []
-        for chain in (a, b):
-            for s in chain:
-                if s in common:
-                    break
-                links.append((s, self.parent.get(s)))
-        return links
+        return [(s, self.parent.get(s)) for chain in (a, b)
+                for s in takewhile(lambda s: s not in common, chain)]
 
 
 def _fields(line):
