@@ -41,9 +41,8 @@ def joint(recs):
 def per_host(gathered):
     """{host: joint figure of its ranks} from the records of the ranks that took part."""
     by = {}
-    for rec in gathered:
-        if rec:
-            by.setdefault(rec["host"], []).append(rec)
+    for rec in filter(None, gathered):
+        by.setdefault(rec["host"], []).append(rec)
     return {h: joint(recs) for h, recs in by.items()}
 
 

@@ -165,9 +165,8 @@ class FabricRounds:
     def verdict(self):
         if self._verdict is None:
             v = tomography.localise(self.fabric, self.results)
-            v["rounds"] = len(self.rounds)
-            v["deciders"] = {link: self.deciders.get(link) for tie in v["ties"] for link in tie}
-            self._verdict = v
+            self._verdict = dict(v, rounds=len(self.rounds), deciders={
+                link: self.deciders.get(link) for tie in v["ties"] for link in tie})
         return self._verdict
 
 

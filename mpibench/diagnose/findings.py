@@ -114,15 +114,14 @@ def _rdma_findings(h, f, multi_host):
 def _name_findings(h, f):
     """Variables of host h that name none of its interfaces or RDMA devices."""
     out = []
-    env = f["env"]
     for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        spec = env.get(var)
+        spec = f["env"].get(var)
         names = [i["name"] for i in f["interfaces"]] + ["lo"]
         if spec and not match_ifname(spec, names):
             out.append(Finding(h, f"{var}={spec} names no interface of this host (it has "
                                   f"{', '.join(names[:-1]) or 'none'}): initialization will "
                                   f"fail; fix the name on this host", ERROR))
-    hca = env.get("NCCL_IB_HCA")
+    hca = f["env"].get("NCCL_IB_HCA")
     devices = sorted({p["device"] for p in f["rdma"]})
     if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):
         out.append(Finding(h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "

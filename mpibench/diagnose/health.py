@@ -42,8 +42,8 @@ def run(session, args, coll, size, members, limits, make_intra, retest):
                          f"start it on each host alone (sbatch/healthcheck.sh)")
     out = open_output(session, "check", args)
     session.watch.arm("check --health: this host's facts")
-    facts = hostfacts.collect(session) if session.rank == 0 else None
-    judge = _judge(session, args, coll, size, members, limits) if session.rank == 0 else None
+    facts, judge = (hostfacts.collect(session), _judge(session, args, coll, size, members, limits)) \
+        if session.rank == 0 else (None, None)
     if session.size > 1:
         session.watch.arm("check --health: inside the host")
         timed = make_intra()

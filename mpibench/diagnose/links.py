@@ -45,10 +45,8 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
         linkstext.intro(out, size, len(rounds), iters)
     collected, _ = measure(session, bench, rounds, session.hosts, out, with_latency=False)
     bench.send_buf = bench.recv_buf = None
-    if session.rank != 0:
-        return None
     return report(out, bench, session.hosts, session.hosts, ranks, collected, {}, threshold,
-                  matrix=len(ranks) <= 16)
+                  matrix=len(ranks) <= 16) if session.rank == 0 else None
 
 
 def _moved(bench):

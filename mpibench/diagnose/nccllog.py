@@ -48,8 +48,7 @@ def parse(text):
     for line in text.splitlines():
         if "NCCL" not in line:
             continue
-        p = _PREFIX.search(line)
-        if p:
+        if p := _PREFIX.search(line):
             out["hosts"].add(p.group(1))
         if conn := parse_line(line):
             out["connections"].add(conn)

@@ -6,9 +6,8 @@ from . import rankfacts
 
 def gather(session):
     """(records, versions) of every rank on rank 0; (None, None) elsewhere."""
-    records = session.comm.gather(rankfacts.rank_record(session), root=0)
-    versions = session.comm.gather(rankfacts.versions(), root=0)
-    return records, versions
+    return (session.comm.gather(rankfacts.rank_record(session), root=0),
+            session.comm.gather(rankfacts.versions(), root=0))
 
 
 def world(session, backends):

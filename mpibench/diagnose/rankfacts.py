@@ -51,9 +51,8 @@ _SCRIPT_VARS = ("MPIBENCH_FAULT", "MPIBENCH_TESTING", "MPIBENCH_HOME", "MPIBENCH
                 "MPIBENCH_PPN", "MPIBENCH_FORWARD", "MPIBENCH_SRUN_MPI")
 
 
-def net_env(environ=None):
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(NET_PREFIXES)
+def net_env():
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(NET_PREFIXES)
             and not k.startswith(_LAUNCHER_SET) and k not in _SCRIPT_VARS}
 
 

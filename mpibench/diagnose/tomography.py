@@ -152,9 +152,8 @@ def _once(failed, settled):
 def _failed_hosts(fabric, named):
     """The hosts with every rail named (rails whose switch is named left aside)."""
     per_host = {}
-    for link in named:
-        if link[0] == "nic":
-            per_host.setdefault(link[1], set()).add(link[2])
+    for _, h, rail in (x for x in named if x[0] == "nic"):
+        per_host.setdefault(h, set()).add(rail)
     # a rail whose switch is named says nothing of the hosts' links on it
     known = fabric.rails - sum(1 for x in named if x[0] == "rail")
     return sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))

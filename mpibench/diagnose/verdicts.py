@@ -40,8 +40,7 @@ def spread(values):
 def timer(size, harness, bare, tolerance, judged_from):
     """mpibench's loop against the bare loop at one size (seconds per call per round)."""
     ratios = paired_ratios(harness, bare)
-    fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
-    ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
+    fig, ref = (f"{us(median(x))} us (spread {spread(x):.0%})" for x in (harness, bare))
     name = f"timer {format_size(size)}"
     if size < judged_from:      # the interval's centre where there is one, as judge()'s
         ci = interval(ratios, PASS_CONFIDENCE)
@@ -169,13 +168,12 @@ def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True
     gbit = busbw_GBps * 8 if busbw_GBps else None
     fig = "n/a" if gbit is None else f"busbw {gbit:.3f} Gbit/s"
     known = {h: r for h, r in rates.items() if r}
+    unjudged = partial(check, name, fig, "n/a", None, "n/a")
     if len(rates) < 2:
-        return check(name, fig, "n/a", None, "n/a",
-                     "one host: its ranks share memory (or NVLink), no link rate bounds it")
+        return unjudged("one host: its ranks share memory (or NVLink), no link rate bounds it")
     if not known or gbit is None:
-        return check(name, fig, "n/a", None, "n/a",
-                     "the hosts report no link rate (doctor shows what they report)"
-                     if not known else "busbw is not defined")
+        return unjudged("the hosts report no link rate (doctor shows what they report)"
+                        if not known else "busbw is not defined")
     host = min(known, key=known.get)
     ratio = gbit / known[host]
     judged = partial(check, name, fig, f"{known[host]:g} Gbit/s ({host}: all its links)", ratio)
