@@ -137,8 +137,7 @@ class Judge:
         return lines
 
     def _settle(self, what, where, how, first, fig, lim, misses, last):
-        """One retest's line of words: a miss beyond the figure's spread is appended to misses
-        (condemned after the last retest), anything else is transient (None appended)."""
+        """One retest's line: a miss beyond the spread is appended to misses, else None (transient)."""
         why = reason(fig, lim)
         best = f"its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
         if why and sure(fig, lim):
@@ -281,8 +280,7 @@ class Judge:
 
     def job(self, gathered):
         """Test 3: the whole job's figure, judged (a miss is measured again: job_retest)."""
-        fig = joint(gathered)
-        self.doc["job"] = fig
+        self.doc["job"] = fig = joint(gathered)
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
         self.job_failed = reason(fig, self.limits.get("job"))
         return fig

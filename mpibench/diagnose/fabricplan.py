@@ -18,8 +18,7 @@ def _leaves(fabric):
 
 
 def _pair_leftovers(left, avoid, fabric):
-    """Pairs of left-over hosts not in avoid: the first half against the second where across
-    leaves, then the rest greedily, across leaves first."""
+    """Pairs of left-over hosts not in avoid: halves against each other across leaves, then greedily."""
     m = len(left) // 2
     pairs, rest = [], []
     for a, b in zip(left[:m], left[m:2 * m]):
@@ -84,8 +83,7 @@ def _pair_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
 
 
 def _pair_for_uplink(fabric, good, target, busy, leaves):
-    """A host under the uplink's switch and one outside, both free, the path between them
-    crossing the uplink and otherwise only links proven good."""
+    """Free hosts under and outside the uplink's switch, the path between them deciding."""
     switch = target[1]
     inside = [hs for hs in leaves if switch in fabric.topo.up(fabric.leaf[hs[0]])]
     outside = [hs for hs in leaves if switch not in fabric.topo.up(fabric.leaf[hs[0]])]
@@ -99,8 +97,7 @@ def _pair_for_uplink(fabric, good, target, busy, leaves):
 
 
 def deciding_pairs(fabric, verdict, tested):
-    """(pairs, {link: (a, b) or None}): for every tied, unproven or thin link, a pair whose
-    path has it as its only link not proven good."""
+    """(pairs, {link: pair or None}): per tied, unproven or thin link, a path with it the only unproven."""
     good = verdict["good"]
     leaves = _leaves(fabric)
     by_leaf = {fabric.leaf[hs[0]]: hs for hs in leaves}

@@ -122,7 +122,5 @@ def drain(node, reason):
         return "scontrol not found: not drained"
     except subprocess.TimeoutExpired:
         return "scontrol did not answer in 15 s: not drained"
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return f"scontrol failed: {why}"
-    return True
+    return True if done.returncode == 0 else \
+        "scontrol failed: " + (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

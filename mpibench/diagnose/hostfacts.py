@@ -62,8 +62,7 @@ def rdma_ports(root):
 
 
 def link_rates(root="/"):
-    """This host's link rates in Gbit/s as `doctor` reads them: every active RDMA port, else
-    every interface that is up and says its speed (empty when the host says neither)."""
+    """This host's link rates in Gbit/s: its active RDMA ports', else its up interfaces'."""
     ports = [p["rate_gbps"] for p in rdma_ports(root) if p["state"] == "ACTIVE" and p["rate_gbps"]]
     return ports or [i["speed_mbps"] / 1000 for i in interfaces(root)
                      if i["state"] == "up" and i["speed_mbps"]]

@@ -18,8 +18,7 @@ CONNECT_PAUSE = 0.2
 
 
 def address(session, env):
-    """This host's address on the interface the benchmark uses: the source address towards
-    the rendezvous host, or the other hosts without one (MPI only)."""
+    """This host's address on the benchmark's interface: towards the rendezvous host, or the others."""
     master = env.get("MASTER_ADDR") or (session.rendezvous or "").rsplit(":", 1)[0]
     peers = [master] if master else []
     for host in dict.fromkeys(session.hosts):
@@ -73,8 +72,7 @@ def finish(server, seconds):
 
 
 def run_pairs(session, env, seconds, port=PORT):
-    """Every pair of hosts once, on every rank: rank 0 gets a record per pair (a host without
-    iperf3 makes its pairs errors), other ranks None."""
+    """Every pair of hosts once, on every rank: rank 0 gets a record per pair, others None."""
     ranks = pairs.participants(session.hosts)
     mine = (address(session, env), shutil.which("iperf3") is not None) \
         if session.rank in ranks and len(ranks) > 1 else None

@@ -66,9 +66,8 @@ def below(figure, limits):
 
 
 def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, sizes=()):
-    """Limits from an earlier `check` (intra, pair, job), or from a run or nccl-tests result
-    of the whole job or of one host; UsageError for one of something else. sizes: the size
-    aligned for the ranks (as nccl-tests prints it)."""
+    """Limits from an earlier `check`, or a run or nccl-tests result of the whole job or one
+    host (sizes: the size aligned for the ranks); UsageError for one of something else."""
     where = f"--baseline {path}"
     if doc.get("command") == "check" and isinstance(doc.get("check"), dict):
         c = doc["check"]

@@ -16,8 +16,7 @@ def default_size(backend):
 
 
 def measure(session, bench, rounds, labels, out, with_latency):
-    """Every round on every rank; rank 0 collects each round as it ends (and saves it): per
-    link, its round and each iteration's seconds at the slower end; its latency."""
+    """Every round on every rank; rank 0 collects each round as it ends (and saves it)."""
     collected, latency = {}, {}
     for k, rnd in enumerate(rounds):
         session.watch.arm(f"pairs of hosts: round {k + 1} of {len(rounds)}")
@@ -82,8 +81,7 @@ def _links(labels, collected, latency, bench, analysis):
                "per_iteration_us": [x * 1e6 for x in t],
                "latency_size": bench.latency_size if lat is not None else None,
                "latency_us": None if lat is None else lat * 1e6}
-        v = verdicts.get((a, b))
-        if v:
+        if v := verdicts.get((a, b)):
             row.update(vs_reference=1 / v["ratio"] if v["ratio"] else None,
                        slow_iterations=v["slow_iterations"],
                        slow=(a, b) in analysis["slow_links"])
@@ -94,8 +92,7 @@ def _links(labels, collected, latency, bench, analysis):
 def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matrix=True):
     """Rank 0: the matrices, the named links and hosts; everything into the JSON."""
     names = [labels[r] for r in ranks]
-    times = {key: rec["times"] for key, rec in collected.items()}
-    analysis = pairs.analyze(hosts, times, threshold)
+    analysis = pairs.analyze(hosts, {key: rec["times"] for key, rec in collected.items()}, threshold)
     bw = _bandwidths(collected, bench)
     bw_m = _matrix(ranks, bw)
     lat_m = _matrix(ranks, {k: s * 1e6 for (a, b), s in latency.items() for k in ((a, b), (b, a))})

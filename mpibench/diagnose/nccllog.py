@@ -1,6 +1,5 @@
-"""What NCCL_DEBUG=INFO logs say about the transports NCCL really used.
-
-NCCL prints one line per channel connection when a communicator connects, e.g.
+"""What NCCL_DEBUG=INFO logs say about the transports NCCL really used. NCCL prints one
+line per channel connection when a communicator connects, e.g.
 
     h1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
     h1:4011:4090 [0] NCCL INFO Channel 01/0 : 2[0] -> 0[0] [receive] via NET/IB/0/GDRDMA

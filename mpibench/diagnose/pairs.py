@@ -23,9 +23,7 @@ def round_robin(items):
         return []
     if len(items) % 2:
         items.append(None)                       # the bye
-    n = len(items)
-    rounds = []
-    ring = items[1:]
+    n, rounds, ring = len(items), [], items[1:]
     for _ in range(n - 1):
         line = [items[0]] + ring
         pairs = [(line[i], line[n - 1 - i]) for i in range(n // 2)]

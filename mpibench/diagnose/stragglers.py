@@ -42,8 +42,7 @@ def analyze(hosts, times, margin=0.2, consistency=0.8) -> HostAnalysis:
 
 
 def _judge(series, margin, consistency):
-    """{name: consistently_slow's verdict against each iteration's median, its threshold
-    raised to the peers' scatter} of series {name: per-iteration seconds}."""
+    """Each of series {name: seconds per iteration} against each iteration's median and its peers' scatter."""
     names = list(series)
     iters = len(series[names[0]]) if names else 0
     mid = [median(series[x][k] for x in names) for k in range(iters)]
@@ -66,9 +65,7 @@ def _pair(what, series, margin, consistency):
     """[the one of exactly two members consistently slower than the other] (else [])."""
     if len(series) != 2:
         return []
-    a, b = series
-    if median(series[a]) > median(series[b]):
-        a, b = b, a
+    a, b = sorted(series, key=lambda x: median(series[x]))
     v = consistently_slow(series[b], series[a], margin, consistency)
     return [{"what": what, "slower": b, "faster": a, "ratio": v["ratio"],
              "slow_iterations": v["slow_iterations"]}] if v["slow"] else []

@@ -49,10 +49,9 @@ class Fabric:
 
 
 def localise(fabric, results):
-    """The verdict on results [(a, b, rail, passed)], every path tested so far: links named
-    and tied; paths (a, b, rail) unexplained, transient (failed, then passed) and once (the
-    one failure of a named or tied link); links unproven (only on failed paths, not needed)
-    and thin; the good links; the failed hosts (indices)."""
+    """The verdict on every path tested so far, results [(a, b, rail, passed)]: links named, tied,
+    unproven (only on failed paths, not needed), thin, good; paths (a, b, rail) unexplained,
+    transient (failed, then passed), once (a named link's one failure); the failed hosts."""
     good, failed, passed = _sort_paths(fabric, results)
     if not good:       # nothing to compare with: every host's link on a failed path is suspect
         named = list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
@@ -89,8 +88,7 @@ def _sort_paths(fabric, results):
 
 
 def _candidates(failed, good):
-    """(each failed path's links not proven good, {link: its failed paths}, {link: when first
-    met}, the failed paths with none)."""
+    """(each failed path's unproven links, {link: its failed paths}, {link: order met}, paths with none)."""
     cands, cover, unexplained = [], {}, []
     for i, (p, links) in enumerate(failed):
         c = [x for x in links if x not in good]
@@ -103,8 +101,7 @@ def _candidates(failed, good):
 
 
 def _greedy(cands, cover, order):
-    """(named, ties): the link on the most unexplained failed paths first, until all are
-    explained; links explaining exactly the same paths are a tie."""
+    """(named, ties): the link on the most unexplained failed paths first; two on the same, a tie."""
     named, ties = [], []
     covered = [not c for c in cands]
     heap = [(-len(v), order[x], x) for x, v in cover.items()]

@@ -1,6 +1,5 @@
 """`verify`'s judgement, without processes: each check's figure, reference, ratio and
-verdict (PASS, FAIL, LOW, HIGH, INCONCLUSIVE, INFO, n/a: docs/verify.md says when each).
-"""
+verdict (PASS, FAIL, LOW, HIGH, INCONCLUSIVE, INFO, n/a: docs/verify.md says when each)."""
 import math
 from functools import partial
 from statistics import median
@@ -112,9 +111,8 @@ def paired_ratios(harness, bare):
 
 
 def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
-    """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle
-    the tolerance (None when that would take more than MOST_ROUNDS); on the FAIL side the
-    99.9% interval's width, about 3.29/1.96 of the 95% one's."""
+    """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle the
+    tolerance (None past MOST_ROUNDS); on the FAIL side the 99.9% one, 3.29/1.96 as wide."""
     width = max(math.log(hi / r), math.log(r / lo)) * (3.291 / 1.960 if fail_side else 1)
     gap = min(abs(math.log(r / (1 + tolerance))), abs(math.log(r / (1 - tolerance))))
     pairs = math.ceil(len(ratios) * (width / gap) ** 2) if gap > 0 else math.inf
