@@ -238,12 +238,13 @@ class Judge:
                 "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
                               for p in tests if p["passed"])})
         self.doc.update(suspect_links=[[names[a], names[b]] for a, b, _ in verdict["unexplained"]],
-                        suspects=suspects, pair_rounds=verdict["rounds"], fabric={
+                        suspects=suspects, pair_rounds=verdict["rounds"])
+        self.doc["fabric"] = {
             "rails": fabric.rails, "topology": fabric.topo.source,
             "leaves": {h: fabric.leaf[i] for i, h in enumerate(names)} if fabric.topo.source else None,
             "nics": {f"{names[h]}:{r}": nic for (h, r), nic in sorted(fabric.nics.items())},
             "named": [fabric.name(x) for x in verdict["named"]],
-            "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]})
+            "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]}
 
     def _fail_hosts(self, failed_hosts):
         """Fail the hosts every rail of which failed, saying with whom and what that proves."""
@@ -306,9 +307,8 @@ class Judge:
     def failing(self):
         """The hosts to drain, and their hostlist (both into the document)."""
         failing = [h for h in self.names if self.hosts[h]["verdict"] == "FAIL"]
-        hostlist = compress_hostlist(failing)
-        self.doc.update(failing_hosts=failing, hostlist=hostlist)
-        return failing, hostlist
+        self.doc.update(failing_hosts=failing, hostlist=compress_hostlist(failing))
+        return failing, self.doc["hostlist"]
 
     def failure(self):
         """check's failure message, or None when every host and link passed."""

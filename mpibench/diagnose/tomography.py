@@ -69,8 +69,7 @@ def localise(fabric, results):
     transient = [p for p in unexplained if p in passed]      # failed once, passed again
     unexplained = [p for p in unexplained if p not in passed]
     return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
-            "unproven": unproven, "transient": transient, "thin": thin,
-            "once": _once(failed, settled),
+            "unproven": unproven, "transient": transient, "thin": thin, "once": _once(failed, settled),
             "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
 
 

@@ -44,8 +44,7 @@ def parse(text, source):
         if not line:
             continue
         f = _fields(line)
-        name = f.get("switchname")
-        if not name:
+        if not (name := f.get("switchname")):
             raise UsageError(f"{source} line {n}: expected SwitchName=NAME "
                              f"[Nodes=HOSTLIST] [Switches=LIST], not {line[:60]!r}")
         try:
