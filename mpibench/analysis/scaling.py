@@ -1,14 +1,10 @@
 """How a collective's time grows with nodes (docs/commands/predict.md has the model in full).
-Ring and tree: candidates of the shape of NCCL's tuning model (src/graph/tuning.cc), an
-algorithm a and a protocol p each, for nccl-tests' byte count S on n ranks and N nodes
+Ring and tree: candidates of NCCL's tuning model (src/graph/tuning.cc), run as NCCL's own
+estimate picks, fitted in log space to all sizes at two or more node counts:
 
     t(a, p) = base_p + intra_p * I_a(n, N) + inter_p * E_a(n, N) + S * share_a(n) / (B_a * eff_p)
 
-(steps within a node and across the network, bytes per S on the slowest link), each size
-run by the candidate NCCL's own estimate picks; constants fitted in log space to all sizes
-at two or more node counts; the interval: other starts' and resampled fits' spread, residuals in quadrature.
-Exchanges (all_to_all, sendrecv): a send and a receive per peer, which NCCL and the network
-run by the bytes per peer, so each row is fitted to the input rows of nearly its bytes per
+Exchanges (all_to_all, sendrecv), fitted to the input rows of nearly each row's bytes per
 peer: t = base + P (latency + bytes per peer / bandwidth), P the peers across the network.
 """
 from math import ceil, exp, log, log2

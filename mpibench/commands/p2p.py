@@ -82,7 +82,7 @@ def execute(session, args):
             link=f"{link['from']}->{link['to']}"))
     if png:
         heatmap.draw(png, [labels[r] for r in ranks],
-                     links.bandwidth_matrix(ranks, collected, bench),
+                     out.doc["p2p"]["bandwidth_GBps"],
                      f"p2p bandwidth GB/s at {format_size(size)}"
                      f"{' (both ways at once)' if args.bidirectional else ', row sends to column'}")
         linkstext.heatmap(out, png)

@@ -1,10 +1,6 @@
-"""`check`'s judgement on rank 0, without processes: each figure as it comes held to its
-limits (limits.py), with the spread of its per-call times, pass or fail per host, per pair
-of hosts and per rail, the links the failed paths name (fabricplan and tomography decide
-which) and the verdict: the hosts to drain, the suspect links. A miss is measured again
-before it is condemned; one that does not come back beyond its spread is transient, named
-and never drained (docs/commands/check.md, "Nothing condemned on one measurement").
-Everything goes into the document's "check".
+"""`check`'s judgement on rank 0, without processes: each figure against its limits, pass
+or fail per host, pair and rail, the hosts to drain and the suspect links; a miss is measured
+again before it is condemned (docs/commands/check.md, "Nothing condemned on one measurement").
 """
 from statistics import mean, median
 
@@ -21,8 +17,7 @@ PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine la
 
 
 def figure(rec):
-    """The figures of one timed collective (seconds per call; from its per-call 'times',
-    where given, their spread and the fastest call)."""
+    """The figures of one timed collective; from its per-call 'times', their spread and best."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
     times = rec.get("times")
     return {"time_us": rec["seconds"] * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, rec["factor"]),
@@ -38,8 +33,7 @@ def fastest(fig):
 
 
 def joint(recs):
-    """The figure of ranks that timed one collective together: the mean of their times per
-    call (nccl-tests' -a 1), each call's time the slowest rank's."""
+    """The figure of ranks timed together: their mean time (nccl-tests' -a 1), each call the slowest's."""
     return figure(dict(recs[0], seconds=mean(r["seconds"] for r in recs),
                        times=slowest([r["times"] for r in recs]) if recs[0].get("times") else None))
 
@@ -47,21 +41,9 @@ def joint(recs):
 def per_host(gathered):
     """{host: joint figure of its ranks} from the records of the ranks that took part."""
     by = {}
-    for rec in gathered:
-        if rec:
-            by.setdefault(rec["host"], []).append(rec)
+    for rec in filter(None, gathered):
+        by.setdefault(rec["host"], []).append(rec)
     return {h: joint(recs) for h, recs in by.items()}
-
-
-def shortfall(fig, lim):
-    """How far a figure misses its limits, as a share of the limit (0 when it meets them)."""
-    out = 0.0
-    low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")
-    if low and fig["busbw_GBps"] is not None:
-        out = max(out, 1 - fig["busbw_GBps"] / low)
-    if high:
-        out = max(out, fig["time_us"] / high - 1)
-    return out
 
 
 def sure(fig, lim):
@@ -75,7 +57,9 @@ def reason(fig, lim):
     why = thresholds.below(fig, lim)
     if why is None:
         return None
-    miss = shortfall(fig, lim)
+    low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")      # the miss, as a share
+    miss = max(0.0, 1 - fig["busbw_GBps"] / low if low and fig["busbw_GBps"] is not None else 0.0,
+               fig["time_us"] / high - 1 if high else 0.0)
     return why + (f", {miss * 100:.0f}% beyond it" if miss < 1 else f", {miss + 1:.1f} times it") \
         + spread_text(fig)
 
@@ -101,16 +85,12 @@ class Judge:
         self.pending = {}         # suspect: its misses in the retests so far (None: passed)
 
     def intra(self, gathered):
-        """Test 1: each host's figure, held to its floor; the busbws. A host below it is a
-        suspect until its retest (intra_retests)."""
+        """Test 1: each host's figure against its floor (a host below is a suspect); the busbws."""
         for h, fig in per_host(gathered).items():
             self.hosts[h]["intra"] = fig
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
-        n = len(self.names)
-        lim = self.limits.get("intra") or {
-            "min_busbw_GBps": thresholds.relative(self.figures["intra"]),
-            "source": f"{thresholds.RELATIVE:g} x the median host" + (
-                "" if n >= 3 else f" of {n}, too few to say which is slow: the retest decides")}
+        lim = self.limits.get("intra") or thresholds.relative(self.figures["intra"], "host",
+                                                              "the retest decides")
         self.doc["config"]["thresholds"]["intra"] = lim
         self.suspects = {h: why for h in self.names
                          for why in [reason(self.hosts[h]["intra"], lim)] if why}
@@ -118,10 +98,9 @@ class Judge:
         return self.figures["intra"]
 
     def intra_retests(self):
-        """The next retest round's steps, each the hosts whose intra test runs while the
-        others wait: with a relative floor first a host that passed (the one nearest the
-        median), the reference of the new floor; then each suspect alone (RETESTS of them),
-        any more together. [] when no suspect is left or after ROUNDS rounds."""
+        """The next retest round's steps, each the hosts tested while the others wait: with a
+        relative floor first the passed host nearest the median (the new floor's reference),
+        then RETESTS suspects alone, any more together; [] when done."""
         sus = list(self.pending)
         if not sus or len(self.doc["intra_retest"]) >= ROUNDS:
             return []
@@ -133,9 +112,7 @@ class Judge:
         return steps + [[h] for h in sus[:RETESTS]] + ([sus[RETESTS:]] if sus[RETESTS:] else [])
 
     def intra_retest(self, steps, found):
-        """One retest round's figures (found: per step, every rank's record or None): a
-        suspect that passes, or misses by less than its spread, is transient; one that
-        misses beyond its spread in every round fails. One line of words per step."""
+        """One retest round's records (per step, every rank's or None), settled; a line per step."""
         figs = [per_host(g) for g in found]
         lim, lines = self.doc["config"]["thresholds"]["intra"], []
         if steps[0][0] not in self.suspects:          # the reference, measured alone
@@ -160,9 +137,7 @@ class Judge:
         return lines
 
     def _settle(self, what, where, how, first, fig, lim, misses, last):
-        """One retest's outcome: a miss beyond the figure's spread is appended to misses
-        (condemned after the last retest); else recorded as transient (None appended). The
-        words of the retest's line (where: what was measured; how: ', alone' or '')."""
+        """One retest's line: a miss beyond the spread is appended to misses, else None (transient)."""
         why = reason(fig, lim)
         best = f"its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
         if why and sure(fig, lim):
@@ -175,9 +150,7 @@ class Judge:
         return again + ": transient, not condemned"
 
     def pair_round(self, todo, records, seconds, moved):
-        """One round's host pairs (host indices), from every rank's PairBench records: a
-        figure per rail, judged. Returns {(a, b): [passed per rail]} and {(a, b): [figure
-        per rail]}. moved: {host: counter changes during the round}."""
+        """One round's pairs judged: {(a, b): [passed per rail]}, {(a, b): [figure per rail]}."""
         times = pairs.slower_end(records)
         figs = {}
         for a, b in todo:
@@ -187,12 +160,9 @@ class Judge:
             figs[(a, b)] = [figure({"bw_bytes": self.size, "seconds": median(each), "times": each,
                                     "factor": 1}) for each in ends]
         if self.pair_limit is None:       # relative: the first round sets the reference
-            first = [f["busbw_GBps"] for per in figs.values() for f in per]
-            self.pair_limit = {"min_busbw_GBps": thresholds.relative(first),
-                               "source": f"{thresholds.RELATIVE:g} x the median "
-                               + ("pair" if self.ppn == 1 else "rail of a pair") + (
-                                   "" if len(first) >= 3 else f" of {len(first)}, too few to say "
-                                   "which is slow: a failed path is tested again")}
+            self.pair_limit = thresholds.relative(
+                [f["busbw_GBps"] for per in figs.values() for f in per],
+                "pair" if self.ppn == 1 else "rail of a pair", "a failed path is tested again")
             self.doc["config"]["thresholds"]["pair"] = self.pair_limit
         result = {pair: self._judge_pair(pair, per) for pair, per in figs.items()}
         self.doc["rounds"].append([[self.names[a], self.names[b]] for a, b in todo])
@@ -201,9 +171,8 @@ class Judge:
         return result, figs
 
     def _judge_pair(self, pair, per):
-        """Each rail of one pair of hosts against the pair limit, on both hosts' records. A
-        rail fails only when even its fastest call misses: a median below the limit with
-        a fastest call above it is within its spread (noted, passed)."""
+        """Each rail of one pair against the pair limit, on both hosts' records: it fails only
+        when even its fastest call misses (else a miss is within its spread, noted)."""
         k = len(self.doc["rounds"]) + 1
         ha, hb = self.names[pair[0]], self.names[pair[1]]
         oks = []
@@ -219,8 +188,7 @@ class Judge:
         return oks
 
     def moved(self, host, ports=None):
-        """Counter changes on a host over every round, on the given ports (all: None); a
-        counter's rises summed."""
+        """Counter changes on a host over every round, on ports (None: all), rises summed."""
         out, sums = [], {}
         for per_round in self.doc.get("counters_moved", []):
             for c in counters.on_ports(per_round.get(host, []), ports):
@@ -235,8 +203,7 @@ class Judge:
         return out
 
     def _failed_with(self, host, rail=None):
-        """'h4 (0.015 GB/s), h2 (0.016 GB/s)': the partners a host (or one rail of it)
-        failed with."""
+        """'h4 (0.015 GB/s), h2 (0.016 GB/s)': whom a host (or one rail of it) failed with."""
         timed = "max_latency_us" in self.pair_limit
         return ", ".join(f"{p['partner']} ({bw(p['busbw_GBps'])} GB/s"
                          + (f", {p['time_us']:.0f} us" if timed else "")
@@ -248,30 +215,30 @@ class Judge:
         return f"; counters moved: {counters.describe(moved)}" if moved else ""
 
     def pair_verdict(self, verdict, fabric):
-        """What the rounds condemn (fabricplan's verdict): the failed hosts, the failed
-        rails, the suspect links and switches."""
+        """The failed hosts and rails, the suspect links and switches of fabricplan's verdict."""
         self._fail_hosts(verdict["failed_hosts"])
         names = fabric.names
         suspects = self._named_links(verdict, fabric)
+
+        def path(a, b, r):
+            return f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
         for tie in verdict["ties"]:
             pair = next((verdict["deciders"].get(x) for x in tie if verdict["deciders"].get(x)), None)
             suspects.append(" or ".join(fabric.name(x) for x in tie) + (
                 f" (a tie: pairing {names[pair[0]]} with {names[pair[1]]} decides)" if pair else
                 " (a tie: every tested path crosses both, no pair of hosts can tell them apart)"))
         for a, b, r in verdict["unexplained"]:
-            suspects.append(f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
-                            + " (each of its links passed on other paths)")
+            suspects.append(path(a, b, r) + " (each of its links passed on other paths)")
         for a, b, r in verdict["transient"]:
             tests = [p for p in self.hosts[names[a]]["pairs"] if p["partner"] == names[b]
                      and p["rail"] == r]
             self.doc["transient"].append({
-                "what": f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else ""),
+                "what": path(a, b, r),
                 "first": next(f"round {p['round']}: {p['why']}" for p in tests if not p["passed"]),
                 "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
                               for p in tests if p["passed"])})
-        self.doc["suspect_links"] = [[names[a], names[b]] for a, b, _ in verdict["unexplained"]]
-        self.doc["suspects"] = suspects
-        self.doc["pair_rounds"] = verdict["rounds"]
+        self.doc.update(suspect_links=[[names[a], names[b]] for a, b, _ in verdict["unexplained"]],
+                        suspects=suspects, pair_rounds=verdict["rounds"])
         self.doc["fabric"] = {
             "rails": fabric.rails, "topology": fabric.topo.source,
             "leaves": {h: fabric.leaf[i] for i, h in enumerate(names)} if fabric.topo.source else None,
@@ -293,8 +260,7 @@ class Judge:
                        + self._moved_text(self.moved(h)))
 
     def _named_links(self, verdict, fabric):
-        """The names of the links the verdict names (a failed host's own rails left out); a
-        host's failed rail is also its verdict RAIL, with the reason."""
+        """The names of the named links but a failed host's; a failed rail makes its host RAIL."""
         drained = set(verdict["failed_hosts"])
         suspects = []
         for link in verdict["named"]:
@@ -314,17 +280,14 @@ class Judge:
         return suspects
 
     def job(self, gathered):
-        """Test 3: the whole job's figure (the mean time of every rank), judged; a miss is
-        measured again (job_retest) before it fails."""
-        fig = joint(gathered)
-        self.doc["job"] = fig
+        """Test 3: the whole job's figure, judged (a miss is measured again: job_retest)."""
+        self.doc["job"] = fig = joint(gathered)
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
         self.job_failed = reason(fig, self.limits.get("job"))
         return fig
 
     def job_retest(self, gathered):
-        """The whole job measured again: the words of its line; job_failed stays only when
-        the miss came back beyond its spread."""
+        """The whole job measured again: its line (job_failed stays if it missed beyond its spread)."""
         first, fig, misses = self.job_failed, joint(gathered), []
         self.doc["job_retest"] = fig
         line = self._settle("the whole job", "the whole job again", "", first, fig,
@@ -344,9 +307,8 @@ class Judge:
     def failing(self):
         """The hosts to drain, and their hostlist (both into the document)."""
         failing = [h for h in self.names if self.hosts[h]["verdict"] == "FAIL"]
-        hostlist = compress_hostlist(failing)
-        self.doc.update(failing_hosts=failing, hostlist=hostlist)
-        return failing, hostlist
+        self.doc.update(failing_hosts=failing, hostlist=compress_hostlist(failing))
+        return failing, self.doc["hostlist"]
 
     def failure(self):
         """check's failure message, or None when every host and link passed."""

@@ -1,8 +1,5 @@
-"""A host's port error counters and link state (InfiniBand / RoCE ports, Ethernet
-interfaces), read before and after each of `check`'s rounds: what moved while a link was
-under test. Read under a root folder as hostfacts reads; anything missing is left out,
-never raised. Only error counters are kept (byte and packet counts move on every healthy link).
-"""
+"""A host's port error counters and link state, read before and after each of `check`'s
+rounds. Only error counters are kept (byte and packet counts move on every healthy link)."""
 import os
 
 from .hostfacts import listdir, number, read_text
@@ -18,8 +15,7 @@ NET_ERRORS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_erro
 
 
 def snapshot(root="/"):
-    """{port: {'state', 'speed', 'counters': {name: value}}}, port being 'mlx5_0/1'
-    (device/port) or 'eth1' (interface; loopback left out)."""
+    """{port: {'state', 'speed', 'counters'}}, port 'mlx5_0/1' (device/port) or 'eth1'."""
     ib, net = os.path.join(root, "sys/class/infiniband"), os.path.join(root, "sys/class/net")
     # (port, its folder, the counters' folder, their names, the state and speed files)
     ports = [(f"{dev}/{port}", os.path.join(ib, dev, "ports", port), "counters", IB_ERRORS,
@@ -36,8 +32,7 @@ def snapshot(root="/"):
 
 
 def delta(before, after):
-    """[{'port', 'what', 'moved' or 'from'/'to'}]: error counters that rose, links that
-    changed state or speed, ports that came or went, between two snapshots."""
+    """[{'port', 'what', 'moved' or 'from'/'to'}]: what rose, changed, came or went."""
     moved = []
     for port in sorted(set(before) | set(after)):
         a, b = before.get(port), after.get(port)

@@ -1,9 +1,6 @@
-"""Which host pairs `check` tests in each round, so that tomography.py can name the bad
-link, rail or uplink. A pair of hosts is tested on every rail at once (local rank i of
-one with local rank i of the other), every pair of a round at once. Four rounds at most,
-whatever the host count: inside each leaf, across leaves, and two deciding rounds that
-pair a link in doubt with a host proven good; why four suffice: docs/fabric.md ("The
-rounds"). Every round is computed in O(hosts x rails).
+"""Which host pairs `check` tests in each round (every rail of a pair, every pair of a
+round at once), so that tomography.py can name the bad link, rail or uplink: at most four
+rounds, each planned in O(hosts x rails), as docs/fabric.md ("The rounds") says why.
 """
 from . import tomography
 from .pairs import round_robin
@@ -15,20 +12,18 @@ TRIES = 4          # hosts tried per leaf for an uplink's deciding pair
 def _leaves(fabric):
     """[[host, ...] per leaf], leaves and hosts in job order."""
     by = {}
-    for h in range(fabric.n):
-        by.setdefault(fabric.leaf[h], []).append(h)
+    for h, leaf in enumerate(fabric.leaf):
+        by.setdefault(leaf, []).append(h)
     return list(by.values())
 
 
-def _pair_leftovers(left, avoid, fabric, prefer_other_leaf):
-    """Pairs among left-over hosts (in leaf order), never a pair already in avoid: the
-    first half against the second (across leaves unless one leaf holds more than half),
-    then the rest greedily, across leaves first when asked."""
+def _pair_leftovers(left, avoid, fabric):
+    """Pairs of left-over hosts not in avoid: halves against each other across leaves, then greedily."""
     m = len(left) // 2
     pairs, rest = [], []
     for a, b in zip(left[:m], left[m:2 * m]):
         p = tuple(sorted((a, b)))
-        if p in avoid or (prefer_other_leaf and fabric.leaf[a] == fabric.leaf[b]):
+        if p in avoid or fabric.leaf[a] == fabric.leaf[b]:
             rest += [a, b]
         else:
             pairs.append(p)
@@ -36,8 +31,7 @@ def _pair_leftovers(left, avoid, fabric, prefer_other_leaf):
     while len(rest) > 1:
         a = rest.pop(0)
         ok = [b for b in rest if tuple(sorted((a, b))) not in avoid]
-        if prefer_other_leaf:
-            ok = [b for b in ok if fabric.leaf[b] != fabric.leaf[a]] or ok
+        ok = [b for b in ok if fabric.leaf[b] != fabric.leaf[a]] or ok
         if ok:
             rest.remove(ok[0])
             pairs.append(tuple(sorted((a, ok[0]))))
@@ -47,12 +41,8 @@ def _pair_leftovers(left, avoid, fabric, prefer_other_leaf):
 def first_rounds(fabric):
     """Rounds 1 and 2: [[(a, b), ...], [(a, b), ...]] over host indices."""
     leaves = _leaves(fabric)
-    one, left = [], []
-    for hosts in leaves:
-        one += [(hosts[i], hosts[i + 1]) for i in range(0, len(hosts) - 1, 2)]
-        if len(hosts) % 2:
-            left.append(hosts[-1])
-    one += _pair_leftovers(left, set(), fabric, True)
+    one = [(hosts[i], hosts[i + 1]) for hosts in leaves for i in range(0, len(hosts) - 1, 2)]
+    one += _pair_leftovers([hosts[-1] for hosts in leaves if len(hosts) % 2], set(), fabric)
     seen = set(one)
     if len(leaves) == 1:
         hosts = leaves[0]
@@ -70,7 +60,7 @@ def first_rounds(fabric):
                         two.append(p)
                         busy.update(p)
         left = [h for hosts in leaves for h in hosts if h not in busy]
-        two += _pair_leftovers(left, seen, fabric, True)
+        two += _pair_leftovers(left, seen, fabric)
     return [r for r in (one, two) if r]
 
 
@@ -79,7 +69,8 @@ def _decisive(fabric, good, a, b, target):
     return [r for r in range(fabric.rails) if set(fabric.path(a, b, r)) - good == {target}]
 
 
-def _partner_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
+def _pair_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
+    """host and a free host proven good on the rail, the path between them deciding."""
     target = tomography.nic(host, rail)
     if fabric.rails > 1 and tomography.rail_switch(rail) not in good:
         return None                    # nothing on this rail is proven: no path can decide
@@ -87,13 +78,12 @@ def _partner_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
         for b in pool:
             if b != host and b not in busy and tuple(sorted((host, b))) not in tested \
                     and tomography.nic(b, rail) in good and _decisive(fabric, good, host, b, target):
-                return b
+                return tuple(sorted((host, b)))
     return None
 
 
 def _pair_for_uplink(fabric, good, target, busy, leaves):
-    """A host under the uplink's switch and one outside, both free, the path between them
-    crossing the uplink and otherwise only links proven good."""
+    """Free hosts under and outside the uplink's switch, the path between them deciding."""
     switch = target[1]
     inside = [hs for hs in leaves if switch in fabric.topo.up(fabric.leaf[hs[0]])]
     outside = [hs for hs in leaves if switch not in fabric.topo.up(fabric.leaf[hs[0]])]
@@ -102,15 +92,12 @@ def _pair_for_uplink(fabric, good, target, busy, leaves):
             for hs2 in outside:
                 for b in [h for h in hs2 if h not in busy][:TRIES]:
                     if _decisive(fabric, good, a, b, target):
-                        return a, b
+                        return tuple(sorted((a, b)))
     return None
 
 
 def deciding_pairs(fabric, verdict, tested):
-    """Pairs for the next round: for every link of every tie (and every link only ever on
-    failed paths that the verdict did not need, and every named link one failed path
-    alone accuses), a pair whose path has it as its only link not proven good. Returns
-    (pairs, {link: (a, b) or None})."""
+    """(pairs, {link: pair or None}): per tied, unproven or thin link, a path with it the only unproven."""
     good = verdict["good"]
     leaves = _leaves(fabric)
     by_leaf = {fabric.leaf[hs[0]]: hs for hs in leaves}
@@ -124,11 +111,9 @@ def deciding_pairs(fabric, verdict, tested):
             if h in mate:
                 found = mate[h] if _decisive(fabric, good, *mate[h], link) else None
             else:
-                b = _partner_for_nic(fabric, good, h, r, mate, by_leaf, tested)
-                found = tuple(sorted((h, b))) if b is not None else None
+                found = _pair_for_nic(fabric, good, h, r, mate, by_leaf, tested)
         elif link[0] == "up":
             found = _pair_for_uplink(fabric, good, link, mate, leaves)
-            found = tuple(sorted(found)) if found else None
         if found and found[0] not in mate and found not in tested:
             pairs.append(found)
             mate[found[0]] = mate[found[1]] = found
@@ -137,17 +122,12 @@ def deciding_pairs(fabric, verdict, tested):
 
 
 class FabricRounds:
-    """The rounds as a state machine: next_round() gives host pairs, record() takes
-    {(a, b): [passed on rail 0, rail 1, ...]}, verdict() says what is named."""
+    """The rounds: next_round() gives host pairs, record() takes {(a, b): [passed per rail]}."""
 
     def __init__(self, fabric):
-        self.fabric = fabric
-        self.plan = first_rounds(fabric)
-        self.results = []
-        self.tested = set()
-        self.rounds = []
-        self.deciders = {}
-        self.retested = set()
+        self.fabric, self.plan = fabric, first_rounds(fabric)
+        self.results, self.rounds = [], []
+        self.tested, self.retested, self.deciders = set(), set(), {}
         self._verdict = None
 
     def next_round(self):
@@ -182,9 +162,8 @@ class FabricRounds:
     def verdict(self):
         if self._verdict is None:
             v = tomography.localise(self.fabric, self.results)
-            v["rounds"] = len(self.rounds)
-            v["deciders"] = {link: self.deciders.get(link) for tie in v["ties"] for link in tie}
-            self._verdict = v
+            self._verdict = dict(v, rounds=len(self.rounds), deciders={
+                link: self.deciders.get(link) for tie in v["ties"] for link in tie})
         return self._verdict
 
 

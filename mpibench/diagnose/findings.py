@@ -1,7 +1,6 @@
-"""From every host's facts to what matters: differences between hosts, and findings
-with advice. Pure functions over hostfacts.collect() dicts (one per host). A finding is a
-(host or None, text) pair with a severity: ERROR when it breaks runs or their figures,
-WARNING for everything worth knowing; doctor's exit code comes from the worst."""
+"""From every host's hostfacts.collect() to what matters: differences between hosts and
+findings with advice, each (host or None, text) with a severity: ERROR when it breaks runs
+or their figures, else WARNING (doctor's exit code comes from the worst)."""
 from ..launch.netaddr import match_ifname
 
 VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
@@ -36,12 +35,10 @@ def comparable(facts):
     out["GPU model"] = ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None
     out["GPU count"] = len(facts["gpus"])
     out["GPU driver"] = facts["driver"]
-    for k, v in facts["env"].items():
-        out[f"variable {k}"] = v
+    out.update((f"variable {k}", v) for k, v in facts["env"].items())
     for p in facts["rdma"]:
-        out[f"RDMA {p['device']} port {p['port']} state"] = p["state"]
-        out[f"RDMA {p['device']} port {p['port']} rate"] = p["rate"]
-        out[f"RDMA {p['device']} port {p['port']} link layer"] = p["link_layer"]
+        for key in ("state", "rate", "link_layer"):
+            out[f"RDMA {p['device']} port {p['port']} {key.replace('_', ' ')}"] = p[key]
     for i in facts["interfaces"]:
         out[f"interface {i['name']} state"] = i["state"]
         out[f"interface {i['name']} speed"] = None if i["speed_mbps"] is None else f"{i['speed_mbps']} Mb/s"
@@ -51,27 +48,19 @@ def comparable(facts):
 def differences(per_host):
     """[(label, {host: value})] for every fact that differs between hosts."""
     tables = {h: comparable(f) for h, f in per_host.items()}
-    labels = list(dict.fromkeys(k for t in tables.values() for k in t))
-    out = []
-    for label in labels:
-        values = {h: t.get(label) for h, t in tables.items()}
-        if len(set(map(str, values.values()))) > 1:
-            out.append((label, values))
-    return out
-
-
-def _active_ports(facts):
-    return [p for p in facts["rdma"] if p["state"] == "ACTIVE"]
+    labels = dict.fromkeys(k for t in tables.values() for k in t)
+    rows = [(label, {h: t.get(label) for h, t in tables.items()}) for label in labels]
+    return [(label, values) for label, values in rows if len(set(map(str, values.values()))) > 1]
 
 
 def _fastest_nic(facts):
-    speeds = [i["speed_mbps"] for i in facts["interfaces"] if i["state"] == "up" and i["speed_mbps"]]
-    return max(speeds) if speeds else None
+    return max((i["speed_mbps"] for i in facts["interfaces"] if i["state"] == "up" and i["speed_mbps"]),
+               default=None)
 
 
 def _fastest_rdma(facts):
-    rates = [p["rate_gbps"] for p in _active_ports(facts) if p["rate_gbps"]]
-    return max(rates) if rates else None
+    return max((p["rate_gbps"] for p in facts["rdma"] if p["state"] == "ACTIVE" and p["rate_gbps"]),
+               default=None)
 
 
 def findings(per_host, multi_host=None):
@@ -79,10 +68,8 @@ def findings(per_host, multi_host=None):
     multi_host = len(per_host) > 1 if multi_host is None else multi_host
     out = []
     for h, f in per_host.items():
-        out += _rdma_findings(h, f, multi_host)
-        out += _name_findings(h, f)
-        out += _switched_off(h, f["env"])
-        out += _gpu_findings(h, f)
+        out += _rdma_findings(h, f, multi_host) + _name_findings(h, f) + _switched_off(h, f["env"]) \
+            + _gpu_findings(h, f)
     if len(per_host) > 1:
         out += _slower_than_others(per_host, _fastest_nic, "fastest network interface",
                                    lambda v: f"{v} Mb/s")
@@ -92,10 +79,9 @@ def findings(per_host, multi_host=None):
 
 
 def _rdma_findings(h, f, multi_host):
-    """Host h's RDMA: ports not ACTIVE, no device, modules not loaded, RoCE, active ports
-    of mixed link layers or rates."""
+    """Host h's RDMA: ports not ACTIVE, no device or modules, RoCE, mixed layers or rates."""
     out = []
-    active = _active_ports(f)
+    active = [p for p in f["rdma"] if p["state"] == "ACTIVE"]
     for p in f["rdma"]:
         if p["state"] != "ACTIVE":
             out.append(Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
@@ -110,14 +96,14 @@ def _rdma_findings(h, f, multi_host):
     if f["rdma"] and f["rdma_modules"] is not None and not {"ib_uverbs", "rdma_ucm"} & set(f["rdma_modules"]):
         out.append(Finding(h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user "
                               "space (NCCL) cannot open them; modprobe ib_uverbs rdma_ucm", ERROR))
-    layers = {p["link_layer"] for p in _active_ports(f)}
+    layers = {p["link_layer"] for p in active}
     if "Ethernet" in layers:
         out.append((h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
                        "and GID index (NCCL_IB_GID_INDEX); check lossless Ethernet (PFC/ECN)"))
     if len(layers) > 1:
         out.append((h, f"active RDMA ports mix link layers ({', '.join(sorted(layers))}): "
                        f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
-    rates = {p["rate_gbps"] for p in _active_ports(f) if p["rate_gbps"]}
+    rates = {p["rate_gbps"] for p in active if p["rate_gbps"]}
     if len(rates) > 1:
         each = ", ".join(f"{r:g}" for r in sorted(rates))
         out.append((h, f"active RDMA ports run at different rates ({each} Gb/s): NCCL's rings go "
@@ -126,18 +112,16 @@ def _rdma_findings(h, f, multi_host):
 
 
 def _name_findings(h, f):
-    """Variables of host h that name no interface (NCCL_/GLOO_SOCKET_IFNAME) or no RDMA
-    device (NCCL_IB_HCA) of it."""
+    """Variables of host h that name none of its interfaces or RDMA devices."""
     out = []
-    env = f["env"]
     for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        spec = env.get(var)
+        spec = f["env"].get(var)
         names = [i["name"] for i in f["interfaces"]] + ["lo"]
         if spec and not match_ifname(spec, names):
             out.append(Finding(h, f"{var}={spec} names no interface of this host (it has "
                                   f"{', '.join(names[:-1]) or 'none'}): initialization will "
                                   f"fail; fix the name on this host", ERROR))
-    hca = env.get("NCCL_IB_HCA")
+    hca = f["env"].get("NCCL_IB_HCA")
     devices = sorted({p["device"] for p in f["rdma"]})
     if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):
         out.append(Finding(h, f"NCCL_IB_HCA={hca} names no RDMA device of this host (it has "
@@ -163,18 +147,13 @@ def _gpu_findings(h, f):
         out.append((h, f"{len(f['gpus'])} GPUs joined by PCIe only (no NVLink in nvidia-smi "
                        f"topo -m: {', '.join(f['gpu_links'])}): GPU-to-GPU traffic is "
                        f"limited to PCIe bandwidth"))
-    for error in f["tool_errors"]:
-        if f["versions"].get("nccl") or f["gpus"]:
-            out.append((h, f"{error}: GPU facts (models, driver, topology) unknown"))
-    return out
+    return out + [(h, f"{error}: GPU facts (models, driver, topology) unknown")
+                  for error in f["tool_errors"] if f["versions"].get("nccl") or f["gpus"]]
 
 
 def _slower_than_others(per_host, measure, what, fmt):
     values = {h: measure(f) for h, f in per_host.items()}
-    known = [v for v in values.values() if v]
-    if not known:
-        return []
-    top = max(known)
+    top = max((v for v in values.values() if v), default=None)
     return [(h, f"{what} is {fmt(v)}, the other hosts reach {fmt(top)}: this host's "
                 f"links limit every collective; check its NIC, cable and switch port")
             for h, v in values.items() if v and v < top]

@@ -1,11 +1,5 @@
-"""`check --health`: one host's health check, as SLURM's HealthCheckProgram, a prolog or a
-node-problem-detector plugin runs it: check's test inside the host on the host's own
-ranks and doctor's findings on the host, judged, then one line (nhc: NHC's `host | Healthy`
-or `host | ERROR: mpibench: reason`, and the node drained with scontrol unless
---report-only; npd: at most 80 characters) and an exit code. The speed floor is --expect's
-"intra" limits; without them the host fails only on what needs no reference: doctor's
-errors, a test that fails or hangs. docs/commands/check.md says more.
-"""
+"""`check --health`: one host's health check, as docs/commands/check.md ("One node's health
+check") says: check's test inside the host and doctor's findings, one line, a drain."""
 import os
 import subprocess
 import sys
@@ -41,17 +35,15 @@ def check_args(args):
 
 
 def run(session, args, coll, size, members, limits, make_intra, retest):
-    """Every rank of one host: the test inside it (make_intra(): check's timed collective
-    over the host's ranks), measured again before a miss condemns it (retest(intra,
-    report): check's retest rounds), its facts; rank 0 judges, prints the line, drains.
-    Exit 0 healthy, else CheckFailed."""
+    """Every rank of one host: the test inside it (make_intra()), measured again by retest()
+    before a miss condemns it; rank 0 judges, prints the line, drains. 0, or CheckFailed."""
     if len(members) > 1:
         raise UsageError(f"check --health tests one host; this job has {len(members)}: "
                          f"start it on each host alone (sbatch/healthcheck.sh)")
     out = open_output(session, "check", args)
     session.watch.arm("check --health: this host's facts")
-    facts = hostfacts.collect(session) if session.rank == 0 else None
-    judge = _judge(session, args, coll, size, members, limits) if session.rank == 0 else None
+    facts, judge = (hostfacts.collect(session), _judge(session, args, coll, size, members, limits)) \
+        if session.rank == 0 else (None, None)
     if session.size > 1:
         session.watch.arm("check --health: inside the host")
         timed = make_intra()
@@ -66,9 +58,8 @@ def run(session, args, coll, size, members, limits, make_intra, retest):
         retest(intra, SimpleNamespace(judge=judge, say_retest=lambda test, lines: None)
                if judge else None)
     session.watch.disarm()
-    failed = session.comm.bcast(_verdict(session, out, args, judge, facts)
-                                if session.rank == 0 else None, root=0)
-    if failed:
+    if session.comm.bcast(_verdict(session, out, args, judge, facts) if session.rank == 0 else None,
+                          root=0):
         raise CheckFailed("")       # the line said it all
     return 0
 
@@ -131,7 +122,5 @@ def drain(node, reason):
         return "scontrol not found: not drained"
     except subprocess.TimeoutExpired:
         return "scontrol did not answer in 15 s: not drained"
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return f"scontrol failed: {why}"
-    return True
+    return True if done.returncode == 0 else \
+        "scontrol failed: " + (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

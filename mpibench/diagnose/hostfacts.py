@@ -1,11 +1,6 @@
-"""One host's facts for `doctor`: versions, GPUs, network variables, interfaces, RDMA
-devices and modules, GPU topology; its line rate (what `run`, `check` and `verify` hold
-their figures against).
-
-Files are read under a root folder (default /) so that tests can point it at a
-fabricated sysfs/proc tree. Commands run without a shell, with a timeout; a missing
-or failing tool is recorded, never raised.
-"""
+"""One host's facts for `doctor` and its line rate, which `run`, `check` and `verify` hold
+figures against. Files are read under a root folder (tests fabricate a sysfs/proc tree); a
+missing or failing tool is recorded, never raised."""
 import os
 import shutil
 import subprocess
@@ -44,9 +39,7 @@ def interfaces(root):
     """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
     base = os.path.join(root, "sys/class/net")
     out = []
-    for name in listdir(base):
-        if name == "lo":
-            continue
+    for name in (n for n in listdir(base) if n != "lo"):
         speed = number(read_text(os.path.join(base, name, "speed")))
         out.append({"name": name, "state": read_text(os.path.join(base, name, "operstate")) or "unknown",
                     "speed_mbps": speed if speed and speed > 0 else None})
@@ -69,8 +62,7 @@ def rdma_ports(root):
 
 
 def link_rates(root="/"):
-    """This host's link rates in Gbit/s as `doctor` reads them: every active RDMA port, else
-    every interface that is up and says its speed (empty when the host says neither)."""
+    """This host's link rates in Gbit/s: its active RDMA ports', else its up interfaces'."""
     ports = [p["rate_gbps"] for p in rdma_ports(root) if p["state"] == "ACTIVE" and p["rate_gbps"]]
     return ports or [i["speed_mbps"] / 1000 for i in interfaces(root)
                      if i["state"] == "up" and i["speed_mbps"]]
@@ -82,8 +74,7 @@ def line_rate(root="/"):
 
 
 def total_line_rate(root="/"):
-    """All of this host's links together in Gbit/s: what no traffic of the host can exceed
-    (None when unknown)."""
+    """All of this host's links together in Gbit/s, which no traffic can exceed (or None)."""
     return sum(link_rates(root)) or None
 
 
@@ -113,40 +104,29 @@ def run_tool(argv, timeout=TIMEOUT):
 
 
 def gpus():
-    """GPU models, driver and count from nvidia-smi; topology from nvidia-smi topo -m."""
-    out = {"gpus": [], "driver": None, "topology": None, "tool_error": None}
+    """GPU models and driver from nvidia-smi, topology from nvidia-smi topo -m; tool_errors."""
+    out = {"gpus": [], "driver": None, "topology": None, "tool_errors": []}
     text, error = run_tool(["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id",
                             "--format=csv,noheader"])
-    if error:
-        out["tool_error"] = error
-        return out
-    for line in text.strip().splitlines():
+    for line in (text or "").strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 3:
             out["gpus"].append({"name": parts[0], "bus_id": parts[2]})
             out["driver"] = parts[1]
-    topo, error = run_tool(["nvidia-smi", "topo", "-m"])
-    out["topology"] = topo.rstrip() if topo else None
-    out["topology_error"] = error
+    if not error:
+        topo, error = run_tool(["nvidia-smi", "topo", "-m"])
+        out["topology"] = topo.rstrip() if topo else None
+    out["tool_errors"] = [error] if error else []
     return out
 
 
 def gpu_links(topology):
     """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
-    lines = [line for line in (topology or "").splitlines() if line.strip()]
-    if not lines:
-        return set()
-    header = lines[0].split()
-    ngpu = sum(1 for h in header if h.startswith("GPU"))
-    kinds = set()
-    for line in lines[1:]:
-        cells = line.split()
-        if not cells or not cells[0].startswith("GPU") or cells[0] == "GPU":
-            continue
-        for cell in cells[1:1 + ngpu]:
-            if cell != "X":
-                kinds.add("NV#" if cell.startswith("NV") else cell)
-    return kinds
+    rows = [line.split() for line in (topology or "").splitlines() if line.strip()]
+    ngpu = sum(1 for h in rows[0] if h.startswith("GPU")) if rows else 0
+    # a GPU's row: its links to the GPUs of the header, X itself
+    return {"NV#" if cell.startswith("NV") else cell for cells in rows[1:]
+            if cells[0].startswith("GPU") and cells[0] != "GPU" for cell in cells[1:1 + ngpu] if cell != "X"}
 
 
 def collect(session, root="/"):
@@ -159,5 +139,4 @@ def collect(session, root="/"):
             "interfaces": interfaces(root), "rdma": rdma_ports(root),
             "rdma_modules": rdma_modules(root),
             "gpus": g["gpus"], "driver": g["driver"], "topology": g["topology"],
-            "gpu_links": sorted(gpu_links(g["topology"])),
-            "tool_errors": [e for e in (g["tool_error"], g.get("topology_error")) if e]}
+            "gpu_links": sorted(gpu_links(g["topology"])), "tool_errors": g["tool_errors"]}

@@ -1,12 +1,7 @@
-"""iperf3 between the hosts of a job, started by the ranks themselves: the TCP rate each
-link really gives, the anchor for every CPU/TCP figure mpibench prints.
-
-One rank per host; every pair of hosts in round-robin rounds (pairs.schedule), so that no
-host is in two tests at once. In a pair the lower rank serves (`iperf3 -s -1`, one test
-then exit), the higher connects; both bind to the address the benchmark's own traffic
-uses. Every rank takes part in every round's barrier and gather (the side channel's), so
-ranks outside a pair only wait. Results are iperf3's own JSON (-J): the receiver's rate.
-"""
+"""iperf3 between the hosts of a job, started by the ranks themselves: the TCP rate each link
+gives. One rank per host, pairs in pairs.schedule's rounds; the lower rank serves (`-s -1`:
+one test), the higher connects, both bound to the benchmark's own address; every rank joins
+every round's barrier and gather."""
 import json
 import shutil
 import socket
@@ -23,9 +18,7 @@ CONNECT_PAUSE = 0.2
 
 
 def address(session, env):
-    """This host's address on the interface the benchmark uses (what gloo and NCCL reach
-    the other hosts by): the source address towards the rendezvous host, or towards the
-    other hosts by name when there is no rendezvous (MPI only)."""
+    """This host's address on the benchmark's interface: towards the rendezvous host, or the others."""
     master = env.get("MASTER_ADDR") or (session.rendezvous or "").rsplit(":", 1)[0]
     peers = [master] if master else []
     for host in dict.fromkeys(session.hosts):
@@ -79,9 +72,7 @@ def finish(server, seconds):
 
 
 def run_pairs(session, env, seconds, port=PORT):
-    """Every pair of hosts once, on every rank. Rank 0 gets [{hosts, server, client, addresses,
-    bits_per_second, retransmits, error}], other ranks None; [] with fewer than two hosts.
-    Each rank says whether it has iperf3: a host without it makes its pairs errors."""
+    """Every pair of hosts once, on every rank: rank 0 gets a record per pair, others None."""
     ranks = pairs.participants(session.hosts)
     mine = (address(session, env), shutil.which("iperf3") is not None) \
         if session.rank in ranks and len(ranks) > 1 else None

@@ -1,6 +1,5 @@
-"""`check`'s thresholds: the limits each test is held to (--expect FILE, an earlier
-result with --baseline, or a share of the median), and why a figure misses them.
-"""
+"""`check`'s limits for each test (--expect FILE, --baseline RESULT, or a share of the
+median) and why a figure misses them."""
 from statistics import median
 
 from ..errors import UsageError
@@ -13,8 +12,7 @@ RELATIVE = 0.8          # relative mode: fail below this share of the median hos
 
 
 def read_expect(path):
-    """--expect FILE: {test: {limit: value}} for tests intra, pair, job and limits
-    min_busbw_GBps, max_latency_us; anything else is one UsageError line."""
+    """--expect FILE: {test: {limit: value}} of TESTS and LIMITS; anything else, UsageError."""
     try:
         with open(path, "rb") as f:
             data = f.read(1 << 20)
@@ -28,7 +26,6 @@ def read_expect(path):
     if not isinstance(doc, dict) or not doc:
         raise UsageError(f"{where}: expected an object such as "
                          f'{{"pair": {{"min_busbw_GBps": 20}}}} (tests: {", ".join(TESTS)})')
-    out = {}
     for test, limits in doc.items():
         if test not in TESTS:
             raise UsageError(f"{where}: unknown test {test!r} (tests: {', '.join(TESTS)})")
@@ -43,14 +40,15 @@ def read_expect(path):
             if not (finite(value) and value > 0):
                 raise UsageError(f"{where}: {test}.{key} must be a number above 0, not "
                                  f"{'null' if value is None else repr(value)}")
-        out[test] = dict(limits)
-    return out
+    return {test: dict(limits) for test, limits in doc.items()}
 
 
-def relative(values, share=RELATIVE):
-    """The relative threshold: share of the median of the values (None without any)."""
-    values = [v for v in values if v is not None]
-    return share * median(values) if values else None
+def relative(values, what, few):
+    """RELATIVE x the median `what` (few: what decides when too few say which is slow)."""
+    known = [v for v in values if v is not None]
+    return {"min_busbw_GBps": RELATIVE * median(known) if known else None,
+            "source": f"{RELATIVE:g} x the median {what}" + (
+                "" if len(values) >= 3 else f" of {len(values)}, too few to say which is slow: {few}")}
 
 
 def below(figure, limits):
@@ -68,12 +66,9 @@ def below(figure, limits):
 
 
 def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, sizes=()):
-    """Thresholds from an earlier result: a `check` file (intra, pair, job) or a run /
-    nccl-tests result of the collective (the whole job, or one host when its ranks are
-    one host's). sizes: what the size becomes once aligned for the ranks (nccl-tests
-    prints that). A baseline that measured something else: UsageError."""
+    """Limits from an earlier `check`, or a run or nccl-tests result of the whole job or one
+    host (sizes: the size aligned for the ranks); UsageError for one of something else."""
     where = f"--baseline {path}"
-    mine = f"{collective} at {size} bytes"
     if doc.get("command") == "check" and isinstance(doc.get("check"), dict):
         c = doc["check"]
         cfg = c.get("config") if isinstance(c.get("config"), dict) else {}
@@ -84,15 +79,12 @@ def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, s
         theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
         if theirs != (collective, size, ranks_per_host):
             raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
-                             f"{theirs[2]} ranks per host; this check runs {mine} with "
+                             f"{theirs[2]} ranks per host; this check runs {collective} at {size} bytes with "
                              f"{ranks_per_host} ranks per host")
-        out = {}
-        for test in TESTS:
-            found = figures.get(test)
-            figs = [x for x in found if finite(x) and x > 0] if isinstance(found, list) else []
-            if figs:
-                out[test] = {"min_busbw_GBps": share * median(figs)}
-        return out, (None if cfg.get("world") == world else "job")
+        figs = {t: [x for x in figures[t] if finite(x) and x > 0] for t in TESTS
+                if isinstance(figures.get(t), list)}
+        return ({t: {"min_busbw_GBps": share * median(f)} for t, f in figs.items() if f},
+                None if cfg.get("world") == world else "job")
     rows = [r for r in doc["results"] if r["collective"] == collective]
     held = [t["test"] for t in doc.get("tests") or [] if t.get("collective") == collective]
     if len(held) > 1:

@@ -1,6 +1,5 @@
-"""The links between hosts: every pair of ranks in round-robin rounds (pairs.schedule), each
-timed with PairBench; the bandwidth and latency matrices, and the slow links and hosts named
-(pairs.analyze). `p2p` measures this way; `run` ends with link_check, the same bandwidth-only."""
+"""The links between hosts (`p2p`, and `run`'s link_check, bandwidth only): every pair of
+ranks in pairs.schedule's rounds timed with PairBench; the matrices, the slow links and hosts."""
 from statistics import median
 
 from ..measure.collectives.base import algbw
@@ -23,15 +22,17 @@ def measure(session, bench, rounds, labels, out, with_latency):
         session.watch.arm(f"pairs of hosts: round {k + 1} of {len(rounds)}")
         gathered = session.comm.gather(bench.run_round(rnd, with_latency), root=0)
         if session.rank == 0:
-            _collect(gathered, k, collected, latency)
+            latency.update((tuple(sorted((rec["from"], rec["to"]))), rec["latency_s"])
+                           for records in gathered for rec in records if rec["latency_s"] is not None)
+            collected.update((key, {"round": k, "times": times})
+                             for key, times in pairs.slower_end(gathered).items())
             out.set(links=_links(labels, collected, latency, bench, None))
     return collected, latency
 
 
 def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
-    """run's check of the links between hosts: one rank per host, every pair of hosts in
-    round-robin rounds, bandwidth only. Collective times cannot say which link is slow
-    (every rank waits for the slowest one); pairs can."""
+    """run's check of the links, one rank per host: collective times cannot say which link is
+    slow (every rank waits for the slowest one); pairs can."""
     ranks = pairs.participants(session.hosts)
     if len(ranks) < 2 or iters == 0:
         return None
@@ -43,20 +44,8 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
         linkstext.intro(out, size, len(rounds), iters)
     collected, _ = measure(session, bench, rounds, session.hosts, out, with_latency=False)
     bench.send_buf = bench.recv_buf = None
-    if session.rank != 0:
-        return None
     return report(out, bench, session.hosts, session.hosts, ranks, collected, {}, threshold,
-                  matrix=len(ranks) <= 16)
-
-
-def _collect(gathered, round_index, collected, latency):
-    """Per link: per-iteration seconds, the slower of its two ends in each iteration."""
-    for records in gathered:
-        for rec in records:
-            if rec["latency_s"] is not None:
-                latency[tuple(sorted((rec["from"], rec["to"])))] = rec["latency_s"]
-    for key, times in pairs.slower_end(gathered).items():
-        collected[key] = {"round": round_index, "times": times}
+                  matrix=len(ranks) <= 16) if session.rank == 0 else None
 
 
 def _moved(bench):
@@ -77,28 +66,22 @@ def _matrix(ranks, values):
     return [[values.get((a, b)) for b in ranks] for a in ranks]
 
 
-def bandwidth_matrix(ranks, collected, bench):
-    """GB/s of every link, row sends to column (None on the diagonal)."""
-    return _matrix(ranks, _bandwidths(collected, bench))
-
-
 def _links(labels, collected, latency, bench, analysis):
     moved = _moved(bench)
     verdicts = {(x["from"], x["to"]): x for x in analysis["links"]} if analysis else {}
     rows = []
     for (a, b), rec in sorted(collected.items(), key=lambda kv: (kv[1]["round"], kv[0])):
-        t = rec["times"]
+        t, mid = rec["times"], median(rec["times"])
         lat = latency.get(tuple(sorted((a, b))))
         row = {"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b,
                "round": rec["round"], "bidirectional": bench.bidirectional, "size": bench.size,
-               "bytes_moved": moved, "iterations": len(t), "time_us": median(t) * 1e6,
-               "bandwidth_GBps": algbw(moved, median(t)),
+               "bytes_moved": moved, "iterations": len(t), "time_us": mid * 1e6,
+               "bandwidth_GBps": algbw(moved, mid),
                "min_GBps": algbw(moved, max(t)), "max_GBps": algbw(moved, min(t)),
                "per_iteration_us": [x * 1e6 for x in t],
                "latency_size": bench.latency_size if lat is not None else None,
                "latency_us": None if lat is None else lat * 1e6}
-        v = verdicts.get((a, b))
-        if v:
+        if v := verdicts.get((a, b)):
             row.update(vs_reference=1 / v["ratio"] if v["ratio"] else None,
                        slow_iterations=v["slow_iterations"],
                        slow=(a, b) in analysis["slow_links"])
@@ -109,8 +92,7 @@ def _links(labels, collected, latency, bench, analysis):
 def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matrix=True):
     """Rank 0: the matrices, the named links and hosts; everything into the JSON."""
     names = [labels[r] for r in ranks]
-    times = {key: rec["times"] for key, rec in collected.items()}
-    analysis = pairs.analyze(hosts, times, threshold)
+    analysis = pairs.analyze(hosts, {key: rec["times"] for key, rec in collected.items()}, threshold)
     bw = _bandwidths(collected, bench)
     bw_m = _matrix(ranks, bw)
     lat_m = _matrix(ranks, {k: s * 1e6 for (a, b), s in latency.items() for k in ((a, b), (b, a))})

@@ -1,6 +1,5 @@
-"""What NCCL_DEBUG=INFO logs say about the transports NCCL really used.
-
-NCCL prints one line per channel connection when a communicator connects, e.g.
+"""What NCCL_DEBUG=INFO logs say about the transports NCCL really used. NCCL prints one
+line per channel connection when a communicator connects, e.g.
 
     h1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
     h1:4011:4090 [0] NCCL INFO Channel 01/0 : 2[0] -> 0[0] [receive] via NET/IB/0/GDRDMA
@@ -11,7 +10,6 @@ NVLink SHARP in use shows as 'NVLS comm 0x... headRank ...' (its buffers, set up
 NVLS runs) or 'Connected NVLS tree'. The summary line 'N coll channels, N collnet channels,
 N nvls channels, ...' shows neither: its nvls count says NVLS is supported, and its collnet
 count has been the coll channel count since NCCL 2.21 (init.cc prints comm->nChannels twice).
-Pure functions: lines in, transports out.
 """
 import re
 
@@ -49,8 +47,7 @@ def parse(text):
     for line in text.splitlines():
         if "NCCL" not in line:
             continue
-        p = _PREFIX.search(line)
-        if p:
+        if p := _PREFIX.search(line):
             out["hosts"].add(p.group(1))
         if conn := parse_line(line):
             out["connections"].add(conn)
@@ -66,9 +63,8 @@ def parse(text):
 
 
 def by_host_pair(parsed, hosts):
-    """{(host a, host b): sorted transports} from parsed logs (hosts[r]: rank r's host), a
-    pair in the order hosts first appear, (h, h) its own GPUs'. NVLS and CollNet, used across
-    the communicator, join every pair they can serve: NVLS within a host, CollNet between."""
+    """{(host a, host b): sorted transports} ((h, h): its own GPUs'), hosts[r] rank r's. NVLS
+    and CollNet, used across the communicator, join each pair they can serve."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
     pairs = {}
     nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))

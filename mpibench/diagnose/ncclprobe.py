@@ -1,12 +1,7 @@
-"""A short NCCL all_reduce in a fresh process, for doctor's transport check.
-
-NCCL reads NCCL_DEBUG and NCCL_DEBUG_FILE once per process, so each rank of doctor
-starts one of these with them set; the log it leaves says which transports every
-channel used. Started by commands/doctor.py, not by users:
-
-    MPIBENCH_PROBE="addr port rank size device" python -m mpibench.diagnose.ncclprobe
-
-device: the CUDA device index doctor chose for the rank (bootstrap.gpu_index).
+"""A short NCCL all_reduce in a fresh process for doctor's transport check: NCCL reads
+NCCL_DEBUG and NCCL_DEBUG_FILE once per process, so each rank of doctor starts one with
+them set, as MPIBENCH_PROBE="addr port rank size device" python -m mpibench.diagnose.ncclprobe
+(device: bootstrap.gpu_index's for the rank); its log says which transports were used.
 """
 import datetime
 import os

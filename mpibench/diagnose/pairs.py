@@ -1,7 +1,5 @@
-"""Pairs of ranks: who meets whom in which round (p2p, run's link check, verify's iperf),
-each pair's time per iteration (the slower of its two ends; check reads its rounds so
-too), and which pairs and hosts are slow in the resulting matrix. Pure logic, no
-communication."""
+"""Pairs of ranks, without communication: who meets whom in which round, each pair's time
+per iteration (the slower of its two ends), which pairs and hosts are slow."""
 from statistics import median
 
 from ..measure.iterstats import slowest
@@ -19,16 +17,13 @@ def participants(hosts, every_rank=False):
 
 
 def round_robin(items):
-    """Every pair of items once, in rounds where no item is in two pairs: the circle method
-    (the first fixed, the others rotated; n - 1 rounds for even n, n for odd n)."""
+    """Every pair of items once, in rounds where no item is in two pairs (circle method)."""
     items = list(items)
     if len(items) < 2:
         return []
     if len(items) % 2:
         items.append(None)                       # the bye
-    n = len(items)
-    rounds = []
-    ring = items[1:]
+    n, rounds, ring = len(items), [], items[1:]
     for _ in range(n - 1):
         line = [items[0]] + ring
         pairs = [(line[i], line[n - 1 - i]) for i in range(n // 2)]
@@ -38,8 +33,7 @@ def round_robin(items):
 
 
 def schedule(ranks, hosts):
-    """Rounds of rank pairs in which no host is in two pairs at once: round_robin's, each
-    split greedily so that pairs sharing a host (p2p --every-rank) run apart."""
+    """round_robin's rounds, each split greedily so that no host is in two pairs at once."""
     out = []
     for rnd in round_robin(ranks):
         subs = []
@@ -57,8 +51,7 @@ def schedule(ranks, hosts):
 
 
 def slower_end(gathered):
-    """{(from, to): seconds per iteration} from every rank's PairBench.run_round records: in
-    each iteration the slower of the transfer's two ends (a transfer ends when both have)."""
+    """{(from, to): seconds per iteration, the slower end's} from PairBench.run_round records."""
     ends = {}
     for records in gathered:
         for rec in records:
@@ -67,15 +60,12 @@ def slower_end(gathered):
 
 
 def analyze(labels, links, threshold=0.8, consistency=0.8):
-    """Slow links and hosts from links {(i, j): [seconds per iteration]} of the transfer i -> j
-    (a bidirectional pair once), labels[i] participant i's host (or host:rank). A host is slow
-    when its links are below `threshold` times the others, a link below `threshold` times the
-    median link between hosts not found slow; both only in at least `consistency` of the
-    iterations (stragglers.consistently_slow)."""
+    """Slow links and hosts from links {(i, j): [seconds per iteration]}, labels[i] i's host: a
+    host whose links are below `threshold` x the others, a link below `threshold` x the median
+    link of hosts not slow, in `consistency` of the iterations (stragglers.consistently_slow)."""
     margin = 1 / threshold - 1          # bandwidth below threshold x ref = time above (1+margin) x ref
     keys = sorted(links)
     iters = min((len(links[k]) for k in keys), default=0)
-    med = {k: median(links[k][:iters]) for k in keys}
     out = {"threshold": threshold, "consistency": consistency, "iterations": iters,
            "slow_hosts": [], "slow_links": [], "hosts": [], "links": [], "note": None}
     if not keys or not iters:
@@ -111,7 +101,7 @@ def analyze(labels, links, threshold=0.8, consistency=0.8):
     out["reference_s"] = median(ref)
     for k in keys:
         verdict = stragglers.consistently_slow(links[k][:iters], ref, margin, consistency)
-        out["links"].append({"from": k[0], "to": k[1], "median_s": med[k],
+        out["links"].append({"from": k[0], "to": k[1], "median_s": median(links[k][:iters]),
                              "ratio": verdict["ratio"], "slow_iterations": verdict["slow_iterations"]})
         if verdict["slow"] and len(keys) > 1:
             out["slow_links"].append(k)

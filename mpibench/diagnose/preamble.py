@@ -1,15 +1,13 @@
-"""The part of every command's preamble that says where it ran: each rank's device, the
-backend and launcher, versions per host (with differences), the network variables, and
-the same facts in the results document (config.devices, versions, env, world)."""
+"""Where a command ran, for its preamble and its results document: each rank's device, the
+backend and launcher, versions per host, the network variables."""
 from ..results import preamble as text
 from . import rankfacts
 
 
 def gather(session):
     """(records, versions) of every rank on rank 0; (None, None) elsewhere."""
-    records = session.comm.gather(rankfacts.rank_record(session), root=0)
-    versions = session.comm.gather(rankfacts.versions(), root=0)
-    return records, versions
+    return (session.comm.gather(rankfacts.rank_record(session), root=0),
+            session.comm.gather(rankfacts.versions(), root=0))
 
 
 def world(session, backends):

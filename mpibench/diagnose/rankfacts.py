@@ -35,10 +35,8 @@ def device_info(device):
         return {"device": "cpu", "name": platform.processor() or platform.machine(), "bus_id": None}
     import torch
     props = torch.cuda.get_device_properties(device)
-    bus = None
-    if hasattr(props, "pci_bus_id"):
-        bus = (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
-               f"{getattr(props, 'pci_device_id', 0):02x}")
+    bus = (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
+           f"{getattr(props, 'pci_device_id', 0):02x}") if hasattr(props, "pci_bus_id") else None
     return {"device": f"cuda:{device.index}", "name": props.name, "bus_id": bus}
 
 
@@ -53,9 +51,8 @@ _SCRIPT_VARS = ("MPIBENCH_FAULT", "MPIBENCH_TESTING", "MPIBENCH_HOME", "MPIBENCH
                 "MPIBENCH_PPN", "MPIBENCH_FORWARD", "MPIBENCH_SRUN_MPI")
 
 
-def net_env(environ=None):
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(NET_PREFIXES)
+def net_env():
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(NET_PREFIXES)
             and not k.startswith(_LAUNCHER_SET) and k not in _SCRIPT_VARS}
 
 
@@ -69,13 +66,10 @@ def rank_record(session):
 
 def version_differences(per_host):
     """per_host: {host: versions dict}, first host is the reference. -> warning lines."""
-    hosts = list(per_host)
-    if not hosts:
-        return []
-    ref_host, ref, lines = hosts[0], per_host[hosts[0]], []
-    for host in hosts[1:]:
-        diffs = [f"{k} {per_host[host].get(k)} vs {ref.get(k)}" for k in ref
-                 if per_host[host].get(k) != ref.get(k)]
+    ref_host = next(iter(per_host), None)
+    ref, lines = per_host.get(ref_host, {}), []
+    for host, mine in per_host.items():
+        diffs = [f"{k} {mine.get(k)} vs {ref.get(k)}" for k in ref if mine.get(k) != ref.get(k)]
         if diffs:
             lines.append(f"WARNING: host {host} differs from {ref_host} (rank 0): " + "; ".join(diffs))
     return lines

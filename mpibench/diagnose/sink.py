@@ -8,14 +8,8 @@ class Sink:
         self.out = out          # a results.output.RunOutput
         self.hosts = hosts      # host of every rank
 
-    def set(self, **items):
-        self.out.set(**items)
-
-    def table_header(self, collective):
-        self.out.table_header(collective)
-
-    def add_row(self, row):
-        self.out.add_row(row)
+    def __getattr__(self, name):        # set, table_header, add_row: the output's own
+        return getattr(self.out, name)
 
     def add_probe(self, coll, dt, op, size, c, mode, times, margin):
         analysis = stragglers.analyze(self.hosts, times, margin=margin)

@@ -1,10 +1,7 @@
-"""Who is slow: per-host figures and stragglers from every rank's per-iteration times.
-
-A rank or host is named slow only when it is slow in at least `consistency` of the
-iterations (each a measurement of its own: the sign test's "reproduces") by more than
-`margin` over that iteration's median and more than its peers scatter; with two hosts (or
-ranks) nothing says which is off, nor where half or more would be named
-(docs/reading-results.md says how each is printed).
+"""Who is slow: per-host figures and stragglers from every rank's per-iteration times. A
+rank or host is slow only when, in at least `consistency` of the iterations (each its own
+measurement), it is over that iteration's median by more than `margin` and than its peers
+scatter; never with two (nothing says which is off) nor where half or more would be.
 """
 from statistics import median
 
@@ -17,15 +14,15 @@ def analyze(hosts, times, margin=0.2, consistency=0.8) -> HostAnalysis:
     """hosts[r]: host of rank r; times[r][k]: seconds of rank r in iteration k."""
     n = len(times)
     iters = min(len(t) for t in times) if times else 0
-    rank_med = [median(t[:iters]) for t in times]
-    mid = median(rank_med)
-    order = list(dict.fromkeys(hosts))
-    members = {h: [r for r in range(n) if hosts[r] == h] for h in order}
-
     by_rank = {r: times[r][:iters] for r in range(n)}
-    per_rank = _judge(by_rank, margin, consistency)
+    rank_med = [median(t) for t in by_rank.values()]
+    mid = median(rank_med)
+    members = {h: [r for r in range(n) if hosts[r] == h] for h in dict.fromkeys(hosts)}
+    meds = {h: [rank_med[r] for r in rs] for h, rs in members.items()}
+    host_iter = {h: [max(times[r][k] for r in rs) for k in range(iters)] for h, rs in members.items()}
+    per_rank, per_host = _judge(by_rank, margin, consistency), _judge(host_iter, margin, consistency)
     slowest = max(range(n), key=lambda r: rank_med[r])
-    out: HostAnalysis = {
+    return {
         "iterations": iters, "margin": margin, "consistency": consistency,
         "ranks": [{"rank": r, "host": hosts[r], "median_s": rank_med[r],
                    "slow_iterations": per_rank[r]["slow_iterations"],
@@ -33,31 +30,19 @@ def analyze(hosts, times, margin=0.2, consistency=0.8) -> HostAnalysis:
         "median_rank_s": mid,
         "slowest": {"rank": slowest, "host": hosts[slowest], "median_s": rank_med[slowest],
                     "ratio": rank_med[slowest] / mid if mid > 0 else None},
-        "hosts": [], "slow_hosts": [], "slow_ranks": [r for r in range(n) if per_rank[r]["slow"]],
-        "pairs": []}
-
-    host_iter = {h: [max(times[r][k] for r in members[h]) for k in range(iters)] for h in order}
-    verdicts = _judge(host_iter, margin, consistency)
-    for h in order:
-        meds = [rank_med[r] for r in members[h]]
-        worst = max(members[h], key=lambda r: rank_med[r])
-        v = verdicts[h]
-        out["hosts"].append({"host": h, "ranks": members[h], "min_s": min(meds),
-                             "median_s": median(meds), "max_s": max(meds), "slowest_rank": worst,
-                             "ratio": v["ratio"], "slow_iterations": v["slow_iterations"],
-                             "threshold": v["threshold"]})
-        if v["slow"]:
-            out["slow_hosts"].append(h)
-    out["pairs"] += _pair("host", host_iter, margin, consistency)
-    if len(order) == 1:         # else the hosts' pair says it
-        out["pairs"] += _pair("rank", by_rank, margin, consistency)
-    return out
+        "hosts": [{"host": h, "ranks": members[h], "min_s": min(meds[h]), "median_s": median(meds[h]),
+                   "max_s": max(meds[h]), "slowest_rank": max(members[h], key=lambda r: rank_med[r]),
+                   "ratio": v["ratio"], "slow_iterations": v["slow_iterations"],
+                   "threshold": v["threshold"]} for h, v in per_host.items()],
+        "slow_hosts": [h for h, v in per_host.items() if v["slow"]],
+        "slow_ranks": [r for r in range(n) if per_rank[r]["slow"]],
+        # the ranks' pair only on one host: else the hosts' pair says it
+        "pairs": _pair("host", host_iter, margin, consistency)
+        + (_pair("rank", by_rank, margin, consistency) if len(members) == 1 else [])}
 
 
 def _judge(series, margin, consistency):
-    """Each member of series ({name: per-iteration seconds}) against the median of every
-    iteration: {name: consistently_slow's verdict, its 'threshold' raised to the peers'
-    scatter}; none is slow with fewer than three members."""
+    """Each of series {name: seconds per iteration} against each iteration's median and its peers' scatter."""
     names = list(series)
     iters = len(series[names[0]]) if names else 0
     mid = [median(series[x][k] for x in names) for k in range(iters)]
@@ -77,13 +62,10 @@ def _judge(series, margin, consistency):
 
 
 def _pair(what, series, margin, consistency):
-    """With exactly two members: the one consistently slower than the other, as
-    [{'what', 'slower', 'faster', 'ratio', 'slow_iterations'}] (else [])."""
+    """[the one of exactly two members consistently slower than the other] (else [])."""
     if len(series) != 2:
         return []
-    a, b = series
-    if median(series[a]) > median(series[b]):
-        a, b = b, a
+    a, b = sorted(series, key=lambda x: median(series[x]))
     v = consistently_slow(series[b], series[a], margin, consistency)
     return [{"what": what, "slower": b, "faster": a, "ratio": v["ratio"],
              "slow_iterations": v["slow_iterations"]}] if v["slow"] else []
@@ -95,8 +77,7 @@ def _quantile(values, q):
 
 
 def consistently_slow(times, reference, margin, consistency):
-    """{'ratio': median of times/reference, 'slow_iterations', 'slow'}: slow when times[k]
-    is over (1 + margin) x reference[k] in at least `consistency` of the iterations."""
+    """Slow when times[k] is over (1 + margin) x reference[k] in `consistency` of them."""
     ratios = [t / ref for t, ref in zip(times, reference) if ref > 0]
     slow = sum(1 for x in ratios if x > 1 + margin)
     return {"ratio": median(ratios) if ratios else None, "slow_iterations": slow,

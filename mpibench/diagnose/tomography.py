@@ -1,16 +1,6 @@
-"""Which links explain the failed paths (network tomography), without processes.
-
-A tested path is rail r between hosts a and b: a's link on rail r to its leaf, b's, the
-uplinks between their leaves (topology.py), and, with more than one rail, rail r's switch.
-A link on a path that passed is good. The verdict is the smallest set of links that
-explains every failed path, found greedily; two links that explain exactly the same failed
-paths are a tie (docs/fabric.md, "The verdict"). A failed path whose every link passed
-elsewhere is unexplained; a named link that one failed path alone accuses is thin; one that
-one failed measurement alone accuses is once: fabricplan tests each again before it is
-condemned. With no path passed, every link on a failed path is named. A host fails when
-all its rails are named (rails whose switch is named left aside); never for an uplink.
-Work: O(paths x links per path) plus a heap, i.e. O(hosts x rails log) per verdict.
-"""
+"""Which links explain the failed paths (network tomography, docs/fabric.md "The verdict"):
+the smallest set of links on failed paths and on no passed one, found greedily, with ties;
+thin and once links fabricplan tests again. O(hosts x rails log) per verdict."""
 import heapq
 from collections import Counter
 
@@ -32,9 +22,7 @@ class Fabric:
 
     def __init__(self, names, rails, topo, nics=None):
         self.names = list(names)
-        self.n = len(self.names)
-        self.rails = rails
-        self.topo = topo
+        self.n, self.rails, self.topo = len(self.names), rails, topo
         self.leaf = [topo.leaf[h] for h in self.names]
         self.nics = nics or {}          # {(host index, rail): "eth1" / "mlx5_1"} where known
         self._ups = {}
@@ -46,32 +34,24 @@ class Fabric:
         return self._ups[key]
 
     def path(self, a, b, r):
-        links = [nic(a, r), nic(b, r)] + self.uplinks(a, b)
-        if self.rails > 1:
-            links.append(rail_switch(r))
-        return links
+        return [nic(a, r), nic(b, r)] + self.uplinks(a, b) + ([rail_switch(r)] if self.rails > 1 else [])
 
     def name(self, link):
         """'h3 rail 1 (eth1, its link to leaf1)', 'uplink leaf2-spine1', 'rail 3 switch'."""
-        kind = link[0]
-        if kind == "nic":
+        if link[0] == "nic":
             _, h, r = link
             extra = [x for x in (self.nics.get((h, r)),
                                  f"its link to {self.leaf[h]}" if self.leaf[h] else None) if x]
             return f"{self.names[h]} rail {r}" + (f" ({', '.join(extra)})" if extra else "")
-        if kind == "up":
+        if link[0] == "up":
             return f"uplink {link[1]}-{link[2]}"
         return f"rail {link[1]} switch (slow on every host's rail {link[1]})"
 
 
 def localise(fabric, results):
-    """results: [(a, b, rail, passed)] of every path tested so far. Returns
-    {'named': [link], 'ties': [[link, ...]], 'unexplained': [(a, b, rail)],
-     'unproven': [link on failed paths only, not needed by the verdict],
-     'transient': [(a, b, rail) that failed once and passed when tested again],
-     'thin': [named link that one failed path alone accuses],
-     'once': [(a, b, rail) failed once, the only failure of a named or tied link],
-     'good': set of links, 'failed_hosts': [host index], 'any_passed': bool}."""
+    """The verdict on every path tested so far, results [(a, b, rail, passed)]: links named, tied,
+    unproven (only on failed paths, not needed), thin, good; paths (a, b, rail) unexplained,
+    transient (failed, then passed), once (a named link's one failure); the failed hosts."""
     good, failed, passed = _sort_paths(fabric, results)
     if not good:       # nothing to compare with: every host's link on a failed path is suspect
         named = list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
@@ -89,14 +69,12 @@ def localise(fabric, results):
     transient = [p for p in unexplained if p in passed]      # failed once, passed again
     unexplained = [p for p in unexplained if p not in passed]
     return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
-            "unproven": unproven, "transient": transient, "thin": thin,
-            "once": _once(failed, settled),
+            "unproven": unproven, "transient": transient, "thin": thin, "once": _once(failed, settled),
             "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
 
 
 def _sort_paths(fabric, results):
-    """(links of every passed path, [((a, b, rail), links)] of the failed ones, the
-    passed paths)."""
+    """(links of the passed paths, [((a, b, rail), links)] failed, the passed paths)."""
     good, failed, passed = set(), [], set()
     for a, b, r, ok in results:
         links = fabric.path(a, b, r)
@@ -109,8 +87,7 @@ def _sort_paths(fabric, results):
 
 
 def _candidates(failed, good):
-    """(each failed path's links not proven good, {link: indices of the failed paths it
-    is on}, {link: when first met}, the failed paths with no such link)."""
+    """(each failed path's unproven links, {link: its failed paths}, {link: order met}, paths with none)."""
     cands, cover, unexplained = [], {}, []
     for i, (p, links) in enumerate(failed):
         c = [x for x in links if x not in good]
@@ -123,9 +100,7 @@ def _candidates(failed, good):
 
 
 def _greedy(cands, cover, order):
-    """(named, ties): the link on the most unexplained failed paths first, until every
-    failed path with a candidate is explained; links explaining exactly the same paths
-    are a tie."""
+    """(named, ties): the link on the most unexplained failed paths first; two on the same, a tie."""
     named, ties = [], []
     covered = [not c for c in cands]
     heap = [(-len(v), order[x], x) for x, v in cover.items()]
@@ -141,13 +116,11 @@ def _greedy(cands, cover, order):
         if len(live) != -neg:                 # stale count: put it back where it belongs
             heapq.heappush(heap, (-len(live), order[x], x))
             continue
-        mine = set(live)
         twins = [y for y in cands[live[0]] if y != x and y not in done
-                 and {i for i in cover[y] if not covered[i]} == mine]
+                 and {i for i in cover[y] if not covered[i]} == set(live)]
         for i in live:
             covered[i] = True
-        done.add(x)
-        done.update(twins)
+        done.update([x] + twins)
         if twins:
             ties.append([x] + twins)
         else:
@@ -156,10 +129,8 @@ def _greedy(cands, cover, order):
 
 
 def _thin(named, cands, cover):
-    """The named links that one failed path alone accuses: each of their other failed
-    paths holds another named link too. A healthy host paired once with a bad one and
-    once with a good one, whose good path a passing disturbance slowed, is such a link;
-    fabricplan pairs it with a host proven good before it is condemned."""
+    """The named links that one failed path alone accuses (their other failed paths hold
+    another named link): a healthy host whose one good partner a passing disturbance slowed."""
     named_set = set(named)
 
     def alone(x, i):                   # x is the only named link on failed path i
@@ -177,9 +148,8 @@ def _once(failed, settled):
 def _failed_hosts(fabric, named):
     """The hosts with every rail named (rails whose switch is named left aside)."""
     per_host = {}
-    for link in named:
-        if link[0] == "nic":
-            per_host.setdefault(link[1], set()).add(link[2])
+    for _, h, rail in (x for x in named if x[0] == "nic"):
+        per_host.setdefault(h, set()).add(rail)
     # a rail whose switch is named says nothing of the hosts' links on it
     known = fabric.rails - sum(1 for x in named if x[0] == "rail")
     return sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))

@@ -1,14 +1,11 @@
-"""The switch tree of a job, from SLURM's topology.conf syntax (a file, or what
-`scontrol show topology` prints):
+"""The switch tree of a job (hosts off leaf switches, each switch off one parent), from
+SLURM's topology.conf syntax, a file or what `scontrol show topology` prints:
 
     SwitchName=leaf1 Nodes=n[01-16]
     SwitchName=spine1 Switches=leaf[1-4]
-
-Hosts hang off leaf switches, switches off their parent; a tree, one parent each. What
-it is checked for, each one UsageError line: a host under two switches, a switch under
-two parents, a loop, a switch named but never described, hosts named that are not in the
-job (a file given for this job), hosts of the job it leaves out.
 """
+from itertools import takewhile
+
 from ..errors import UsageError
 from ..launch.slurm import compress_hostlist, expand_nodelist
 from .hostfacts import run_tool
@@ -29,44 +26,29 @@ class Topology:
 
     def uplinks_between(self, leaf_a, leaf_b):
         """The uplinks (switch, parent) a path from leaf_a to leaf_b crosses ([] on one leaf)."""
-        if leaf_a == leaf_b:
-            return []
         a, b = self.up(leaf_a), self.up(leaf_b)
         common = set(a) & set(b)
-        links = []
-        for chain in (a, b):
-            for s in chain:
-                if s in common:
-                    break
-                links.append((s, self.parent.get(s)))
-        return links
+        return [(s, self.parent.get(s)) for chain in (a, b)
+                for s in takewhile(lambda s: s not in common, chain)]
 
 
 def _fields(line):
-    out = {}
-    for token in line.split():
-        key, sep, value = token.partition("=")
-        if sep:
-            out[key.lower()] = value
-    return out
+    return {key.lower(): value for key, sep, value in (t.partition("=") for t in line.split()) if sep}
 
 
 def parse(text, source):
-    """[(switch, [hosts], [switches])] from topology.conf text; UsageError on what it
-    cannot read (named as 'SOURCE line N: ...')."""
+    """[(switch, [hosts], [switches], line number)] from topology.conf text, or UsageError."""
     entries = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         f = _fields(line)
-        name = f.get("switchname")
-        if not name:
+        if not (name := f.get("switchname")):
             raise UsageError(f"{source} line {n}: expected SwitchName=NAME "
                              f"[Nodes=HOSTLIST] [Switches=LIST], not {line[:60]!r}")
         try:
-            hosts = expand_nodelist(f.get("nodes", "")) if f.get("nodes") else []
-            subs = expand_nodelist(f.get("switches", "")) if f.get("switches") else []
+            hosts, subs = (expand_nodelist(f[key]) if f.get(key) else [] for key in ("nodes", "switches"))
         except ValueError:
             raise UsageError(f"{source} line {n}: a host list it cannot expand: {line[:60]!r}") \
                 from None
@@ -77,9 +59,8 @@ def parse(text, source):
 
 
 def build(entries, job_hosts, source, strict=True):
-    """The Topology of job_hosts. strict (a file given for this job): naming a host that
-    is not in the job is an error; otherwise (the whole cluster's, from SLURM) the other
-    hosts are dropped."""
+    """The Topology of job_hosts; UsageError where it is not a tree or leaves a host out.
+    strict (a file for this job): a host not in the job is an error, else dropped."""
     job = set(job_hosts)
     leaf, parent, seen = {}, {}, {}
     for name, _hosts, _subs, n in entries:

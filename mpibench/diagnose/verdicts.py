@@ -1,11 +1,5 @@
 """`verify`'s judgement, without processes: each check's figure, reference, ratio and
-verdict from what was measured. PASS, FAIL (mpibench's figure cannot be trusted), LOW (a
-finding: mpibench's figure is below what the path gives, with the knobs to try), HIGH
-(mpibench above a peer tool: shown, not failed; the plausibility check judges whether a
-figure is possible at all), INCONCLUSIVE (the figures scatter too much to say either:
-exit 0, with a note naming the spread and the rounds that would decide), INFO (a figure
-shown, nothing to judge) and n/a (nothing to compare with, and why).
-"""
+verdict (PASS, FAIL, LOW, HIGH, INCONCLUSIVE, INFO, n/a: docs/verify.md says when each)."""
 import math
 from functools import partial
 from statistics import median
@@ -43,11 +37,9 @@ def spread(values):
 
 
 def timer(size, harness, bare, tolerance, judged_from):
-    """mpibench's loop against the bare loop at one size (seconds per call per round),
-    judged from pairs of rounds (paired_ratios) by judge()."""
+    """mpibench's loop against the bare loop at one size (seconds per call per round)."""
     ratios = paired_ratios(harness, bare)
-    fig = f"{us(median(harness))} us (spread {spread(harness):.0%})"
-    ref = f"{us(median(bare))} us (spread {spread(bare):.0%})"
+    fig, ref = (f"{us(median(x))} us (spread {spread(x):.0%})" for x in (harness, bare))
     name = f"timer {format_size(size)}"
     if size < judged_from:      # the interval's centre where there is one, as judge()'s
         ci = interval(ratios, PASS_CONFIDENCE)
@@ -58,8 +50,7 @@ def timer(size, harness, bare, tolerance, judged_from):
 
 
 def timers_together(got, tolerance, judged_from):
-    """Every judged size's pairs as one sample, judged (None for fewer than two sizes): a
-    timer that stops early or late does so at every size (docs/verify.md)."""
+    """Every judged size's pairs as one sample (a timer that stops early does at every size)."""
     sizes = sorted(s for s in got if s >= judged_from)
     if len(sizes) < 2:
         return None
@@ -71,8 +62,7 @@ def timers_together(got, tolerance, judged_from):
 
 def judge(name, fig, ref, ratios, tolerance):
     """PASS when the ratio's 95% interval lies within the tolerance, FAIL when its 99.9%
-    one lies wholly beyond it (verify looks again after every pair, and a CI gate acts on
-    a FAIL), INCONCLUSIVE otherwise."""
+    one lies wholly beyond it (docs/verify.md says why 99.9%), INCONCLUSIVE otherwise."""
     ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
     r = ci[1] if ci else (median(ratios) if ratios else None)
     pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
@@ -114,16 +104,15 @@ def interval(ratios, confidence):
 
 
 def paired_ratios(harness, bare):
-    """harness / bare of each two rounds, one with each loop first (their geometric mean):
-    the drift of a shared machine and what running first does to a loop cancel in it."""
+    """The geometric mean of harness / bare of each two rounds, one with each loop first: a
+    shared machine's drift and what running first does to a loop cancel in it."""
     r = [h / b for h, b in zip(harness, bare) if b > 0 and h > 0]
     return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
 
 
 def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
-    """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle
-    the tolerance (None when that would take more than MOST_ROUNDS); on the FAIL side the
-    99.9% interval's width, about 3.29/1.96 of the 95% one's."""
+    """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle the
+    tolerance (None past MOST_ROUNDS); on the FAIL side the 99.9% one, 3.29/1.96 as wide."""
     width = max(math.log(hi / r), math.log(r / lo)) * (3.291 / 1.960 if fail_side else 1)
     gap = min(abs(math.log(r / (1 + tolerance))), abs(math.log(r / (1 - tolerance))))
     pairs = math.ceil(len(ratios) * (width / gap) ** 2) if gap > 0 else math.inf
@@ -157,8 +146,7 @@ def correctness(rows, wrong, label):
 
 
 def ring_only(backend, nccl_algo):
-    """Whether all_reduce is known to run as a flat ring: gloo's, or NCCL's where NCCL_ALGO
-    allows it nothing else ('Ring', or per collective 'allreduce:ring;...')."""
+    """Whether all_reduce is known to run as a flat ring: gloo's, or NCCL's with NCCL_ALGO ring."""
     if backend == "gloo":
         return True
     for part in (nccl_algo or "").lower().replace(" ", "").split(";") if backend == "nccl" else []:
@@ -170,26 +158,20 @@ def ring_only(backend, nccl_algo):
 
 def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True):
     """The largest size's busbw against the slowest host's link rates (Gbit/s per host,
-    None where the host says none). One host: nothing the hosts report bounds it.
-
-    A ring moves 2(n-1)/n of the data through every host's links, as busbw counts, so its
-    busbw is at most their rate. Hierarchical algorithms (NCCL's tree, NVLS tree, MPI's
-    han) reduce inside a host first and move 2(h-1)/h over h hosts' links, in-network
-    reduction (CollNet/SHARP, NVLS with SHARP) each host's data once each way: their busbw
-    can exceed the links by 2(n-1)/n over that (1.875x at 2 hosts x 8 ranks). Where the
-    algorithm is not known to be ring (`ring`), busbw above the links is INFO up to the
-    in-network bound, and FAIL only beyond it."""
+    None where unknown). A ring's busbw is at most the links' rate (busbw counts the
+    2(n-1)/n it moves through them); hierarchical algorithms move 2(h-1)/h over h hosts'
+    links and in-network reduction each host's data once each way, so where the algorithm
+    is not known to be ring, busbw above the links is INFO up to 2(n-1)/n x them."""
     name = f"plausibility {format_size(size)}"
     gbit = busbw_GBps * 8 if busbw_GBps else None
     fig = "n/a" if gbit is None else f"busbw {gbit:.3f} Gbit/s"
     known = {h: r for h, r in rates.items() if r}
+    unjudged = partial(check, name, fig, "n/a", None, "n/a")
     if len(rates) < 2:
-        return check(name, fig, "n/a", None, "n/a",
-                     "one host: its ranks share memory (or NVLink), no link rate bounds it")
+        return unjudged("one host: its ranks share memory (or NVLink), no link rate bounds it")
     if not known or gbit is None:
-        return check(name, fig, "n/a", None, "n/a",
-                     "the hosts report no link rate (doctor shows what they report)"
-                     if not known else "busbw is not defined")
+        return unjudged("the hosts report no link rate (doctor shows what they report)"
+                        if not known else "busbw is not defined")
     host = min(known, key=known.get)
     ratio = gbit / known[host]
     judged = partial(check, name, fig, f"{known[host]:g} Gbit/s ({host}: all its links)", ratio)
@@ -235,20 +217,13 @@ def iperf_share(pair, size, busbw_GBps, backend, floor):
 
 
 def peer_rows(mine, theirs, tool, floor, judged_from):
-    """mpibench's busbw over the peer's per size and mode (rows lined up by size); sizes
-    below judged_from are shown, not judged (latency: Python's per-call cost against C's)."""
-    out = []
-    by_size = {r["size"]: r for r in theirs}
+    """mpibench's busbw over the peer's per size and mode; sizes below judged_from are shown,
+    not judged (latency: Python's per-call cost against C's)."""
+    out, by_size = [], {r["size"]: r for r in theirs}
     for row in mine:
-        other = by_size.get(row["size"])
-        if other is None:
-            continue
         for mode in ("out_of_place", "in_place"):
-            a, b = row.get(mode), other.get(mode)
-            if not a or not b:
-                continue
-            ours = a["busbw_GBps"] or a["algbw_GBps"]
-            peer = b["busbw_GBps"] or b["algbw_GBps"]
+            ours, peer = (m and (m["busbw_GBps"] or m["algbw_GBps"])
+                          for m in (row.get(mode), by_size.get(row["size"], {}).get(mode)))
             if not ours or not peer:
                 continue
             ratio = ours / peer
