@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mpibench.diagnose import counters, fabricplan, tomography, topology
+from mpibench.diagnose import fabricplan, hostfacts, tomography, topology
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import expand_nodelist
 
@@ -206,20 +206,20 @@ def test_counters_that_moved_and_links_that_changed(tmp_path):
                       NET + "statistics/rx_crc_errors": "5", NET + "statistics/rx_bytes": "9",
                       NET + "operstate": "up", NET + "speed": "100000",
                       "sys/class/net/lo/statistics/rx_errors": "0"})
-    before = counters.snapshot(str(tmp_path))
+    before = hostfacts.snapshot(str(tmp_path))
     assert set(before) == {"mlx5_1/1", "eth1"}
     assert before["mlx5_1/1"]["counters"] == {"symbol_error": 0, "link_downed": 1}
     assert before["eth1"] == {"state": "up", "speed": "100000", "counters": {"rx_crc_errors": 5}}
-    assert counters.delta(before, counters.snapshot(str(tmp_path))) == []
+    assert hostfacts.delta(before, hostfacts.snapshot(str(tmp_path))) == []
     _write(tmp_path, {IB + "counters/symbol_error": "7", IB + "counters/port_rcv_data": "99999",
                       NET + "statistics/rx_bytes": "12345", NET + "operstate": "down",
                       NET + "statistics/rx_crc_errors": "4"})
-    changes = counters.delta(before, counters.snapshot(str(tmp_path)))
+    changes = hostfacts.delta(before, hostfacts.snapshot(str(tmp_path)))
     assert changes == [{"port": "eth1", "what": "state", "from": "up", "to": "down"},
                        {"port": "mlx5_1/1", "what": "symbol_error", "moved": 7}]
-    assert counters.describe(changes) == "eth1 state up -> down, mlx5_1/1 symbol_error +7"
-    assert counters.on_ports(changes, {"mlx5_1"}) == changes[1:]
-    assert counters.snapshot(str(tmp_path / "none")) == {}
+    assert hostfacts.describe_changes(changes) == "eth1 state up -> down, mlx5_1/1 symbol_error +7"
+    assert hostfacts.on_ports(changes, {"mlx5_1"}) == changes[1:]
+    assert hostfacts.snapshot(str(tmp_path / "none")) == {}
 
 
 @pytest.mark.usefixtures("procs")

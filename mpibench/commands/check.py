@@ -3,7 +3,7 @@ import os
 import time
 from functools import partial
 
-from ..diagnose import checkverdict, counters, fabricplan, health, preamble, tomography, topology
+from ..diagnose import checkverdict, fabricplan, health, hostfacts, rankfacts, tomography, topology
 from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
@@ -103,7 +103,7 @@ def execute(session, args):
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
     rates = session.comm.gather(line_rate(), root=0)
-    records, versions = preamble.gather(session)
+    records, versions = rankfacts.gather(session)
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
     report = Report(session, out, args, coll, size, members=members, limits=limits, rates=rates,
@@ -256,14 +256,14 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
         ranks = [(members[names[a]][i], members[names[b]][i])
                  for a, b in todo for i in range(len(members[names[a]]))]
         session.watch.arm(f"check: round of {len(todo)} host pairs x {len(ranks) // len(todo)} rails")
-        before = counters.snapshot() if reader_rank else None
+        before = hostfacts.snapshot() if reader_rank else None
         start = time.perf_counter()
         records = bench.run_round(ranks, with_latency=False)
         seconds = time.perf_counter() - start
         slow = _planted(session, args, "pair") if records else 1.0
         for rec in records:
             rec["times"] = [t * slow for t in rec["times"]]
-        moved = counters.delta(before, counters.snapshot()) if reader_rank else None
+        moved = hostfacts.delta(before, hostfacts.snapshot()) if reader_rank else None
         fault = faults.get("counter", session.rank)
         if fault is not None and moved is not None:     # test-only: a counter that moved
             moved.append({"port": session.rail[1] if session.rail else "eth0",
@@ -295,7 +295,7 @@ class Report:
                                         {session.hosts[r]: rate for r, rate in enumerate(rates)})
         self.say(checktext.header_line(coll.name, size, len(self.names), self.ppn, args.iters,
                                        args.warmup))
-        preamble.describe(session, out, [session.backend], records, versions,
+        rankfacts.describe(session, out, [session.backend], records, versions,
                          {"size": size, "iters": args.iters, "warmup": args.warmup})
         self.say(*checktext.threshold_lines(thresholds.TESTS, limits, self.ppn, thresholds.RELATIVE))
         out.announce_files()

@@ -1,6 +1,6 @@
 """mpibench p2p: bandwidth and latency between every pair of hosts, and who is slow."""
 from ..analysis import heatmap
-from ..diagnose import links, pairs, preamble, rankfacts
+from ..diagnose import links, pairs, rankfacts
 from ..errors import UsageError
 from ..measure.dtypes import DTYPES
 from ..measure.p2p import PairBench
@@ -61,7 +61,7 @@ def execute(session, args):
     if session.rank == 0:
         linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
                              session.launcher, size, rounds)
-        out.set(world=preamble.world(session, backend.name),
+        out.set(world=rankfacts.world(session, backend.name),
                 config={"participants": ranks, "size": size, "latency_size": args.latency_size,
                         "iters": args.iters, "warmup": args.warmup,
                         "latency_iters": args.latency_iters, "bidirectional": args.bidirectional,

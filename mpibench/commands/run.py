@@ -3,9 +3,8 @@ import argparse
 import itertools
 import os
 
-from ..diagnose import links, preamble, rankfacts
+from ..diagnose import links, rankfacts, stragglers
 from ..diagnose.hostfacts import line_rate
-from ..diagnose.sink import Sink
 from ..errors import UsageError
 from ..launch.bootstrap import TORCH_BACKENDS
 from ..measure.backends import make as make_backend
@@ -188,7 +187,7 @@ def header(session, out, plans, backends, records, versions):
     runtext.settings(out, versions, plan, AVERAGES[plan.average], blocking, modes,
                      [runtext.blocking_wait_note(backends, os.environ), runtext.memory_note(backends)],
                      "CUDA events" if backends[0].cuda else "host clock", session.watch.timeout)
-    preamble.describe(session, out, [b.name for b in backends], records, versions,
+    rankfacts.describe(session, out, [b.name for b in backends], records, versions,
                      {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
                       "timeout": session.watch.timeout, "check": plan.check,
                       "blocking": plan.blocking if len(backends) == 1 else blocking, "blocking_mode": modes,
@@ -279,7 +278,7 @@ def execute(session, args):
               "start-up (every rank's device and versions)")
     rooms = [reserve_room(session, b, p) for b, p in zip(backends, plans)]
     graph_buffers = {b.name: b.graph_allocator() for b, p in zip(backends, plans) if p.graph}
-    records, versions = preamble.gather(session)
+    records, versions = rankfacts.gather(session)
     launch = launch_costs(session, backends, plans)
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
@@ -295,7 +294,8 @@ def execute(session, args):
     for backend, plan in zip(backends, plans):
         if len(backends) > 1:
             session.out(runtext.banner(f"======== backend {backend.name} ========"))
-        engine = Engine(session, backend, plan, Sink(out, session.hosts) if out is not None else None)
+        sink = stragglers.Sink(out, session.hosts) if out is not None else None
+        engine = Engine(session, backend, plan, sink)
         engine.launch_cost = launch.get(backend.name)
         wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)

@@ -2,8 +2,7 @@
 import math
 from collections import Counter
 
-from ..diagnose import preamble, stragglers
-from ..diagnose.sink import Sink
+from ..diagnose import rankfacts, stragglers
 from ..errors import Exit, UsageError
 from ..launch import faults
 from ..launch.watchdog import TIMED_LOOP
@@ -99,7 +98,7 @@ def execute(session, args):
         raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
     guard.arm(session, args.timeout or guard.DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
-    records, versions = preamble.gather(session)
+    records, versions = rankfacts.gather(session)
     trainer = Trainer(session, preset, shape, batch=args.batch, parallel=args.parallel,
                       bucket_mb=args.bucket_mb, device=session.device)
     train = {"model": {"preset": preset, **shape.as_dict(), "parameters": trainer.parameters},
@@ -111,7 +110,8 @@ def execute(session, args):
     if session.rank == 0:
         out.say(traintext.header_line(train))
         out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called hung (--timeout)")
-        preamble.describe(session, out, [backend.name], records, versions, {"timeout": session.watch.timeout})
+        rankfacts.describe(session, out, [backend.name], records, versions,
+                           {"timeout": session.watch.timeout})
         out.announce_files()
         out.set(train=train)
     session.watch.arm("building the model and one local step")
@@ -219,7 +219,7 @@ def _time_alone(session, backend, out, calls, iters):
     names = list(dict.fromkeys(c["collective"] for c in calls))
     session.out("#\n# the step's collectives timed alone, back to back, through the engine on "
                 f"the same process group ({iters} iterations after {min(2, iters)} warm-ups)")
-    alone, sink = {}, Sink(out, session.hosts) if out is not None else None
+    alone, sink = {}, stragglers.Sink(out, session.hosts) if out is not None else None
     for name in names:
         coll = REGISTRY[name]
         mode = "in" if name == "all_reduce" else "out"    # as DDP and FSDP2 call them

@@ -4,7 +4,7 @@ import os
 import time
 from statistics import median
 
-from ..diagnose import hostfacts, iperf, preamble, verdicts
+from ..diagnose import hostfacts, iperf, rankfacts, verdicts
 from ..errors import UsageError
 from ..measure import launchcost, selfcheck
 from ..measure.backends import make as make_backend
@@ -116,10 +116,10 @@ def execute(session, args):
     guard.arm(session, args.timeout or float(round(
         60 + (args.warmup + args.iters + 1) * 2 * max(sizes) / 1e9 + args.iperf_seconds)),
         "start-up (every rank's device and versions)")
-    records, versions = preamble.gather(session)
+    records, versions = rankfacts.gather(session)
     if session.rank == 0:
         verifytable.title(out)
-        preamble.describe(session, out, [backend.name], records, versions,
+        rankfacts.describe(session, out, [backend.name], records, versions,
                          {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
                           "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
                           "floor": args.min_share, "against": args.against})

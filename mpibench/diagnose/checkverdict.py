@@ -9,7 +9,7 @@ from ..measure.collectives.base import algbw, busbw
 from ..measure.iterstats import slowest, spread_pct
 from ..results.checktext import bw, limit_text, retest_text, spread_text
 from ..results.numbers import plural
-from . import counters, limits as thresholds, pairs
+from . import hostfacts, limits as thresholds, pairs
 
 RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
 ROUNDS = 3         # a suspect host is condemned when it misses in each of this many retests,
@@ -191,7 +191,7 @@ class Judge:
         """Counter changes on a host over every round, on ports (None: all), rises summed."""
         out, sums = [], {}
         for per_round in self.doc.get("counters_moved", []):
-            for c in counters.on_ports(per_round.get(host, []), ports):
+            for c in hostfacts.on_ports(per_round.get(host, []), ports):
                 if "moved" in c:
                     key = (c["port"], c["what"])
                     if key not in sums:
@@ -212,7 +212,7 @@ class Judge:
                          if not p["passed"] and (rail is None or p["rail"] == rail))
 
     def _moved_text(self, moved):
-        return f"; counters moved: {counters.describe(moved)}" if moved else ""
+        return f"; counters moved: {hostfacts.describe_changes(moved)}" if moved else ""
 
     def pair_verdict(self, verdict, fabric):
         """The failed hosts and rails, the suspect links and switches of fabricplan's verdict."""
@@ -297,7 +297,7 @@ class Judge:
 
     def counter_warnings(self):
         """[(host, counters that moved)] for the hosts that passed all the same."""
-        return [(h, counters.describe(moved)) for h in self.names
+        return [(h, hostfacts.describe_changes(moved)) for h in self.names
                 for moved in [self.moved(h)] if moved and self.hosts[h]["verdict"] == "PASS"]
 
     def _fail(self, host, reason):

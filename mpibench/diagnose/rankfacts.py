@@ -1,10 +1,12 @@
-"""Facts about this rank: versions, device, and the variables that shape the network."""
+"""Facts about this rank (versions, device, the variables that shape the network) and where
+a command ran, gathered on rank 0 for its preamble and its results document."""
 import os
 import platform
 from contextlib import suppress
 
 from .. import __version__
 from ..launch.comm import mpi_library_version
+from ..results import preamble as text
 
 # Variable prefixes that change what the network does; shown in headers and compared.
 NET_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_", "MPIBENCH_")
@@ -86,3 +88,25 @@ def peak_rss_bytes():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
     except (ImportError, OSError):
         return None
+
+
+def gather(session):
+    """(records, versions) of every rank on rank 0; (None, None) elsewhere."""
+    return session.comm.gather(rank_record(session), root=0), session.comm.gather(versions(), root=0)
+
+
+def world(session, backends):
+    """Where the job ran, as the results document records it."""
+    return {"size": session.size, "hosts": list(dict.fromkeys(session.hosts)),
+            "launcher": session.launcher, "backend": backends, "rendezvous": session.rendezvous,
+            "barrier": session.comm.barrier_kind}
+
+
+def describe(session, out, backend_names, records, versions, config):
+    """Rank 0: print the devices, backend, versions and env lines; record them in out."""
+    per_host = {}
+    for r, v in zip(records, versions):
+        per_host.setdefault(r["hostname"], v)
+    env, where = net_env(), world(session, ", ".join(backend_names))
+    text.describe(out, records, where, len(backend_names), versions[0], version_differences(per_host), env)
+    out.set(versions=per_host, env=env, world=where, config={"devices": records, **config})

@@ -2,6 +2,8 @@
 rank or host is slow only when, in at least `consistency` of the iterations (each its own
 measurement), it is over that iteration's median by more than `margin` and than its peers
 scatter; never with two (nothing says which is off) nor where half or more would be.
+Sink takes the engine's figures on rank 0 to the results output, each per-host probe
+through this analysis first.
 """
 from statistics import median
 
@@ -82,3 +84,15 @@ def consistently_slow(times, reference, margin, consistency):
     slow = sum(1 for x in ratios if x > 1 + margin)
     return {"ratio": median(ratios) if ratios else None, "slow_iterations": slow,
             "slow": bool(times) and slow >= consistency * len(times)}
+
+
+class Sink:
+    def __init__(self, out, hosts):
+        self.out = out          # a results.output.RunOutput
+        self.hosts = hosts      # host of every rank
+
+    def __getattr__(self, name):        # set, table_header, add_row: the output's own
+        return getattr(self.out, name)
+
+    def add_probe(self, coll, dt, op, size, c, mode, times, margin):
+        self.out.add_hosts(coll, dt, op, size, c, mode, analyze(self.hosts, times, margin=margin))

@@ -33,7 +33,7 @@ Views = List[Tuple[Tensor, Tensor]]
 
 
 class Report(Protocol):
-    """Where rank 0's figures go (the run command's: diagnose.sink, so that this stage
+    """Where rank 0's figures go (the run command's: diagnose.stragglers.Sink, so that this stage
     imports neither the results nor the diagnose stage)."""
     def set(self, **items: Any) -> None: ...       # document-level facts (skipped_sizes)
     def table_header(self, collective: str) -> None: ...   # nccl-tests' start line, column header

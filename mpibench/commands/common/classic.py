@@ -1,7 +1,7 @@
 """What the classic commands (allreduce, latency, flagsync, demo) share: one backend,
 the run-style preamble and results document, and the engine that times their calls
 (results/classics.py prints what they measured)."""
-from ...diagnose import preamble
+from ...diagnose import rankfacts
 from ...errors import UsageError
 from ...measure.backends import make
 from ...measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
@@ -32,10 +32,10 @@ def begin(session, args, title):
     session.watch.arm(f"{command}: start-up (every rank's device and versions)")
     backend = make(session, args.backend[0])
     out = open_output(session, command, args)
-    records, versions = preamble.gather(session)
+    records, versions = rankfacts.gather(session)
     if session.rank == 0:
         out.say(f"# mpibench {command}: {title}")
-        preamble.describe(session, out, [backend.name], records, versions, {})
+        rankfacts.describe(session, out, [backend.name], records, versions, {})
         out.announce_files()
     return backend, out, records
 
