@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
 from mpibench import resultsfile
-from mpibench.diagnose import checkverdict, fabricplan, limits, tomography, topology
+from mpibench.diagnose import checkverdict, fabricplan, tomography, topology
 from mpibench.results import checktext, nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
@@ -229,13 +229,13 @@ def test_expect_refuses_hostile_input(tmp_path, text, words):
     path = tmp_path / "expect.json"
     path.write_text(text)
     with pytest.raises(UsageError, match=re.escape(words)):
-        limits.read_expect(str(path))
+        checkverdict.read_expect(str(path))
 
 
 def test_expect_reads_limits(tmp_path):
     path = tmp_path / "expect.json"
     path.write_text('{"intra": {"min_busbw_GBps": 400}, "job": {"max_latency_us": 50.5}}')
-    assert limits.read_expect(str(path)) == {"intra": {"min_busbw_GBps": 400},
+    assert checkverdict.read_expect(str(path)) == {"intra": {"min_busbw_GBps": 400},
                                               "job": {"max_latency_us": 50.5}}
 
 
@@ -472,11 +472,11 @@ def test_baseline_from_a_malformed_check_file_gives_no_limit_rather_than_a_trace
     doc = {"command": "check", "results": [],
            "check": {"config": {"collective": "all_reduce", "size": 1024, "ranks_per_host": 2,
                                 "world": 4}, "figures": {"intra": "fast", "pair": [None, -1, 3.0]}}}
-    found, skipped = limits.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+    found, skipped = checkverdict.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
     assert found == {"pair": {"min_busbw_GBps": 1.5}} and skipped is None
     doc["check"]["config"] = ["not", "an", "object"]
     with pytest.raises(UsageError, match="a check result without its config"):
-        limits.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+        checkverdict.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
 
 
 @pytest.mark.usefixtures("procs")

@@ -16,7 +16,7 @@ from conftest import ROOT, check_usage_error, lone, mpirun, show
 from mpibench.errors import UsageError
 from mpibench.results import document, nccllogs, reader
 from mpibench.results.tables import fnum
-from mpibench.diagnose import limits
+from mpibench.diagnose import checkverdict
 
 LOGS = Path(ROOT).parent / "shared" / "realworld" / "nccl-tests"
 pytestmark = pytest.mark.skipif(not LOGS.is_dir(), reason=f"{LOGS} is absent (the real "
@@ -480,7 +480,7 @@ def test_check_takes_one_test_of_a_log_of_five_as_baseline():
     # log 06: all_reduce is test 1 of 5, on 10 ranks, one per host; its 32 MiB row's
     # busbw is 42.98 out of place and 42.95 in place
     doc = reader.load(log("06"))
-    found, skipped = limits.baseline_limits(doc, log("06"), "all_reduce", 1 << 25, 1, 10, 0.8)
+    found, skipped = checkverdict.baseline_limits(doc, log("06"), "all_reduce", 1 << 25, 1, 10, 0.8)
     assert found == {"job": {"min_busbw_GBps": pytest.approx(0.8 * 42.98)}} and skipped is None
 
 
@@ -492,7 +492,7 @@ def test_check_takes_one_test_of_a_log_of_five_as_baseline():
 def test_check_refuses_a_baseline_it_cannot_judge_by(key, collective, words):
     doc = reader.load(log(key), collective)
     with pytest.raises(UsageError, match=re.escape(words)):
-        limits.baseline_limits(doc, log(key), collective, 1 << 28 if key == "12" else 1 << 20,
+        checkverdict.baseline_limits(doc, log(key), collective, 1 << 28 if key == "12" else 1 << 20,
                                2, 2, 0.8)
 
 

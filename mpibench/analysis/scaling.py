@@ -48,7 +48,8 @@ def shape(algo, coll, n, g):
 
 
 class Model:
-    """One collective's candidates; params is a vector of log constants."""
+    """One collective's candidates; params is a vector of log constants: base, intra, inter per
+    protocol, B per algorithm, eff per protocol but Simple, the factor on 1-2 nodes."""
 
     def __init__(self, model, coll, backend):
         self.coll, nccl = coll, str(backend).startswith("nccl")
@@ -57,8 +58,6 @@ class Model:
             self.algos = [model] if model == "ring" or coll == "all_reduce" else ["ring"]
         self.protos = ["LL", "Simple"] if nccl else ["Simple"]
         self.cands = [(a, p) for a in self.algos for p in self.protos]
-        # base, intra, inter per protocol; B per algorithm; eff per protocol but Simple; 1-2 nodes
-        self.size = 4 * len(self.protos) + len(self.algos)
 
     def features(self, pts, bus=None):
         """pts: [(n, g, S)] -> (candidates x 4 x points: I, E, S * share, on 1 or 2 nodes; candidates
@@ -183,7 +182,7 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
 
     rng = np.random.default_rng(seed)
     x0 = m.start(pts, secs)
-    fits = [_lm(res, x0 + (rng.normal(0, 0.7, m.size) if k else 0)) for k in range(tries)]
+    fits = [_lm(res, x0 + (rng.normal(0, 0.7, x0.size) if k else 0)) for k in range(tries)]
     fits.sort(key=lambda f: f[1])
     best = fits[0][0]
     members = [x for x, _ in fits] + [_lm(lambda x, idx=idx: res(x, idx), best.copy(), iters=30)[0]

@@ -4,7 +4,6 @@ import time
 from functools import partial
 
 from ..diagnose import checkverdict, fabricplan, health, hostfacts, rankfacts, tomography, topology
-from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
 from ..launch import faults, rails as railbind
@@ -44,7 +43,7 @@ def add_arguments(p):
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min-share of it")
-    options.add_min_share(p, "with --baseline: fail", "it", None, shown=f"{thresholds.RELATIVE:g}")
+    options.add_min_share(p, "with --baseline: fail", "it", None, shown=f"{checkverdict.RELATIVE:g}")
     options.add_json(p, "every figure and verdict")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,
@@ -67,8 +66,8 @@ def check_args(args):
     if args.min_share is not None and not args.baseline:
         raise UsageError(f"--min-share needs --baseline: it is the share of the baseline's figure "
                          f"below which check fails (without one, a host or pair fails below "
-                         f"{thresholds.RELATIVE:g} x the median)")
-    args.min_share = args.min_share or thresholds.RELATIVE
+                         f"{checkverdict.RELATIVE:g} x the median)")
+    args.min_share = args.min_share or checkverdict.RELATIVE
     if args.rails is not None:
         try:
             railbind.parse(args.rails)
@@ -80,7 +79,7 @@ def execute(session, args):
     from ..measure.backends.torchdist import TorchBackend
     # --expect and --baseline, read on rank 0 only (a path the other hosts may not see);
     # --collectives also names the collective of a printed baseline that does not name it
-    args.limits = inputs.on_rank0(session, args.expect, thresholds.read_expect, "--expect") \
+    args.limits = inputs.on_rank0(session, args.expect, checkverdict.read_expect, "--expect") \
         if args.expect else None
     args.baseline_doc = inputs.on_rank0(
         session, args.baseline, lambda path: reader.load(path, args.collective), "--baseline") \
@@ -160,7 +159,7 @@ def _limits(args, size, ppn, world):
     coll = REGISTRY[args.collective]
     aligned = {max(c.send, c.recv) * DTYPE.size for c in
                (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, world))}
-    found, skipped = thresholds.baseline_limits(args.baseline_doc, args.baseline, args.collective,
+    found, skipped = checkverdict.baseline_limits(args.baseline_doc, args.baseline, args.collective,
                                                 size, ppn, world, args.min_share, aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     return {t: dict(v, source=src) for t, v in found.items() if t != skipped}
@@ -297,7 +296,7 @@ class Report:
                                        args.warmup))
         rankfacts.describe(session, out, [session.backend], records, versions,
                          {"size": size, "iters": args.iters, "warmup": args.warmup})
-        self.say(*checktext.threshold_lines(thresholds.TESTS, limits, self.ppn, thresholds.RELATIVE))
+        self.say(*checktext.threshold_lines(checkverdict.TESTS, limits, self.ppn, checkverdict.RELATIVE))
         out.announce_files()
         out.set(check=self.judge.doc)     # the judge's figures are the check section
         out.csv_from(checktext.csv)

@@ -1,19 +1,130 @@
-"""`check`'s judgement on rank 0, without processes: each figure against its limits, pass
-or fail per host, pair and rail, the hosts to drain and the suspect links; a miss is measured
-again before it is condemned (docs/commands/check.md, "Nothing condemned on one measurement").
+"""`check`'s limits for each test (--expect FILE, --baseline RESULT, or a share of the median)
+and its judgement on rank 0, without processes: each figure against its limits, pass or fail
+per host, pair and rail, the hosts to drain and the suspect links; a miss is measured again
+before it is condemned (docs/commands/check.md, "Nothing condemned on one measurement").
 """
 from statistics import mean, median
 
+from ..errors import UsageError
 from ..launch.slurm import compress_hostlist
 from ..measure.collectives.base import algbw, busbw
 from ..measure.iterstats import slowest, spread_pct
+from ..results import numbers
 from ..results.checktext import bw, limit_text, retest_text, spread_text
-from ..results.numbers import plural
-from . import hostfacts, limits as thresholds, pairs
+from ..results.document import finite, parse
+from . import hostfacts, pairs
 
+TESTS = ("intra", "pair", "job")
+LIMITS = ("min_busbw_GBps", "max_latency_us")
+RELATIVE = 0.8          # relative mode: fail below this share of the median host or pair
 RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
 ROUNDS = 3         # a suspect host is condemned when it misses in each of this many retests,
 PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine lasts about one
+
+
+def read_expect(path):
+    """--expect FILE: {test: {limit: value}} of TESTS and LIMITS; anything else, UsageError."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 20)
+    except OSError as exc:
+        raise UsageError(f"cannot read --expect {path}: {exc.strerror or exc}") from None
+    try:
+        doc = parse(data)
+    except Exception as exc:        # resultsfile's refusal: bad UTF-8/JSON, NaN, duplicates
+        raise UsageError(f"--expect {path}: {exc}") from None
+    where = f"--expect {path}"
+    if not isinstance(doc, dict) or not doc:
+        raise UsageError(f"{where}: expected an object such as "
+                         f'{{"pair": {{"min_busbw_GBps": 20}}}} (tests: {", ".join(TESTS)})')
+    for test, limits in doc.items():
+        if test not in TESTS:
+            raise UsageError(f"{where}: unknown test {test!r} (tests: {', '.join(TESTS)})")
+        if not isinstance(limits, dict) or not limits:
+            raise UsageError(f"{where}: {test} must be an object with {' and/or '.join(LIMITS)}")
+        for key, value in limits.items():
+            if key not in LIMITS:
+                hint = ("; give the unit in the name: " + " or ".join(LIMITS)
+                        if key in ("min_busbw", "max_latency", "busbw", "latency") else "")
+                raise UsageError(f"{where}: {test}.{key} is not a limit (limits: "
+                                 f"{', '.join(LIMITS)}){hint}")
+            if not (finite(value) and value > 0):
+                raise UsageError(f"{where}: {test}.{key} must be a number above 0, not "
+                                 f"{'null' if value is None else repr(value)}")
+    return {test: dict(limits) for test, limits in doc.items()}
+
+
+def relative(values, what, few):
+    """RELATIVE x the median `what` (few: what decides when too few say which is slow)."""
+    known = [v for v in values if v is not None]
+    return {"min_busbw_GBps": RELATIVE * median(known) if known else None,
+            "source": f"{RELATIVE:g} x the median {what}" + (
+                "" if len(values) >= 3 else f" of {len(values)}, too few to say which is slow: {few}")}
+
+
+def below(figure, limits):
+    """Why a figure {'busbw_GBps', 'time_us'} misses its limits, or None when it meets them."""
+    if figure is None or limits is None:
+        return None
+    why = []
+    low = limits.get("min_busbw_GBps")
+    if low is not None and (figure["busbw_GBps"] is None or figure["busbw_GBps"] < low):
+        why.append(f"busbw {numbers.figure(figure['busbw_GBps'])} < {low:.3g} GB/s ({limits['source']})")
+    high = limits.get("max_latency_us")
+    if high is not None and figure["time_us"] > high:
+        why.append(f"time {figure['time_us']:.1f} us > {high:.3g} us ({limits['source']})")
+    return "; ".join(why) or None
+
+
+def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, sizes=()):
+    """Limits from an earlier `check`, or a run or nccl-tests result of the whole job or one
+    host (sizes: the size aligned for the ranks); UsageError for one of something else."""
+    where = f"--baseline {path}"
+    if doc.get("command") == "check" and isinstance(doc.get("check"), dict):
+        c = doc["check"]
+        cfg = c.get("config") if isinstance(c.get("config"), dict) else {}
+        figures = c.get("figures") if isinstance(c.get("figures"), dict) else {}
+        if not cfg:
+            raise UsageError(f"{where}: a check result without its config (collective, size, "
+                             f"ranks per host)")
+        theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
+        if theirs != (collective, size, ranks_per_host):
+            raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
+                             f"{theirs[2]} ranks per host; this check runs {collective} at {size} bytes with "
+                             f"{ranks_per_host} ranks per host")
+        figs = {t: [x for x in figures[t] if finite(x) and x > 0] for t in TESTS
+                if isinstance(figures.get(t), list)}
+        return ({t: {"min_busbw_GBps": share * median(f)} for t, f in figs.items() if f},
+                None if cfg.get("world") == world else "job")
+    rows = [r for r in doc["results"] if r["collective"] == collective]
+    held = [t["test"] for t in doc.get("tests") or [] if t.get("collective") == collective]
+    if len(held) > 1:
+        raise UsageError(f"{where}: {len(held)} tests of {collective} in one log (tests "
+                         f"{', '.join(map(str, held))}): keep the one to judge against in a "
+                         f"file of its own")
+    if not rows:
+        have = sorted({r["collective"] for r in doc["results"]})
+        raise UsageError(f"{where}: no {collective} in it (it has {', '.join(have) or 'no rows'}); "
+                         f"give --collectives NAME to match")
+    at = [r for r in rows if r["size"] == size or r["size"] in sizes]
+    if not at:
+        raise UsageError(f"{where}: no {collective} row at {size} bytes (its sizes: "
+                         f"{', '.join(str(r['size']) for r in rows[:12])}); give -b to match")
+    ranks = (doc.get("world") or {}).get("size")
+    if ranks is None:
+        raise UsageError(f"{where}: its rank count is unknown (no complete rank lines, and its "
+                         f"rows do not decide it): a baseline must say how many ranks it "
+                         f"measured")
+    tests = [t for t, n in (("job", world), ("intra", ranks_per_host)) if ranks == n]
+    if not tests:
+        raise UsageError(f"{where}: measured on {ranks} ranks; this check runs {world} ranks "
+                         f"({ranks_per_host} per host): give a baseline of the whole job or of "
+                         f"one host")
+    bws = [m["busbw_GBps"] for r in at for m in (r.get("out_of_place"), r.get("in_place"))
+           if m and m.get("busbw_GBps")]
+    if not bws:
+        raise UsageError(f"{where}: its {collective} row at {size} bytes has no busbw")
+    return {t: {"min_busbw_GBps": share * max(bws)} for t in tests}, None
 
 
 def figure(rec):
@@ -49,12 +160,12 @@ def per_host(gathered):
 def sure(fig, lim):
     """Whether a miss is beyond the figure's own spread: even its fastest call misses.
     Other work on a host only slows calls; a lasting fault slows every one."""
-    return thresholds.below(fastest(fig), lim) is not None
+    return below(fastest(fig), lim) is not None
 
 
 def reason(fig, lim):
     """Why a figure misses its limits, how far and against what spread; None when it meets them."""
-    why = thresholds.below(fig, lim)
+    why = below(fig, lim)
     if why is None:
         return None
     low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")      # the miss, as a share
@@ -76,7 +187,7 @@ class Judge:
                           "rails_failed": []}
                       for h in self.names}
         self.figures = {"intra": [], "pair": [], "job": []}
-        self.doc = {"config": dict(config, thresholds={t: limits.get(t) for t in thresholds.TESTS}),
+        self.doc = {"config": dict(config, thresholds={t: limits.get(t) for t in TESTS}),
                     "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
                     "figures": self.figures, "intra_retest": [], "transient": []}
         self.pair_limit = limits.get("pair")
@@ -89,7 +200,7 @@ class Judge:
         for h, fig in per_host(gathered).items():
             self.hosts[h]["intra"] = fig
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
-        lim = self.limits.get("intra") or thresholds.relative(self.figures["intra"], "host",
+        lim = self.limits.get("intra") or relative(self.figures["intra"], "host",
                                                               "the retest decides")
         self.doc["config"]["thresholds"]["intra"] = lim
         self.suspects = {h: why for h in self.names
@@ -117,8 +228,8 @@ class Judge:
         lim, lines = self.doc["config"]["thresholds"]["intra"], []
         if steps[0][0] not in self.suspects:          # the reference, measured alone
             ref, f = steps[0][0], figs[0][steps[0][0]]
-            lim = {"min_busbw_GBps": thresholds.RELATIVE * f["busbw_GBps"],
-                   "source": f"{thresholds.RELATIVE:g} x {ref} alone"}
+            lim = {"min_busbw_GBps": RELATIVE * f["busbw_GBps"],
+                   "source": f"{RELATIVE:g} x {ref} alone"}
             lines.append(retest_text(f"{ref} alone", f, None, "the reference"))
         self.doc["intra_retest"].append({"threshold": lim, "steps": steps, "figures": figs})
         last = len(self.doc["intra_retest"]) == ROUNDS
@@ -160,7 +271,7 @@ class Judge:
             figs[(a, b)] = [figure({"bw_bytes": self.size, "seconds": median(each), "times": each,
                                     "factor": 1}) for each in ends]
         if self.pair_limit is None:       # relative: the first round sets the reference
-            self.pair_limit = thresholds.relative(
+            self.pair_limit = relative(
                 [f["busbw_GBps"] for per in figs.values() for f in per],
                 "pair" if self.ppn == 1 else "rail of a pair", "a failed path is tested again")
             self.doc["config"]["thresholds"]["pair"] = self.pair_limit
@@ -312,12 +423,12 @@ class Judge:
 
     def failure(self):
         """check's failure message, or None when every host and link passed."""
-        failing, hostlist, suspects = (self.doc["failing_hosts"], self.doc["hostlist"],
-                                       self.doc.get("suspects", []))
-        problems = ([f"{len(failing)} {plural(len(failing), 'host')} failed: {hostlist}"]
-                    if failing else []) + \
-            ([f"{len(suspects)} suspect {plural(len(suspects), 'link')} or "
-              f"{plural(len(suspects), 'switch', 'switches')}: " + "; ".join(suspects)]
-             if suspects else []) + \
-            ([f"the whole job: {self.job_failed}"] if self.job_failed else [])
+        failing, suspects = self.doc["failing_hosts"], self.doc.get("suspects", [])
+        problems = [f"{len(failing)} {numbers.plural(len(failing), 'host')} failed: "
+                    f"{self.doc['hostlist']}"] if failing else []
+        if suspects:
+            problems.append(f"{len(suspects)} suspect {numbers.plural(len(suspects), 'link')} or "
+                            f"{numbers.plural(len(suspects), 'switch', 'switches')}: " + "; ".join(suspects))
+        if self.job_failed:
+            problems.append(f"the whole job: {self.job_failed}")
         return "check FAILED: " + "; ".join(problems) if problems else None

@@ -45,8 +45,7 @@ def first_rounds(fabric):
     one += _pair_leftovers([hosts[-1] for hosts in leaves if len(hosts) % 2], set(), fabric)
     seen = set(one)
     if len(leaves) == 1:
-        hosts = leaves[0]
-        n = len(hosts)
+        hosts, n = leaves[0], len(leaves[0])
         two = [tuple(sorted((hosts[i], hosts[(i + 1) % n]))) for i in range(1, n - (n % 2), 2)]
         two = [p for p in two if p not in seen and p[0] != p[1]]
     else:
@@ -105,15 +104,12 @@ def deciding_pairs(fabric, verdict, tested):
     doubts = [link for tie in verdict["ties"] for link in tie] + verdict["unproven"] \
         + verdict["thin"]
     for link in doubts:
-        found = None
-        if link[0] == "nic":
-            _, h, r = link
-            if h in mate:
-                found = mate[h] if _decisive(fabric, good, *mate[h], link) else None
-            else:
-                found = _pair_for_nic(fabric, good, h, r, mate, by_leaf, tested)
-        elif link[0] == "up":
-            found = _pair_for_uplink(fabric, good, link, mate, leaves)
+        if link[0] == "nic" and link[1] in mate:         # its host is in a pair already
+            found = mate[link[1]] if _decisive(fabric, good, *mate[link[1]], link) else None
+        elif link[0] == "nic":
+            found = _pair_for_nic(fabric, good, link[1], link[2], mate, by_leaf, tested)
+        else:
+            found = _pair_for_uplink(fabric, good, link, mate, leaves) if link[0] == "up" else None
         if found and found[0] not in mate and found not in tested:
             pairs.append(found)
             mate[found[0]] = mate[found[1]] = found

@@ -53,16 +53,6 @@ def differences(per_host):
     return [(label, values) for label, values in rows if len(set(map(str, values.values()))) > 1]
 
 
-def _fastest_nic(facts):
-    return max((i["speed_mbps"] for i in facts["interfaces"] if i["state"] == "up" and i["speed_mbps"]),
-               default=None)
-
-
-def _fastest_rdma(facts):
-    return max((p["rate_gbps"] for p in facts["rdma"] if p["state"] == "ACTIVE" and p["rate_gbps"]),
-               default=None)
-
-
 def findings(per_host, multi_host=None):
     """[(host or None, text)]: problems found, each with advice, one line each."""
     multi_host = len(per_host) > 1 if multi_host is None else multi_host
@@ -71,10 +61,10 @@ def findings(per_host, multi_host=None):
         out += _rdma_findings(h, f, multi_host) + _name_findings(h, f) + _switched_off(h, f["env"]) \
             + _gpu_findings(h, f)
     if len(per_host) > 1:
-        out += _slower_than_others(per_host, _fastest_nic, "fastest network interface",
-                                   lambda v: f"{v} Mb/s")
-        out += _slower_than_others(per_host, _fastest_rdma, "fastest active RDMA port",
-                                   lambda v: f"{v:g} Gb/s")
+        out += _slower_than_others(per_host, "interfaces", "up", "speed_mbps",
+                                   "fastest network interface", lambda v: f"{v} Mb/s")
+        out += _slower_than_others(per_host, "rdma", "ACTIVE", "rate_gbps",
+                                   "fastest active RDMA port", lambda v: f"{v:g} Gb/s")
     return out
 
 
@@ -151,8 +141,10 @@ def _gpu_findings(h, f):
                   for error in f["tool_errors"] if f["versions"].get("nccl") or f["gpus"]]
 
 
-def _slower_than_others(per_host, measure, what, fmt):
-    values = {h: measure(f) for h, f in per_host.items()}
+def _slower_than_others(per_host, ports, state, rate, what, fmt):
+    """Hosts whose fastest port in that state (of f[ports], its rate) is below another's."""
+    values = {h: max((p[rate] for p in f[ports] if p["state"] == state and p[rate]), default=None)
+              for h, f in per_host.items()}
     top = max((v for v in values.values() if v), default=None)
     return [(h, f"{what} is {fmt(v)}, the other hosts reach {fmt(top)}: this host's "
                 f"links limit every collective; check its NIC, cable and switch port")

@@ -42,8 +42,13 @@ def run(session, args, coll, size, members, limits, make_intra, retest):
                          f"start it on each host alone (sbatch/healthcheck.sh)")
     out = open_output(session, "check", args)
     session.watch.arm("check --health: this host's facts")
-    facts, judge = (hostfacts.collect(session), _judge(session, args, coll, size, members, limits)) \
-        if session.rank == 0 else (None, None)
+    facts = judge = None
+    if session.rank == 0:
+        facts = hostfacts.collect(session)
+        judge = checkverdict.Judge({"collective": coll.name, "size": size, "ranks_per_host": session.size,
+                                    "world": session.size, "hosts": [session.hostname],
+                                    "iters": args.iters, "warmup": args.warmup},
+                                   members, limits, {session.hostname: hostfacts.line_rate()})
     if session.size > 1:
         session.watch.arm("check --health: inside the host")
         timed = make_intra()
@@ -70,13 +75,6 @@ def _slowed(session, t):
     if fault is None or fault not in ("", session.hostname):
         return t
     return dict(t, seconds=t["seconds"] * SLOWED, times=[x * SLOWED for x in t["times"]])
-
-
-def _judge(session, args, coll, size, members, limits):
-    config = {"collective": coll.name, "size": size, "ranks_per_host": session.size,
-              "world": session.size, "hosts": [session.hostname], "iters": args.iters,
-              "warmup": args.warmup}
-    return checkverdict.Judge(config, members, limits, {session.hostname: hostfacts.line_rate()})
 
 
 def _verdict(session, out, args, judge, facts):

@@ -53,15 +53,6 @@ def _moved(bench):
     return 2 * bench.size if bench.bidirectional else bench.size
 
 
-def _bandwidths(collected, bench):
-    out = {}
-    for (a, b), rec in collected.items():
-        out[(a, b)] = algbw(_moved(bench), median(rec["times"]))
-        if bench.bidirectional:
-            out[(b, a)] = out[(a, b)]
-    return out
-
-
 def _matrix(ranks, values):
     return [[values.get((a, b)) for b in ranks] for a in ranks]
 
@@ -93,7 +84,9 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
     """Rank 0: the matrices, the named links and hosts; everything into the JSON."""
     names = [labels[r] for r in ranks]
     analysis = pairs.analyze(hosts, {key: rec["times"] for key, rec in collected.items()}, threshold)
-    bw = _bandwidths(collected, bench)
+    ways = 2 if bench.bidirectional else 1          # timed both ways at once: one figure for each
+    bw = {k: algbw(_moved(bench), median(rec["times"]))
+          for (a, b), rec in collected.items() for k in ((a, b), (b, a))[:ways]}
     bw_m = _matrix(ranks, bw)
     lat_m = _matrix(ranks, {k: s * 1e6 for (a, b), s in latency.items() for k in ((a, b), (b, a))})
     linkstext.matrices(out, names, bench.size, bench.bidirectional, bw_m if matrix else None,
@@ -102,14 +95,9 @@ def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matr
            "bandwidth_GBps": bw_m}
     if latency:
         p2p.update(latency_size=bench.latency_size, latency_us=lat_m)
-    out.set(p2p=p2p, links=_links(labels, collected, latency, bench, analysis),
-            p2p_analysis=_jsonable(analysis, labels))
+    out.set(p2p=p2p, links=_links(labels, collected, latency, bench, analysis), p2p_analysis=dict(
+        analysis, slow_links=[{"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b}
+                              for a, b in analysis["slow_links"]],
+        links=[dict(x, from_label=labels[x["from"]], to_label=labels[x["to"]]) for x in analysis["links"]]))
     linkstext.verdict(out, analysis, hosts, labels, bw, _moved(bench))
     return analysis
-
-
-def _jsonable(analysis, labels):
-    return dict(analysis, slow_links=[{"from": labels[a], "to": labels[b], "from_rank": a, "to_rank": b}
-                                      for a, b in analysis["slow_links"]],
-                links=[dict(x, from_label=labels[x["from"]], to_label=labels[x["to"]])
-                       for x in analysis["links"]])

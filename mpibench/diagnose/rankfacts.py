@@ -31,17 +31,6 @@ def versions():
     return out
 
 
-def device_info(device):
-    """{'device': ..., 'name': ..., 'bus_id': ...} for a torch.device (cpu or cuda)."""
-    if device is None or device.type != "cuda":
-        return {"device": "cpu", "name": platform.processor() or platform.machine(), "bus_id": None}
-    import torch
-    props = torch.cuda.get_device_properties(device)
-    bus = (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
-           f"{getattr(props, 'pci_device_id', 0):02x}") if hasattr(props, "pci_bus_id") else None
-    return {"device": f"cuda:{device.index}", "name": props.name, "bus_id": bus}
-
-
 # Set by mpirun itself for every process: not the user's settings.
 _LAUNCHER_SET = ("OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdir",
                  "OMPI_MCA_num_procs", "OMPI_MCA_ess_", "OMPI_MCA_orte_", "OMPI_MCA_pmix_")
@@ -60,10 +49,15 @@ def net_env():
 
 def rank_record(session):
     """What every rank tells rank 0 about itself (JSON config.devices entry)."""
-    dev = device_info(session.device)
-    return {"rank": session.rank, "pid": session.pid, "hostname": session.hostname,
-            "local_rank": session.local_rank, "device": dev["device"],
-            "device_name": dev["name"], "bus_id": dev["bus_id"]}
+    rec, device = {"rank": session.rank, "pid": session.pid, "hostname": session.hostname,
+                   "local_rank": session.local_rank}, session.device
+    if device is None or device.type != "cuda":
+        return dict(rec, device="cpu", device_name=platform.processor() or platform.machine(), bus_id=None)
+    import torch
+    props = torch.cuda.get_device_properties(device)
+    bus = (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
+           f"{getattr(props, 'pci_device_id', 0):02x}") if hasattr(props, "pci_bus_id") else None
+    return dict(rec, device=f"cuda:{device.index}", device_name=props.name, bus_id=bus)
 
 
 def version_differences(per_host):

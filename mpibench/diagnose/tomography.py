@@ -52,7 +52,14 @@ def localise(fabric, results):
     """The verdict on every path tested so far, results [(a, b, rail, passed)]: links named, tied,
     unproven (only on failed paths, not needed), thin, good; paths (a, b, rail) unexplained,
     transient (failed, then passed), once (a named link's one failure); the failed hosts."""
-    good, failed, passed = _sort_paths(fabric, results)
+    good, failed, passed = set(), [], set()     # links of passed paths, failed paths' links
+    for a, b, r, ok in results:
+        links = fabric.path(a, b, r)
+        if ok:
+            good.update(links)
+            passed.add((a, b, r))
+        else:
+            failed.append(((a, b, r), links))
     if not good:       # nothing to compare with: every host's link on a failed path is suspect
         named = list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
         ties, unexplained, thin = [], [], []
@@ -71,19 +78,6 @@ def localise(fabric, results):
     return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
             "unproven": unproven, "transient": transient, "thin": thin, "once": _once(failed, settled),
             "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
-
-
-def _sort_paths(fabric, results):
-    """(links of the passed paths, [((a, b, rail), links)] failed, the passed paths)."""
-    good, failed, passed = set(), [], set()
-    for a, b, r, ok in results:
-        links = fabric.path(a, b, r)
-        if ok:
-            good.update(links)
-            passed.add((a, b, r))
-        else:
-            failed.append(((a, b, r), links))
-    return good, failed, passed
 
 
 def _candidates(failed, good):
@@ -132,10 +126,8 @@ def _thin(named, cands, cover):
     """The named links that one failed path alone accuses (their other failed paths hold
     another named link): a healthy host whose one good partner a passing disturbance slowed."""
     named_set = set(named)
-
-    def alone(x, i):                   # x is the only named link on failed path i
-        return not any(y != x and y in named_set for y in cands[i])
-    return [x for x in named if sum(alone(x, i) for i in cover[x]) == 1]
+    return [x for x in named            # exactly one of its failed paths names x alone
+            if sum(not any(y != x and y in named_set for y in cands[i]) for i in cover[x]) == 1]
 
 
 def _once(failed, settled):
