@@ -48,9 +48,9 @@ def comparable(facts):
 def differences(per_host):
     """[(label, {host: value})] for every fact that differs between hosts."""
     tables = {h: comparable(f) for h, f in per_host.items()}
-    labels = dict.fromkeys(k for t in tables.values() for k in t)
-    rows = [(label, {h: t.get(label) for h, t in tables.items()}) for label in labels]
-    return [(label, values) for label, values in rows if len(set(map(str, values.values()))) > 1]
+    return [(label, values) for label in dict.fromkeys(k for t in tables.values() for k in t)
+            for values in [{h: t.get(label) for h, t in tables.items()}]
+            if len(set(map(str, values.values()))) > 1]
 
 
 def findings(per_host, multi_host=None):

@@ -48,12 +48,10 @@ def number(text, kind=int):
 def interfaces(root):
     """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
     base = os.path.join(root, "sys/class/net")
-    out = []
-    for name in (n for n in listdir(base) if n != "lo"):
-        speed = number(read_text(os.path.join(base, name, "speed")))
-        out.append({"name": name, "state": read_text(os.path.join(base, name, "operstate")) or "unknown",
-                    "speed_mbps": speed if speed and speed > 0 else None})
-    return out
+    return [{"name": name, "state": read_text(os.path.join(base, name, "operstate")) or "unknown",
+             "speed_mbps": speed if speed and speed > 0 else None}
+            for name in listdir(base) if name != "lo"
+            for speed in [number(read_text(os.path.join(base, name, "speed")))]]
 
 
 def rdma_ports(root):
@@ -113,23 +111,6 @@ def run_tool(argv, timeout=TIMEOUT):
     return done.stdout, None
 
 
-def gpus():
-    """GPU models and driver from nvidia-smi, topology from nvidia-smi topo -m; tool_errors."""
-    out = {"gpus": [], "driver": None, "topology": None, "tool_errors": []}
-    text, error = run_tool(["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id",
-                            "--format=csv,noheader"])
-    for line in (text or "").strip().splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 3:
-            out["gpus"].append({"name": parts[0], "bus_id": parts[2]})
-            out["driver"] = parts[1]
-    if not error:
-        topo, error = run_tool(["nvidia-smi", "topo", "-m"])
-        out["topology"] = topo.rstrip() if topo else None
-    out["tool_errors"] = [error] if error else []
-    return out
-
-
 def gpu_links(topology):
     """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
     rows = [line.split() for line in (topology or "").splitlines() if line.strip()]
@@ -140,16 +121,25 @@ def gpu_links(topology):
 
 
 def collect(session, root="/"):
-    """This rank's host facts (every rank collects; rank 0 keeps one per host)."""
-    g = gpus()
+    """This rank's host facts (every rank collects; rank 0 keeps one per host): GPU models and
+    driver from nvidia-smi, their topology from nvidia-smi topo -m, tool_errors."""
+    text, error = run_tool(["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id",
+                            "--format=csv,noheader"])
+    gpus = [parts for line in (text or "").strip().splitlines()
+            for parts in [[p.strip() for p in line.split(",")]] if len(parts) >= 3]
+    topo = None
+    if not error:
+        topo, error = run_tool(["nvidia-smi", "topo", "-m"])
+    topo = topo.rstrip() if topo else None
     return {"host": session.hostname, "rank": session.rank, "root": root,
             "versions": rankfacts.versions(),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "env": rankfacts.net_env(),
             "interfaces": interfaces(root), "rdma": rdma_ports(root),
             "rdma_modules": rdma_modules(root),
-            "gpus": g["gpus"], "driver": g["driver"], "topology": g["topology"],
-            "gpu_links": sorted(gpu_links(g["topology"])), "tool_errors": g["tool_errors"]}
+            "gpus": [{"name": name, "bus_id": bus} for name, _, bus, *_ in gpus],
+            "driver": gpus[-1][1] if gpus else None, "topology": topo,
+            "gpu_links": sorted(gpu_links(topo)), "tool_errors": [error] if error else []}
 
 
 def snapshot(root="/"):
@@ -160,13 +150,11 @@ def snapshot(root="/"):
               "state", "rate") for dev in listdir(ib) for port in listdir(os.path.join(ib, dev, "ports"))]
     ports += [(name, os.path.join(net, name), "statistics", NET_ERRORS, "operstate", "speed")
               for name in listdir(net) if name != "lo"]
-    out = {}
-    for port, d, folder, names, state, speed in ports:
-        found = {c: number(read_text(os.path.join(d, folder, c))) for c in names}
-        out[port] = {"state": (read_text(os.path.join(d, state)) or "unknown").split(":")[-1].strip(),
-                     "speed": read_text(os.path.join(d, speed)),
-                     "counters": {c: v for c, v in found.items() if v is not None}}
-    return out
+    return {port: {"state": (read_text(os.path.join(d, state)) or "unknown").split(":")[-1].strip(),
+                   "speed": read_text(os.path.join(d, speed)),
+                   "counters": {c: v for c in names
+                                for v in [number(read_text(os.path.join(d, folder, c)))] if v is not None}}
+            for port, d, folder, names, state, speed in ports}
 
 
 def delta(before, after):

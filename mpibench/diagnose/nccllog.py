@@ -25,12 +25,11 @@ _PREFIX = re.compile(r"^(?:\[[^\]]*\](?:<\w+>:)?\s*)?([^\s:]+):\d+:\d+ \[\d+\] N
 
 def transport_name(via):
     """'NET/IB/0/GDRDMA' -> 'NET/IB'; 'P2P/CUMEM/read' -> 'P2P/CUMEM'; 'SHM/direct/direct' -> 'SHM'."""
-    parts = via.split("/")
-    head = parts[0]
-    if head == "NET" and len(parts) > 1:      # IB, IBext, IBext_v8: the IB plugin
-        return "NET/IB" if parts[1].startswith("IB") else f"NET/{parts[1]}"
-    if head in ("P2P", "PSM_P2P") and len(parts) > 1:
-        return f"P2P/{parts[1].split(' ')[0]}"     # "direct pointer" -> "direct"
+    head, *rest = via.split("/")
+    if head == "NET" and rest:      # IB, IBext, IBext_v8: the IB plugin
+        return "NET/IB" if rest[0].startswith("IB") else f"NET/{rest[0]}"
+    if head in ("P2P", "PSM_P2P") and rest:
+        return f"P2P/{rest[0].split(' ')[0]}"     # "direct pointer" -> "direct"
     return head                            # SHM, COLLNET, ...
 
 

@@ -13,21 +13,16 @@ NET_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_", "MPIBENCH_
 
 
 def versions():
+    import mpi4py
     import torch
     import torch.distributed as dist
     out = {"mpibench": __version__, "python": platform.python_version(), "torch": torch.__version__,
-           "nccl": None}
+           "nccl": None, "mpi4py": mpi4py.__version__, "mpi": mpi_library_version()}
     if torch.cuda.is_available() and dist.is_nccl_available():
         try:
             out["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
         except Exception:
             out["nccl"] = "unknown"
-    try:
-        import mpi4py
-        out["mpi4py"] = mpi4py.__version__
-    except ImportError:
-        out["mpi4py"] = None
-    out["mpi"] = mpi_library_version()
     return out
 
 
