@@ -101,9 +101,7 @@ def deciding_pairs(fabric, verdict, tested):
     leaves = _leaves(fabric)
     by_leaf = {fabric.leaf[hs[0]]: hs for hs in leaves}
     mate, pairs, chosen = {}, [], {}
-    doubts = [link for tie in verdict["ties"] for link in tie] + verdict["unproven"] \
-        + verdict["thin"]
-    for link in doubts:
+    for link in [x for tie in verdict["ties"] for x in tie] + verdict["unproven"] + verdict["thin"]:
         if link[0] == "nic" and link[1] in mate:         # its host is in a pair already
             found = mate[link[1]] if _decisive(fabric, good, *mate[link[1]], link) else None
         elif link[0] == "nic":

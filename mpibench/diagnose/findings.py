@@ -103,14 +103,12 @@ def _rdma_findings(h, f, multi_host):
 
 def _name_findings(h, f):
     """Variables of host h that name none of its interfaces or RDMA devices."""
-    out = []
-    for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        spec = f["env"].get(var)
-        names = [i["name"] for i in f["interfaces"]] + ["lo"]
-        if spec and not match_ifname(spec, names):
-            out.append(Finding(h, f"{var}={spec} names no interface of this host (it has "
-                                  f"{', '.join(names[:-1]) or 'none'}): initialization will "
-                                  f"fail; fix the name on this host", ERROR))
+    names = [i["name"] for i in f["interfaces"]] + ["lo"]
+    out = [Finding(h, f"{var}={spec} names no interface of this host (it has "
+                      f"{', '.join(names[:-1]) or 'none'}): initialization will "
+                      f"fail; fix the name on this host", ERROR)
+           for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+           if (spec := f["env"].get(var)) and not match_ifname(spec, names)]
     hca = f["env"].get("NCCL_IB_HCA")
     devices = sorted({p["device"] for p in f["rdma"]})
     if hca and not match_ifname(",".join(x.split(":")[0] for x in hca.split(",")), devices):

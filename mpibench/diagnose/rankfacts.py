@@ -58,12 +58,11 @@ def rank_record(session):
 def version_differences(per_host):
     """per_host: {host: versions dict}, first host is the reference. -> warning lines."""
     ref_host = next(iter(per_host), None)
-    ref, lines = per_host.get(ref_host, {}), []
-    for host, mine in per_host.items():
-        diffs = [f"{k} {mine.get(k)} vs {ref.get(k)}" for k in ref if mine.get(k) != ref.get(k)]
-        if diffs:
-            lines.append(f"WARNING: host {host} differs from {ref_host} (rank 0): " + "; ".join(diffs))
-    return lines
+    ref = per_host.get(ref_host, {})
+    return [f"WARNING: host {host} differs from {ref_host} (rank 0): " + "; ".join(diffs)
+            for host, mine in per_host.items()
+            for diffs in [[f"{k} {mine.get(k)} vs {ref.get(k)}" for k in ref if mine.get(k) != ref.get(k)]]
+            if diffs]
 
 
 def peak_rss_bytes():
