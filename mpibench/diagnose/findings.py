@@ -70,15 +70,13 @@ def findings(per_host, multi_host=None):
 
 def _rdma_findings(h, f, multi_host):
     """Host h's RDMA: ports not ACTIVE, no device or modules, RoCE, mixed layers or rates."""
-    out = []
     active = [p for p in f["rdma"] if p["state"] == "ACTIVE"]
-    for p in f["rdma"]:
-        if p["state"] != "ACTIVE":
-            out.append(Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
-                           f"ACTIVE: NCCL cannot use it; check the cable and the subnet manager "
-                           f"(ibstat, ibv_devinfo)"
-                             + ("" if active else "; no port of this host is ACTIVE, so NCCL "
-                                "falls back to TCP sockets"), WARNING if active else ERROR))
+    out = [Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
+                      f"ACTIVE: NCCL cannot use it; check the cable and the subnet manager "
+                      f"(ibstat, ibv_devinfo)"
+                      + ("" if active else "; no port of this host is ACTIVE, so NCCL "
+                         "falls back to TCP sockets"), WARNING if active else ERROR)
+           for p in f["rdma"] if p["state"] != "ACTIVE"]
     if not f["rdma"] and multi_host:
         out.append((h, "no RDMA device (/sys/class/infiniband is empty): NCCL will use TCP "
                        "sockets (NET/Socket) between hosts; install the RDMA driver or expect "
