@@ -48,8 +48,10 @@ def _judge(series, margin, consistency):
     names = list(series)
     iters = len(series[names[0]]) if names else 0
     mid = [median(series[x][k] for x in names) for k in range(iters)]
-    upper = {x: _quantile([t / m for t, m in zip(series[x], mid) if m > 0], UPPER)
-             for x in names}
+    upper = {}          # each one's scatter: the UPPER quantile of its per-iteration ratios
+    for x in names:
+        ratios = sorted(t / m for t, m in zip(series[x], mid) if m > 0)
+        upper[x] = ratios[min(len(ratios) - 1, int(UPPER * len(ratios)))] if ratios else None
     out = {}
     for x in names:
         peers = [upper[y] for y in names if y != x and upper[y] is not None]
@@ -71,11 +73,6 @@ def _pair(what, series, margin, consistency):
     v = consistently_slow(series[b], series[a], margin, consistency)
     return [{"what": what, "slower": b, "faster": a, "ratio": v["ratio"],
              "slow_iterations": v["slow_iterations"]}] if v["slow"] else []
-
-
-def _quantile(values, q):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] if s else None
 
 
 def consistently_slow(times, reference, margin, consistency):

@@ -32,10 +32,6 @@ class Topology:
                 for s in takewhile(lambda s: s not in common, chain)]
 
 
-def _fields(line):
-    return {key.lower(): value for key, sep, value in (t.partition("=") for t in line.split()) if sep}
-
-
 def parse(text, source):
     """[(switch, [hosts], [switches], line number)] from topology.conf text, or UsageError."""
     entries = []
@@ -43,7 +39,7 @@ def parse(text, source):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        f = _fields(line)
+        f = {key.lower(): value for key, sep, value in (t.partition("=") for t in line.split()) if sep}
         if not (name := f.get("switchname")):
             raise UsageError(f"{source} line {n}: expected SwitchName=NAME "
                              f"[Nodes=HOSTLIST] [Switches=LIST], not {line[:60]!r}")
