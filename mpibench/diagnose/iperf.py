@@ -28,15 +28,6 @@ def address(session, env):
     return reachable_address(env, peers)
 
 
-def rate(report):
-    """(bits per second the receiver saw, retransmits) from iperf3 -J output."""
-    end = report.get("end") or {}
-    received = (end.get("sum_received") or {}).get("bits_per_second")
-    if not received:
-        raise ValueError(report.get("error") or "no sum_received in iperf3's JSON")
-    return float(received), (end.get("sum_sent") or {}).get("retransmits")
-
-
 def serve(bind, port, seconds):
     """Start a one-test server bound to bind (a Popen; finish() collects it)."""
     return subprocess.Popen(["iperf3", "-s", "-1", "-J", "-B", bind, "-p", str(port)],
@@ -52,9 +43,13 @@ def connect(server, bind, port, seconds):
             done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30)
         except subprocess.TimeoutExpired:
             return None, None, f"iperf3 -c {server} did not finish within {seconds + 30:g} s"
-        try:
-            return (*rate(json.loads(done.stdout)), None)
-        except (ValueError, json.JSONDecodeError) as exc:
+        try:        # the rate the receiver saw in iperf3 -J's output
+            report = json.loads(done.stdout)
+            end = report.get("end") or {}
+            if received := (end.get("sum_received") or {}).get("bits_per_second"):
+                return float(received), (end.get("sum_sent") or {}).get("retransmits"), None
+            why = report.get("error") or "no sum_received in iperf3's JSON"
+        except ValueError as exc:        # json.JSONDecodeError is one
             why = str(exc) or done.stderr.strip()
         if "connect" not in why:
             break
