@@ -1,9 +1,5 @@
-"""The switch tree of a job (hosts off leaf switches, each switch off one parent), from
-SLURM's topology.conf syntax, a file or what `scontrol show topology` prints:
-
-    SwitchName=leaf1 Nodes=n[01-16]
-    SwitchName=spine1 Switches=leaf[1-4]
-"""
+"""The switch tree of a job (hosts off leaf switches, each switch off one parent), from SLURM's
+topology.conf syntax (docs/fabric.md, "Switches"), a file or what `scontrol show topology` prints."""
 from itertools import takewhile
 
 from ..errors import UsageError
