@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 def torch_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any],
                   stream: Any = None) -> float:
-    """Seconds per call of `iters` blocking all_reduce calls of tensor (in place), after
-    barrier(); stream: the CUDA stream they run in (GPU tensors: the bare loop's own)."""
+    """Seconds per call of `iters` in-place all_reduce calls of tensor, after barrier();
+    stream: the CUDA stream they run in (GPUs)."""
     if tensor.is_cuda:
         return _cuda_seconds(dist, tensor, iters, barrier, stream)
     barrier()
@@ -41,7 +41,7 @@ def _cuda_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any]
 
 
 def mpi_seconds(MPI: Any, comm: Any, array: Any, iters: int) -> float:
-    """Seconds per call of `iters` MPI_Allreduce calls of array in place (mpi4py buffers)."""
+    """Seconds per call of `iters` in-place MPI_Allreduce calls of array."""
     comm.Barrier()
     t0 = MPI.Wtime()
     for _ in range(iters):

@@ -1,9 +1,7 @@
 """The shared engine: buffers, the sweep over sizes, timing, checking, gathering, rows.
 
-Every collective module says what a row means (counts, bandwidth, expected values,
-the call); this module does the rest the same way for all of them. Per row, each rank
-times its own loop; rank 0 gathers every rank's time over the side channel (MPI), not
-through the backend being measured.
+Per row, each rank times its own loop; rank 0 gathers every rank's time over the side
+channel (MPI), not through the backend being measured.
 """
 from dataclasses import dataclass, field
 from functools import partial
@@ -65,8 +63,7 @@ class Plan:
 
 
 def calls_per_row(plan: Plan) -> int:
-    """Collective calls one row of one mode runs (warm-up, the untimed first call, the
-    timed iterations each replayed -G times, the check rounds): its deadline counts these."""
+    """Calls one row of one mode runs (warm-up, first call, iterations x -G, check)."""
     return plan.warmup + 1 + plan.iters * max(1, plan.graph) + plan.check
 
 
@@ -83,8 +80,7 @@ class Buffers:
 def footprint(plan: Plan, n: int, sizes: Sequence[int],
               modes_of: Callable[[Collective], Sequence[str]] = lambda coll: coll.modes
               ) -> Tuple[int, int]:
-    """Bytes of send and receive buffer the largest row of the plan needs.
-    modes_of(coll): the modes the backend runs it in (torch.distributed's by default)."""
+    """Bytes of send and receive buffer the largest row needs, in the modes_of(coll) modes."""
     send = recv = 0
     for coll in plan.collectives:
         modes = [m for m in plan.modes if m in modes_of(coll)]
@@ -111,10 +107,9 @@ def nccl_reserve(total: int) -> int:
 
 
 def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optional[Dict[str, Any]]:
-    """On GPUs, lower the plan's largest size (-e) so that the buffers leave NCCL its room
-    on the GPU with the least memory (the smallest size is kept: allocate() says if even it
-    fails); {device_bytes, reserve_bytes, maxbytes, lowered_to} (lowered_to None when -e
-    stood), None on CPUs."""
+    """On GPUs, drop the plan's largest sizes until the buffers leave NCCL its room on the
+    smallest GPU (never the smallest size); {device_bytes, reserve_bytes, maxbytes,
+    lowered_to (None: -e stood)}, None on CPUs."""
     mine = backend.device_total_bytes()
     if mine is None:
         return None
@@ -134,15 +129,8 @@ def allocate(session: Session, backend: TorchBackend, plan: Plan) -> Buffers:
     sizes = list(plan.sizes)
     while sizes:
         send, recv = footprint(plan, session.size, sizes, backend.modes)
-        error: Optional[str] = None
-        bufs: Optional[Buffers] = None
-        try:
-            bufs = Buffers(backend, send, recv, session.rank)
-        except Exception as exc:
-            if not backend.is_oom(exc):
-                raise
-            error = error_line(exc)
-        errors = session.comm.allgather(error)
+        bufs, exc = backend.attempt(partial(Buffers, backend, send, recv, session.rank))
+        errors = session.comm.allgather(error_line(exc) if exc else None)
         bad = [(r, e) for r, e in enumerate(errors) if e]
         if bufs is not None and not bad:
             plan.sizes = sizes
@@ -160,15 +148,10 @@ def tensor(session: Session, backend: TorchBackend, dtype: DType, count: int,
            values: Optional[List[int]] = None) -> Tensor:
     """A count-element tensor on the backend's device, allocated on every rank or none
     (for the commands that time one call at a time: check and the classic ones)."""
-    error: Optional[str] = None
-    buf = None
-    try:
-        buf = backend.typed(backend.alloc(count * dtype.size, session.rank), dtype)
-    except Exception as exc:
-        if not backend.is_oom(exc):
-            raise
-        error = f"cannot allocate {count * dtype.size} bytes: {type(exc).__name__}"
-    session.agree(error, 1)      # raises on every rank when one could not allocate
+    nbytes = count * dtype.size
+    buf, exc = backend.attempt(lambda: backend.typed(backend.alloc(nbytes, session.rank), dtype))
+    # raises on every rank when one could not allocate
+    session.agree(exc and f"cannot allocate {nbytes} bytes: {type(exc).__name__}", 1)
     if values is not None and buf is not None:
         buf.copy_(backend.torch.tensor(values, dtype=buf.dtype))
     return buf
@@ -223,15 +206,14 @@ class Engine:
 
     # ---- one bound call at a time, outside a sweep (check and the classic commands) ----
     def bind_checked(self, coll: Collective, sv: Tensor, rv: Tensor, ctx: Ctx) -> Call:
-        """The call whose output is then read: the data check's, demo's (the test switch
-        corrupt wraps it)."""
+        """A call whose output is read (the check's, demo's): the corrupt switch wraps it."""
         return self.b.bind(coll, sv, rv, ctx, False)
 
     def group_call(self, coll: Collective, dt: DType, count: int, n: int,
                    group: Any = None) -> Tuple[Call, Counts, str]:
-        """coll of count elements among the n ranks of group (None: every rank), bound as
-        the sweep binds it, in place where the backend has the call, on a buffer every rank
-        of the job allocates: (call, counts, mode)."""
+        """(call, counts, mode): coll of count elements among the n ranks of group (None:
+        all), bound as the sweep binds it, in place where it can be, on a buffer every rank
+        allocates."""
         c = coll.counts(count, dt.size, n)
         mode = "in" if "in" in self.b.modes(coll) else "out"     # in place needs one buffer
         buf = tensor(self.s, self.b, dt, max(c.send, c.recv) if mode == "in" else c.send + c.recv)
@@ -246,10 +228,8 @@ class Engine:
 
     def time_calls(self, call: Call, iters: int, barrier: Optional[Call] = None,
                    first: bool = True) -> Tuple[float, Optional[List[float]]]:
-        """call timed as a row of the sweep times it (the plan's warm-up and -z), iters
-        times: (seconds per call, each call's seconds). first: the untimed first call of
-        warm_up() (off where every call counts, as demo's one). barrier: the group's,
-        else every rank's."""
+        """(seconds per call, each call's seconds) of iters calls, warmed up and timed as a
+        sweep's row; first: warm_up's untimed first call; barrier: the group's, else all's."""
         z, barrier = self.plan.blocking, barrier or self.s.comm.barrier
         calls = [call] * max(iters, self.plan.warmup, 1)
         warm_up(self.b, self.watch, calls, self.plan.warmup, z, barrier, first=first)
@@ -259,7 +239,6 @@ class Engine:
         return timed
 
     def modes_run(self, coll: Collective) -> List[str]:
-        """The plan's modes this backend has a call for, in the plan's order."""
         return [m for m in self.plan.modes if m in self.b.modes(coll)]
 
     def run_collective(self, coll: Collective, bufs: Buffers) -> int:
@@ -419,9 +398,8 @@ class Engine:
 def warm_up(backend: TorchBackend, watch: NullWatch, calls: Sequence[Call], warmup: int, z: int,
             barrier: Call, window: int = 1, first: bool = True) -> None:
     """What precedes every timed loop, as nccl-tests' BenchTime: `warmup` untimed calls,
-    then, whatever `warmup` is, one more untimed call (first; its "sync" call: first-use
-    costs such as communicator creation and lazy connections never land in a timed loop,
-    nor in a CUDA graph's capture) and a barrier."""
+    one more (first: its "sync" call, so that first-use costs such as connecting land in no
+    timed loop nor graph capture), and a barrier."""
     if warmup:
         watch.mark("warm-up")
         backend.time_loop(calls[:warmup], z, barrier, window)

@@ -9,8 +9,7 @@ from .sizes import parse_size
 
 
 def install(target: Any, rank: int) -> None:
-    """Wrap the methods of an Engine, or of a backend (it has alloc), with the switches on for
-    RANK; with none on, target stays as it was."""
+    """Wrap the methods of an Engine, or of a backend (it has alloc), with rank's switches."""
     if hasattr(target, "alloc"):
         if faults.get("oom", rank) is not None:
             alloc = target.alloc
@@ -48,10 +47,9 @@ def _wrap_measure(engine: Any, rows: List[Tuple[int, str]], early: Optional[str]
 
 
 def _wrap_check(engine: Any, corrupt: Optional[str], graphcorrupt: bool) -> None:
-    """Within the calls whose output is read only (the data check's, demo's): the call
-    leaves a wrong first element (corrupt: the poison value, what recv held before the
-    call; corrupt:RANK:nan: NaN), or the check's captured graph also adds 1 to it, which
-    only a replay does (graphcorrupt, -G)."""
+    """In the calls whose output is read (the check's, demo's), a wrong first element:
+    corrupt, the poison value (corrupt:RANK:nan: NaN); graphcorrupt, 1 added to it by the
+    check's captured graph, which only a replay does (-G)."""
     if corrupt is not None:
         bind = engine.bind_checked
 

@@ -1,10 +1,9 @@
 """Training steps of the synthetic decoder, timed per rank: the data-parallel step
 (DDP or FSDP2) and the same step without gradient synchronisation, alternated A/B.
 
-The timed region holds the step's calls and a device sync, nothing else: batches,
-gradient lists and closures are made before; losses are read after. A rank that cannot
-hold the model says so before any collective runs, so that every rank agrees and none
-is left waiting in one.
+The timed region holds the step's calls and a device sync: batches, gradient lists and
+closures are made before, losses read after. A rank that cannot hold the model says so
+before any collective runs, so that no rank is left waiting in one.
 """
 import contextlib
 import time
@@ -24,7 +23,6 @@ BATCHES = 2         # distinct batches per rank, used in turn
 
 
 def fsdp_unsupported(backend: str, torch: Any) -> Optional[str]:
-    """Why FSDP2 cannot run on this backend (None: it can)."""
     try:
         from torch.distributed.fsdp import fully_shard  # noqa: F401
     except ImportError:
@@ -93,15 +91,14 @@ class Trainer:
 
     # ---- build: local first, so that a rank short of memory is known before any collective ----
     def fit_error(self) -> Optional[str]:
-        """Build the model, its optimizer and (FSDP) the unsharded reference, and run one
-        local step; the error text if this rank is out of memory, else None."""
+        """Build the model, optimizer and (FSDP) unsharded reference, and run one local
+        step; the error text if this rank is out of memory."""
         state = 4 * self.parameters * 4      # weights, gradients, AdamW's two moments (fp32)
         need = state * (2 if self.parallel == "fsdp" else 1)
         try:
             switches.refuse(self.s.rank, need)
             self.net = model.build(self.shape, self.device)
             self.opt = self._adamw(self.net)
-            # different on every rank
             self.data = model.batches(self.shape, self.batch, 1000 + self.s.rank, BATCHES, self.device)
             self._local_step(self.net, self.opt)
             if self.parallel == "fsdp":     # the unsynced reference: an unsharded copy
@@ -135,7 +132,6 @@ class Trainer:
         opt.zero_grad(set_to_none=False)
 
     def wrap(self) -> None:
-        """The data-parallel wrapper (collectives from here on)."""
         if self.parallel == "ddp":
             from torch.nn.parallel import DistributedDataParallel
             ids = [self.device.index] if self.cuda else None
@@ -150,7 +146,7 @@ class Trainer:
         self.synced, self.unsynced = self._steps()
 
     def _steps(self) -> Tuple[Optional[Step], Step]:
-        """(synced, unsynced) step functions; synced is None for --parallel none."""
+        """(synced, unsynced) steps; synced None for --parallel none."""
         torch, amp, opt = self.torch, self._amp, self.opt
         if self.parallel == "none":
             return None, _step(self.net, opt, amp)
@@ -173,7 +169,7 @@ class Trainer:
 
     # ---- timing ----
     def timed(self, fn: Step, k: int, barrier: Callable[[], Any]) -> Tuple[float, Any]:
-        """Seconds of one step on this rank (started together after barrier), and its loss."""
+        """(seconds, loss) of one step on this rank, started after barrier."""
         x, y = self.data[k % BATCHES]
         sync, perf = self._sync, time.perf_counter
         barrier()
@@ -184,25 +180,23 @@ class Trainer:
 
     # ---- after the timed steps ----
     def shared_loss(self) -> float:
-        """The loss of the data-parallel model on a batch shared by every rank: a loss that
-        agrees across ranks means the replicas do."""
+        """The model's loss on a batch every rank shares: equal losses, equal replicas."""
         x, y = model.batches(self.shape, self.batch, 7, 1, self.device)[0]
         net = self.ddp.module if self.ddp is not None else self.net
         with self.torch.no_grad(), self._amp:
             return float(net(x, y))
 
     def buckets(self) -> List[int]:
-        """Bytes of each gradient bucket DDP all-reduces per step, in its order (read from
-        the reducer: buckets are rebuilt after the first step, in gradient order)."""
+        """Bytes of each gradient bucket DDP all-reduces per step (the reducer rebuilds them
+        after the first step, in gradient order)."""
         if self.ddp is None:
             return []
         return [b.buffer().numel() * b.buffer().element_size()
                 for b in self.ddp.reducer._get_zeros_like_grad_buckets()]
 
     def fsdp_units(self) -> List[Tuple[int, int]]:
-        """Bytes each FSDP unit gathers (and reduce-scatters) per step, with how many times
-        it gathers: twice for the blocks (forward, and again in backward, as they reshard
-        after forward), once for the root."""
+        """(bytes, gathers per step) of each FSDP unit: blocks gather twice (they reshard
+        after forward), the root once."""
         if self.parallel != "fsdp":
             return []
         n = self.s.size
@@ -221,7 +215,7 @@ def _root_params(net: Any) -> List[Any]:
 
 
 def _padded(p: Any, n: int) -> int:
-    """Bytes of a parameter sharded on dim 0 over n ranks, padded to equal shards."""
+    """Bytes of p sharded on dim 0 over n ranks, padded to equal shards."""
     shape = p.shape
     rows = -(-shape[0] // n) * n
     rest = p.numel() // shape[0] if shape[0] else 0

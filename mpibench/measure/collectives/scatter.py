@@ -3,7 +3,8 @@ reduce_scatter's counts and busbw factor, one sender, no reduction)."""
 from functools import partial
 from typing import Any, Optional
 
-from .base import Call, Ctx, Tensor, data_values, fill_chunks, index, per_destination, poison_value
+from .base import (Call, Ctx, Tensor, data_values, fill_chunks, index, mpi_send, per_destination,
+                   poison_value)
 from .reduce_scatter import ReduceScatter
 
 
@@ -29,11 +30,10 @@ class Scatter(ReduceScatter):
         return partial(dist.scatter, recv, chunks, ctx.root, async_op=async_op)
 
     def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
-        from mpi4py import MPI
         fn = comm.Iscatter if nonblocking else comm.Scatter
         if ctx.rank != ctx.root:
             return partial(fn, None, recv.numpy(), ctx.root)
-        return partial(fn, send.numpy(), MPI.IN_PLACE if ctx.in_place else recv.numpy(), ctx.root)
+        return partial(fn, send.numpy(), mpi_send(ctx, recv), ctx.root)
 
 
 COLLECTIVE = Scatter()

@@ -47,7 +47,7 @@ def exchange_ops(dist: Any, send: Tensor, to: int, recv: Tensor, frm: int) -> Li
 
 
 def exchange(batch: Any, ops: List[Any]) -> None:
-    """Start the ops and wait for them all (the blocking call; p2p's too)."""
+    """The blocking call (p2p's too): start the ops, wait for them all."""
     for w in batch(ops):
         w.wait()
 
