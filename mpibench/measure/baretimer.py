@@ -18,17 +18,12 @@ def torch_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any]
                   stream: Any = None) -> float:
     """Seconds per call of `iters` in-place all_reduce calls of tensor, after barrier();
     stream: the CUDA stream they run in (GPUs)."""
-    if tensor.is_cuda:
-        return _cuda_seconds(dist, tensor, iters, barrier, stream)
-    barrier()
-    t0 = time.monotonic_ns()
-    for _ in range(iters):
-        dist.all_reduce(tensor)
-    return (time.monotonic_ns() - t0) * 1e-9 / iters
-
-
-def _cuda_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any],
-                  stream: Any) -> float:
+    if not tensor.is_cuda:
+        barrier()
+        t0 = time.monotonic_ns()
+        for _ in range(iters):
+            dist.all_reduce(tensor)
+        return (time.monotonic_ns() - t0) * 1e-9 / iters
     import torch
     with torch.cuda.stream(stream):
         barrier()

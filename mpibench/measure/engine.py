@@ -298,7 +298,14 @@ class Engine:
         # two calls in flight on the same memory are erroneous for MPI, a race for gloo.
         window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
-        self._initialize(views, ctx)
+        # Data as nccl-tests' initData: each view the loop cycles through holds this rank's
+        # position-sensitive values, not zeros (zeros can run faster: less power, hardware that
+        # skips them); not the check's inputs, whose signed sums are zeros over 3k ranks.
+        values = rank_values(ctx, ctx.rank)
+        for sv, rv in views:
+            fill_chunks(rv, values)
+            fill_chunks(sv, values)    # in place, inside rv
+        self.b.sync()
         barrier = s.comm.barrier
         warm_up(self.b, self.watch, calls, plan.warmup, z, barrier, window)
         trace = looptrace.Trace(barrier) if looptrace.ON else None
@@ -313,17 +320,6 @@ class Engine:
                                  f"{MODE_KEYS[mode]} z{z} window {window}")
         wrong = self.check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1, each
-
-    def _initialize(self, views: Views, ctx: Ctx) -> None:
-        """Data before each timed loop, as nccl-tests' initData: every view the loop cycles
-        through holds this rank's position-sensitive values, not a fresh buffer's zeros
-        (zeros can run faster: less power, hardware that skips them). Not the check's
-        inputs: signed sums of those cancel to zeros over a multiple of 3 ranks."""
-        values = rank_values(ctx, ctx.rank)
-        for sv, rv in views:
-            fill_chunks(rv, values)
-            fill_chunks(sv, values)    # in place, inside rv
-        self.b.sync()
 
     def check(self, coll: Collective, view: Tuple[Tensor, Tensor], ctx: Ctx, rounds: int) -> Optional[int]:
         sv, rv = view

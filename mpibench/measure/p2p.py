@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..launch.session import Session
 from .backends.torchdist import TorchBackend
-from .collectives.base import Call, Tensor
+from .collectives.base import Call
 from .collectives.sendrecv import exchange, exchange_ops
 
 Pair = Tuple[int, int]
@@ -18,16 +18,6 @@ def directions(pair: Pair, bidirectional: bool) -> List[Pair]:
     """Transfers timed for one pair: (sender, receiver) in turn, or both ways at once."""
     a, b = pair
     return [(a, b)] if bidirectional else [(a, b), (b, a)]
-
-
-def ping_pong(dist: Any, buf: Tensor, peer: int, initiator: bool) -> Call:
-    send, recv = partial(dist.send, buf, peer), partial(dist.recv, buf, peer)
-    first, second = (send, recv) if initiator else (recv, send)
-
-    def call() -> None:
-        first()
-        second()
-    return call
 
 
 class PairBench:
@@ -97,8 +87,13 @@ class PairBench:
             self.s.comm.polite_barrier()
             return None
         a, b = pair
-        peer = b if me == a else a
-        call = ping_pong(self.dist, self.send_buf[:self.latency_size], peer, me == a)
+        buf, peer = self.send_buf[:self.latency_size], b if me == a else a
+        send, recv = partial(self.dist.send, buf, peer), partial(self.dist.recv, buf, peer)
+        first, second = (send, recv) if me == a else (recv, send)
+
+        def call() -> None:         # one round trip
+            first()
+            second()
         for _ in range(self.warmup):
             call()
         self.s.comm.polite_barrier()

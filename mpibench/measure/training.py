@@ -132,40 +132,35 @@ class Trainer:
         opt.zero_grad(set_to_none=False)
 
     def wrap(self) -> None:
-        if self.parallel == "ddp":
-            from torch.nn.parallel import DistributedDataParallel
-            ids = [self.device.index] if self.cuda else None
-            self.ddp = DistributedDataParallel(self.net, device_ids=ids,
-                                               bucket_cap_mb=self.bucket_mb)
-        elif self.parallel == "fsdp":
+        """The data-parallel wrapper (collectives from here on) and the steps: synced (None
+        for --parallel none) and unsynced."""
+        amp = self._amp
+        self.synced: Optional[Step] = None
+        self.unsynced: Step = _step(self.net, self.opt, amp)
+        if self.parallel == "fsdp":
             from torch.distributed.fsdp import fully_shard
             for block in self.net.blocks:
                 fully_shard(block)
             fully_shard(self.net)
             self.opt = self._adamw(self.net)      # over the sharded parameters
-        self.synced, self.unsynced = self._steps()
+            self.synced, self.unsynced = _step(self.net, self.opt, amp), _step(self.ref, self.ref_opt, amp)
+        elif self.parallel == "ddp":
+            from torch.nn.parallel import DistributedDataParallel
+            ids = [self.device.index] if self.cuda else None
+            ddp = self.ddp = DistributedDataParallel(self.net, device_ids=ids, bucket_cap_mb=self.bucket_mb)
+            opt, zero = self.opt, self.torch._foreach_zero_
+            grads = [p.grad for p in self.net.parameters()]   # kept: zero_grad(set_to_none=False)
 
-    def _steps(self) -> Tuple[Optional[Step], Step]:
-        """(synced, unsynced) steps; synced None for --parallel none."""
-        torch, amp, opt = self.torch, self._amp, self.opt
-        if self.parallel == "none":
-            return None, _step(self.net, opt, amp)
-        if self.parallel == "fsdp":
-            return _step(self.net, opt, amp), _step(self.ref, self.ref_opt, amp)
-        ddp = self.ddp
-        grads = [p.grad for p in self.net.parameters()]   # kept: zero_grad(set_to_none=False)
-        zero = torch._foreach_zero_
-
-        def unsynced(x: Any, y: Any) -> Any:
-            opt.zero_grad(set_to_none=False)
-            with ddp.no_sync():
-                with amp:
-                    loss = ddp(x, y)
-                loss.backward()
-            zero(grads)     # local gradients must not move the weights: the replicas stay equal
-            opt.step()
-            return loss
-        return _step(ddp, opt, amp), unsynced
+            def unsynced(x: Any, y: Any) -> Any:
+                opt.zero_grad(set_to_none=False)
+                with ddp.no_sync():
+                    with amp:
+                        loss = ddp(x, y)
+                    loss.backward()
+                zero(grads)     # local gradients must not move the weights: the replicas stay equal
+                opt.step()
+                return loss
+            self.synced, self.unsynced = _step(ddp, opt, amp), unsynced
 
     # ---- timing ----
     def timed(self, fn: Step, k: int, barrier: Callable[[], Any]) -> Tuple[float, Any]:
@@ -200,18 +195,11 @@ class Trainer:
         if self.parallel != "fsdp":
             return []
         n = self.s.size
-        units = []
-        for unit, gathers in [(b, 2) for b in self.net.blocks] + [(self.net, 1)]:
-            mine = _root_params(self.net) if unit is self.net else unit.parameters()
-            nbytes = sum(_padded(p, n) for p in mine)
-            if nbytes:
-                units.append((nbytes, gathers))
-        return units
-
-
-def _root_params(net: Any) -> List[Any]:
-    inside = {id(p) for b in net.blocks for p in b.parameters()}
-    return [p for p in net.parameters() if id(p) not in inside]
+        inside = {id(p) for b in self.net.blocks for p in b.parameters()}
+        root = [p for p in self.net.parameters() if id(p) not in inside]
+        units = [(sum(_padded(p, n) for p in params), gathers) for params, gathers
+                 in [(list(b.parameters()), 2) for b in self.net.blocks] + [(root, 1)]]
+        return [u for u in units if u[0]]
 
 
 def _padded(p: Any, n: int) -> int:

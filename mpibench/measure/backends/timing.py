@@ -39,31 +39,29 @@ def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step
 
 
 def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step = None) -> float:
+    """Each call, then finish() and barrier() where given: a loop per case, none tests."""
     perf = time.perf_counter
-    if barrier is None:
-        if finish is None:
-            t0 = perf()
-            for call in calls:
-                call()
-            if finish_once is not None:
-                finish_once()
-            return perf() - t0
+    steps = [step for step in (finish, barrier) if step is not None]
+    if len(steps) == 2:
+        first, second = steps
         t0 = perf()
         for call in calls:
             call()
-            finish()
+            first()
+            second()
         return perf() - t0
-    if finish is None:
+    if steps:
+        step = steps[0]
         t0 = perf()
         for call in calls:
             call()
-            barrier()
+            step()
         return perf() - t0
     t0 = perf()
     for call in calls:
         call()
-        finish()
-        barrier()
+    if finish_once is not None:
+        finish_once()
     return perf() - t0
 
 

@@ -138,8 +138,14 @@ class TorchBackend:
                   graph_launches: int = 0, per_iter: bool = False) -> Timed:
         """(seconds per call, -I 1: each iteration's seconds) of every call run once in -z
         mode `mode` (timing.py); barrier: the side channel's (modes 1 and 3, graphs)."""
-        if graph_launches:
-            return self._time_graph(calls, mode, barrier, graph_launches), None
+        if graph_launches:          # nccl-tests' -G: the calls captured once, replays timed
+            graph, replay = self.captured(calls)
+            # Capture and instantiation take a different time on each rank: without this a
+            # fast rank would time its wait for the slowest.
+            barrier = timing.needed_barrier(barrier)
+            barrier()
+            total = timing.seconds([replay] * graph_launches, mode, self.stream.synchronize, barrier)
+            return total / (len(calls) * graph_launches), None
         finish = self.stream.synchronize if self.cuda else None
         wait = self._wait if self.launches_async(mode) else None
         if per_iter:
@@ -155,21 +161,17 @@ class TorchBackend:
             total, stamps = timing.seconds_marked(calls, mode, [time.perf_counter] * count,
                                                   finish, barrier, wait, window)
             return total / len(calls), timing.intervals(stamps, mode)
-        events = self._events(count)
+        # Every event recorded once now: torch creates a CUDA event at its first record,
+        # which must not happen inside the timed loop (nccl-tests' initEvents).
+        events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        for e in events:
+            e.record(self.stream)
+        self.stream.synchronize()
         total, _ = timing.seconds_marked(calls, mode, [e.record for e in events], finish,
                                          barrier, wait, window)
         events[-1].synchronize()
         pairs = (zip(events[0::2], events[1::2]) if mode == 3 else zip(events, events[1:]))
         return total / len(calls), [a.elapsed_time(b) / 1e3 for a, b in pairs]
-
-    def _events(self, count: int) -> List[Any]:
-        """count timing events, each created now: torch creates a CUDA event at its first
-        record, which must not happen inside the timed loop (nccl-tests' initEvents)."""
-        events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
-        for e in events:
-            e.record(self.stream)
-        self.stream.synchronize()
-        return events
 
     def captured(self, calls: Sequence[Call]) -> Tuple[Any, Call]:
         """(graph, replay) of the calls captured in a CUDA graph; keep the graph while
@@ -182,17 +184,6 @@ class TorchBackend:
                 call()
         torch.cuda.synchronize(self.device)
         return graph, graph.replay
-
-    def _time_graph(self, calls: Sequence[Call], mode: int, barrier: Step, launches: int) -> float:
-        """nccl-tests' -G: the calls captured once, replayed `launches` times in -z mode."""
-        graph, replay = self.captured(calls)
-        # Capture and instantiation take a different time on each rank: without this a
-        # fast rank would time its wait for the slowest.
-        barrier = timing.needed_barrier(barrier)
-        barrier()
-        total = timing.seconds([replay] * launches, mode, self.stream.synchronize, barrier)
-        del graph
-        return total / (len(calls) * launches)
 
     def time_each(self, call: Call, count: int, barrier: Call) -> List[float]:
         """Per-call seconds for count calls, each started together after a barrier."""
