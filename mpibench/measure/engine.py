@@ -124,7 +124,7 @@ def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optiona
     return room
 
 
-def allocate(session: Session, backend: TorchBackend, plan: Plan) -> Buffers:
+def allocate(session: Session, backend: TorchBackend, plan: Plan, out: Callable[[str], None]) -> Buffers:
     """Allocate for the largest size every rank can hold; drop larger sizes together."""
     sizes = list(plan.sizes)
     while sizes:
@@ -137,7 +137,7 @@ def allocate(session: Session, backend: TorchBackend, plan: Plan) -> Buffers:
             return bufs
         bufs = None
         rank, text = bad[0]
-        session.out(f"# out of memory for {format_size(sizes[-1])} on rank {rank} "
+        out(f"# out of memory for {format_size(sizes[-1])} on rank {rank} "
                     f"(host {session.hosts[rank]}): {text}; skipping {format_size(sizes[-1])} "
                     f"and larger on every rank")
         plan.skipped.append(sizes.pop())
@@ -172,11 +172,13 @@ def iteration_views(send_t: Tensor, recv_t: Tensor, c: Counts, mode: str, rank: 
 
 
 class Engine:
-    """The sweep of one plan on one backend; report: rank 0's, None elsewhere."""
+    """The sweep of one plan on one backend; report: rank 0's, None elsewhere; quiet: without
+    progress lines."""
 
     def __init__(self, session: Session, backend: TorchBackend, plan: Plan,
-                 report: Optional[Report]) -> None:
+                 report: Optional[Report], quiet: bool = False) -> None:
         self.s = session
+        self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
         self.b = backend
         self.plan = plan
         self.report = report
@@ -188,18 +190,18 @@ class Engine:
 
     def run(self) -> int:
         self.watch.arm("allocating buffers")
-        bufs = allocate(self.s, self.b, self.plan)
+        bufs = allocate(self.s, self.b, self.plan, self.out)
         self.buffer_bytes = bufs.nbytes
         if self.plan.skipped and self.report is not None:
             self.report.set(skipped_sizes=self.plan.skipped)
         total_wrong = 0
         for coll in self.plan.collectives:
             if self.s.size < coll.min_ranks:
-                self.s.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
+                self.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
                 continue
             if not self.modes_run(coll):
                 asked = " or ".join(MODE_TEXT[m] for m in self.plan.modes)
-                self.s.out(f"# {coll.name}: skipped, no {asked} call ({self.b.missing_mode})")
+                self.out(f"# {coll.name}: skipped, no {asked} call ({self.b.missing_mode})")
                 continue
             total_wrong += self.run_collective(coll, bufs)
         return total_wrong
@@ -254,18 +256,18 @@ class Engine:
             for op in ops:
                 reason = self.b.unsupported(coll, dt, op)
                 if reason:
-                    s.out(f"# {coll.name} {dt.name} {op}: skipped, {reason}")
+                    self.out(f"# {coll.name} {dt.name} {op}: skipped, {reason}")
                     continue
                 ctx = Ctx(rank=s.rank, n=s.size, root=plan.root if coll.rooted else -1, op=op,
                           dtype=dt, backend_op=self.b.ops.get(op), device=self.b.device)
                 inexact = exact_reason(ctx) if plan.check else None
                 if inexact:
-                    s.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
+                    self.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
                 for size in plan.sizes:
                     c = coll.counts(size // dt.size, dt.size, s.size)
                     if c.param == 0:
-                        s.out(f"# {format_size(size)} {dt.name}: skipped, less than one aligned "
-                              f"element per rank for {s.size} ranks")
+                        self.out(f"# {format_size(size)} {dt.name}: skipped, less than one "
+                                 f"aligned element per rank for {s.size} ranks")
                         continue
                     ctx.count = c.param
                     local: Dict[str, Measured] = {}
@@ -324,10 +326,9 @@ class Engine:
     def check(self, coll: Collective, view: Tuple[Tensor, Tensor], ctx: Ctx, rounds: int) -> Optional[int]:
         sv, rv = view
         call = self.bind_checked(coll, sv, rv, ctx)
-        graph = None
         if self.plan.graph:
             # -G: the check's call captured and replayed, as nccl-tests' data check, so
-            # that what is counted is what a replay wrote.
+            # that what is counted is what a replay wrote (graph: kept while replayed).
             graph, call = self.b.captured([call])
         wrong: Optional[int] = 0
         for k in range(rounds):
@@ -340,7 +341,6 @@ class Engine:
             # Undefined here (not the root): keep calling, the other ranks make every round.
             wrong = None if w is None or wrong is None else wrong + w
         ctx.seed = 0
-        del graph
         return wrong
 
     # ---- rank 0: one row from every rank's figures ----
@@ -372,8 +372,7 @@ class Engine:
             row[key] = figures
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
-        cost = launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph)
-        launchcost.mark_rows([row], cost)
+        launchcost.mark_rows([row], launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph))
         return row
 
     # ---- who is slow: the largest size again, every rank timing every iteration ----

@@ -36,13 +36,9 @@ def report(per_rank: Sequence[Sequence[float]], skip: int) -> Dict[str, Any]:
     """The per-iteration object of one row and mode in nccl-tests' JSON keys (us), from
     every rank's seconds per_rank[r][i]."""
     times = slowest(per_rank)
-    st = stats(times[skip:])
-    out: Dict[str, Any] = {"skipped_iterations": skip}
-    out.update({f"{k}_us": v * 1e6 for k, v in st.items()})
-    out["cv_pct"] = spread_pct(times[skip:])
-    out["times_us"] = [t * 1e6 for t in times]
-    out["per_process_max_times_us"] = [[t * 1e6 for t in rank] for rank in per_rank]
-    return out
+    return {"skipped_iterations": skip, **{f"{k}_us": v * 1e6 for k, v in stats(times[skip:]).items()},
+            "cv_pct": spread_pct(times[skip:]), "times_us": [t * 1e6 for t in times],
+            "per_process_max_times_us": [[t * 1e6 for t in rank] for rank in per_rank]}
 
 
 def centre_interval(values: Sequence[float],

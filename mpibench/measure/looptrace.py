@@ -33,12 +33,9 @@ def overlap(a: Spans, b: Spans) -> bool:
 class Trace:
     def __init__(self, barrier: Call) -> None:
         self._barrier = barrier
-        self.calls_made = 0
-        self.barriers = 0
-        self.live: List[Spans] = []
-        self.most = 0
-        self.sharing = 0
+        self.calls_made = self.barriers = self.most = self.sharing = 0
         self.views = self.zero_views = 0
+        self.live: List[Spans] = []
 
     def barrier(self) -> None:
         self.barriers += 1

@@ -113,7 +113,6 @@ def build(s: Shape, device: Any) -> Any:
 
 
 def batches(s: Shape, batch: int, seed: int, count: int, device: Any) -> List[Tuple[Any, Any]]:
-    """count (inputs, targets) pairs of random tokens from seed."""
     import torch
     g = torch.Generator().manual_seed(seed)
     tokens = [torch.randint(s.vocab, (batch, s.seq + 1), generator=g).to(device) for _ in range(count)]

@@ -46,8 +46,7 @@ class PairBench:
 
     def _transfer(self, src: int, dst: int) -> Call:
         me, dist = self.s.rank, self.dist
-        send = self.send_buf[:self.size]
-        recv = self.recv_buf[:self.size]
+        send, recv = self.send_buf[:self.size], self.recv_buf[:self.size]
         if self.bidirectional:
             peer = dst if me == src else src
             ops = exchange_ops(dist, send, peer, recv, peer)

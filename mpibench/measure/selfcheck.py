@@ -4,7 +4,7 @@ of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
 import time
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..launch.session import Session
 from ..launch.watchdog import NullWatch
@@ -36,23 +36,10 @@ class Rows:
     table_header = add_probe = set
 
 
-class Quiet:
-    """The session without its progress lines (`verify` prints its own table)."""
-
-    def __init__(self, session: Session) -> None:
-        self._s = session
-
-    def out(self, text: str = "") -> None:
-        pass
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._s, name)
-
-
 def engine_rows(session: Session, backend: TorchBackend, plan: Plan) -> Tuple[Optional[List[Row]], int]:
     """(rows on rank 0, else None; wrong elements) of plan run through the engine."""
     report = Rows() if session.rank == 0 else None
-    wrong = Engine(cast(Session, Quiet(session)), backend, plan, report).run()
+    wrong = Engine(session, backend, plan, report, quiet=True).run()     # verify prints its own table
     return (report.rows if report else None), wrong
 
 
@@ -117,8 +104,7 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     "seconds": wall time}}, times the mean over ranks; progress(got, size) after each round."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
-    got: Rounds = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0}
-                                      for s in sizes}
+    got: Rounds = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0} for s in sizes}
     try:
         while (s := session.comm.bcast(pick(got) if session.rank == 0 else None, root=0)):
             for order in (("harness", "bare"), ("bare", "harness")):

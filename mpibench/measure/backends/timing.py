@@ -39,7 +39,6 @@ def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step
 
 
 def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step = None) -> float:
-    """Each call, then finish() and barrier() where given: a loop per case, none tests."""
     perf = time.perf_counter
     steps = [step for step in (finish, barrier) if step is not None]
     if len(steps) == 2:
@@ -190,7 +189,6 @@ def _windowed_marked(calls: Sequence[Call], wait: Wait, window: int,
 
 
 def intervals(stamps: Sequence[float], mode: int) -> List[float]:
-    """Per-iteration seconds from host-clock stamps."""
     if mode == 3:
         return [stamps[2 * i + 1] - stamps[2 * i] for i in range(len(stamps) // 2)]
     return [b - a for a, b in zip(stamps, stamps[1:])]

@@ -51,6 +51,8 @@ class Collective:
     mpi_modes: Optional[Tuple[str, ...]] = None   # what MPI can express, when it differs from modes
     min_ranks = 1
     chunked = False         # nccl-tests' S is count x n, busbw (n-1)/n: one chunk per rank
+    one_sender = False      # only the root's send buffer is an input
+    to_each = False         # the sender's chunk j is for rank j
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
     torch_notes: Dict[Tuple[str, str], str] = {}
@@ -73,11 +75,14 @@ class Collective:
 
     # ---- correctness check: fill inputs, then count wrong outputs ----
     def fill(self, send: Tensor, recv: Tensor, ctx: "Ctx") -> None:
-        """This rank's inputs into send, poison into recv (a reduction's in-place recv lies
-        inside send, which overwrites it)."""
+        """This rank's inputs into send, poison into recv first (a reduction's in-place recv
+        lies inside send, which overwrites it)."""
         if not (self.reduces and ctx.in_place):
             recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(send, rank_values(ctx, ctx.rank, reduce_inputs if self.reduces else data_values))
+        if self.one_sender and ctx.rank != ctx.root:
+            return
+        fill_chunks(send, per_destination(ctx, ctx.rank) if self.to_each
+                    else rank_values(ctx, ctx.rank, reduce_inputs if self.reduces else data_values))
 
     def expected(self, ctx: "Ctx", start: int, stop: int) -> Optional[Tensor]:
         """Expected values of recv[start:stop] on this rank (int64 or float64), or None: unchecked."""
@@ -126,7 +131,6 @@ def data_values(ctx: Ctx, src: int, i: Tensor, dst: Any = 0) -> Tensor:
 
 
 def rank_values(ctx: Ctx, src: int, values: Callable[[Ctx, int, Tensor], Tensor] = data_values) -> Values:
-    """What rank src sends, as fill_chunks takes it."""
     return lambda a, b: values(ctx, src, index(ctx, a, b))
 
 

@@ -3,8 +3,7 @@ reduce_scatter's counts and busbw factor, one sender, no reduction)."""
 from functools import partial
 from typing import Any, Optional
 
-from .base import (Call, Ctx, Tensor, data_values, fill_chunks, index, mpi_send, per_destination,
-                   poison_value)
+from .base import Call, Ctx, Tensor, data_values, index, mpi_send
 from .reduce_scatter import ReduceScatter
 
 
@@ -12,15 +11,12 @@ class Scatter(ReduceScatter):
     name = "scatter"
     reduces = False
     rooted = True
+    one_sender = True
+    to_each = True
     mpi_modes = None          # MPI_IN_PLACE at the root keeps nccl-tests' in-place layout
     torch_notes = dict.fromkeys((("nccl", "out"), ("nccl", "in")), (
         "torch copies the root's own chunk with copy_ (a separate CUDA copy beside its NCCL "
         "sends), where nccl-tests' root sends it to itself through NCCL"))
-
-    def fill(self, send: Tensor, recv: Tensor, ctx: Ctx) -> None:
-        recv.fill_(poison_value(ctx.dtype))           # in place, recv lies inside send: first
-        if ctx.rank == ctx.root:
-            fill_chunks(send, per_destination(ctx, ctx.root))
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         return data_values(ctx, ctx.root, index(ctx, start, stop), dst=ctx.rank)
