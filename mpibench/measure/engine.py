@@ -27,12 +27,10 @@ PICK: Dict[int, Callable[[List[float]], float]] = {0: lambda times: times[0], 1:
 # One rank's figures of one row and mode: (seconds per call, wrong elements or None: not
 # checked, calls in flight, -I 1: each iteration's seconds)
 Measured = Tuple[float, Optional[int], int, Optional[List[float]]]
-Views = List[Tuple[Tensor, Tensor]]
 
 
 class Report(Protocol):
-    """Where rank 0's figures go (the run command's: diagnose.sink, so that this stage
-    imports neither the results nor the diagnose stage)."""
+    """Where rank 0's figures go (the run command's: diagnose.sink)."""
     def set(self, **items: Any) -> None: ...       # document-level facts (skipped_sizes)
     def table_header(self, collective: str) -> None: ...   # nccl-tests' start line, column header
     def add_row(self, row: Row) -> None: ...       # one row, as soon as it is measured
@@ -158,7 +156,7 @@ def tensor(session: Session, backend: TorchBackend, dtype: DType, count: int,
 
 
 def iteration_views(send_t: Tensor, recv_t: Tensor, c: Counts, mode: str, rank: int,
-                    wanted: int) -> Views:
+                    wanted: int) -> List[Tuple[Tensor, Tensor]]:
     """(send, recv) views for successive iterations, moving through the buffers as
     nccl-tests does so that repeated calls do not just hit the cache."""
     if mode == "in":
@@ -300,9 +298,7 @@ class Engine:
         # two calls in flight on the same memory are erroneous for MPI, a race for gloo.
         window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
-        # Data as nccl-tests' initData: each view the loop cycles through holds this rank's
-        # position-sensitive values, not zeros (zeros can run faster: less power, hardware that
-        # skips them); not the check's inputs, whose signed sums are zeros over 3k ranks.
+        # Data, not zeros (zeros can run faster), as nccl-tests' initData (docs/gpu.md).
         values = rank_values(ctx, ctx.rank)
         for sv, rv in views:
             fill_chunks(rv, values)

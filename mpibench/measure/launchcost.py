@@ -1,9 +1,6 @@
-"""The host's cost of starting one collective: what a row's time cannot go below.
-
-On a GPU each torch call pays Python dispatch, c10d's work object and a flight-recorder
-entry before NCCL's kernel is queued; where that exceeds the kernel's time, a row's time
-is the launch rate, not NCCL's latency. Measured as nccl-tests' -z 0 loop without the
-final synchronize: the clock stops when the last call returns.
+"""The host's cost of starting one collective, what a row's time cannot go below
+(docs/gpu.md). Measured as nccl-tests' -z 0 loop without the final synchronize: the clock
+stops when the last call returns.
 """
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -58,8 +55,7 @@ def mark_rows(rows: List[Row], per_call_s: Optional[float]) -> int:
     marked = 0
     for row in rows:
         for key in MODES:
-            m = row.get(key)
-            if m:
+            if m := row.get(key):
                 m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s)
                 marked += m["launch_bound"]
     return marked
@@ -72,16 +68,13 @@ WARM = 10            # calls first, untimed (connections, first-use costs)
 def row_cost(costs: Optional[Dict[str, float]], collective: str, graph: int) -> Optional[float]:
     """The launch cost a row of `collective` is marked against; None with -G, where one
     graph launch starts every captured call."""
-    if graph or not costs:
-        return None
-    return costs.get(collective)
+    return None if graph or not costs else costs.get(collective)
 
 
 def of_collective(backend: TorchBackend, coll: Collective, barrier: Call, root: int = 0,
                   n: int = LAUNCHES) -> float:
     """Host seconds per launch of coll at its smallest row, every rank together; on a GPU
-    bound as the timed loops bind them, elsewhere async_op=True. Each collective pays its
-    own cost: a batch_isend_irecv or a gather's list of chunks costs more than all_reduce."""
+    bound as the timed loops bind them, elsewhere async_op=True."""
     torch, dist = backend.torch, backend.dist
     dt, ranks = DTYPES["float32"], dist.get_world_size()
     c = coll.counts(4 * ranks, dt.size, ranks)

@@ -1,7 +1,4 @@
-"""The synthetic GPT-style decoder `train` steps: token and position embeddings, pre-LN
-blocks (causal self-attention through scaled_dot_product_attention, a 4x MLP) and an LM
-head tied to the token embedding, as GPT-2 has them. Shapes only: no weights are
-downloaded, the data is random tokens.
+"""The synthetic GPT-style decoder `train` steps (docs/commands/train.md).
 
 shape() and parameters() are pure (no torch), so that a bad shape is refused at parse
 time on every rank alike, before torch loads.

@@ -97,9 +97,8 @@ class BareLoops:
 def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int], *, iters: int,
                    warmup: int, watch: NullWatch, progress: Callable[[Rounds, int], None],
                    pick: Callable[[Rounds], Optional[int]]) -> Optional[Rounds]:
-    """Both timers, a pair of rounds at a time at the size rank 0's pick(got) names (None
-    ends): mpibench's loop, the bare loop, the bare loop, mpibench's loop, so that both see
-    the same state of a shared machine and running first cancels in a pair. Rank 0 gets
+    """Both timers, a pair of rounds (A B B A, docs/verify.md) at a time at the size rank
+    0's pick(got) names (None ends). Rank 0 gets
     {size: {"harness": [s per round], "bare": [...], "rows": [engine row per round],
     "seconds": wall time}}, times the mean over ranks; progress(got, size) after each round."""
     bare = BareLoops(session, backend, sizes)

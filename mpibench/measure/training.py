@@ -1,9 +1,7 @@
-"""Training steps of the synthetic decoder, timed per rank: the data-parallel step
-(DDP or FSDP2) and the same step without gradient synchronisation, alternated A/B.
-
-The timed region holds the step's calls and a device sync: batches, gradient lists and
-closures are made before, losses read after. A rank that cannot hold the model says so
-before any collective runs, so that no rank is left waiting in one.
+"""`train`'s steps, timed per rank (docs/commands/train.md). The timed region holds the
+step's calls and a device sync: batches, gradient lists and closures are made before,
+losses read after. A rank that cannot hold the model says so before any collective runs,
+so that no rank is left waiting in one.
 """
 import contextlib
 import time
@@ -117,8 +115,7 @@ class Trainer:
         return None
 
     def _adamw(self, net: Any) -> Any:
-        return self.torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.1,
-                                      foreach=True)
+        return self.torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
 
     def _local_step(self, net: Any, opt: Any) -> None:
         """Forward, backward and an optimizer step with zeroed gradients: every buffer the

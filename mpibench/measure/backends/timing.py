@@ -1,10 +1,5 @@
-"""The timed loops, one per -z mode, as nccl-tests 2.19.6 runs them (src/common.cu,
-startColl, completeColl and BenchTime):
-
-0  launch every iteration, wait once at the end;
-1  wait and barrier after every iteration, the barriers inside the time;
-2  wait after every iteration, no barrier;
-3  wait and barrier after every iteration, only the calls timed (the barriers left out).
+"""The timed loops, one per -z mode (BLOCKING), as nccl-tests 2.19.6 runs them
+(src/common.cu, startColl, completeColl and BenchTime).
 
 The time is the host's wall clock from the first launch until the last call has finished,
 as nccl-tests' timer: no event or sync of another stream can end it early. The barrier is

@@ -1,9 +1,7 @@
 """torch.distributed as a benchmark backend: NCCL on CUDA devices, gloo on CPUs.
 
-On GPUs every call runs on one stream of the backend's own, created non-blocking as
-nccl-tests' (cudaStreamNonBlocking; torch's pool streams are), not on the legacy default
-stream: since torch 2.8 a call with async_op=False runs on the caller's current stream,
-and NCCL has had failures specific to the default stream (NVIDIA/nccl#2003).
+On GPUs every call runs on one non-blocking stream of the backend's own, current from its
+creation on, not on the legacy default stream (docs/gpu.md, "One stream").
 """
 import time
 from contextlib import nullcontext
@@ -40,8 +38,6 @@ class TorchBackend:
         self.cuda = self.device is not None and self.device.type == "cuda"
         self.pool: Any = None     # -G: the buffers' torch.cuda.MemPool (graph_allocator)
         if self.cuda:
-            # Current from here on (this thread): buffers, fills, warm-up, timed loops,
-            # graph capture and replays, checks and events all use it.
             self.stream = torch.cuda.Stream(self.device)
             torch.cuda.set_stream(self.stream)
         self.ops: Dict[str, Any] = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
