@@ -22,8 +22,7 @@ from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 # nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks
-PICK: Dict[int, Callable[[List[float]], float]] = {0: lambda times: times[0], 1: mean, 2: min,
-                                                   3: max}
+PICK: Dict[int, Callable[[List[float]], float]] = {0: lambda times: times[0], 1: mean, 2: min, 3: max}
 # One rank's figures of one row and mode: (seconds per call, wrong elements or None: not
 # checked, calls in flight, -I 1: each iteration's seconds)
 Measured = Tuple[float, Optional[int], int, Optional[List[float]]]
@@ -97,10 +96,8 @@ GIB = 1 << 30
 
 
 def nccl_reserve(total: int) -> int:
-    """Device bytes the buffers must leave free of total: NCCL allocates its ring, tree,
-    NVLS and P2P buffers at each algorithm's first use, mid-sweep, and graphs and the check
-    need room too. As nccl-tests (common.cu): 1 GiB per 16 GiB installed, at most 4 GiB,
-    plus 1 GiB for the rest."""
+    """Device bytes the buffers leave free of total for NCCL's buffers (made mid-sweep),
+    graphs and the check: as nccl-tests' common.cu, 1 GiB per 16 GiB (at most 4) + 1 GiB."""
     return min(-(-total // (16 * GIB)), 4) * GIB + GIB
 
 
@@ -294,8 +291,7 @@ class Engine:
         z = plan.blocking
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
         bound = [self.b.bind(coll, sv, rv, ctx, self.b.launches_async(z)) for sv, rv in views]
-        # With -z 0 on CPU backends, at most one call in flight per distinct buffer slot:
-        # two calls in flight on the same memory are erroneous for MPI, a race for gloo.
+        # -z 0 on CPUs: one call in flight per buffer slot at most (docs/commands/run.md, -z).
         window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
         # Data, not zeros (zeros can run faster), as nccl-tests' initData (docs/gpu.md).

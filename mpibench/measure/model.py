@@ -37,10 +37,7 @@ def shape(preset: str, **overrides: Optional[int]) -> Shape:
     if preset not in PRESETS:
         raise UsageError(f"unknown model preset '{preset}' (presets: {', '.join(PRESETS)})")
     values = PRESETS[preset].as_dict()
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    for k in FIELDS:
-        if values[k] < 1:
-            raise UsageError(f"--{k} must be at least 1: {values[k]}")
+    values.update({k: v for k, v in overrides.items() if v is not None})    # each at least 1: argparse
     if values["hidden"] % values["heads"]:
         raise UsageError(f"--hidden {values['hidden']} is not divisible by --heads "
                          f"{values['heads']} (each head takes hidden/heads channels)")

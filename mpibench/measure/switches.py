@@ -1,4 +1,4 @@
-"""The test switches that act inside the engine and the backend (launch/faults.py), installed
+"""The test switches that act inside the engine and the backend (docs/testing.md), installed
 on them only when one is on for this rank: the timed code itself holds no test branch."""
 from functools import partial
 from typing import Any, List, Optional, Tuple
@@ -29,8 +29,7 @@ def install(target: Any, rank: int) -> None:
 
 
 def _wrap_measure(engine: Any, rows: List[Tuple[int, str]], early: Optional[str]) -> None:
-    """Row faults trip at the first row of their size or more; early:RANK:X divides every
-    timed loop's seconds by X (the timer stops early)."""
+    """Row faults trip at the first row of their size or more; early divides the seconds."""
     measure = engine.measure
     try:
         factor = max(1.0, float(early)) if early else 1.0
@@ -47,9 +46,8 @@ def _wrap_measure(engine: Any, rows: List[Tuple[int, str]], early: Optional[str]
 
 
 def _wrap_check(engine: Any, corrupt: Optional[str], graphcorrupt: bool) -> None:
-    """In the calls whose output is read (the check's, demo's), a wrong first element:
-    corrupt, the poison value (corrupt:RANK:nan: NaN); graphcorrupt, 1 added to it by the
-    check's captured graph, which only a replay does (-G)."""
+    """corrupt: bind_checked's calls leave a wrong first element; graphcorrupt: the check's
+    captured graph adds 1 to it."""
     if corrupt is not None:
         bind = engine.bind_checked
 

@@ -29,7 +29,7 @@ class MPIBackend(TorchBackend):
                              f"started by {session.launcher}")
         import torch
         super().__init__(session, self.name, torch.device("cpu"))
-        MPI = self.MPI = session.comm.MPI
+        MPI = session.comm.MPI
         self.comm = session.comm.world.Dup()
         self.ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
 

@@ -86,9 +86,8 @@ class TorchBackend:
 
     # ---- buffers ----
     def graph_allocator(self) -> Dict[str, Any]:
-        """-G: the buffers from here on come from the process group's allocator through a
-        torch.cuda.MemPool where torch offers one (ncclMemAlloc: cuMem memory NCCL registers
-        during graph capture, as nccl-tests'); {"allocator", "registered", "reason"}."""
+        """-G: the buffers from here on come from NCCL's allocator where torch offers it
+        (docs/gpu.md); {"allocator", "registered", "reason"}."""
         torch = self.torch
         try:
             group = self.dist.distributed_c10d._get_default_group()
