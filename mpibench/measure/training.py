@@ -73,9 +73,7 @@ class Trainer:
         self.bucket_mb, self.device = bucket_mb, device
         self.cuda = device.type == "cuda"
         self.precision = "bf16 autocast" if self.cuda else "fp32"
-        # How far the replicas' losses on a shared batch may differ: bit for bit in fp32 on
-        # CPUs; under bf16 autocast GPUs of different models (or libraries) pick different
-        # kernels, whose bf16 rounding (8-bit mantissa, steps of 2^-8 = 0.4%) differs.
+        # How far the replicas' losses on a shared batch may differ (docs/gpu.md says why)
         self.loss_rtol = BF16_LOSS_RTOL if self.cuda else 0.0
         self._amp: ContextManager[Any] = (torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda
                                           else contextlib.nullcontext())
