@@ -133,8 +133,8 @@ def allocate(session: Session, backend: TorchBackend, plan: Plan, out: Callable[
         bufs = None
         rank, text = bad[0]
         out(f"# out of memory for {format_size(sizes[-1])} on rank {rank} "
-                    f"(host {session.hosts[rank]}): {text}; skipping {format_size(sizes[-1])} "
-                    f"and larger on every rank")
+            f"(host {session.hosts[rank]}): {text}; skipping {format_size(sizes[-1])} "
+            f"and larger on every rank")
         plan.skipped.append(sizes.pop())
     raise Exit("not even the smallest size fits in memory on every rank", 1)
 
@@ -276,8 +276,7 @@ class Engine:
                     gathered = s.comm.gather(local, root=0)
                     if self.report is not None:
                         row = self._row(coll, dt, op, size, c, gathered)
-                        measured = [row.get(k) for k in MODES]
-                        wrong_total += sum(m.get("nwrong") or 0 for m in measured if m)
+                        wrong_total += sum(m.get("nwrong") or 0 for k in MODES if (m := row.get(k)))
                         self.report.add_row(row)
                     probe = (dt, op, size, c, send_t, recv_t, ctx)
         if probe is not None and plan.probe_iters > 0:

@@ -21,14 +21,9 @@ FLOAT32 = DTYPES["float32"]
 Rounds = Dict[int, Dict[str, Any]]     # compare_timers' figures: see there
 
 
-class Rows:
-    """The engine's report on rank 0, kept instead of printed."""
-
-    def __init__(self) -> None:
-        self.rows: List[Row] = []
-
-    def add_row(self, row: Row) -> None:
-        self.rows.append(row)
+class Rows(List[Row]):
+    """The engine's report on rank 0: its rows, kept instead of printed."""
+    add_row = list.append
 
     def set(self, *args: Any, **items: Any) -> None:
         """Nothing else of a report is kept."""
@@ -40,7 +35,7 @@ def engine_rows(session: Session, backend: TorchBackend, plan: Plan) -> Tuple[Op
     """(rows on rank 0, else None; wrong elements) of plan run through the engine."""
     report = Rows() if session.rank == 0 else None
     wrong = Engine(session, backend, plan, report, quiet=True).run()     # verify prints its own table
-    return (report.rows if report else None), wrong
+    return report, wrong
 
 
 def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: int,
