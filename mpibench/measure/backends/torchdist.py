@@ -134,7 +134,7 @@ class TorchBackend:
         """(seconds per call, -I 1: each iteration's seconds) of every call run once in -z
         mode `mode` (timing.py); barrier: the side channel's (modes 1 and 3, graphs)."""
         if graph_launches:          # nccl-tests' -G: the calls captured once, replays timed
-            graph, replay = self.captured(calls)
+            graph, replay = self.captured(calls)     # graph: kept while replayed
             # Capture and instantiation take a different time on each rank: without this a
             # fast rank would time its wait for the slowest.
             barrier = timing.needed_barrier(barrier)
