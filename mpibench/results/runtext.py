@@ -1,5 +1,5 @@
 """What `run` prints around nccl-tests' rows: its header before them, its summary after."""
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from tabulate import tabulate
 
@@ -15,8 +15,8 @@ from .output import RunOutput
 def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, average: str,
              blocking: Dict[str, int], modes: Dict[str, str], notes: Sequence[Optional[str]],
              clock: str, timeout: float) -> None:
-    """The header's first lines. blocking, modes: {backend: its -z, what that does}; notes:
-    lines or None; clock: what times each iteration with -I 1."""
+    """The header's first lines. blocking, modes: {backend: its -z, what it does}; notes: lines
+    or None; clock: what times each iteration with -I 1."""
     sizes = plan.sizes
     step = f"{sizes[1] / sizes[0]:g}" if len(sizes) > 1 else "1"
     blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
@@ -46,8 +46,8 @@ def banner(text: str) -> str:
 
 def call_notes(out: RunOutput, missing: Sequence[Tuple[str, str, Sequence[str]]],
                notes: Sequence[Tuple[str, str, str]]) -> None:
-    """The header's last lines. missing: (mode, why, collectives without that call) per
-    backend and mode; notes: (backend, collective, text) where torch's call differs."""
+    """The header's last lines. missing: (mode, why, collectives without that call) per backend
+    and mode; notes: (backend, collective, text) where torch's call differs."""
     for mode, why, colls in missing:
         if colls:
             out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(colls)} ({why})")
@@ -127,25 +127,19 @@ def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> 
 def memory_summary(hosts: Sequence[str], out: RunOutput, memory: Sequence[Dict[str, Any]]) -> None:
     """Every rank's peak memory into the document, and the largest (host, device) in one line."""
     out.set(memory=[{"rank": r, "host": hosts[r], **m} for r, m in enumerate(memory)])
-    known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
-    device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
-              if m.get("device_peak_bytes") is not None]
-
-    def peak(found: List[Tuple[int, int]]) -> Tuple[int, str]:
-        """The largest: (its rank, 'N bytes on rank R (host H)')."""
-        value, rank = max(found)
-        return rank, f"{format_bytes(value)} on rank {rank} (host {hosts[rank]})"
-    if device:
-        rank, where = peak(device)
-        line = (f"# peak device memory (torch.cuda.max_memory_allocated): {where}, of which "
-                f"buffers {format_bytes(memory[rank]['buffer_bytes'])}")
-        if known:
-            line += f"; peak host resident memory {peak(known)[1]}"
-        out.say(line)
-    elif known:
-        rank, where = peak(known)
-        out.say(f"# peak resident memory: {where}, of which buffers "
-                f"{format_bytes(memory[rank]['buffer_bytes'])}")
+    peaks = {}          # field: (the rank of the largest, 'N bytes on rank R (host H)')
+    for field in ("device_peak_bytes", "peak_rss_bytes"):
+        found = [(m[field], r) for r, m in enumerate(memory) if m.get(field) is not None]
+        if found:
+            value, rank = max(found)
+            peaks[field] = (rank, f"{format_bytes(value)} on rank {rank} (host {hosts[rank]})")
+    if peaks:
+        rank, where = next(iter(peaks.values()))
+        what = ("device memory (torch.cuda.max_memory_allocated)" if "device_peak_bytes" in peaks
+                else "resident memory")
+        rss = f"; peak host resident memory {peaks['peak_rss_bytes'][1]}" if len(peaks) == 2 else ""
+        out.say(f"# peak {what}: {where}, of which buffers "
+                f"{format_bytes(memory[rank]['buffer_bytes'])}{rss}")
 
 
 def per_rank_table(hosts: Sequence[str], out: RunOutput) -> None:
