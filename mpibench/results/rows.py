@@ -20,11 +20,9 @@ def key(row: Dict[str, Any], mode: Optional[str] = None, backend: bool = True) -
 def one_mode(collective: str, backend: str, dtype: DType, size: int, count: int, redop: str,
              root: int, bw_bytes: Optional[int], factor: float, mode: str, seconds: Sequence[float],
              wrong: Optional[Sequence[Optional[int]]] = None, **extra: Any) -> Dict[str, Any]:
-    """A row measured in one mode (a results-document key, in_place or out_of_place).
-
-    seconds[r]: rank r's time per call; the row's time is their mean (nccl-tests' -a 1).
-    wrong[r]: rank r's wrong elements (None: not checked). bw_bytes None: no bandwidth is
-    defined for what was timed (the time stands alone)."""
+    """A row measured in one mode (in_place or out_of_place). seconds[r]: rank r's time per call,
+    their mean the row's (nccl-tests' -a 1); wrong[r]: rank r's wrong elements (None: not
+    checked); bw_bytes None: no bandwidth is defined for what was timed."""
     assert mode in MODES, mode
     t = mean(seconds)
     alg = algbw(bw_bytes, t) if bw_bytes is not None else None

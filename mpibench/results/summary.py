@@ -15,8 +15,7 @@ def _busbws(rows: Sequence[Dict[str, Any]]) -> List[float]:
 def closing(rows: Sequence[Dict[str, Any]], names: Sequence[str], ranks: Optional[int], wrong: int,
             threshold: Optional[Tuple[float, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """(document fields, lines): nccl-tests' closing lines over rows of the backends names.
-    threshold: (GB/s, where it comes from), as NCCL_TESTS_MIN_BW: each average is marked OK or
-    FAILED against it (no bus bandwidth at all fails)."""
+    threshold: (GB/s, source), as NCCL_TESTS_MIN_BW: each average OK or FAILED (none fails)."""
     lines = ["#", f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}"]
     averages, failed = {}, []
     for name in names:
@@ -25,17 +24,12 @@ def closing(rows: Sequence[Dict[str, Any]], names: Sequence[str], ranks: Optiona
         label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
         if bws:
             averages[name] = sum(bws) / len(bws)
-            text = f"# {label:<20s} : {averages[name]:g}"
-        elif measured(mine) and ranks == 1:
-            text = (f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
-                    f"its factor is 0 for these collectives)")
-        else:
-            text = f"# {label:<20s} : n/a (no rows)"
+        text = (f"{averages[name]:g}" if bws else "n/a (no rows)" if not measured(mine) or ranks != 1
+                else "n/a (bus bandwidth is not defined for one rank: its factor is 0 for these collectives)")
         if threshold is not None:
-            ok = averages.get(name, 0.0) >= threshold[0]
-            failed += [] if ok else [name]
-            text += " OK" if ok else " FAILED"
-        lines.append(text)
+            failed += [] if averages.get(name, 0.0) >= threshold[0] else [name]
+            text += " FAILED" if name in failed else " OK"
+        lines.append(f"# {label:<20s} : {text}")
     bws = _busbws(rows)
     fields: Dict[str, Any] = {"average_bus_bandwidth": sum(bws) / len(bws) if bws else None,
                               "out_of_bounds": {"count": wrong, "okay": wrong == 0}}

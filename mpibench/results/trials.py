@@ -1,11 +1,8 @@
-"""Repeated sweeps (run --trials K): one row per size from K measurements of it.
-
-A row's figures are the medians over the trials, where readers expect nccl-tests' keys; it
-keeps every trial under `trials`, and each mode a `spread` (min, max, coefficient of
-variation of the time) and `unstable` when (max - min) / median exceeds a threshold.
-"""
+"""Repeated sweeps (run --trials K): one row per size from K measurements of it: the medians
+under nccl-tests' keys, every trial under `trials`, and per mode a `spread` (min, max, cv of
+the time) and `unstable` when (max - min) / median exceeds a threshold."""
 from statistics import mean, median, pstdev
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..measure.collectives.base import algbw, busbw
 from ..measure.modes import MODES
@@ -16,17 +13,14 @@ UNSTABLE = 0.10   # default: a row whose times span more than 10% of their media
 
 def merge(trial_rows: List[Dict[str, Any]], threshold: float = UNSTABLE) -> Dict[str, Any]:
     """One row from the same row of every trial (same collective, size, type, modes)."""
-    first = trial_rows[0]
-    row = {k: v for k, v in first.items()
-           if k not in MODES and k not in ("per_rank_time_us", "per_rank_nwrong", "trials")}
-    row["trials"] = [{k: t[k] for k in (*MODES, "per_rank_time_us", "per_rank_nwrong")}
-                     for t in trial_rows]
-    def per_rank(field: str, key: str) -> Iterator[Tuple[Any, ...]]:   # each rank's over the trials
-        return zip(*(t[field][key] for t in trial_rows))
-    row["per_rank_time_us"] = {key: [median(x) for x in per_rank("per_rank_time_us", key)]
-                               for key in first["per_rank_time_us"]}
-    row["per_rank_nwrong"] = {key: [None if None in x else sum(x) for x in per_rank("per_rank_nwrong", key)]
-                              for key in first["per_rank_nwrong"]}
+    first, kept = trial_rows[0], (*MODES, "per_rank_time_us", "per_rank_nwrong")
+    row = {k: v for k, v in first.items() if k not in kept and k != "trials"}
+    row["trials"] = [{k: t[k] for k in kept} for t in trial_rows]
+    folds: Dict[str, Callable[[Tuple[Any, ...]], Any]] = {
+        "per_rank_time_us": median, "per_rank_nwrong": lambda x: None if None in x else sum(x)}
+    for field, fold in folds.items():      # each rank's over the trials
+        row[field] = {key: [fold(x) for x in zip(*(t[field][key] for t in trial_rows))]
+                      for key in first[field]}
     for key in MODES:
         if first[key] is None:
             row[key] = None
