@@ -1,5 +1,5 @@
-"""The text of a train run as train prints it and report renders it, and sweep's train table."""
-from typing import Any, Dict, List, Optional, Sequence
+"""The text of a train run as train prints it and report renders it."""
+from typing import Any, Dict, List, Optional
 
 from ..measure.sizes import format_bytes, format_size
 from . import numbers
@@ -124,13 +124,3 @@ def closing_lines(train: Dict[str, Any], n: int) -> List[str]:
                 f"{r} ({hosts['ranks'][r]['host']})" for r in hosts["slow_ranks"]))
     return lines + summary_lines(train, n)
 
-
-def sweep_lines(records: Sequence[Dict[str, Any]], labels: Dict[str, str]) -> List[str]:
-    """sweep's table of the train steps per setting (none when no setting trained)."""
-    rows = [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
-             numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
-            for r in records for t in [r.get("train")] if t]
-    if not rows:
-        return []
-    return ["#\n# train steps per setting"] + commented(
-        rows, ["setting", "step ms", "tokens/s", "exposed", "hidden"])
