@@ -39,19 +39,14 @@ def heatmap(out: RunOutput, png: Optional[str], when: str = ":") -> None:
 def matrices(out: RunOutput, names: List[str], size: int, bidirectional: bool, bandwidth: Optional[Matrix],
              latency_size: int, latency: Optional[Matrix]) -> None:
     """The bandwidth matrix (GB/s) and the latency one (us), each unless None."""
-    if bandwidth is not None:
-        out.say(f"#\n# bandwidth GB/s at {format_size(size)}"
-                + (" (both ways at once)" if bidirectional else " (row sends to column)") + ":")
-        _table(out, "GB/s" if bidirectional else "from \\ to", names, bandwidth, 3)
-    if latency is not None:
-        out.say(f"#\n# latency us at {format_size(latency_size)} (one way, half the round trip):")
-        _table(out, "us", names, latency, 1)
-
-
-def _table(out: RunOutput, corner: str, names: List[str], matrix: Matrix, digits: int) -> None:
-    rows = [[a] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
-            for a, row in zip(names, matrix)]
-    out.say(*commented(rows, [corner] + names, stralign="right"))
+    way = ("(both ways at once)", "GB/s") if bidirectional else ("(row sends to column)", "from \\ to")
+    for matrix, title, corner, digits in (
+            (bandwidth, f"bandwidth GB/s at {format_size(size)} {way[0]}", way[1], 3),
+            (latency, f"latency us at {format_size(latency_size)} (one way, half the round trip)", "us", 1)):
+        if matrix is not None:
+            rows = [[a] + ["-" if a == b else figure(v, f".{digits}f", missing="-")
+                           for b, v in zip(names, row)] for a, row in zip(names, matrix)]
+            out.say(f"#\n# {title}:", *commented(rows, [corner] + names, stralign="right"))
 
 
 def verdict(out: RunOutput, analysis: Dict[str, Any], hosts: Sequence[str], labels: Sequence[str],

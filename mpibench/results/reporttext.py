@@ -1,8 +1,6 @@
 """What report prints: saved results as run printed them (text), as markdown, or as CSV."""
 from typing import Any, Dict, List, Sequence, Tuple
 
-from tabulate import tabulate
-
 from ..measure.modes import MODES
 from . import reader, summary, tables, traintext
 from .files import CSV_FIELDS, csv_lines, csv_rows
@@ -87,9 +85,8 @@ def markdown(docs: Docs) -> str:
     for path, doc in docs:
         parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
         for (test, setting, coll), rows in groups(doc).items():
-            parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tabulate(
-                [tables.row_cells(r) for r in rows], headers=tables.ROW_HEADERS,
-                tablefmt="github", disable_numparse=True))
+            parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tables.commented(
+                [tables.row_cells(r) for r in rows], tables.ROW_HEADERS, "github")[0])
             parts += [_md(x) for x in _test_average(doc, test)]
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:

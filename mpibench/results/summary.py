@@ -71,14 +71,13 @@ def comparison(rows: Sequence[Dict[str, Any]], a: str, b: str, memory: Optional[
         # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
         xa, ya = x["algbw_GBps"], y["algbw_GBps"]
         ratio = ya / xa if xa and ya else None
-        compared.append({"collective": row["collective"], "size": row["size"],
-                         "type": row["type"], "redop": row["redop"], "mode": m,
-                         f"{a}_time_us": x["time_us"], f"{a}_busbw_GBps": x["busbw_GBps"],
-                         f"{b}_time_us": y["time_us"], f"{b}_busbw_GBps": y["busbw_GBps"],
+        sides = ((a, x), (b, y))
+        compared.append({**{k: row[k] for k in ("collective", "size", "type", "redop")}, "mode": m,
+                         **{f"{n}_{k}": f[k] for n, f in sides for k in ("time_us", "busbw_GBps")},
                          "busbw_ratio": ratio})
-        cells.append([row["collective"], row["size"], row["type"], row["redop"],
-                      m.replace("_", "-"), f"{x['time_us']:.1f}", figure(x["busbw_GBps"]),
-                      f"{y['time_us']:.1f}", figure(y["busbw_GBps"]), figure(ratio, ".2f")])
+        cells.append([row["collective"], row["size"], row["type"], row["redop"], m.replace("_", "-"),
+                      *(c for _, f in sides for c in (f"{f['time_us']:.1f}", figure(f["busbw_GBps"]))),
+                      figure(ratio, ".2f")])
     lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
     if memory and memory.get(a) != memory.get(b):
         lines.append(f"# {a} moves {memory.get(a)} memory, {b} {memory.get(b)} memory: "
