@@ -9,7 +9,7 @@ from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw, Collective, Counts
 from ..measure.dtypes import DType, DTYPES
 from ..measure.sizes import format_size
-from . import rows, trials
+from . import rows
 from .numbers import counted, figure, ratio
 from .output import RunOutput
 from .tables import table
@@ -53,7 +53,7 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
             f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
-    out.trials = trials.Collector()
+    out.trials = rows.Collector()
     out.set(trials=ntrials)
     c = ALL_REDUCE.counts(count, dt.size, n)
     trial_bw = []
