@@ -20,11 +20,9 @@ def groups(doc: Doc) -> Dict[Tuple[int, str, str], List[Dict[str, Any]]]:
 
 def _title(doc: Doc, test: int, setting: str, collective: str) -> str:
     info = reader.test_info(doc, test)
-    where = ""
-    if info:
-        name = f"{info['name']}, " if info["name"] else ""
-        where = f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)"
-    return f"{collective}" + (f" ({setting})" if setting else "") + where
+    name = f"{info['name']}, " if info and info["name"] else ""
+    where = f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)" if info else ""
+    return collective + (f" ({setting})" if setting else "") + where
 
 
 def _test_average(doc: Doc, test: int) -> List[str]:
