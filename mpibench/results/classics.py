@@ -139,7 +139,6 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
     n = len(gathered)
     expected = n * (n + 1) // 2
     per_call = [sum(g[0][i] for g in gathered) / n for i in range(len(names))]
-    slowest = [max(g[0][i] for g in gathered) for i in range(len(names))]
     wrong = [(r, names[i], g[1][i]) for r, g in enumerate(gathered)
              for i in range(len(names)) if g[1][i] != expected]
     out.set(config={**out.doc["config"], "calls": calls, "warmup": warmup, "expected_sum": expected})
@@ -161,7 +160,7 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
                             [0 if g[1][i] == expected else 1 for g in gathered],
                             method=name, calls=calls, time_per_call_us=per_call[i] * 1e6,
                             total_s=per_call[i] * calls,
-                            slowest_rank_time_per_call_us=slowest[i] * 1e6,
+                            slowest_rank_time_per_call_us=max(g[0][i] for g in gathered) * 1e6,
                             speedup_vs_all_gather_object=speedup,
                             sums=[g[1][i] for g in gathered], agrees=sums_i == [expected])
         out.record_row(row)
