@@ -1,5 +1,4 @@
-"""What doctor prints: every host's facts, what differs between hosts, the transports NCCL
-used between them and the findings (diagnose/findings.py), each with its severity."""
+"""What doctor prints: each host's facts, what differs, NCCL's transports, the findings."""
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .numbers import counted, plural

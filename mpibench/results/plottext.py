@@ -1,5 +1,4 @@
-"""What plot prints beside its picture: the tests it draws, the entries it skips, the file
-it wrote."""
+"""What plot prints beside its picture: the tests it draws, the entries skipped, the file."""
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import reader

@@ -1,6 +1,5 @@
-"""The lines of every command's preamble that say where it ran: each rank's device (as
-nccl-tests prints it), the backend and launcher, versions with their differences between
-hosts, and the network variables."""
+"""Every command's preamble lines on where it ran: each rank's device (as nccl-tests prints
+it), the backend and launcher, versions and how hosts differ, the network variables."""
 from typing import Any, Dict, Optional, Sequence
 
 from .numbers import counted, plural

@@ -143,16 +143,12 @@ def memory_summary(hosts: Sequence[str], out: RunOutput, memory: Sequence[Dict[s
 
 
 def per_rank_table(hosts: Sequence[str], out: RunOutput) -> None:
-    rows = []
     several = len({row["backend"] for row in out.doc["results"]}) > 1
-    for row in out.doc["results"]:
-        for key, times in row["per_rank_time_us"].items():
-            name = f"{row['collective']} ({row['backend']})" if several else row["collective"]
-            rows.append([name, row["size"], row["type"], key.replace("_", "-")] +
-                        [f"{t:.1f}" for t in times])
-    labels = [f"{h}:{r}" for r, h in enumerate(hosts)]
-    out.say("#\n# per-rank time (us), host:rank")
-    out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
+    rows = [[f"{row['collective']} ({row['backend']})" if several else row["collective"], row["size"],
+             row["type"], key.replace("_", "-")] + [f"{t:.1f}" for t in times]
+            for row in out.doc["results"] for key, times in row["per_rank_time_us"].items()]
+    out.say("#\n# per-rank time (us), host:rank", tabulate(
+        rows, headers=["collective", "size", "type", "mode"] + [f"{h}:{r}" for r, h in enumerate(hosts)]))
 
 
 def trials_summary(out: RunOutput, trials: int, unstable_share: float) -> None:

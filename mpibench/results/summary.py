@@ -1,5 +1,4 @@
-"""The lines that close a run's output, from its results document alone, so that `run`
-prints them as it ends and `report` prints the same from the saved file."""
+"""The lines that close a run's output, from its document alone: run's as it ends, report's."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import reader

@@ -1,5 +1,4 @@
-"""`verify`'s table: check, figure, reference, ratio (with its confidence interval where
-it has one), verdict; then one line per check that did not pass, with its reason."""
+"""What verify prints: its header, each round of the timers, the table of checks and verdicts."""
 from typing import Any, Dict, List
 
 from ..measure.sizes import format_size
