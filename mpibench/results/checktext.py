@@ -59,8 +59,7 @@ def round_line(k: int, pairs: Sequence[Tuple[str, str, Sequence[Dict[str, Any]],
              + share_text(min(f["busbw_GBps"] for f in per), rate)
              + ("" if not bad else " FAIL" if ppn == 1 else f" FAIL rail {','.join(map(str, bad))}")
              for ha, hb, per, bad, rate in pairs]
-    n = len(pairs)
-    return (f"# 2. between hosts, round {k}: {counted(n, 'pair')}"
+    return (f"# 2. between hosts, round {k}: {counted(len(pairs), 'pair')}"
             + (f" x {ppn} rails" if ppn > 1 else "")
             + " at once, busbw GB/s: " + ", ".join(lines[:8])
             + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else "")

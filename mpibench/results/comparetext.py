@@ -28,9 +28,7 @@ def verdict(base: Bandwidth, other: Bandwidth, noise: float) -> Tuple[float, str
 def figures(doc: Doc, modes: Sequence[str], min_size: int, by_backend: bool = True) -> Found:
     """({key: bandwidth}, [(size, mode)] printed as 0: not comparable, and said so)."""
     out, zero = {}, []
-    for row in doc["results"]:
-        if row["size"] < min_size:
-            continue
+    for row in (r for r in doc["results"] if r["size"] >= min_size):
         for mode in modes:
             bw = reader.bandwidth(row, mode)
             if bw and bw[0] > 0:
@@ -38,12 +36,6 @@ def figures(doc: Doc, modes: Sequence[str], min_size: int, by_backend: bool = Tr
             elif bw:
                 zero.append((row["size"], mode))
     return out, zero
-
-
-def _sizes(pairs: Sequence[Tuple[int, str]]) -> str:
-    sizes = sorted({s for s, _ in pairs})
-    text = ", ".join(format_size(s) for s in sizes[:6])
-    return text + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else "")
 
 
 def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
@@ -65,9 +57,11 @@ def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], fo
     for line in notes:
         print(line)
     for p, (_, zero) in zip(paths, found):
+        sizes = sorted({s for s, _ in zero})
         if zero:
-            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: "
-                  f"its bandwidth is printed as 0.00 (below 0.005 GB/s) at {_sizes(zero)}")
+            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: its bandwidth is printed as "
+                  f"0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
+                  + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else ""))
 
 
 def train_steps(paths: Sequence[str], docs: Sequence[Doc], min_share: Optional[float]) -> List[str]:

@@ -69,9 +69,7 @@ def verdict(out: RunOutput, analysis: Dict[str, Any], hosts: Sequence[str], labe
         if mine:
             lines.append("#   its slow links (GB/s): " + ", ".join(
                 f"{labels[a]} -> {labels[b]} {bw[(a, b)]:.3f}" for a, b in mine))
-    for a, b in analysis["slow_links"]:
-        if (a, b) in explained:
-            continue
+    for a, b in [link for link in analysis["slow_links"] if link not in explained]:
         v = verdicts[(a, b)]
         lines.append(f"# SLOW LINK {labels[a]} -> {labels[b]}: {bw[(a, b)]:.3f} GB/s, "
                      f"{1 / v['ratio']:.2f}x the reference, below {pct}% of it in "
