@@ -117,8 +117,8 @@ def verdict_lines(hosts: int, warnings: Sequence[Tuple[str, str]], transient: Se
     out += [f"# TRANSIENT {t['what']}: at first {t['first']}; then {t['again']}; nobody drained "
             f"for it" for t in transient]
     if failing:
-        out.append(f"# FAILING HOSTS ({len(failing)} of {hosts}): {hostlist}")
-        out.append(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')
+        out += [f"# FAILING HOSTS ({len(failing)} of {hosts}): {hostlist}",
+                f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"']
     else:
         out.append(f"# every host passed ({hosts})" if not suspects else
                    f"# no host to drain ({hosts} hosts): only the links and switches "

@@ -112,13 +112,11 @@ def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> 
     """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
     during capture (nccl-tests allocates its buffers with it)."""
     for name, b in buffers.items():
-        if b["registered"]:
-            text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
-                    "as nccl-tests': NCCL registers them during graph capture")
-        else:
-            text = (f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
-                    "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
-                    "registered during capture (zero-copy NVLS and CollNet)")
+        text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
+                "as nccl-tests': NCCL registers them during graph capture" if b["registered"] else
+                f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
+                "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
+                "registered during capture (zero-copy NVLS and CollNet)")
         out.say(f"# -G buffers ({name}): {text}")
     if buffers:
         out.set(graph_buffers=buffers)
