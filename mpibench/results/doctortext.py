@@ -67,8 +67,8 @@ def transports(out: RunOutput, skipped: Optional[str],
 def findings(out: RunOutput, found: Sequence[Tuple[Optional[str], str]], error: Sequence[bool]) -> None:
     """found: (host or None, text); error[i]: whether found[i] breaks runs."""
     out.say("#\n# findings:" if found else "#\n# findings: none")
-    for (host, text), bad in zip(found, error):
-        out.say(f"#   {host + ': ' if host else ''}{'ERROR ' if bad else ''}{text}")
+    out.say(*(f"#   {host + ': ' if host else ''}{'ERROR ' if bad else ''}{text}"
+              for (host, text), bad in zip(found, error)))
     errors = sum(error)
     if found:
         out.say(f"#\n# {counted(errors, 'problem')} that {plural(errors, 'breaks', 'break')} runs (ERROR), "

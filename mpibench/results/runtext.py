@@ -48,9 +48,8 @@ def call_notes(out: RunOutput, missing: Sequence[Tuple[str, str, Sequence[str]]]
                notes: Sequence[Tuple[str, str, str]]) -> None:
     """The header's last lines. missing: (mode, why, collectives without that call) per backend
     and mode; notes: (backend, collective, text) where torch's call differs."""
-    for mode, why, colls in missing:
-        if colls:
-            out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(colls)} ({why})")
+    out.say(*(f"# {MODE_TEXT[mode]}: n/a for {', '.join(colls)} ({why})"
+              for mode, why, colls in missing if colls))
     out.say(*(f"# {coll} ({name}): {text}" for name, coll, text in notes))
     if notes:
         out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
