@@ -62,15 +62,10 @@ def text(docs: Docs) -> str:
             lines += [tables.row_line(r, per_iter) for r in rows] + _test_average(doc, test)
         trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
         if trial_rows:
-            lines.append("#\n# median of the trials per row, and their spread")
-            lines += tables.trials_table(trial_rows)
-        lines += _hosts(doc, "simple")
-        lines += summary.comparison_lines(doc) + summary.line_rate_lines(doc)
-        if "train" in doc:
-            lines += traintext.text(doc) + [""]
-        else:
-            lines += (summary.closing_lines(doc) if doc["results"] else
-                      ["# no measured rows (this command measures no collective)"]) + [""]
+            lines += ["#\n# median of the trials per row, and their spread", *tables.trials_table(trial_rows)]
+        lines += _hosts(doc, "simple") + summary.comparison_lines(doc) + summary.line_rate_lines(doc)
+        lines += (traintext.text(doc) if "train" in doc else summary.closing_lines(doc) if doc["results"]
+                  else ["# no measured rows (this command measures no collective)"]) + [""]
     return "\n".join(lines)
 
 
@@ -90,10 +85,9 @@ def markdown(docs: Docs) -> str:
         if trial_rows:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github")[0])
         parts += [_md(line) if line.startswith("#") else line for line in _hosts(doc, "github")]
-        if "train" in doc:
-            parts.append("### Training steps\n\n```\n" + "\n".join(traintext.text(doc)) + "\n```")
-        else:
-            parts.append(_md("\n".join(summary.closing_lines(doc))))
+        trained = "train" in doc
+        parts.append("### Training steps\n\n```\n" + "\n".join(traintext.text(doc)) + "\n```" if trained
+                     else _md("\n".join(summary.closing_lines(doc))))
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
