@@ -121,13 +121,10 @@ def host_cells(h: HostFigures, time: Callable[[float], str]) -> List[Any]:
 
 def slow_host_lines(analysis: HostAnalysis, unit: str) -> List[str]:
     """A line per consistently slow host and slower one of a pair; unit: iterations or steps."""
-    lines = []
-    for name in analysis["slow_hosts"]:
-        h = next(x for x in analysis["hosts"] if x["host"] == name)
-        lines.append(f"# SLOW HOST {name}: more than {_over(analysis, h)} the median host in "
-                     f"{h['slow_iterations']} of {analysis['iterations']} {unit} "
-                     f"({h['ratio']:.2f}x)")
-    return lines + pair_lines(analysis, unit)
+    slow = [h for name in analysis["slow_hosts"] for h in analysis["hosts"] if h["host"] == name]
+    return [f"# SLOW HOST {h['host']}: more than {_over(analysis, h)} the median host in "
+            f"{h['slow_iterations']} of {analysis['iterations']} {unit} ({h['ratio']:.2f}x)"
+            for h in slow] + pair_lines(analysis, unit)
 
 
 def _over(analysis: HostAnalysis, member: Union[HostFigures, RankFigures]) -> str:
@@ -185,9 +182,7 @@ def host_section(entry: HostEntry, fmt: str = "simple") -> List[str]:
 def trials_table(rows: Sequence[Dict[str, Any]], fmt: str = "simple") -> List[str]:
     """Per row and mode of run --trials: the time's median, range and cv, busbw, stability."""
     out = []
-    for row, key, m in measured(rows):
-        if "spread" not in m:
-            continue
+    for row, key, m in [x for x in measured(rows) if "spread" in x[2]]:
         sp = m["spread"]
         bw = "n/a" if sp["busbw_GBps_min"] is None else \
             f"{sp['busbw_GBps_min']:.3f}-{sp['busbw_GBps_max']:.3f}"
