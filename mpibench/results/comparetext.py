@@ -44,8 +44,7 @@ def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
     if not empty:
         raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
                          f"collective, backend, dtype, op, root, setting, size and mode)")
-    for p, d in zip(paths, docs):
-        print(reader.describe(p, d))
+    preamble(paths, docs, [], [])           # each file's description
     print(f"# no measured rows in {', '.join(empty)}: nothing to compare")
     return 0
 

@@ -21,7 +21,5 @@ def skipped(name: str, why: str) -> None:
 
 def wrote(out: Any) -> None:
     """out: the picture's ResultFile."""
-    if out.renamed:
-        print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")
-    else:
-        print(f"# wrote {out.path}")
+    print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)" if out.renamed
+          else f"# wrote {out.path}")

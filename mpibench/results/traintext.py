@@ -75,8 +75,7 @@ def summary_lines(train: Dict[str, Any], n: int) -> List[str]:
                 else "growth of the peak resident set from before the model was built")
         lines.append(f"#  peak memory          : {format_bytes(top['peak_bytes'])} on rank "
                      f"{top['rank']} (host {top['host']}), {what}")
-    sc = train.get("scaling")
-    if sc:
+    if sc := train.get("scaling"):
         lines.append(f"# scaling: {sc['speedup']:.2f}x on {sc['rank_ratio']:g}x the ranks: efficiency "
                      f"{sc['efficiency']:.2f} (baseline {numbers.counted(sc['baseline_ranks'], 'rank')} "
                      f"on {numbers.counted(sc['baseline_hosts'], 'host')}, "
