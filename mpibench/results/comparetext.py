@@ -121,8 +121,7 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
               f"{words.count('within noise')} within noise of {len(common)} rows; geometric mean ratio "
               f"{geo:.3f}")
     for p, f in zip(paths, figs):
-        missing = len(set(f) - set(common))
-        if missing:
+        if missing := len(set(f) - set(common)):
             print(f"# {counted(missing, 'row-mode')} of {p} not in every file: not compared")
     return failures
 

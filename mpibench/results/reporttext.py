@@ -60,8 +60,7 @@ def text(docs: Docs) -> str:
             lines += [f"#\n# Collective: {_title(doc, test, setting, coll)}",
                       tables.row_header(per_iter, max_error)]
             lines += [tables.row_line(r, per_iter) for r in rows] + _test_average(doc, test)
-        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
-        if trial_rows:
+        if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
             lines += ["#\n# median of the trials per row, and their spread", *tables.trials_table(trial_rows)]
         lines += _hosts(doc, "simple") + summary.comparison_lines(doc) + summary.line_rate_lines(doc)
         lines += (traintext.text(doc) if "train" in doc else summary.closing_lines(doc) if doc["results"]
@@ -81,8 +80,7 @@ def markdown(docs: Docs) -> str:
             parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tables.commented(
                 [tables.row_cells(r) for r in rows], tables.ROW_HEADERS, "github")[0])
             parts += [_md(x) for x in _test_average(doc, test)]
-        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
-        if trial_rows:
+        if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github")[0])
         parts += [_md(line) if line.startswith("#") else line for line in _hosts(doc, "github")]
         trained = "train" in doc

@@ -126,8 +126,7 @@ def memory_summary(hosts: Sequence[str], out: RunOutput, memory: Sequence[Dict[s
     out.set(memory=[{"rank": r, "host": hosts[r], **m} for r, m in enumerate(memory)])
     peaks = {}          # field: (the rank of the largest, 'N bytes on rank R (host H)')
     for field in ("device_peak_bytes", "peak_rss_bytes"):
-        found = [(m[field], r) for r, m in enumerate(memory) if m.get(field) is not None]
-        if found:
+        if found := [(m[field], r) for r, m in enumerate(memory) if m.get(field) is not None]:
             value, rank = max(found)
             peaks[field] = (rank, f"{format_bytes(value)} on rank {rank} (host {hosts[rank]})")
     if peaks:
@@ -152,16 +151,14 @@ def trials_summary(out: RunOutput, trials: int, unstable_share: float) -> None:
     out.say(f"#\n# median of {trials} trials per row; spread over the trials; a row is "
             f"UNSTABLE when its times span more than {unstable_share:.0%} of their median")
     out.say(*tables.trials_table(out.doc["results"]))
-    unstable = sum(1 for _, _, m in tables.measured(out.doc["results"]) if m.get("unstable"))
-    if unstable:
+    if unstable := sum(1 for _, _, m in tables.measured(out.doc["results"]) if m.get("unstable")):
         out.say(f"# {numbers.counted(unstable, 'row-mode')} UNSTABLE: "
                 f"differences smaller than their spread are noise")
 
 
 def launch_bound(out: RunOutput) -> None:
     """The summary's line on the row-modes within reach of their launch cost."""
-    bound = [row["size"] for row, _, m in tables.measured(out.doc["results"]) if m.get("launch_bound")]
-    if bound:
+    if bound := [row["size"] for row, _, m in tables.measured(out.doc["results"]) if m.get("launch_bound")]:
         out.say(f"# {'Launch-bound rows':<20s} : {numbers.counted(len(bound), 'row-mode')}"
                 f" ({format_size(min(bound))} .. {format_size(max(bound))}): "
                 + launchcost.LAUNCH_BOUND_NOTE)

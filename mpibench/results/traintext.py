@@ -68,8 +68,7 @@ def summary_lines(train: Dict[str, Any], n: int) -> List[str]:
                   f"communication (1 - exposed / alone)"]
     if train.get("replicas"):
         lines.append(replicas_line(train))
-    mem = [m for m in train.get("memory") or [] if m.get("peak_bytes") is not None]
-    if mem:
+    if mem := [m for m in train.get("memory") or [] if m.get("peak_bytes") is not None]:
         top = max(mem, key=lambda m: m["peak_bytes"])
         what = ("CUDA max_memory_allocated" if train.get("memory_kind") == "cuda_max_memory_allocated"
                 else "growth of the peak resident set from before the model was built")
