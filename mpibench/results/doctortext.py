@@ -20,8 +20,7 @@ def hosts(out: RunOutput, per_host: Mapping[str, Dict[str, Any]], ranks: Mapping
         else:
             gpu = "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else "")
         lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
-        env = f["env"]
-        lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in env.items()) if env
+        lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in f["env"].items()) if f["env"]
                                           else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
         nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
         lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
