@@ -9,8 +9,7 @@ def tests_note(docs: Sequence[Tuple[str, Dict[str, Any]]], test: Optional[int]) 
     for path, doc in docs:
         held = reader.tests(doc)
         if len(held) > 1:       # each test its own line: repeats never merge into one series
-            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N "
-                  f"draws one)")
+            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N draws one)")
         elif test is not None and held:
             print(f"# {path}: test {test} ({held[0]['collective']}, line {held[0]['line']})")
 
