@@ -121,8 +121,7 @@ def verdict_lines(hosts: int, warnings: Sequence[Tuple[str, str]], transient: Se
                 f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"']
     else:
         out.append(f"# every host passed ({hosts})" if not suspects else
-                   f"# no host to drain ({hosts} hosts): only the links and switches "
-                   f"below are suspect")
+                   f"# no host to drain ({hosts} hosts): only the links and switches below are suspect")
     if suspects:
         out.append(f"# SUSPECT LINKS AND SWITCHES ({len(suspects)}, for the fabric team): "
                    + "; ".join(suspects))

@@ -75,8 +75,7 @@ def verdict(out: RunOutput, analysis: Dict[str, Any], hosts: Sequence[str], labe
                      f"{1 / v['ratio']:.2f}x the reference, below {pct}% of it in "
                      f"{v['slow_iterations']} of {k} iterations")
     if not analysis["slow_links"] and not analysis["slow_hosts"]:
-        lines.append(f"# no link or host is consistently below {pct}% of the others "
-                     f"({k} iterations each)")
+        lines.append(f"# no link or host is consistently below {pct}% of the others ({k} iterations each)")
     if analysis["note"]:
         lines.append(f"# note: {analysis['note']}")
     out.say(*lines)

@@ -21,8 +21,7 @@ def describe(out: Any, records: Sequence[Dict[str, Any]], world: Dict[str, Any],
     size, hosts = world["size"], len(world["hosts"])
     out.say(f"# {plural(nbackends, 'backend')} {world['backend']}, launcher "
             f"{world['launcher']}, {counted(size, 'rank')} on {counted(hosts, 'host')}, rendezvous "
-            f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier "
-            f"{world['barrier']}")
+            f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier {world['barrier']}")
     out.say("# versions: " + ", ".join(f"{k} {versions[k]}" for k in versions if versions[k]))
     out.say(*("# " + line for line in differences))
     out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env

@@ -27,8 +27,7 @@ def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, ave
     out.say(f"# sizes {format_size(sizes[0])} .. {format_size(sizes[-1])} (x{step}, "
             f"{len(sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
-            f"check {plan.check}  blocking {blocking_text}  average {average}  "
-            f"graph {plan.graph}")
+            f"check {plan.check}  blocking {blocking_text}  average {average}  graph {plan.graph}")
     for name, z in blocking.items():
         out.say(f"# -z {z}{f' ({name})' if len(blocking) > 1 else ''}: {modes[name]}")
     out.say(*filter(None, notes))
@@ -134,8 +133,7 @@ def memory_summary(hosts: Sequence[str], out: RunOutput, memory: Sequence[Dict[s
         what = ("device memory (torch.cuda.max_memory_allocated)" if "device_peak_bytes" in peaks
                 else "resident memory")
         rss = f"; peak host resident memory {peaks['peak_rss_bytes'][1]}" if len(peaks) == 2 else ""
-        out.say(f"# peak {what}: {where}, of which buffers "
-                f"{format_bytes(memory[rank]['buffer_bytes'])}{rss}")
+        out.say(f"# peak {what}: {where}, of which buffers {format_bytes(memory[rank]['buffer_bytes'])}{rss}")
 
 
 def per_rank_table(hosts: Sequence[str], out: RunOutput) -> None:

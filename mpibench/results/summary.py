@@ -109,7 +109,6 @@ def line_rate_lines(doc: Dict[str, Any]) -> List[str]:
               f"{bw:.3f}", f"{bw * 8:.2f}", share_text(bw, rate).strip(" ()")]
              for row, m, f in measured(doc["results"]) if (bw := f.get("busbw_GBps")) is not None]
     lines = ["#", f"# busbw against the line rate: {rate:g} Gbit/s, the slowest the hosts report "
-                  f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest "
-                  f"interface up)"]
+                  f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest interface up)"]
     return lines + commented(cells, ["collective", "backend", "size", "type", "mode",
                                      "busbw GB/s", "busbw Gbit/s", "of line rate"])
