@@ -13,8 +13,7 @@ def groups(doc: Doc) -> Dict[Tuple[int, str, str], List[Dict[str, Any]]]:
     """Rows by (test, setting, collective), in the order first measured."""
     out: Dict[Tuple[int, str, str], List[Dict[str, Any]]] = {}
     for row in doc["results"]:
-        out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
-                       []).append(row)
+        out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]), []).append(row)
     return out
 
 

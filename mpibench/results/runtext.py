@@ -89,8 +89,7 @@ def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bo
                 f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
                 f"rank): {figures}; {marked}")
     if launch:
-        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()}
-                                for b, costs in launch.items()})
+        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()} for b, costs in launch.items()})
 
 
 def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> None:

@@ -27,8 +27,7 @@ def step_line(rec: Dict[str, Any]) -> str:
     synced = max(rec["synced_s"]) if rec.get("synced_s") else None
     unsynced = max(rec["unsynced_s"])
     exposed = None if synced is None else synced - unsynced
-    loss = ("NOT FINITE" if None in rec["loss"] else
-             f"{sum(rec['loss']) / len(rec['loss']):.4f}")
+    loss = "NOT FINITE" if None in rec["loss"] else f"{sum(rec['loss']) / len(rec['loss']):.4f}"
     return (f"  {rec['step']:5d}  {numbers.ms(synced):>12s}  {numbers.ms(unsynced):>14s}  "
             f"{numbers.ms(exposed):>13s}  {loss:>10s}")
 
