@@ -16,8 +16,9 @@ from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import sweep
-from ..results import runtext, trials
+from ..results import runtext
 from ..results.numbers import counted
+from ..results.rows import UNSTABLE, Collector
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
 from .common import guard, options
@@ -94,7 +95,7 @@ def add_arguments(p):
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=options.positive_float, default=None, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
-                        f"times their median (default {trials.UNSTABLE:g})")
+                        f"times their median (default {UNSTABLE:g})")
     # the files written, and nccl-tests' own flags for them and the rest
     options.add_json(p)
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default=None,
@@ -129,7 +130,7 @@ def check_args(args):
         raise UsageError(f"--unstable {args.unstable:g} needs --trials K (K > 1): it marks a row "
                          f"whose trials spread")
     args.json_format = args.json_format or "mpibench"
-    args.unstable = args.unstable or trials.UNSTABLE
+    args.unstable = args.unstable or UNSTABLE
     args.min_bw = min_bw(args.min_busbw)
     args.lists = (parse_list(args.collectives, COLLECTIVES, "collective"), parse_dtypes(args.dtype),
                   parse_ops(args.op))
@@ -289,7 +290,7 @@ def execute(session, args):
         runtext.graph_buffers_header(out, graph_buffers)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
-            out.trials = trials.Collector(args.unstable)
+            out.trials = Collector(args.unstable)
             out.set(trials=args.trials)
     wrong, buffer_bytes = 0, 0
     for backend, plan in zip(backends, plans):
