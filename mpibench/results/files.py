@@ -186,7 +186,7 @@ CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root",
               "time_us", "algbw_GBps", "busbw_GBps", "nwrong")
 
 
-def csv_rows(doc: Any) -> Iterator[List[Any]]:
+def csv_rows(doc: Dict[str, Any]) -> Iterator[List[Any]]:
     """One list of CSV_FIELDS values per row and mode."""
     for row, mode, m in measurements(doc):
         yield [row["collective"], row.get("backend", ""), row["size"], row["count"],
