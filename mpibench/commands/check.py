@@ -9,6 +9,7 @@ from ..diagnose import limits as thresholds      # `limits`: each run's, below
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
 from ..launch import faults, rails as railbind
+from ..launch.bootstrap import grouped
 from ..launch.slurm import compress_hostlist
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
@@ -89,8 +90,8 @@ def execute(session, args):
     backend = TorchBackend(session)
     coll = REGISTRY[args.collective]
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
-    names = list(dict.fromkeys(session.hosts))
-    members = {h: [r for r, x in enumerate(session.hosts) if x == h] for h in names}
+    members = grouped(session.hosts)            # {host: its ranks}, in host order
+    names = list(members)
     ppn = _ranks_per_host(members)
     limits = _limits(args, expect, baseline, size, ppn, session.size)
     if args.health:
