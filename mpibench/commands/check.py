@@ -153,8 +153,7 @@ def _ranks_per_host(members):
 
 
 def _limits(args, expect, baseline, size, ppn, world):
-    """{test: {limit: value, 'source': text}} from --expect's limits or --baseline's document;
-    {} = relative."""
+    """{test: {limit: value, 'source': text}} from --expect's or --baseline's; {} = relative."""
     if expect:
         return {t: dict(v, source=f"--expect {args.expect}") for t, v in expect.items()}
     if baseline is None:
