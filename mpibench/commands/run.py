@@ -131,9 +131,8 @@ def check_args(args):
                          f"whose trials spread")
     args.json_format = args.json_format or "mpibench"
     args.unstable = args.unstable or UNSTABLE
-    args.min_bw = min_bw(args.min_busbw)
-    args.lists = (parse_list(args.collectives, COLLECTIVES, "collective"), parse_dtypes(args.dtype),
-                  parse_ops(args.op))
+    min_bw(args.min_busbw)
+    lists(args)
     sweep(args.minbytes, args.maxbytes or args.minbytes, args.stepfactor, args.stepbytes)
     if args.blocking == 3 and args.cuda_graph:
         raise UsageError("-z 3 cannot go with -G: a CUDA graph replays every call at once, so "
@@ -152,9 +151,15 @@ def check_args(args):
                          f"and {args.iters - 1} (-n {args.iters} iterations)")
 
 
+def lists(args):
+    """The collectives, data types and ops that --collectives, -d and -o name."""
+    return (parse_list(args.collectives, COLLECTIVES, "collective"), parse_dtypes(args.dtype),
+            parse_ops(args.op))
+
+
 def build_plan(args, session, backend):
-    """Plan from args (check_args' lists); raises UsageError (the same on every rank) for bad input."""
-    names, dtypes, ops = args.lists
+    """Plan from args; raises UsageError (the same on every rank) for bad input."""
+    names, dtypes, ops = lists(args)
     maxbytes = args.maxbytes or max(args.minbytes, GPU_MAXBYTES if backend.cuda else CPU_MAXBYTES)
     sizes = sweep(args.minbytes, maxbytes, args.stepfactor, args.stepbytes)
     if args.root >= session.size:
@@ -323,7 +328,7 @@ def execute(session, args):
             rows, lines = backends_side_by_side(out.doc["results"], *names, memory=buffers)
             out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
         fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
-                                        args.min_bw)
+                                        min_bw(args.min_busbw))
         out.say(*lines, *line_rate_lines(out.doc), *closing_lines)     # nccl-tests' closing last
         runtext.launch_bound(out)
         out.set(**fields)
