@@ -22,13 +22,6 @@ from .results.numbers import plural
 _RANK0 = True   # set before parsing, so that help and usage print once per job
 
 
-def say(text):
-    """One line to stderr, flushed, marked as mpibench's (progress notes and errors)."""
-    text = str(text)
-    sys.stderr.write((text if text.startswith("mpibench") else f"mpibench: {text}") + "\n")
-    sys.stderr.flush()
-
-
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: {message}")
@@ -112,7 +105,7 @@ def main(argv=None):
     except UsageError as exc:
         if not _RANK0:     # every rank fails alike: rank 0 says it, and exits last
             sys.exit(0)
-        say(exc)
+        verdict.note(exc)
         first = next((a for a in argv if not a.startswith("-")), None)     # the command named
         verdict.say(exc.code, first if first in commands.NAMES else commands.DEFAULT)
         if place is not None and place.size != 1:
@@ -143,13 +136,13 @@ def execute(place, name, args, argv=None):
         # Raised on every rank together: say it once and leave cleanly. The barrier keeps
         # the others from exiting before rank 0 has printed.
         if str(exc) and place.rank == 0:
-            say(exc)
+            verdict.note(exc)
         if exc.code and comm is not None:
             comm.barrier()
         return end(session, comm, place, name, exc.code)
     except KeyboardInterrupt:       # during start-up, before the watchdog took the signals
         if place.rank == 0:
-            say("mpibench: interrupted")
+            verdict.note("mpibench: interrupted")
             verdict.say(130, name)
         if comm is not None and comm.size > 1:
             comm.abort(130)
@@ -167,13 +160,13 @@ def _execute_offline(mod, args):
         return mod.execute(None, args) or 0
     except Exit as exc:
         if str(exc):
-            say(exc)
+            verdict.note(exc)
         return exc.code
     except BrokenPipeError:     # report ... | head: the reader has had enough
         quiet_stdout()
         return 0
     except KeyboardInterrupt:
-        say("mpibench: interrupted")
+        verdict.note("mpibench: interrupted")
         return 130
 
 
@@ -188,7 +181,7 @@ def _failed(exc, place, session, comm, name):
     if gone:   # a backend error here is most likely the news that another rank died
         detail = (f"{', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no longer "
                   f"{plural(len(gone), 'answers', 'answer')} (dead or stopped); here: {detail}")
-    say(f"mpibench: {where} failed: {detail}")
+    verdict.note(f"mpibench: {where} failed: {detail}")
     if os.environ.get("MPIBENCH_DEBUG"):
         traceback.print_exc()       # still handling exc: its traceback
     if watch is not None and session.rank == 0:

@@ -2,11 +2,13 @@
 import os
 import time
 from functools import partial
+from itertools import count
 
 from ..diagnose import checkverdict, fabricplan, health, hostfacts, rankfacts, tomography, topology
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
 from ..launch import faults, rails as railbind
+from ..launch.bootstrap import grouped
 from ..launch.slurm import compress_hostlist
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
@@ -79,19 +81,18 @@ def execute(session, args):
     from ..measure.backends.torchdist import TorchBackend
     # --expect and --baseline, read on rank 0 only (a path the other hosts may not see);
     # --collectives also names the collective of a printed baseline that does not name it
-    args.limits = inputs.on_rank0(session, args.expect, checkverdict.read_expect, "--expect") \
+    expect = inputs.on_rank0(session, args.expect, checkverdict.read_expect, "--expect") \
         if args.expect else None
-    args.baseline_doc = inputs.on_rank0(
+    baseline = inputs.on_rank0(
         session, args.baseline, lambda path: reader.load(path, args.collective), "--baseline") \
         if args.baseline else None
     backend = TorchBackend(session)
     coll = REGISTRY[args.collective]
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
-    names = list(dict.fromkeys(session.hosts))
-    members = {h: [r for r, x in enumerate(session.hosts) if x == h] for h in names}
+    members = grouped(session.hosts)            # {host: its ranks}, in host order
+    names = list(members)
     ppn = _ranks_per_host(members)
-    limits = _limits(args, size, ppn, session.size)
-    args.measured = {}               # test: this rank's measurements of it (fault switches)
+    limits = _limits(args, expect, baseline, size, ppn, session.size)
     if args.health:
         guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
         return health.run(session, args, coll, size, members, limits,
@@ -150,16 +151,16 @@ def _ranks_per_host(members):
     return next(iter(by_count))
 
 
-def _limits(args, size, ppn, world):
-    """{test: {limit: value, 'source': text}} from --expect or --baseline; {} = relative."""
-    if args.limits:
-        return {t: dict(v, source=f"--expect {args.expect}") for t, v in args.limits.items()}
-    if args.baseline_doc is None:
+def _limits(args, expect, baseline, size, ppn, world):
+    """{test: {limit: value, 'source': text}} from --expect's or --baseline's; {} = relative."""
+    if expect:
+        return {t: dict(v, source=f"--expect {args.expect}") for t, v in expect.items()}
+    if baseline is None:
         return {}
     coll = REGISTRY[args.collective]
     aligned = {max(c.send, c.recv) * DTYPE.size for c in
                (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, world))}
-    found, skipped = checkverdict.baseline_limits(args.baseline_doc, args.baseline, args.collective,
+    found, skipped = checkverdict.baseline_limits(baseline, args.baseline, args.collective,
                                                 size, ppn, world, args.min_share, aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     return {t: dict(v, source=src) for t, v in found.items() if t != skipped}
@@ -186,14 +187,6 @@ def _intra_retest(session, args, intra, barrier, report):
         k += 1
 
 
-def _planted(session, args, test):
-    """Test-only: the factor a fault switch (faults.slowdown) stretches this rank's
-    measurement of test by; counts the rank's measurements of each test."""
-    n = args.measured.get(test, 0)
-    args.measured[test] = n + 1
-    return faults.slowdown(session.rank, test, n == 0)
-
-
 def _collective(session, backend, coll, size, n, group, where):
     """coll among n ranks (group None: all) on a buffer every rank allocates: a function
     (args, where, barrier=None) timing it through the engine, every rank at once unless
@@ -203,12 +196,13 @@ def _collective(session, backend, coll, size, n, group, where):
     engine = Engine(session, backend, Plan([coll], [size], [DTYPE], ["sum"],
                                            blocking=backend.default_blocking()), None)
     call, c, mode = engine.group_call(coll, DTYPE, size // DTYPE.size, n, group)
+    calls = count()                 # test-only: slowonce stretches the first measurement alone
 
     def timed(args, where, barrier=None):
         session.watch.arm(f"check: {coll.name} {where}")
         engine.plan.warmup = args.warmup
         seconds, each = engine.time_calls(call, args.iters, barrier)
-        slow = _planted(session, args, "job" if group is None else "intra")
+        slow = faults.slowdown(session.rank, "job" if group is None else "intra", next(calls) == 0)
         return {"host": session.hostname, "seconds": seconds * slow,
                 "times": [t * slow for t in each], "bw_bytes": coll.bw_bytes(c, DTYPE.size, n),
                 "factor": coll.busbw_factor(n), "count": c.param,
@@ -251,6 +245,7 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
     session.agree(bench.allocate(True), 1)
     rounds = fabricplan.FabricRounds(fabric) if report else None
     reader_rank = session.local_rank == 0
+    calls = count()                 # test-only: slowonce stretches the first round's times alone
     while todo := session.comm.bcast(rounds.next_round() if rounds else None, root=0):
         ranks = [(members[names[a]][i], members[names[b]][i])
                  for a, b in todo for i in range(len(members[names[a]]))]
@@ -259,7 +254,7 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
         start = time.perf_counter()
         records = bench.run_round(ranks, with_latency=False)
         seconds = time.perf_counter() - start
-        slow = _planted(session, args, "pair") if records else 1.0
+        slow = faults.slowdown(session.rank, "pair", next(calls) == 0) if records else 1.0
         for rec in records:
             rec["times"] = [t * slow for t in rec["times"]]
         moved = hostfacts.delta(before, hostfacts.snapshot()) if reader_rank else None

@@ -1,15 +1,11 @@
 """mpibench predict: NCCL's cost model fitted to runs at several node counts (analysis/scaling.py)."""
-import statistics
-
-from tabulate import tabulate
-
 from ..analysis import scaling
 from ..errors import UsageError
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_size
-from ..results import reader
+from ..results import predicttext, reader
 from ..results.numbers import us
 from .common import options
 
@@ -88,43 +84,16 @@ def execute(session, args):
             checked.setdefault(group[:1] + group[2:], []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
-    for p, d in docs:
-        print(reader.describe(p, d))
     largest = max(reader.ranks(d) for _, d in docs)
-    print(f"# predicting {target} ranks ({target // g} nodes x {g}) with the {args.model} "
-          f"model (see mpibench predict --help)")
-    if flat:
-        print(f"# {flat}: every rank counted as a node of its own")
-    if target >= FAR * largest:
-        where = f"{target} ranks" if flat else f"{target // g} nodes"
-        print(f"# {where} is {int(target / largest)}x the largest input: routing and "
-              f"congestion at that scale are not in the data")
+    far = (f"{target} ranks" if flat else f"{target // g} nodes", int(target / largest)) \
+        if target >= FAR * largest else None
+    predicttext.header([reader.describe(p, d) for p, d in docs], target, g, args.model, flat, far)
     results = []
     for group, pts in measured.items():
         results += _group(group, pts, checked.get(group[:1] + group[2:]), target, g, args.model)
     if checks:
-        files = ", ".join(p for p, _ in checks)
-        colls = sorted({r[0] for r in results})
-        for coll in colls if len(colls) > 1 else []:
-            _summary([r for r in results if r[0] == coll], target, files, f"{coll}: ")
-        _summary(results, target, files, "")
+        predicttext.summary(results, target, ", ".join(p for p, _ in checks), scaling.MIB)
     return 0
-
-
-def _summary(results, target, files, prefix):
-    """The check's lines: all sizes, then sizes >= 1 MiB."""
-    print("#")
-    for label, rows in (("", results), (", sizes >= 1 MiB", [r for r in results if r[1] >= scaling.MIB])):
-        head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
-        guesses = sum(r[3] is None for r in rows)
-        rows = [r for r in rows if r[3] is not None]
-        if not rows:
-            print(head + f"no rows predicted ({guesses} not, *)")
-            continue
-        worst, inside = max(rows, key=lambda r: abs(r[2])), sum(1 for r in rows if r[3])
-        print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
-              f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
-              f"{inside} of {len(rows)} inside the interval, {guesses} more not predicted (*)")
 
 
 def _target(docs, args):
@@ -159,23 +128,19 @@ def _target_bytes(coll, dtype, key, n):
 
 def _group(group, pts, checked, target, g, model):
     """Fit one collective's points, print the fit and its table; per row --measured
-    measured: (collective, size, error, inside the interval)."""
+    measured: (collective, size, error, inside the interval, None for a guess)."""
     coll, backend, dtype, redop, mode = group
     ns = sorted({n for n, *_ in pts})
     title = f"{coll} {dtype}{'' if redop == 'none' else ' ' + redop} {mode.replace('_', '-')} ({backend})"
     if len(ns) < 2:
-        print(f"#\n# {title}: measured at one rank count only, not fitted")
+        predicttext.not_fitted(title)
         return []
     keys = sorted({k for n, _, k, _, _ in pts if n == ns[0]})
     table = {}
     for n, _, size, _, t in pts:
         table.setdefault(match(size, n, keys), {})[n] = t
     f = scaling.fit(model, coll, backend, [(n, gg, s, t) for n, gg, _, s, t in pts])
-    rms = statistics.fmean(e * e for e in f["errors"]) ** 0.5
-    print(f"#\n# {title}: fitted to {len(pts)} points at {', '.join(map(str, ns))} ranks; "
-          f"fit error rms {rms:.1%}, max {max(map(abs, f['errors'])):.1%}")
-    for line in scaling.describe(f):
-        print(f"#   {line}")
+    predicttext.fit(title, len(pts), ns, f["errors"], scaling.describe(f))
     by_key = {match(size, n, keys): (s, t) for _, n, _, size, s, t in checked or []}
     factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
     headers = ["size"] + [f"t us n={n}" for n in ns] + [
@@ -201,11 +166,6 @@ def _group(group, pts, checked, target, g, model):
         elif checked is not None:
             row += ["-", "-", "-"]
         rows.append(row)
-    print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
-                                                 disable_numparse=True).splitlines()))
-    if unseen:
-        print(f"#   * not predicted: at {target} ranks a candidate NCCL chose at no input size within 4x (an "
-              f"exchange: bytes per peer two input counts did not run within 2x), a regime the inputs do "
-              f"not show; the figure is a guess, without an interval, and the check leaves it out")
+    predicttext.table(rows, headers, target, unseen)
     return results
 

@@ -15,8 +15,9 @@ from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import sweep
-from ..results import runtext, trials
+from ..results import runtext
 from ..results.numbers import counted
+from ..results.rows import UNSTABLE, Collector
 from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
 from ..results.output import open_output
 from .common import guard, options
@@ -93,7 +94,7 @@ def add_arguments(p):
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=options.positive_float, default=None, metavar="X",
                    help="with --trials: mark a row unstable when its times span more than X "
-                        f"times their median (default {trials.UNSTABLE:g})")
+                        f"times their median (default {UNSTABLE:g})")
     # the files written, and nccl-tests' own flags for them and the rest
     options.add_json(p)
     p.add_argument("--json-format", choices=("mpibench", "nccl-tests"), default=None,
@@ -128,10 +129,9 @@ def check_args(args):
         raise UsageError(f"--unstable {args.unstable:g} needs --trials K (K > 1): it marks a row "
                          f"whose trials spread")
     args.json_format = args.json_format or "mpibench"
-    args.unstable = args.unstable or trials.UNSTABLE
-    args.min_bw = min_bw(args.min_busbw)
-    args.lists = (parse_list(args.collectives, COLLECTIVES, "collective"), parse_dtypes(args.dtype),
-                  parse_ops(args.op))
+    args.unstable = args.unstable or UNSTABLE
+    min_bw(args.min_busbw)
+    lists(args)
     sweep(args.minbytes, args.maxbytes or args.minbytes, args.stepfactor, args.stepbytes)
     if args.blocking == 3 and args.cuda_graph:
         raise UsageError("-z 3 cannot go with -G: a CUDA graph replays every call at once, so "
@@ -150,9 +150,15 @@ def check_args(args):
                          f"and {args.iters - 1} (-n {args.iters} iterations)")
 
 
+def lists(args):
+    """The collectives, data types and ops that --collectives, -d and -o name."""
+    return (parse_list(args.collectives, COLLECTIVES, "collective"), parse_dtypes(args.dtype),
+            parse_ops(args.op))
+
+
 def build_plan(args, session, backend):
-    """Plan from args (check_args' lists); raises UsageError (the same on every rank) for bad input."""
-    names, dtypes, ops = args.lists
+    """Plan from args; raises UsageError (the same on every rank) for bad input."""
+    names, dtypes, ops = lists(args)
     maxbytes = args.maxbytes or max(args.minbytes, GPU_MAXBYTES if backend.cuda else CPU_MAXBYTES)
     sizes = sweep(args.minbytes, maxbytes, args.stepfactor, args.stepbytes)
     if args.root >= session.size:
@@ -288,7 +294,7 @@ def execute(session, args):
         runtext.graph_buffers_header(out, graph_buffers)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         if args.trials > 1:
-            out.trials = trials.Collector(args.unstable)
+            out.trials = Collector(args.unstable)
             out.set(trials=args.trials)
     wrong, buffer_bytes = 0, 0
     for backend, plan in zip(backends, plans):
@@ -322,7 +328,7 @@ def execute(session, args):
             rows, lines = backends_side_by_side(out.doc["results"], *names, memory=buffers)
             out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
         fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
-                                        args.min_bw)
+                                        min_bw(args.min_busbw))
         out.say(*lines, *line_rate_lines(out.doc), *closing_lines)     # nccl-tests' closing last
         runtext.launch_bound(out)
         out.set(**fields)

@@ -97,13 +97,13 @@ def _agreed_backend(session, name):
     if len({b for b, _ in told}) > 1:
         raise UsageError("--backend auto chose differently on different hosts: " + "; ".join(
             f"{b} on {_hosts_of(session, ranks)} ({_ranks(ranks)}: {v})"
-            for (b, v), ranks in _grouped(told).items())
+            for (b, v), ranks in grouped(told).items())
             + "; every host needs a torch that sees its GPUs (mpibench doctor shows each "
               "host's), or give --backend gloo to measure the CPUs")
     return backend
 
 
-def _grouped(values):
+def grouped(values):
     """{value: [ranks]} in order of first appearance."""
     return {v: [r for r, x in enumerate(values) if x == v] for v in dict.fromkeys(values)}
 
@@ -139,7 +139,7 @@ def _same_start(session, prints, argv):
         return
     told = session.comm.allgather((__version__, list(argv or [])))
     parts = []
-    for ranks in sorted(_grouped(prints).values()):
+    for ranks in sorted(grouped(prints).values()):
         version, args = told[ranks[0]]
         hosts = ", ".join(dict.fromkeys(session.hosts[r] for r in ranks))
         parts.append(f"{_ranks(ranks)} (host {hosts}): mpibench {version} with "
@@ -233,7 +233,7 @@ def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec
 
 def _started(session, backend, timeout, env, link, rails_spec):
     # What the launcher did not say: the ranks that share this host, in rank order.
-    same = [r for r, h in enumerate(session.hosts) if h == session.hostname]
+    same = grouped(session.hosts)[session.hostname]
     session.local_rank = same.index(session.rank) if session.local_rank is None else session.local_rank
     session.local_size = len(same) if session.local_size is None else session.local_size
 

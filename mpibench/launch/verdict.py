@@ -36,6 +36,13 @@ def out(text):
             sys.stdout.flush()
 
 
+def note(text):
+    """One line to stderr, flushed, marked as mpibench's (progress notes and errors)."""
+    text = str(text)
+    sys.stderr.write((text if text.startswith("mpibench") else f"mpibench: {text}") + "\n")
+    sys.stderr.flush()
+
+
 def said():
     return _said
 

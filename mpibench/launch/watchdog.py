@@ -15,7 +15,6 @@ the thread looks at its deadline only; the mark that ends the loop wakes it to s
 import os
 import select
 import signal
-import sys
 import threading
 import time
 from collections import Counter
@@ -285,8 +284,7 @@ class Watchdog(NullWatch):
             while True:                 # another thread of this rank is ending the job
                 time.sleep(3600)
         for line in lines:
-            sys.stderr.write((line if line.startswith("mpibench") else f"mpibench: {line}") + "\n")
-        sys.stderr.flush()
+            verdict.note(line)
         verdict.say(code, getattr(self.s, "command", None))
         self.abort(code)
 

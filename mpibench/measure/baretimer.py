@@ -1,14 +1,9 @@
 """A second timer for `verify`, sharing no code with the engine's loops (backends/timing.py):
-a bare loop of in-place all_reduce calls on one buffer, timed alone.
-
-GPUs: the host clock between two device-wide synchronizes, the calls on a stream of the
-bare loop's own: work left on any stream (the backend's, NCCL's internal one) is inside
-the time, so a stream-ordering bug in mpibench cannot fool this timer as it would events
-on the backend's own stream. CPUs: torch.distributed calls (gloo) timed by the monotonic
-clock in nanoseconds; mpi4py calls (the MPI library) timed by MPI_Wtime. Before each loop
-the MPI barrier mpibench's has (nccl-tests' too): with more runnable processes than cores,
-a gloo loop after Open MPI's polling barrier ran 1.4-1.9x slower than after gloo's sleeping
-one (4 MiB, 1 host x 2 ranks), which is no matter of the timers.
+a bare loop of in-place all_reduce calls on one buffer, timed alone (docs/verify.md says
+why each part is as it is). Before each loop the MPI barrier mpibench's has (nccl-tests'
+too): with more runnable processes than cores, a gloo loop after Open MPI's polling
+barrier ran 1.4-1.9x slower than after gloo's sleeping one (4 MiB, 1 host x 2 ranks),
+which is no matter of the timers.
 """
 import time
 from typing import Any, Callable
@@ -16,19 +11,14 @@ from typing import Any, Callable
 
 def torch_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any],
                   stream: Any = None) -> float:
-    """Seconds per call of `iters` blocking all_reduce calls of tensor (in place), after
-    barrier(); stream: the CUDA stream they run in (GPU tensors: the bare loop's own)."""
-    if tensor.is_cuda:
-        return _cuda_seconds(dist, tensor, iters, barrier, stream)
-    barrier()
-    t0 = time.monotonic_ns()
-    for _ in range(iters):
-        dist.all_reduce(tensor)
-    return (time.monotonic_ns() - t0) * 1e-9 / iters
-
-
-def _cuda_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any],
-                  stream: Any) -> float:
+    """Seconds per call of `iters` in-place all_reduce calls of tensor, after barrier();
+    stream: the CUDA stream they run in (GPUs)."""
+    if not tensor.is_cuda:
+        barrier()
+        t0 = time.monotonic_ns()
+        for _ in range(iters):
+            dist.all_reduce(tensor)
+        return (time.monotonic_ns() - t0) * 1e-9 / iters
     import torch
     with torch.cuda.stream(stream):
         barrier()
@@ -41,7 +31,7 @@ def _cuda_seconds(dist: Any, tensor: Any, iters: int, barrier: Callable[[], Any]
 
 
 def mpi_seconds(MPI: Any, comm: Any, array: Any, iters: int) -> float:
-    """Seconds per call of `iters` MPI_Allreduce calls of array in place (mpi4py buffers)."""
+    """Seconds per call of `iters` in-place MPI_Allreduce calls of array."""
     comm.Barrier()
     t0 = MPI.Wtime()
     for _ in range(iters):

@@ -1,15 +1,14 @@
 """Data types and reduction ops by the names users type, with the names nccl-tests prints."""
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from ..errors import UsageError
 
 
 @dataclass(frozen=True)
 class DType:
-    name: str          # as typed: float32
+    name: str          # as typed, and torch's name: float32
     label: str         # as nccl-tests prints: float
-    torch_name: str
     size: int          # bytes per element
     exact: int         # largest integer n such that every integer in [-n, n] is exact
     period: int        # modulus for position-sensitive check values (a prime below exact)
@@ -18,14 +17,14 @@ class DType:
 
 
 DTYPES = {d.name: d for d in (
-    DType("float32", "float", "float32", 4, 1 << 24, 1048573),
-    DType("float16", "half", "float16", 2, 2048, 2039),
-    DType("bfloat16", "bfloat16", "bfloat16", 2, 256, 251),
-    DType("float64", "double", "float64", 8, 1 << 53, 1048573),
-    DType("int32", "int32", "int32", 4, (1 << 31) - 1, 1048573, True, False),
-    DType("int64", "int64", "int64", 8, (1 << 63) - 1, 1048573, True, False),
-    DType("int8", "int8", "int8", 1, 127, 127, True, False),
-    DType("uint8", "uint8", "uint8", 1, 255, 251, False, False),
+    DType("float32", "float", 4, 1 << 24, 1048573),
+    DType("float16", "half", 2, 2048, 2039),
+    DType("bfloat16", "bfloat16", 2, 256, 251),
+    DType("float64", "double", 8, 1 << 53, 1048573),
+    DType("int32", "int32", 4, (1 << 31) - 1, 1048573, True, False),
+    DType("int64", "int64", 8, (1 << 63) - 1, 1048573, True, False),
+    DType("int8", "int8", 1, 127, 127, True, False),
+    DType("uint8", "uint8", 1, 255, 251, False, False),
 )}
 ALIASES = {"float": "float32", "half": "float16", "double": "float64", "bf16": "bfloat16",
            "fp32": "float32", "fp16": "float16", "fp64": "float64", "int": "int32", "long": "int64"}
@@ -58,8 +57,3 @@ def parse_dtypes(text: str) -> List[DType]:
 
 def parse_ops(text: str) -> List[str]:
     return parse_list(text, OPS, "reduction op")
-
-
-def torch_dtype(dtype: DType) -> Any:
-    import torch
-    return getattr(torch, dtype.torch_name)

@@ -1,9 +1,7 @@
 """The shared engine: buffers, the sweep over sizes, timing, checking, gathering, rows.
 
-Every collective module says what a row means (counts, bandwidth, expected values,
-the call); this module does the rest the same way for all of them. Per row, each rank
-times its own loop; rank 0 gathers every rank's time over the side channel (MPI), not
-through the backend being measured.
+Per row, each rank times its own loop; rank 0 gathers every rank's time over the side
+channel (MPI), not through the backend being measured.
 """
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,17 +22,14 @@ from .sizes import format_size
 
 AVERAGES = {0: "rank 0", 1: "mean", 2: "min", 3: "max"}
 # nccl-tests' -a: the time of rank 0, or the mean, min or max across ranks
-PICK: Dict[int, Callable[[List[float]], float]] = {0: lambda times: times[0], 1: mean, 2: min,
-                                                   3: max}
+PICK: Dict[int, Callable[[List[float]], float]] = {0: lambda times: times[0], 1: mean, 2: min, 3: max}
 # One rank's figures of one row and mode: (seconds per call, wrong elements or None: not
 # checked, calls in flight, -I 1: each iteration's seconds)
 Measured = Tuple[float, Optional[int], int, Optional[List[float]]]
-Views = List[Tuple[Tensor, Tensor]]
 
 
 class Report(Protocol):
-    """Where rank 0's figures go (the run command's: diagnose.stragglers.Sink, so that this stage
-    imports neither the results nor the diagnose stage)."""
+    """Where rank 0's figures go (the run command's: diagnose.stragglers.Sink)."""
     def set(self, **items: Any) -> None: ...       # document-level facts (skipped_sizes)
     def table_header(self, collective: str) -> None: ...   # nccl-tests' start line, column header
     def add_row(self, row: Row) -> None: ...       # one row, as soon as it is measured
@@ -65,8 +60,7 @@ class Plan:
 
 
 def calls_per_row(plan: Plan) -> int:
-    """Collective calls one row of one mode runs (warm-up, the untimed first call, the
-    timed iterations each replayed -G times, the check rounds): its deadline counts these."""
+    """Calls one row of one mode runs (warm-up, first call, iterations x -G, check)."""
     return plan.warmup + 1 + plan.iters * max(1, plan.graph) + plan.check
 
 
@@ -83,8 +77,7 @@ class Buffers:
 def footprint(plan: Plan, n: int, sizes: Sequence[int],
               modes_of: Callable[[Collective], Sequence[str]] = lambda coll: coll.modes
               ) -> Tuple[int, int]:
-    """Bytes of send and receive buffer the largest row of the plan needs.
-    modes_of(coll): the modes the backend runs it in (torch.distributed's by default)."""
+    """Bytes of send and receive buffer the largest row needs, in the modes_of(coll) modes."""
     send = recv = 0
     for coll in plan.collectives:
         modes = [m for m in plan.modes if m in modes_of(coll)]
@@ -103,18 +96,15 @@ GIB = 1 << 30
 
 
 def nccl_reserve(total: int) -> int:
-    """Device bytes the buffers must leave free of total: NCCL allocates its ring, tree,
-    NVLS and P2P buffers at each algorithm's first use, mid-sweep, and graphs and the check
-    need room too. As nccl-tests (common.cu): 1 GiB per 16 GiB installed, at most 4 GiB,
-    plus 1 GiB for the rest."""
+    """Device bytes the buffers leave free of total for NCCL's buffers (made mid-sweep),
+    graphs and the check: as nccl-tests' common.cu, 1 GiB per 16 GiB (at most 4) + 1 GiB."""
     return min(-(-total // (16 * GIB)), 4) * GIB + GIB
 
 
 def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optional[Dict[str, Any]]:
-    """On GPUs, lower the plan's largest size (-e) so that the buffers leave NCCL its room
-    on the GPU with the least memory (the smallest size is kept: allocate() says if even it
-    fails); {device_bytes, reserve_bytes, maxbytes, lowered_to} (lowered_to None when -e
-    stood), None on CPUs."""
+    """On GPUs, drop the plan's largest sizes until the buffers leave NCCL its room on the
+    smallest GPU (never the smallest size); {device_bytes, reserve_bytes, maxbytes,
+    lowered_to (None: -e stood)}, None on CPUs."""
     mine = backend.device_total_bytes()
     if mine is None:
         return None
@@ -129,29 +119,22 @@ def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optiona
     return room
 
 
-def allocate(session: Session, backend: TorchBackend, plan: Plan) -> Buffers:
+def allocate(session: Session, backend: TorchBackend, plan: Plan, out: Callable[[str], None]) -> Buffers:
     """Allocate for the largest size every rank can hold; drop larger sizes together."""
     sizes = list(plan.sizes)
     while sizes:
         send, recv = footprint(plan, session.size, sizes, backend.modes)
-        error: Optional[str] = None
-        bufs: Optional[Buffers] = None
-        try:
-            bufs = Buffers(backend, send, recv, session.rank)
-        except Exception as exc:
-            if not backend.is_oom(exc):
-                raise
-            error = error_line(exc)
-        errors = session.comm.allgather(error)
+        bufs, exc = backend.attempt(partial(Buffers, backend, send, recv, session.rank))
+        errors = session.comm.allgather(error_line(exc) if exc else None)
         bad = [(r, e) for r, e in enumerate(errors) if e]
         if bufs is not None and not bad:
             plan.sizes = sizes
             return bufs
         bufs = None
         rank, text = bad[0]
-        session.out(f"# out of memory for {format_size(sizes[-1])} on rank {rank} "
-                    f"(host {session.hosts[rank]}): {text}; skipping {format_size(sizes[-1])} "
-                    f"and larger on every rank")
+        out(f"# out of memory for {format_size(sizes[-1])} on rank {rank} "
+            f"(host {session.hosts[rank]}): {text}; skipping {format_size(sizes[-1])} "
+            f"and larger on every rank")
         plan.skipped.append(sizes.pop())
     raise Exit("not even the smallest size fits in memory on every rank", 1)
 
@@ -160,22 +143,17 @@ def tensor(session: Session, backend: TorchBackend, dtype: DType, count: int,
            values: Optional[List[int]] = None) -> Tensor:
     """A count-element tensor on the backend's device, allocated on every rank or none
     (for the commands that time one call at a time: check and the classic ones)."""
-    error: Optional[str] = None
-    buf = None
-    try:
-        buf = backend.typed(backend.alloc(count * dtype.size, session.rank), dtype)
-    except Exception as exc:
-        if not backend.is_oom(exc):
-            raise
-        error = f"cannot allocate {count * dtype.size} bytes: {type(exc).__name__}"
-    session.agree(error, 1)      # raises on every rank when one could not allocate
+    nbytes = count * dtype.size
+    buf, exc = backend.attempt(lambda: backend.typed(backend.alloc(nbytes, session.rank), dtype))
+    # raises on every rank when one could not allocate
+    session.agree(exc and f"cannot allocate {nbytes} bytes: {type(exc).__name__}", 1)
     if values is not None and buf is not None:
         buf.copy_(backend.torch.tensor(values, dtype=buf.dtype))
     return buf
 
 
 def iteration_views(send_t: Tensor, recv_t: Tensor, c: Counts, mode: str, rank: int,
-                    wanted: int) -> Views:
+                    wanted: int) -> List[Tuple[Tensor, Tensor]]:
     """(send, recv) views for successive iterations, moving through the buffers as
     nccl-tests does so that repeated calls do not just hit the cache."""
     if mode == "in":
@@ -189,11 +167,13 @@ def iteration_views(send_t: Tensor, recv_t: Tensor, c: Counts, mode: str, rank: 
 
 
 class Engine:
-    """The sweep of one plan on one backend; report: rank 0's, None elsewhere."""
+    """The sweep of one plan on one backend; report: rank 0's, None elsewhere; quiet: without
+    progress lines."""
 
     def __init__(self, session: Session, backend: TorchBackend, plan: Plan,
-                 report: Optional[Report]) -> None:
+                 report: Optional[Report], quiet: bool = False) -> None:
         self.s = session
+        self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
         self.b = backend
         self.plan = plan
         self.report = report
@@ -205,33 +185,32 @@ class Engine:
 
     def run(self) -> int:
         self.watch.arm("allocating buffers")
-        bufs = allocate(self.s, self.b, self.plan)
+        bufs = allocate(self.s, self.b, self.plan, self.out)
         self.buffer_bytes = bufs.nbytes
         if self.plan.skipped and self.report is not None:
             self.report.set(skipped_sizes=self.plan.skipped)
         total_wrong = 0
         for coll in self.plan.collectives:
             if self.s.size < coll.min_ranks:
-                self.s.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
+                self.out(f"# {coll.name}: skipped, it needs at least {coll.min_ranks} ranks")
                 continue
             if not self.modes_run(coll):
                 asked = " or ".join(MODE_TEXT[m] for m in self.plan.modes)
-                self.s.out(f"# {coll.name}: skipped, no {asked} call ({self.b.missing_mode})")
+                self.out(f"# {coll.name}: skipped, no {asked} call ({self.b.missing_mode})")
                 continue
             total_wrong += self.run_collective(coll, bufs)
         return total_wrong
 
     # ---- one bound call at a time, outside a sweep (check and the classic commands) ----
     def bind_checked(self, coll: Collective, sv: Tensor, rv: Tensor, ctx: Ctx) -> Call:
-        """The call whose output is then read: the data check's, demo's (the test switch
-        corrupt wraps it)."""
+        """A call whose output is read (the check's, demo's): the corrupt switch wraps it."""
         return self.b.bind(coll, sv, rv, ctx, False)
 
     def group_call(self, coll: Collective, dt: DType, count: int, n: int,
                    group: Any = None) -> Tuple[Call, Counts, str]:
-        """coll of count elements among the n ranks of group (None: every rank), bound as
-        the sweep binds it, in place where the backend has the call, on a buffer every rank
-        of the job allocates: (call, counts, mode)."""
+        """(call, counts, mode): coll of count elements among the n ranks of group (None:
+        all), bound as the sweep binds it, in place where it can be, on a buffer every rank
+        allocates."""
         c = coll.counts(count, dt.size, n)
         mode = "in" if "in" in self.b.modes(coll) else "out"     # in place needs one buffer
         buf = tensor(self.s, self.b, dt, max(c.send, c.recv) if mode == "in" else c.send + c.recv)
@@ -246,10 +225,8 @@ class Engine:
 
     def time_calls(self, call: Call, iters: int, barrier: Optional[Call] = None,
                    first: bool = True) -> Tuple[float, Optional[List[float]]]:
-        """call timed as a row of the sweep times it (the plan's warm-up and -z), iters
-        times: (seconds per call, each call's seconds). first: the untimed first call of
-        warm_up() (off where every call counts, as demo's one). barrier: the group's,
-        else every rank's."""
+        """(seconds per call, each call's seconds) of iters calls, warmed up and timed as a
+        sweep's row; first: warm_up's untimed first call; barrier: the group's, else all's."""
         z, barrier = self.plan.blocking, barrier or self.s.comm.barrier
         calls = [call] * max(iters, self.plan.warmup, 1)
         warm_up(self.b, self.watch, calls, self.plan.warmup, z, barrier, first=first)
@@ -259,7 +236,6 @@ class Engine:
         return timed
 
     def modes_run(self, coll: Collective) -> List[str]:
-        """The plan's modes this backend has a call for, in the plan's order."""
         return [m for m in self.plan.modes if m in self.b.modes(coll)]
 
     def run_collective(self, coll: Collective, bufs: Buffers) -> int:
@@ -275,18 +251,18 @@ class Engine:
             for op in ops:
                 reason = self.b.unsupported(coll, dt, op)
                 if reason:
-                    s.out(f"# {coll.name} {dt.name} {op}: skipped, {reason}")
+                    self.out(f"# {coll.name} {dt.name} {op}: skipped, {reason}")
                     continue
                 ctx = Ctx(rank=s.rank, n=s.size, root=plan.root if coll.rooted else -1, op=op,
                           dtype=dt, backend_op=self.b.ops.get(op), device=self.b.device)
                 inexact = exact_reason(ctx) if plan.check else None
                 if inexact:
-                    s.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
+                    self.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
                 for size in plan.sizes:
                     c = coll.counts(size // dt.size, dt.size, s.size)
                     if c.param == 0:
-                        s.out(f"# {format_size(size)} {dt.name}: skipped, less than one aligned "
-                              f"element per rank for {s.size} ranks")
+                        self.out(f"# {format_size(size)} {dt.name}: skipped, less than one "
+                                 f"aligned element per rank for {s.size} ranks")
                         continue
                     ctx.count = c.param
                     local: Dict[str, Measured] = {}
@@ -300,8 +276,7 @@ class Engine:
                     gathered = s.comm.gather(local, root=0)
                     if self.report is not None:
                         row = self._row(coll, dt, op, size, c, gathered)
-                        measured = [row.get(k) for k in MODES]
-                        wrong_total += sum(m.get("nwrong") or 0 for m in measured if m)
+                        wrong_total += sum(m.get("nwrong") or 0 for k in MODES if (m := row.get(k)))
                         self.report.add_row(row)
                     probe = (dt, op, size, c, send_t, recv_t, ctx)
         if probe is not None and plan.probe_iters > 0:
@@ -315,11 +290,15 @@ class Engine:
         z = plan.blocking
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
         bound = [self.b.bind(coll, sv, rv, ctx, self.b.launches_async(z)) for sv, rv in views]
-        # With -z 0 on CPU backends, at most one call in flight per distinct buffer slot:
-        # two calls in flight on the same memory are erroneous for MPI, a race for gloo.
+        # -z 0 on CPUs: one call in flight per buffer slot at most (docs/commands/run.md, -z).
         window = len(bound)
         calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
-        self._initialize(views, ctx)
+        # Data, not zeros (zeros can run faster), as nccl-tests' initData (docs/gpu.md).
+        values = rank_values(ctx, ctx.rank)
+        for sv, rv in views:
+            fill_chunks(rv, values)
+            fill_chunks(sv, values)    # in place, inside rv
+        self.b.sync()
         barrier = s.comm.barrier
         warm_up(self.b, self.watch, calls, plan.warmup, z, barrier, window)
         trace = looptrace.Trace(barrier) if looptrace.ON else None
@@ -335,24 +314,12 @@ class Engine:
         wrong = self.check(coll, views[0], ctx, check_rounds) if check_rounds else None
         return seconds, wrong, min(window, plan.iters) if self.b.launches_async(z) else 1, each
 
-    def _initialize(self, views: Views, ctx: Ctx) -> None:
-        """Data before each timed loop, as nccl-tests' initData: every view the loop cycles
-        through holds this rank's position-sensitive values, not a fresh buffer's zeros
-        (zeros can run faster: less power, hardware that skips them). Not the check's
-        inputs: signed sums of those cancel to zeros over a multiple of 3 ranks."""
-        values = rank_values(ctx, ctx.rank)
-        for sv, rv in views:
-            fill_chunks(rv, values)
-            fill_chunks(sv, values)    # in place, inside rv
-        self.b.sync()
-
     def check(self, coll: Collective, view: Tuple[Tensor, Tensor], ctx: Ctx, rounds: int) -> Optional[int]:
         sv, rv = view
         call = self.bind_checked(coll, sv, rv, ctx)
-        graph = None
         if self.plan.graph:
             # -G: the check's call captured and replayed, as nccl-tests' data check, so
-            # that what is counted is what a replay wrote.
+            # that what is counted is what a replay wrote (graph: kept while replayed).
             graph, call = self.b.captured([call])
         wrong: Optional[int] = 0
         for k in range(rounds):
@@ -365,7 +332,6 @@ class Engine:
             # Undefined here (not the root): keep calling, the other ranks make every round.
             wrong = None if w is None or wrong is None else wrong + w
         ctx.seed = 0
-        del graph
         return wrong
 
     # ---- rank 0: one row from every rank's figures ----
@@ -397,8 +363,7 @@ class Engine:
             row[key] = figures
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
             row["per_rank_nwrong"][key] = wrongs
-        cost = launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph)
-        launchcost.mark_rows([row], cost)
+        launchcost.mark_rows([row], launchcost.row_cost(self.launch_cost, coll.name, self.plan.graph))
         return row
 
     # ---- who is slow: the largest size again, every rank timing every iteration ----
@@ -419,9 +384,8 @@ class Engine:
 def warm_up(backend: TorchBackend, watch: NullWatch, calls: Sequence[Call], warmup: int, z: int,
             barrier: Call, window: int = 1, first: bool = True) -> None:
     """What precedes every timed loop, as nccl-tests' BenchTime: `warmup` untimed calls,
-    then, whatever `warmup` is, one more untimed call (first; its "sync" call: first-use
-    costs such as communicator creation and lazy connections never land in a timed loop,
-    nor in a CUDA graph's capture) and a barrier."""
+    one more (first: its "sync" call, so that first-use costs such as connecting land in no
+    timed loop nor graph capture), and a barrier."""
     if warmup:
         watch.mark("warm-up")
         backend.time_loop(calls[:warmup], z, barrier, window)

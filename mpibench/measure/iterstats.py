@@ -22,28 +22,23 @@ def stats(times: Sequence[float]) -> Dict[str, float]:
 
 
 def spread_pct(times: Sequence[float]) -> float:
-    """The spread of per-call times: their population stdev as a share of their mean, in %
-    (nccl-tests' cv%)."""
+    """nccl-tests' cv%: the population stdev of times as a share of their mean, in %."""
     st = stats(times)
     return st["stdev"] / st["avg"] * 100.0 if st["avg"] > 0 else 0.0
 
 
 def slowest(per_rank: Sequence[Sequence[float]]) -> List[float]:
-    """Each iteration's time: the slowest rank's (per_rank[r][i])."""
+    """Each iteration's slowest time over the ranks (per_rank[r][i])."""
     return [max(column) for column in zip(*per_rank)]
 
 
 def report(per_rank: Sequence[Sequence[float]], skip: int) -> Dict[str, Any]:
-    """The per-iteration object of one row and mode from every rank's per-iteration
-    seconds (per_rank[r][i]), in nccl-tests' JSON keys (microseconds)."""
+    """The per-iteration object of one row and mode in nccl-tests' JSON keys (us), from
+    every rank's seconds per_rank[r][i]."""
     times = slowest(per_rank)
-    st = stats(times[skip:])
-    out: Dict[str, Any] = {"skipped_iterations": skip}
-    out.update({f"{k}_us": v * 1e6 for k, v in st.items()})
-    out["cv_pct"] = spread_pct(times[skip:])
-    out["times_us"] = [t * 1e6 for t in times]
-    out["per_process_max_times_us"] = [[t * 1e6 for t in rank] for rank in per_rank]
-    return out
+    return {"skipped_iterations": skip, **{f"{k}_us": v * 1e6 for k, v in stats(times[skip:]).items()},
+            "cv_pct": spread_pct(times[skip:]), "times_us": [t * 1e6 for t in times],
+            "per_process_max_times_us": [[t * 1e6 for t in rank] for rank in per_rank]}
 
 
 def centre_interval(values: Sequence[float],

@@ -1,11 +1,6 @@
-"""The host's cost of starting one collective: what a row's time cannot go below.
-
-On a GPU each torch call pays Python dispatch, c10d's work object and a flight-recorder
-entry before NCCL's kernel is queued. Where that host cost exceeds the kernel's own time
-the GPU waits for the host, and a row's time per call is the launch rate, not NCCL's
-latency (nccl-tests, written in C, pays far less). Measured here as nccl-tests' -z 0 loop
-without the final synchronize: n calls issued back to back, the host clock stopped when
-the last one returns, the calls completed afterwards, untimed.
+"""The host's cost of starting one collective, what a row's time cannot go below
+(docs/gpu.md). Measured as nccl-tests' -z 0 loop without the final synchronize: the clock
+stops when the last call returns.
 """
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -27,10 +22,8 @@ LAUNCH_BOUND_NOTE = (f"time per call within {LAUNCH_BOUND_FACTOR:g}x of the host
 
 
 def per_call_seconds(call: Call, n: int, finish: Optional[Callable[[List[Any]], Any]] = None) -> float:
-    """Host seconds per launch for n calls of call() issued without waiting for any (a GPU
-    call queued on the stream, a CPU backend's async_op=True call returning a Work), on every
-    rank alike. finish(results), after the clock stops, completes what the n calls returned
-    (a stream's synchronize ignores it; CPU backends wait each Work)."""
+    """Host seconds per launch of n calls issued without waiting; finish(results), after
+    the clock stops, completes what they returned."""
     if n < 1:
         raise ValueError("n must be at least 1")
     results: List[Any] = [None] * n
@@ -45,28 +38,24 @@ def per_call_seconds(call: Call, n: int, finish: Optional[Callable[[List[Any]], 
 
 
 def wait_all(results: List[Any]) -> None:
-    """finish() for CPU backends: wait every Work a call returned."""
     for work in results:
         if work is not None:
             work.wait()
 
 
 def launch_bound(time_s: float, per_call_s: Optional[float]) -> bool:
-    """Whether a row's time per call (seconds) is within LAUNCH_BOUND_FACTOR x of the launch
-    cost; False when the launch cost was not measured (None)."""
+    """Whether time_s is within LAUNCH_BOUND_FACTOR x of a measured launch cost."""
     return per_call_s is not None and per_call_s > 0 and time_s <= LAUNCH_BOUND_FACTOR * per_call_s
 
 
 def mark_rows(rows: List[Row], per_call_s: Optional[float]) -> int:
-    """Set "launch_bound" in each measured mode of each row (none when per_call_s is None);
-    how many modes were marked launch-bound."""
+    """Set "launch_bound" in each measured mode of each row; how many were."""
     if per_call_s is None:
         return 0
     marked = 0
     for row in rows:
         for key in MODES:
-            m = row.get(key)
-            if m:
+            if m := row.get(key):
                 m["launch_bound"] = launch_bound(m["time_us"] * 1e-6, per_call_s)
                 marked += m["launch_bound"]
     return marked
@@ -77,21 +66,15 @@ WARM = 10            # calls first, untimed (connections, first-use costs)
 
 
 def row_cost(costs: Optional[Dict[str, float]], collective: str, graph: int) -> Optional[float]:
-    """The launch cost a row of `collective` is marked against: its own collective's
-    (costs: {name: seconds}, or None where none was measured); None with -G, where one
-    graph launch starts every captured call and no row pays torch's cost per call."""
-    if graph or not costs:
-        return None
-    return costs.get(collective)
+    """The launch cost a row of `collective` is marked against; None with -G, where one
+    graph launch starts every captured call."""
+    return None if graph or not costs else costs.get(collective)
 
 
 def of_collective(backend: TorchBackend, coll: Collective, barrier: Call, root: int = 0,
                   n: int = LAUNCHES) -> float:
-    """Host seconds per launch of coll at its smallest row (one aligned float32 chunk per
-    rank) through a torch backend, on every rank together (they are collectives): on a GPU
-    calls bound as the timed loops bind them (async_op=False, queued on the backend's
-    stream), elsewhere async_op=True. Each collective pays its own host cost: a
-    batch_isend_irecv or a gather's list of chunks costs more than one all_reduce."""
+    """Host seconds per launch of coll at its smallest row, every rank together; on a GPU
+    bound as the timed loops bind them, elsewhere async_op=True."""
     torch, dist = backend.torch, backend.dist
     dt, ranks = DTYPES["float32"], dist.get_world_size()
     c = coll.counts(4 * ranks, dt.size, ranks)
@@ -112,5 +95,5 @@ def of_collective(backend: TorchBackend, coll: Collective, barrier: Call, root: 
 
 
 def of_backend(backend: TorchBackend, barrier: Call, n: int = LAUNCHES) -> float:
-    """of_collective for a one-element-per-rank all_reduce: the cheapest call there is."""
+    """of_collective for the cheapest call there is: the smallest all_reduce."""
     return of_collective(backend, REGISTRY["all_reduce"], barrier, n=n)

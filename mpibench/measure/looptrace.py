@@ -1,17 +1,14 @@
 """Test-only: what one timed loop did, switched on by MPIBENCH_TRACE_LOOPS=1.
 
-Counts the side-channel barriers the loop made and follows every call from launch to
-completion, counting launches made while a call on overlapping memory was still in
-flight. Each rank writes one line per timed loop to stderr:
+Counts the loop's side-channel barriers, its calls in flight and launches made while a call
+on overlapping memory was in flight (S), and the views all zero at the start (Z). Each rank
+writes to stderr, per timed loop:
 
     looptrace rank R: ROW: calls C barriers B most-in-flight M sharing S
     looptrace rank R: ROW: views V all-zero Z
 
-Tests use it to prove the -z modes barrier as nccl-tests does, that -z 0 never has two
-calls in flight on the same buffer slice, and that no loop times buffers of zeros (Z: the
-views whose send and receive data were all zero when the loop started). The wrappers add
-Python work to the loop, so times measured with it on mean nothing; nothing sets it in
-normal use.
+Tests use it to prove the -z modes' barriers, buffer use and initial data. The wrappers add
+Python work to the loop: times measured with it on mean nothing.
 """
 import os
 import sys
@@ -25,7 +22,7 @@ ON = os.environ.get("MPIBENCH_TRACE_LOOPS") == "1"
 
 
 def spans(views: Sequence[Tensor]) -> Spans:
-    """The byte ranges [start, stop) that one call's (send, recv) views cover."""
+    """The byte ranges [start, stop) of one call's views."""
     return tuple((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in views)
 
 
@@ -36,19 +33,16 @@ def overlap(a: Spans, b: Spans) -> bool:
 class Trace:
     def __init__(self, barrier: Call) -> None:
         self._barrier = barrier
-        self.calls_made = 0
-        self.barriers = 0
-        self.live: List[Spans] = []
-        self.most = 0
-        self.sharing = 0
+        self.calls_made = self.barriers = self.most = self.sharing = 0
         self.views = self.zero_views = 0
+        self.live: List[Spans] = []
 
     def barrier(self) -> None:
         self.barriers += 1
         self._barrier()
 
     def calls(self, calls: Sequence[Call], views: Sequence[Tuple[Tensor, Tensor]]) -> List[Call]:
-        """calls, each wrapped; call i runs on views[i % len(views)] as the engine binds them."""
+        """calls wrapped; call i runs on views[i % len(views)], as the engine binds them."""
         self.views = len(views)
         self.zero_views = sum(1 for view in views if not any(bool(t.any()) for t in view))
         return [self._wrap(call, spans(views[i % len(views)])) for i, call in enumerate(calls)]

@@ -1,7 +1,4 @@
-"""The synthetic GPT-style decoder `train` steps: token and position embeddings, pre-LN
-blocks (causal self-attention through scaled_dot_product_attention, a 4x MLP) and an LM
-head tied to the token embedding, as GPT-2 has them. Shapes only: no weights are
-downloaded, the data is random tokens.
+"""The synthetic GPT-style decoder `train` steps (docs/commands/train.md).
 
 shape() and parameters() are pure (no torch), so that a bad shape is refused at parse
 time on every rank alike, before torch loads.
@@ -40,10 +37,7 @@ def shape(preset: str, **overrides: Optional[int]) -> Shape:
     if preset not in PRESETS:
         raise UsageError(f"unknown model preset '{preset}' (presets: {', '.join(PRESETS)})")
     values = PRESETS[preset].as_dict()
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    for k in FIELDS:
-        if values[k] < 1:
-            raise UsageError(f"--{k} must be at least 1: {values[k]}")
+    values.update({k: v for k, v in overrides.items() if v is not None})    # each at least 1: argparse
     if values["hidden"] % values["heads"]:
         raise UsageError(f"--hidden {values['hidden']} is not divisible by --heads "
                          f"{values['heads']} (each head takes hidden/heads channels)")
@@ -113,7 +107,6 @@ def build(s: Shape, device: Any) -> Any:
 
 
 def batches(s: Shape, batch: int, seed: int, count: int, device: Any) -> List[Tuple[Any, Any]]:
-    """count (inputs, targets) pairs of random tokens from seed."""
     import torch
     g = torch.Generator().manual_seed(seed)
     tokens = [torch.randint(s.vocab, (batch, s.seq + 1), generator=g).to(device) for _ in range(count)]

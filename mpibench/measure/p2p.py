@@ -1,16 +1,14 @@
 """Point-to-point between pairs of ranks: bandwidth (send/recv of one size, every
-iteration after a barrier) and latency (ping-pong of a small size).
-
-Every rank walks the same schedule in lockstep: ranks in a pair exchange on the
-torch.distributed backend being measured, the others wait at the same MPI barriers.
-Each rank returns its own figures; rank 0 gathers them per round.
+iteration after a barrier) and latency (ping-pong of a small size). Every rank walks the
+same schedule in lockstep: ranks in a pair exchange on the backend being measured, the
+others wait at the same MPI barriers.
 """
 from functools import partial
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..launch.session import Session
 from .backends.torchdist import TorchBackend
-from .collectives.base import Call, Tensor
+from .collectives.base import Call
 from .collectives.sendrecv import exchange, exchange_ops
 
 Pair = Tuple[int, int]
@@ -20,17 +18,6 @@ def directions(pair: Pair, bidirectional: bool) -> List[Pair]:
     """Transfers timed for one pair: (sender, receiver) in turn, or both ways at once."""
     a, b = pair
     return [(a, b)] if bidirectional else [(a, b), (b, a)]
-
-
-def ping_pong(dist: Any, buf: Tensor, peer: int, initiator: bool) -> Call:
-    """One round trip of a small message: send then receive, or receive then send."""
-    send, recv = partial(dist.send, buf, peer), partial(dist.recv, buf, peer)
-    first, second = (send, recv) if initiator else (recv, send)
-
-    def call() -> None:
-        first()
-        second()
-    return call
 
 
 class PairBench:
@@ -46,25 +33,20 @@ class PairBench:
         self.recv_buf: Any = None
 
     def allocate(self, taking_part: bool) -> Optional[str]:
-        """Buffers for this rank (none when it is in no pair); the error text or None."""
+        """Buffers for this rank, if in a pair; the error text or None."""
         if not taking_part:
             return None
         nbytes = max(self.size, self.latency_size)
-        try:
-            self.send_buf = self.b.alloc(nbytes, self.s.rank)
-            self.recv_buf = self.b.alloc(nbytes, self.s.rank) if self.bidirectional else self.send_buf
-        except Exception as exc:
-            if not self.b.is_oom(exc):
-                raise
-            self.send_buf = self.recv_buf = None
+        bufs, exc = self.b.attempt(lambda: [self.b.alloc(nbytes, self.s.rank)
+                                            for _ in range(1 + self.bidirectional)])
+        if bufs is None:
             return f"out of memory for {nbytes} bytes: {type(exc).__name__}"
+        self.send_buf, self.recv_buf = bufs[0], bufs[-1]      # one buffer unless bidirectional
         return None
 
     def _transfer(self, src: int, dst: int) -> Call:
-        """This rank's call for one transfer (src -> dst, or both ways when bidirectional)."""
         me, dist = self.s.rank, self.dist
-        send = self.send_buf[:self.size]
-        recv = self.recv_buf[:self.size]
+        send, recv = self.send_buf[:self.size], self.recv_buf[:self.size]
         if self.bidirectional:
             peer = dst if me == src else src
             ops = exchange_ops(dist, send, peer, recv, peer)
@@ -74,8 +56,8 @@ class PairBench:
         return partial(dist.recv, recv, src)
 
     def run_round(self, pairs: Sequence[Pair], with_latency: bool = True) -> List[Dict[str, Any]]:
-        """Every rank calls this for every round. Returns this rank's records:
-        [{'from', 'to', 'role', 'times': [s per iteration], 'latency_s': s or None}]."""
+        """Every rank, every round: [{'from', 'to', 'role', 'times': [s per iteration],
+        'latency_s': s or None}] of this rank."""
         me = self.s.rank
         mine = next((p for p in pairs if me in p), None)
         steps = len(directions(pairs[0], self.bidirectional)) if pairs else 0
@@ -104,8 +86,13 @@ class PairBench:
             self.s.comm.polite_barrier()
             return None
         a, b = pair
-        peer = b if me == a else a
-        call = ping_pong(self.dist, self.send_buf[:self.latency_size], peer, me == a)
+        buf, peer = self.send_buf[:self.latency_size], b if me == a else a
+        send, recv = partial(self.dist.send, buf, peer), partial(self.dist.recv, buf, peer)
+        first, second = (send, recv) if me == a else (recv, send)
+
+        def call() -> None:         # one round trip
+            first()
+            second()
         for _ in range(self.warmup):
             call()
         self.s.comm.polite_barrier()

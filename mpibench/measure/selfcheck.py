@@ -4,7 +4,7 @@ of every collective. Figures only: the judgement is diagnose/verdicts.py's.
 """
 import time
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..launch.session import Session
 from ..launch.watchdog import NullWatch
@@ -21,14 +21,9 @@ FLOAT32 = DTYPES["float32"]
 Rounds = Dict[int, Dict[str, Any]]     # compare_timers' figures: see there
 
 
-class Rows:
-    """The engine's report on rank 0, kept instead of printed."""
-
-    def __init__(self) -> None:
-        self.rows: List[Row] = []
-
-    def add_row(self, row: Row) -> None:
-        self.rows.append(row)
+class Rows(List[Row]):
+    """The engine's report on rank 0: its rows, kept instead of printed."""
+    add_row = list.append
 
     def set(self, *args: Any, **items: Any) -> None:
         """Nothing else of a report is kept."""
@@ -36,32 +31,17 @@ class Rows:
     table_header = add_probe = set
 
 
-class Quiet:
-    """The session as the engine sees it, without its progress lines (`verify` prints its
-    own table); everything else is the session's."""
-
-    def __init__(self, session: Session) -> None:
-        self._s = session
-
-    def out(self, text: str = "") -> None:
-        pass
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._s, name)
-
-
 def engine_rows(session: Session, backend: TorchBackend, plan: Plan) -> Tuple[Optional[List[Row]], int]:
-    """Run plan through the engine; (rows on rank 0 (else None), wrong elements)."""
+    """(rows on rank 0, else None; wrong elements) of plan run through the engine."""
     report = Rows() if session.rank == 0 else None
-    wrong = Engine(cast(Session, Quiet(session)), backend, plan, report).run()
-    return (report.rows if report else None), wrong
+    wrong = Engine(session, backend, plan, report, quiet=True).run()     # verify prints its own table
+    return report, wrong
 
 
 def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: int,
                   fastest: bool) -> Tuple[Optional[List[Row]], int]:
-    """The plan through the engine `rounds` times; rank 0 gets, per row, the round with the
-    fastest time (fastest=True, as NetPIPE keeps the best of its trials) or the median
-    round; (rows on rank 0 (else None), wrong elements over all rounds)."""
+    """engine_rows of `rounds` runs: per row the fastest round's (as NetPIPE keeps its best
+    trial) or the median round's; wrong elements over all rounds."""
     runs, wrong = [], 0
     for _ in range(rounds):
         rows, w = engine_rows(session, backend, plan)
@@ -77,57 +57,48 @@ def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: i
     return picked, wrong
 
 
-def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, warmup: int,
-                    modes: Tuple[str, ...] = ("in",)) -> Plan:
+def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, warmup: int) -> Plan:
     return Plan(collectives=[ALL_REDUCE], sizes=list(sizes), dtypes=[FLOAT32], ops=["sum"],
                 iters=iters, warmup=warmup, check=0, blocking=backend.default_blocking(),
-                modes=modes, probe_iters=0)
+                modes=("in",), probe_iters=0)
 
 
 class BareLoops:
-    """The independent timer's buffers (one per size, float32, in place) and its loop on
-    the backend's library: torch.distributed, or MPI through a communicator of its own."""
+    """The independent timer's loop per size (float32, in place) on the backend's library:
+    torch.distributed, or MPI through a communicator of its own."""
 
     def __init__(self, session: Session, backend: TorchBackend, sizes: Sequence[int]) -> None:
-        self.backend = backend
-        self.bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
-        self.mpi = backend.name == "mpi"
-        self.barrier = session.comm.barrier        # the one mpibench's loop has (baretimer.py)
-        # GPUs: a stream of its own, not the backend's (baretimer.py says why).
-        self.stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
-        if self.mpi:
-            self.MPI = session.comm.MPI
-            self.comm = session.comm.world.Dup()
-            self.arrays = {s: b.numpy() for s, b in self.bufs.items()}
+        bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
+        self.comm = session.comm.world.Dup() if backend.name == "mpi" else None
+        # The barrier mpibench's loop has; GPUs: a stream of its own (baretimer.py says why).
+        stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
+        self.loops: Dict[int, Callable[[int], float]] = {s: (
+            partial(baretimer.mpi_seconds, session.comm.MPI, self.comm, b.numpy()) if self.comm
+            else partial(baretimer.torch_seconds, backend.dist, b, barrier=session.comm.barrier,
+                         stream=stream)) for s, b in bufs.items()}
 
     def seconds(self, size: int, iters: int, warmup: int) -> float:
         """Seconds per call at size, after `warmup` untimed calls (a loop of their own)."""
-        loop = (partial(baretimer.mpi_seconds, self.MPI, self.comm, self.arrays[size]) if self.mpi
-                else partial(baretimer.torch_seconds, self.backend.dist, self.bufs[size],
-                             barrier=self.barrier, stream=self.stream))
         if warmup:
-            loop(warmup)
-        return loop(iters)
+            self.loops[size](warmup)
+        return self.loops[size](iters)
 
     def close(self) -> None:
-        if self.mpi:
+        if self.comm is not None:
             self.comm.Free()
-        self.bufs = self.arrays = {}
+        self.loops = {}
 
 
 def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int], *, iters: int,
                    warmup: int, watch: NullWatch, progress: Callable[[Rounds, int], None],
                    pick: Callable[[Rounds], Optional[int]]) -> Optional[Rounds]:
-    """Both timers, a pair of rounds at a time at the size pick(got) names (on rank 0; all
-    follow, None ends): mpibench's loop, the bare loop, the bare loop, mpibench's loop, so
-    that both see the same state of a shared machine and running first cancels in a pair.
-    Rank 0 gets {size: {"harness": [s per round], "bare": [...], "rows": [engine row per
-    round], "seconds": the wall time of its rounds}}, times the mean over ranks (nccl-tests'
-    -a 1 on both sides); others None. progress(got, size), on rank 0, after every round."""
+    """Both timers, a pair of rounds (A B B A, docs/verify.md) at a time at the size rank
+    0's pick(got) names (None ends). Rank 0 gets
+    {size: {"harness": [s per round], "bare": [...], "rows": [engine row per round],
+    "seconds": wall time}}, times the mean over ranks; progress(got, size) after each round."""
     bare = BareLoops(session, backend, sizes)
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
-    got: Rounds = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0}
-                                      for s in sizes}
+    got: Rounds = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0} for s in sizes}
     try:
         while (s := session.comm.bcast(pick(got) if session.rank == 0 else None, root=0)):
             for order in (("harness", "bare"), ("bare", "harness")):
@@ -159,8 +130,7 @@ def median_row(rows: List[Row], times: List[float]) -> Row:
 
 
 def gpu_launch_seconds(session: Session, backend: TorchBackend, watch: NullWatch) -> Optional[float]:
-    """Host seconds per call launch on GPUs (launchcost's: calls issued without waiting),
-    the slowest rank's; None on CPUs, where verify takes mpibench's loop over the bare one."""
+    """The slowest rank's host seconds per call launch on GPUs; None on CPUs."""
     if not backend.cuda:
         return None
     watch.arm("verify: the launch cost")
@@ -169,9 +139,8 @@ def gpu_launch_seconds(session: Session, backend: TorchBackend, watch: NullWatch
 
 def correctness(session: Session, backend: TorchBackend, size: int,
                 graph: int = 0) -> Tuple[Optional[List[Row]], int]:
-    """Every collective the job can run once at size, both modes, checked (float32, sum):
-    (rows on rank 0, wrong elements)."""
-    plan = Plan(collectives=[REGISTRY[n] for n in REGISTRY], sizes=[size], dtypes=[FLOAT32],
+    """engine_rows of every collective once at size, both modes, checked (float32, sum)."""
+    plan = Plan(collectives=list(REGISTRY.values()), sizes=[size], dtypes=[FLOAT32],
                 ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
                 graph=graph, modes=("out", "in"), probe_iters=0)
     return engine_rows(session, backend, plan)

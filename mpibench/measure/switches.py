@@ -1,4 +1,4 @@
-"""The test switches that act inside the engine and the backend (launch/faults.py), installed
+"""The test switches that act inside the engine and the backend (docs/testing.md), installed
 on them only when one is on for this rank: the timed code itself holds no test branch."""
 from functools import partial
 from typing import Any, List, Optional, Tuple
@@ -9,8 +9,7 @@ from .sizes import parse_size
 
 
 def install(target: Any, rank: int) -> None:
-    """Wrap the methods of an Engine, or of a backend (it has alloc), with the switches on for
-    RANK; with none on, target stays as it was."""
+    """Wrap the methods of an Engine, or of a backend (it has alloc), with rank's switches."""
     if hasattr(target, "alloc"):
         if faults.get("oom", rank) is not None:
             alloc = target.alloc
@@ -30,8 +29,7 @@ def install(target: Any, rank: int) -> None:
 
 
 def _wrap_measure(engine: Any, rows: List[Tuple[int, str]], early: Optional[str]) -> None:
-    """Row faults trip at the first row of their size or more; early:RANK:X divides every
-    timed loop's seconds by X (the timer stops early)."""
+    """Row faults trip at the first row of their size or more; early divides the seconds."""
     measure = engine.measure
     try:
         factor = max(1.0, float(early)) if early else 1.0
@@ -48,10 +46,8 @@ def _wrap_measure(engine: Any, rows: List[Tuple[int, str]], early: Optional[str]
 
 
 def _wrap_check(engine: Any, corrupt: Optional[str], graphcorrupt: bool) -> None:
-    """Within the calls whose output is read only (the data check's, demo's): the call
-    leaves a wrong first element (corrupt: the poison value, what recv held before the
-    call; corrupt:RANK:nan: NaN), or the check's captured graph also adds 1 to it, which
-    only a replay does (graphcorrupt, -G)."""
+    """corrupt: bind_checked's calls leave a wrong first element; graphcorrupt: the check's
+    captured graph adds 1 to it."""
     if corrupt is not None:
         bind = engine.bind_checked
 

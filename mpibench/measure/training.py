@@ -1,10 +1,7 @@
-"""Training steps of the synthetic decoder, timed per rank: the data-parallel step
-(DDP or FSDP2) and the same step without gradient synchronisation, alternated A/B.
-
-The timed region holds the step's calls and a device sync, nothing else: batches,
-gradient lists and closures are made before; losses are read after. A rank that cannot
-hold the model says so before any collective runs, so that every rank agrees and none
-is left waiting in one.
+"""`train`'s steps, timed per rank (docs/commands/train.md). The timed region holds the
+step's calls and a device sync: batches, gradient lists and closures are made before,
+losses read after. A rank that cannot hold the model says so before any collective runs,
+so that no rank is left waiting in one.
 """
 import contextlib
 import time
@@ -24,7 +21,6 @@ BATCHES = 2         # distinct batches per rank, used in turn
 
 
 def fsdp_unsupported(backend: str, torch: Any) -> Optional[str]:
-    """Why FSDP2 cannot run on this backend (None: it can)."""
     try:
         from torch.distributed.fsdp import fully_shard  # noqa: F401
     except ImportError:
@@ -77,9 +73,7 @@ class Trainer:
         self.bucket_mb, self.device = bucket_mb, device
         self.cuda = device.type == "cuda"
         self.precision = "bf16 autocast" if self.cuda else "fp32"
-        # How far the replicas' losses on a shared batch may differ: bit for bit in fp32 on
-        # CPUs; under bf16 autocast GPUs of different models (or libraries) pick different
-        # kernels, whose bf16 rounding (8-bit mantissa, steps of 2^-8 = 0.4%) differs.
+        # How far the replicas' losses on a shared batch may differ (docs/gpu.md says why)
         self.loss_rtol = BF16_LOSS_RTOL if self.cuda else 0.0
         self._amp: ContextManager[Any] = (torch.autocast("cuda", dtype=torch.bfloat16) if self.cuda
                                           else contextlib.nullcontext())
@@ -93,15 +87,14 @@ class Trainer:
 
     # ---- build: local first, so that a rank short of memory is known before any collective ----
     def fit_error(self) -> Optional[str]:
-        """Build the model, its optimizer and (FSDP) the unsharded reference, and run one
-        local step; the error text if this rank is out of memory, else None."""
+        """Build the model, optimizer and (FSDP) unsharded reference, and run one local
+        step; the error text if this rank is out of memory."""
         state = 4 * self.parameters * 4      # weights, gradients, AdamW's two moments (fp32)
         need = state * (2 if self.parallel == "fsdp" else 1)
         try:
             switches.refuse(self.s.rank, need)
             self.net = model.build(self.shape, self.device)
             self.opt = self._adamw(self.net)
-            # different on every rank
             self.data = model.batches(self.shape, self.batch, 1000 + self.s.rank, BATCHES, self.device)
             self._local_step(self.net, self.opt)
             if self.parallel == "fsdp":     # the unsynced reference: an unsharded copy
@@ -120,8 +113,7 @@ class Trainer:
         return None
 
     def _adamw(self, net: Any) -> Any:
-        return self.torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.1,
-                                      foreach=True)
+        return self.torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
 
     def _local_step(self, net: Any, opt: Any) -> None:
         """Forward, backward and an optimizer step with zeroed gradients: every buffer the
@@ -135,45 +127,39 @@ class Trainer:
         opt.zero_grad(set_to_none=False)
 
     def wrap(self) -> None:
-        """The data-parallel wrapper (collectives from here on)."""
-        if self.parallel == "ddp":
-            from torch.nn.parallel import DistributedDataParallel
-            ids = [self.device.index] if self.cuda else None
-            self.ddp = DistributedDataParallel(self.net, device_ids=ids,
-                                               bucket_cap_mb=self.bucket_mb)
-        elif self.parallel == "fsdp":
+        """The data-parallel wrapper (collectives from here on) and the steps: synced (None
+        for --parallel none) and unsynced."""
+        amp = self._amp
+        self.synced: Optional[Step] = None
+        self.unsynced: Step = _step(self.net, self.opt, amp)
+        if self.parallel == "fsdp":
             from torch.distributed.fsdp import fully_shard
             for block in self.net.blocks:
                 fully_shard(block)
             fully_shard(self.net)
             self.opt = self._adamw(self.net)      # over the sharded parameters
-        self.synced, self.unsynced = self._steps()
+            self.synced, self.unsynced = _step(self.net, self.opt, amp), _step(self.ref, self.ref_opt, amp)
+        elif self.parallel == "ddp":
+            from torch.nn.parallel import DistributedDataParallel
+            ids = [self.device.index] if self.cuda else None
+            ddp = self.ddp = DistributedDataParallel(self.net, device_ids=ids, bucket_cap_mb=self.bucket_mb)
+            opt, zero = self.opt, self.torch._foreach_zero_
+            grads = [p.grad for p in self.net.parameters()]   # kept: zero_grad(set_to_none=False)
 
-    def _steps(self) -> Tuple[Optional[Step], Step]:
-        """(synced, unsynced) step functions; synced is None for --parallel none."""
-        torch, amp, opt = self.torch, self._amp, self.opt
-        if self.parallel == "none":
-            return None, _step(self.net, opt, amp)
-        if self.parallel == "fsdp":
-            return _step(self.net, opt, amp), _step(self.ref, self.ref_opt, amp)
-        ddp = self.ddp
-        grads = [p.grad for p in self.net.parameters()]   # kept: zero_grad(set_to_none=False)
-        zero = torch._foreach_zero_
-
-        def unsynced(x: Any, y: Any) -> Any:
-            opt.zero_grad(set_to_none=False)
-            with ddp.no_sync():
-                with amp:
-                    loss = ddp(x, y)
-                loss.backward()
-            zero(grads)     # local gradients must not move the weights: the replicas stay equal
-            opt.step()
-            return loss
-        return _step(ddp, opt, amp), unsynced
+            def unsynced(x: Any, y: Any) -> Any:
+                opt.zero_grad(set_to_none=False)
+                with ddp.no_sync():
+                    with amp:
+                        loss = ddp(x, y)
+                    loss.backward()
+                zero(grads)     # local gradients must not move the weights: the replicas stay equal
+                opt.step()
+                return loss
+            self.synced, self.unsynced = _step(ddp, opt, amp), unsynced
 
     # ---- timing ----
     def timed(self, fn: Step, k: int, barrier: Callable[[], Any]) -> Tuple[float, Any]:
-        """Seconds of one step on this rank (started together after barrier), and its loss."""
+        """(seconds, loss) of one step on this rank, started after barrier."""
         x, y = self.data[k % BATCHES]
         sync, perf = self._sync, time.perf_counter
         barrier()
@@ -184,44 +170,35 @@ class Trainer:
 
     # ---- after the timed steps ----
     def shared_loss(self) -> float:
-        """The loss of the data-parallel model on a batch shared by every rank: a loss that
-        agrees across ranks means the replicas do."""
+        """The model's loss on a batch every rank shares: equal losses, equal replicas."""
         x, y = model.batches(self.shape, self.batch, 7, 1, self.device)[0]
         net = self.ddp.module if self.ddp is not None else self.net
         with self.torch.no_grad(), self._amp:
             return float(net(x, y))
 
     def buckets(self) -> List[int]:
-        """Bytes of each gradient bucket DDP all-reduces per step, in its order (read from
-        the reducer: buckets are rebuilt after the first step, in gradient order)."""
+        """Bytes of each gradient bucket DDP all-reduces per step (the reducer rebuilds them
+        after the first step, in gradient order)."""
         if self.ddp is None:
             return []
         return [b.buffer().numel() * b.buffer().element_size()
                 for b in self.ddp.reducer._get_zeros_like_grad_buckets()]
 
     def fsdp_units(self) -> List[Tuple[int, int]]:
-        """Bytes each FSDP unit gathers (and reduce-scatters) per step, with how many times
-        it gathers: twice for the blocks (forward, and again in backward, as they reshard
-        after forward), once for the root."""
+        """(bytes, gathers per step) of each FSDP unit: blocks gather twice (they reshard
+        after forward), the root once."""
         if self.parallel != "fsdp":
             return []
         n = self.s.size
-        units = []
-        for unit, gathers in [(b, 2) for b in self.net.blocks] + [(self.net, 1)]:
-            mine = _root_params(self.net) if unit is self.net else unit.parameters()
-            nbytes = sum(_padded(p, n) for p in mine)
-            if nbytes:
-                units.append((nbytes, gathers))
-        return units
-
-
-def _root_params(net: Any) -> List[Any]:
-    inside = {id(p) for b in net.blocks for p in b.parameters()}
-    return [p for p in net.parameters() if id(p) not in inside]
+        inside = {id(p) for b in self.net.blocks for p in b.parameters()}
+        root = [p for p in self.net.parameters() if id(p) not in inside]
+        units = [(sum(_padded(p, n) for p in params), gathers) for params, gathers
+                 in [(list(b.parameters()), 2) for b in self.net.blocks] + [(root, 1)]]
+        return [u for u in units if u[0]]
 
 
 def _padded(p: Any, n: int) -> int:
-    """Bytes of a parameter sharded on dim 0 over n ranks, padded to equal shards."""
+    """Bytes of p sharded on dim 0 over n ranks, padded to equal shards."""
     shape = p.shape
     rows = -(-shape[0] // n) * n
     rest = p.numel() // shape[0] if shape[0] else 0

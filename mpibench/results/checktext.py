@@ -1,5 +1,4 @@
-"""`check`'s words and CSV, from the figures and verdicts that diagnose/checkverdict.py
-records in the document's "check"."""
+"""`check`'s words and CSV, from what diagnose/checkverdict.py records in the document's check."""
 import math
 from statistics import median
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -38,19 +37,12 @@ def header_line(collective: str, size: int, hosts: int, ppn: int, iters: int, wa
 def threshold_lines(tests: Sequence[str], limits: Mapping[str, Optional[Mapping[str, Any]]], ppn: int,
                     relative: float) -> List[str]:
     """One line per test: its limits, or the relative threshold it gets without them."""
-    out = []
-    for test in tests:
-        lim = limits.get(test)
-        if lim:
-            text = limit_text(lim)
-        elif test == "job":
-            text = "none (give --expect or --baseline to judge it)"
-        else:
-            text = f"relative: below {relative:g} of the median " + (
-                ("pair" if ppn == 1 else "rail of a pair") + " in round 1" if test == "pair"
-                else "host")
-        out.append(f"# threshold {test}: " + text)
-    return out
+    pair = ("pair" if ppn == 1 else "rail of a pair") + " in round 1"
+    return [f"# threshold {test}: " + (
+        limit_text(lim) if (lim := limits.get(test)) else
+        "none (give --expect or --baseline to judge it)" if test == "job" else
+        f"relative: below {relative:g} of the median {pair if test == 'pair' else 'host'}")
+        for test in tests]
 
 
 def intra_line(collective: str, ppn: int, busbws: Sequence[float], suspects: Mapping[str, str]) -> str:
@@ -62,14 +54,12 @@ def intra_line(collective: str, ppn: int, busbws: Sequence[float], suspects: Map
 
 def round_line(k: int, pairs: Sequence[Tuple[str, str, Sequence[Dict[str, Any]], Sequence[int],
                                              Optional[float]]], ppn: int, seconds: float) -> str:
-    """One round of host pairs: pairs [(host a, host b, [figure per rail], [failed rails],
-    their line rate)]; the first 8 pairs named."""
+    """One round: pairs [(host a, host b, [figure per rail], [failed rails], line rate)], 8 named."""
     lines = [f"{ha}-{hb} " + "|".join(f"{f['busbw_GBps']:.3f}" for f in per)
              + share_text(min(f["busbw_GBps"] for f in per), rate)
              + ("" if not bad else " FAIL" if ppn == 1 else f" FAIL rail {','.join(map(str, bad))}")
              for ha, hb, per, bad, rate in pairs]
-    n = len(pairs)
-    return (f"# 2. between hosts, round {k}: {counted(n, 'pair')}"
+    return (f"# 2. between hosts, round {k}: {counted(len(pairs), 'pair')}"
             + (f" x {ppn} rails" if ppn > 1 else "")
             + " at once, busbw GB/s: " + ", ".join(lines[:8])
             + (f", ... ({len(lines) - 8} more)" if len(lines) > 8 else "")
@@ -82,8 +72,7 @@ def spread_text(fig: Mapping[str, Any]) -> str:
 
 
 def retest_text(where: str, fig: Mapping[str, Any], lim: Optional[Mapping[str, Any]], outcome: str) -> str:
-    """'h2 alone: busbw 0.452 GB/s, spread +-5%, against min_busbw_GBps 0.37 (0.8 x h1
-    alone): passed': one measurement of a retest, its limits (None: none) and outcome."""
+    """'h2 alone: busbw 0.452 GB/s, ..., against min_busbw_GBps 0.37 (...): passed'."""
     return (f"{where}: busbw {bw(fig['busbw_GBps'])} GB/s, {fig['time_us']:.1f} us per call"
             + spread_text(fig) + (f", against {limit_text(lim)}" if lim else "") + f": {outcome}")
 
@@ -128,12 +117,11 @@ def verdict_lines(hosts: int, warnings: Sequence[Tuple[str, str]], transient: Se
     out += [f"# TRANSIENT {t['what']}: at first {t['first']}; then {t['again']}; nobody drained "
             f"for it" for t in transient]
     if failing:
-        out.append(f"# FAILING HOSTS ({len(failing)} of {hosts}): {hostlist}")
-        out.append(f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"')
+        out += [f"# FAILING HOSTS ({len(failing)} of {hosts}): {hostlist}",
+                f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"']
     else:
         out.append(f"# every host passed ({hosts})" if not suspects else
-                   f"# no host to drain ({hosts} hosts): only the links and switches "
-                   f"below are suspect")
+                   f"# no host to drain ({hosts} hosts): only the links and switches below are suspect")
     if suspects:
         out.append(f"# SUSPECT LINKS AND SWITCHES ({len(suspects)}, for the fabric team): "
                    + "; ".join(suspects))

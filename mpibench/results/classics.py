@@ -9,7 +9,7 @@ from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.collectives.base import algbw, busbw, Collective, Counts
 from ..measure.dtypes import DType, DTYPES
 from ..measure.sizes import format_size
-from . import rows, trials
+from . import rows
 from .numbers import counted, figure, ratio
 from .output import RunOutput
 from .tables import table
@@ -53,7 +53,7 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
             f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
-    out.trials = trials.Collector()
+    out.trials = rows.Collector()
     out.set(trials=ntrials)
     c = ALL_REDUCE.counts(count, dt.size, n)
     trial_bw = []
@@ -108,22 +108,18 @@ def latency(out: RunOutput, backend: str, dt: DType, count: int, small: int, k: 
         out.add_row(rows.of_collective(ALL_REDUCE, backend, dt, ALL_REDUCE.counts(x, dt.size, n), n,
                                        "sum", -1, "in_place", seconds, calls=calls))
 
-    def part(nbytes: int, seconds: float) -> Dict[str, Any]:
-        alg = algbw(nbytes, seconds)
-        return {"bytes": nbytes, "time_us": seconds * 1e6, "algbw_GBps": alg,
-                "busbw_GBps": busbw(alg, factor)}
-
     def row(rank: Optional[int], label: str, d1: float, dk: float) -> Dict[str, Any]:
+        parts = {part: {"bytes": nbytes, "time_us": s * 1e6, "algbw_GBps": algbw(nbytes, s),
+                        "busbw_GBps": busbw(algbw(nbytes, s), factor)}
+                 for part, nbytes, s in (("one", big_bytes, d1), ("many", small_bytes * k, dk))}
         return {"collective": ALL_REDUCE.name, "backend": backend, "rank": rank, "label": label,
-                "one": part(big_bytes, d1), "many": part(small_bytes * k, dk),
-                "ratio": dk / d1 if d1 > 0 else None}
+                **parts, "ratio": dk / d1 if d1 > 0 else None}
     per_rank = [row(r, label, *g) for r, (label, g) in enumerate(zip(labels(records), gathered))]
-    out.say("", table([[x["label"], x["rank"], ms(x["one"]["time_us"] / 1e6), figure(x["one"]["algbw_GBps"]),
-                        figure(x["one"]["busbw_GBps"]), ms(x["many"]["time_us"] / 1e6),
-                        figure(x["many"]["algbw_GBps"]), figure(x["many"]["busbw_GBps"]),
-                        figure(x["ratio"], ".2f")] for x in per_rank],
-                      ["host:local_rank", "rank", "1xS ms", "algbw GBps", "busbw GBps",
-                       f"{k}xS/{k} ms", "algbw GBps", "busbw GBps", "ratio"]))
+    def cells(p: Dict[str, Any]) -> List[str]:
+        return [ms(p["time_us"] / 1e6), figure(p["algbw_GBps"]), figure(p["busbw_GBps"])]
+    out.say("", table([[x["label"], x["rank"], *cells(x["one"]), *cells(x["many"]), figure(x["ratio"], ".2f")]
+                       for x in per_rank], ["host:local_rank", "rank", "1xS ms", "algbw GBps", "busbw GBps",
+                                            f"{k}xS/{k} ms", "algbw GBps", "busbw GBps", "ratio"]))
     out.set(per_rank=per_rank)
     d1, dk = mean(g[0] for g in gathered), mean(g[1] for g in gathered)
     avg = row(None, "mean", d1, dk)
@@ -143,7 +139,6 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
     n = len(gathered)
     expected = n * (n + 1) // 2
     per_call = [sum(g[0][i] for g in gathered) / n for i in range(len(names))]
-    slowest = [max(g[0][i] for g in gathered) for i in range(len(names))]
     wrong = [(r, names[i], g[1][i]) for r, g in enumerate(gathered)
              for i in range(len(names)) if g[1][i] != expected]
     out.set(config={**out.doc["config"], "calls": calls, "warmup": warmup, "expected_sum": expected})
@@ -165,7 +160,7 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
                             [0 if g[1][i] == expected else 1 for g in gathered],
                             method=name, calls=calls, time_per_call_us=per_call[i] * 1e6,
                             total_s=per_call[i] * calls,
-                            slowest_rank_time_per_call_us=slowest[i] * 1e6,
+                            slowest_rank_time_per_call_us=max(g[0][i] for g in gathered) * 1e6,
                             speedup_vs_all_gather_object=speedup,
                             sums=[g[1][i] for g in gathered], agrees=sums_i == [expected])
         out.record_row(row)
@@ -224,4 +219,4 @@ def _wrong(got: List[int], expected: List[int]) -> int:
 
 
 def _show(values: List[int]) -> str:
-    return str(values[0]) if len(values) == 1 else "[" + ", ".join(str(v) for v in values) + "]"
+    return str(values[0]) if len(values) == 1 else str(values)

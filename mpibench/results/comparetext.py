@@ -4,11 +4,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ..measure.sizes import format_size
-from . import reader, rows as rowkeys, traintext
+from . import numbers, reader, rows as rowkeys
 from .numbers import counted
 from .reader import Bandwidth
 from .schema import Doc
-from .tables import table
+from .tables import commented, table
 
 NOISE = 0.05
 Key = Tuple[Any, ...]                   # rows.key()
@@ -28,9 +28,7 @@ def verdict(base: Bandwidth, other: Bandwidth, noise: float) -> Tuple[float, str
 def figures(doc: Doc, modes: Sequence[str], min_size: int, by_backend: bool = True) -> Found:
     """({key: bandwidth}, [(size, mode)] printed as 0: not comparable, and said so)."""
     out, zero = {}, []
-    for row in doc["results"]:
-        if row["size"] < min_size:
-            continue
+    for row in (r for r in doc["results"] if r["size"] >= min_size):
         for mode in modes:
             bw = reader.bandwidth(row, mode)
             if bw and bw[0] > 0:
@@ -40,20 +38,13 @@ def figures(doc: Doc, modes: Sequence[str], min_size: int, by_backend: bool = Tr
     return out, zero
 
 
-def _sizes(pairs: Sequence[Tuple[int, str]]) -> str:
-    sizes = sorted({s for s, _ in pairs})
-    text = ", ".join(format_size(s) for s in sizes[:6])
-    return text + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else "")
-
-
 def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
     """0 when a file holds no measured rows at all (e.g. doctor's facts); else UsageError."""
     empty = [p for p, d in zip(paths, docs) if not d["results"]]
     if not empty:
         raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
                          f"collective, backend, dtype, op, root, setting, size and mode)")
-    for p, d in zip(paths, docs):
-        print(reader.describe(p, d))
+    preamble(paths, docs, [], [])           # each file's description
     print(f"# no measured rows in {', '.join(empty)}: nothing to compare")
     return 0
 
@@ -65,17 +56,30 @@ def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], fo
     for line in notes:
         print(line)
     for p, (_, zero) in zip(paths, found):
+        sizes = sorted({s for s, _ in zero})
         if zero:
-            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: "
-                  f"its bandwidth is printed as 0.00 (below 0.005 GB/s) at {_sizes(zero)}")
+            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: its bandwidth is printed as "
+                  f"0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
+                  + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else ""))
 
 
 def train_steps(paths: Sequence[str], docs: Sequence[Doc], min_share: Optional[float]) -> List[str]:
-    """Print train results' steps side by side; the files whose throughput fails."""
-    lines, speed = traintext.comparison(list(zip(paths, docs)))
-    print("\n".join(lines))
-    return [f"{p}: train throughput at {r:.3f}x the baseline"
-            for p, r in zip(paths[1:], speed) if min_share is not None and r < min_share]
+    """Print train results' throughput against the first file's; the files below min_share."""
+    base = docs[0]["train"]["summary"]["tokens_per_s"]
+    rows, failures = [], []
+    for i, (path, doc) in enumerate(zip(paths, docs)):
+        t, s = doc["train"], doc["train"]["summary"]
+        world = doc.get("world") or {}
+        rows.append([path, t["model"]["preset"], t["parallel"], world.get("size", "?"),
+                     len(world.get("hosts") or []), numbers.ms(s["step_s"]), f"{s['tokens_per_s']:.1f}",
+                     numbers.pct(s.get("exposed_share")), numbers.pct(s.get("hidden_share")),
+                     f"{s['tokens_per_s'] / base:.3f}"])
+        if i and min_share is not None and s["tokens_per_s"] / base < min_share:
+            failures.append(f"{path}: train throughput at {s['tokens_per_s'] / base:.3f}x the baseline")
+    print("# train: throughput against the first file")
+    print("\n".join(commented(rows, ["file", "model", "parallel", "ranks", "hosts", "step ms",
+                                     "tokens/s", "exposed", "hidden", "vs base"])))
+    return failures
 
 
 def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Bandwidth]],
@@ -104,36 +108,22 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
                 failures.append(f"{paths[i + 1]}: {coll} {dtype} {format_size(size)} "
                                 f"{mode.replace('_', '-')} at {ratio:.3f}x the baseline")
         lines.append(line)
-    print(table(lines, _headers(len(paths), settings)))
+    tags = [f" {i}" if len(paths) > 2 else "" for i in range(1, len(paths))]
+    print(table(lines, ["collective", "backend", "type", "redop"] + (["setting"] if settings else [])
+                + ["size", "mode", "base GB/s"]
+                + [f"{h}{t}" for t in tags for h in ("GB/s", "ratio", "verdict")]))
     if any(figs[0][k][3] == "algbw" for k in common):
         print("# one-rank rows: algbw compared (busbw is not defined for one rank)")
-    _counts(paths, figs, common, judged)
-    return failures
-
-
-def _headers(files: int, settings: bool) -> List[str]:
-    headers = ["collective", "backend", "type", "redop"] + (["setting"] if settings else []) + \
-        ["size", "mode", "base GB/s"]
-    for i in range(1, files):
-        tag = f" {i}" if files > 2 else ""
-        headers += [f"GB/s{tag}", f"ratio{tag}", f"verdict{tag}"]
-    return headers
-
-
-def _counts(paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], common: Sequence[Key],
-            judged: Sequence[List[Tuple[float, str]]]) -> None:
-    """Each file's verdict counts and geometric mean ratio, and the rows not in every file."""
-    for p, mine in zip(paths[1:], judged):
+    for p, mine in zip(paths[1:], judged):      # each file's verdicts and geometric mean ratio
         words = [word for _, word in mine]
         geo = exp(sum(log(r) for r, _ in mine) / len(mine))
         print(f"# {p} vs {paths[0]}: {words.count('faster')} faster, {words.count('slower')} slower, "
               f"{words.count('within noise')} within noise of {len(common)} rows; geometric mean ratio "
               f"{geo:.3f}")
     for p, f in zip(paths, figs):
-        missing = len(set(f) - set(common))
-        if missing:
-            print(f"# {counted(missing, 'row-mode')} of {p} not in every file: "
-                  f"not compared")
+        if missing := len(set(f) - set(common)):
+            print(f"# {counted(missing, 'row-mode')} of {p} not in every file: not compared")
+    return failures
 
 
 def below(failures: Sequence[str], min_share: float) -> None:

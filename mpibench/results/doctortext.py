@@ -1,5 +1,4 @@
-"""What doctor prints: every host's facts, what differs between hosts, the transports NCCL
-used between them and the findings (diagnose/findings.py), each with its severity."""
+"""What doctor prints: each host's facts, what differs, NCCL's transports, the findings."""
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .numbers import counted, plural
@@ -11,8 +10,30 @@ def hosts(out: RunOutput, per_host: Mapping[str, Dict[str, Any]], ranks: Mapping
     out.say(f"# mpibench doctor: {counted(len(per_host), 'host')}, {counted(size, 'rank')}, "
             f"launcher {launcher}")
     out.announce_files()
-    for h, f in per_host.items():
-        out.say(*host_lines(h, f, ranks[h], version_keys))
+    for host, f in per_host.items():
+        v, cvd = f["versions"], f["cuda_visible_devices"]
+        lines = [f"#\n# host {host} ({plural(len(ranks[host]), 'rank')} {', '.join(map(str, ranks[host]))})",
+                 "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]
+        if f["gpus"]:
+            models = sorted({g["name"] for g in f["gpus"]})
+            gpu = f"{len(f['gpus'])} x {', '.join(models)}, driver {f['driver']}"
+        else:
+            gpu = "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else "")
+        lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
+        lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in f["env"].items()) if f["env"]
+                                          else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
+        nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
+        lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
+        ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}"
+                 for p in f["rdma"]]
+        mods = f["rdma_modules"]
+        lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
+                     + ("unknown (/proc/modules unreadable)" if mods is None
+                        else ", ".join(mods) or "none loaded"))
+        if f["topology"]:
+            lines.append("#   GPU topology (nvidia-smi topo -m):")
+            lines += ["#     " + line for line in f["topology"].splitlines()]
+        out.say(*lines)
 
 
 def consistency(out: RunOutput, diffs: Sequence[Tuple[str, Mapping[str, Any]]], nhosts: int) -> None:
@@ -45,37 +66,10 @@ def transports(out: RunOutput, skipped: Optional[str],
 def findings(out: RunOutput, found: Sequence[Tuple[Optional[str], str]], error: Sequence[bool]) -> None:
     """found: (host or None, text); error[i]: whether found[i] breaks runs."""
     out.say("#\n# findings:" if found else "#\n# findings: none")
-    for (host, text), bad in zip(found, error):
-        out.say(f"#   {host + ': ' if host else ''}{'ERROR ' if bad else ''}{text}")
+    out.say(*(f"#   {host + ': ' if host else ''}{'ERROR ' if bad else ''}{text}"
+              for (host, text), bad in zip(found, error)))
     errors = sum(error)
     if found:
         out.say(f"#\n# {counted(errors, 'problem')} that {plural(errors, 'breaks', 'break')} runs (ERROR), "
                 f"{counted(len(found) - errors, 'warning')}" + ("; exit 1" if errors else ""))
 
-
-def host_lines(host: str, f: Dict[str, Any], ranks: Sequence[int], version_keys: Sequence[str]) -> List[str]:
-    v = f["versions"]
-    lines = [f"#\n# host {host} ({plural(len(ranks), 'rank')} {', '.join(map(str, ranks))})",
-             "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]
-    cvd = f["cuda_visible_devices"]
-    if f["gpus"]:
-        models = sorted({g["name"] for g in f["gpus"]})
-        gpu = f"{len(f['gpus'])} x {', '.join(models)}, driver {f['driver']}"
-    else:
-        gpu = "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else "")
-    lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
-    env = f["env"]
-    lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in env.items()) if env
-                                      else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
-    nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
-    lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
-    ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}"
-             for p in f["rdma"]]
-    mods = f["rdma_modules"]
-    lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
-                 + ("unknown (/proc/modules unreadable)" if mods is None
-                    else ", ".join(mods) or "none loaded"))
-    if f["topology"]:
-        lines.append("#   GPU topology (nvidia-smi topo -m):")
-        lines += ["#     " + line for line in f["topology"].splitlines()]
-    return lines

@@ -7,10 +7,10 @@ import datetime
 import json
 import math
 import re
-from typing import Any, Dict, Iterator, List, NoReturn, Optional, Tuple, cast
+from typing import Any, Dict, List, NoReturn, Optional, Tuple, Union, cast
 
 from .. import __version__
-from ..measure.modes import MODES
+from ..measure.modes import MODES, ModeKey
 from ..measure.row import Figures, Row
 from . import schema
 from .schema import Bad, Document
@@ -157,10 +157,7 @@ def validate(doc: Any) -> Document:
     return cast(Document, doc)
 
 
-def measurements(doc: Document) -> Iterator[Tuple[Row, str, Figures]]:
+def measurements(doc: Union[Document, schema.Doc]) -> List[Tuple[Row, ModeKey, Figures]]:
     """(row, mode, figures) for every measured mode of every row, in file order."""
-    for row in doc["results"]:
-        for mode in MODES:
-            figures = row.get(mode)
-            if figures is not None:
-                yield row, mode, figures
+    return [(row, mode, figures) for row in doc.get("results", []) for mode in MODES
+            if (figures := row.get(mode)) is not None]

@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..errors import UsageError
-from ..measure.modes import MODES
+from .document import measurements
 
 SYNC_SECONDS = 1.0
 
@@ -188,15 +188,11 @@ CSV_FIELDS = ("collective", "backend", "size", "count", "type", "redop", "root",
 
 def csv_rows(doc: Dict[str, Any]) -> Iterator[List[Any]]:
     """One list of CSV_FIELDS values per row and mode."""
-    for row in doc.get("results", []):
-        for mode in MODES:
-            m = row.get(mode)
-            if m is None:
-                continue
-            yield [row["collective"], row.get("backend", ""), row["size"], row["count"],
-                   row["type"], row["redop"], row["root"], mode, m["time_us"],
-                   m["algbw_GBps"], "" if m["busbw_GBps"] is None else m["busbw_GBps"],
-                   "" if m["nwrong"] is None else m["nwrong"]]
+    for row, mode, m in measurements(doc):
+        yield [row["collective"], row.get("backend", ""), row["size"], row["count"],
+               row["type"], row["redop"], row["root"], mode, m["time_us"],
+               m["algbw_GBps"], "" if m["busbw_GBps"] is None else m["busbw_GBps"],
+               "" if m["nwrong"] is None else m["nwrong"]]
 
 
 def render_csv(doc: Dict[str, Any]) -> List[str]:

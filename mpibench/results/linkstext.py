@@ -39,19 +39,14 @@ def heatmap(out: RunOutput, png: Optional[str], when: str = ":") -> None:
 def matrices(out: RunOutput, names: List[str], size: int, bidirectional: bool, bandwidth: Optional[Matrix],
              latency_size: int, latency: Optional[Matrix]) -> None:
     """The bandwidth matrix (GB/s) and the latency one (us), each unless None."""
-    if bandwidth is not None:
-        out.say(f"#\n# bandwidth GB/s at {format_size(size)}"
-                + (" (both ways at once)" if bidirectional else " (row sends to column)") + ":")
-        _table(out, "GB/s" if bidirectional else "from \\ to", names, bandwidth, 3)
-    if latency is not None:
-        out.say(f"#\n# latency us at {format_size(latency_size)} (one way, half the round trip):")
-        _table(out, "us", names, latency, 1)
-
-
-def _table(out: RunOutput, corner: str, names: List[str], matrix: Matrix, digits: int) -> None:
-    rows = [[a] + ["-" if a == b else figure(v, f".{digits}f", missing="-") for b, v in zip(names, row)]
-            for a, row in zip(names, matrix)]
-    out.say(*commented(rows, [corner] + names, stralign="right"))
+    way = ("(both ways at once)", "GB/s") if bidirectional else ("(row sends to column)", "from \\ to")
+    for matrix, title, corner, digits in (
+            (bandwidth, f"bandwidth GB/s at {format_size(size)} {way[0]}", way[1], 3),
+            (latency, f"latency us at {format_size(latency_size)} (one way, half the round trip)", "us", 1)):
+        if matrix is not None:
+            rows = [[a] + ["-" if a == b else figure(v, f".{digits}f", missing="-")
+                           for b, v in zip(names, row)] for a, row in zip(names, matrix)]
+            out.say(f"#\n# {title}:", *commented(rows, [corner] + names, stralign="right"))
 
 
 def verdict(out: RunOutput, analysis: Dict[str, Any], hosts: Sequence[str], labels: Sequence[str],
@@ -74,16 +69,13 @@ def verdict(out: RunOutput, analysis: Dict[str, Any], hosts: Sequence[str], labe
         if mine:
             lines.append("#   its slow links (GB/s): " + ", ".join(
                 f"{labels[a]} -> {labels[b]} {bw[(a, b)]:.3f}" for a, b in mine))
-    for a, b in analysis["slow_links"]:
-        if (a, b) in explained:
-            continue
+    for a, b in [link for link in analysis["slow_links"] if link not in explained]:
         v = verdicts[(a, b)]
         lines.append(f"# SLOW LINK {labels[a]} -> {labels[b]}: {bw[(a, b)]:.3f} GB/s, "
                      f"{1 / v['ratio']:.2f}x the reference, below {pct}% of it in "
                      f"{v['slow_iterations']} of {k} iterations")
     if not analysis["slow_links"] and not analysis["slow_hosts"]:
-        lines.append(f"# no link or host is consistently below {pct}% of the others "
-                     f"({k} iterations each)")
+        lines.append(f"# no link or host is consistently below {pct}% of the others ({k} iterations each)")
     if analysis["note"]:
         lines.append(f"# note: {analysis['note']}")
     out.say(*lines)

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
 from ..measure.modes import MODE_KEYS
+from .document import measurements
 from .files import write_whole
 from .schema import Doc
 
@@ -133,22 +134,21 @@ def _run(doc: Doc, add: Add) -> None:
         add("mpibench_exit_code", doc["exit"].get("code"))
 
 
+_MODE_OF = {key: mode for mode, key in MODE_KEYS.items()}      # the label: out or in
+
+
 def _rows(doc: Doc, add: Add) -> None:
     n_nodes, nranks = _world(doc)
-    for row in doc.get("results", []):
+    for row, key, m in measurements(doc):
         if "link" in row:       # p2p's rows: its links say more (_links)
             continue
-        for mode, key in MODE_KEYS.items():
-            m = row.get(key)
-            if not m:
-                continue
-            labels = dict(collective=row["collective"], message_size=row["size"],
-                          dtype=row.get("dtype", row.get("type")), mode=mode,
-                          n_nodes=n_nodes, nranks=nranks)
-            add("mpibench_collective_busbw_bytes_per_second", _scaled(m.get("busbw_GBps")), **labels)
-            add("mpibench_collective_algbw_bytes_per_second", _scaled(m.get("algbw_GBps")), **labels)
-            add("mpibench_collective_time_seconds", m["time_us"] / 1e6, **labels)
-            add("mpibench_collective_wrong_elements", m.get("nwrong"), **labels)
+        labels = dict(collective=row["collective"], message_size=row["size"],
+                      dtype=row.get("dtype", row.get("type")), mode=_MODE_OF[key],
+                      n_nodes=n_nodes, nranks=nranks)
+        add("mpibench_collective_busbw_bytes_per_second", _scaled(m.get("busbw_GBps")), **labels)
+        add("mpibench_collective_algbw_bytes_per_second", _scaled(m.get("algbw_GBps")), **labels)
+        add("mpibench_collective_time_seconds", m["time_us"] / 1e6, **labels)
+        add("mpibench_collective_wrong_elements", m.get("nwrong"), **labels)
 
 
 def _scaled(gbps: Optional[float]) -> Optional[float]:

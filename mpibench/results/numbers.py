@@ -1,6 +1,5 @@
-"""How text output writes a figure: fixed decimals, times in ms or us, shares in percent,
-ratios as 1.23x, a bandwidth as a share of a line rate; an unknown figure (None) as n/a
-(a ratio column's as a dash). nccl-tests' own column format is tables.fnum."""
+"""How text output writes a figure, an unknown one (None) as n/a (in a ratio column a dash);
+nccl-tests' own column format is tables.fnum."""
 from typing import Optional
 
 

@@ -18,7 +18,7 @@ from .files import json_parts, render_csv, ResultFile
 from .metrics import MetricsFile
 from .numbers import counted
 from .schema import HostAnalysis, HostEntry
-from .trials import Collector
+from .rows import Collector
 
 
 class RunOutput:

@@ -1,5 +1,4 @@
-"""What plot prints beside its picture: the tests it draws, the entries it skips, the file
-it wrote."""
+"""What plot prints beside its picture: the tests it draws, the entries skipped, the file."""
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import reader
@@ -10,8 +9,7 @@ def tests_note(docs: Sequence[Tuple[str, Dict[str, Any]]], test: Optional[int]) 
     for path, doc in docs:
         held = reader.tests(doc)
         if len(held) > 1:       # each test its own line: repeats never merge into one series
-            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N "
-                  f"draws one)")
+            print(f"# {path}: {len(held)} tests, each drawn as its own line (test N; --test N draws one)")
         elif test is not None and held:
             print(f"# {path}: test {test} ({held[0]['collective']}, line {held[0]['line']})")
 
@@ -22,7 +20,5 @@ def skipped(name: str, why: str) -> None:
 
 def wrote(out: Any) -> None:
     """out: the picture's ResultFile."""
-    if out.renamed:
-        print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)")
-    else:
-        print(f"# wrote {out.path}")
+    print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)" if out.renamed
+          else f"# wrote {out.path}")

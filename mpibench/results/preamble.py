@@ -1,6 +1,5 @@
-"""The lines of every command's preamble that say where it ran: each rank's device (as
-nccl-tests prints it), the backend and launcher, versions with their differences between
-hosts, and the network variables."""
+"""Every command's preamble lines on where it ran: each rank's device (as nccl-tests prints
+it), the backend and launcher, versions and how hosts differ, the network variables."""
 from typing import Any, Dict, Optional, Sequence
 
 from .numbers import counted, plural
@@ -22,8 +21,7 @@ def describe(out: Any, records: Sequence[Dict[str, Any]], world: Dict[str, Any],
     size, hosts = world["size"], len(world["hosts"])
     out.say(f"# {plural(nbackends, 'backend')} {world['backend']}, launcher "
             f"{world['launcher']}, {counted(size, 'rank')} on {counted(hosts, 'host')}, rendezvous "
-            f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier "
-            f"{world['barrier']}")
+            f"{world['rendezvous'] or 'none (no torch process group)'}; timing barrier {world['barrier']}")
     out.say("# versions: " + ", ".join(f"{k} {versions[k]}" for k in versions if versions[k]))
     out.say(*("# " + line for line in differences))
     out.say("# env: " + (" ".join(f"{k}={v}" for k, v in env.items()) if env

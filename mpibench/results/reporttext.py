@@ -1,8 +1,6 @@
 """What report prints: saved results as run printed them (text), as markdown, or as CSV."""
 from typing import Any, Dict, List, Sequence, Tuple
 
-from tabulate import tabulate
-
 from ..measure.modes import MODES
 from . import reader, summary, tables, traintext
 from .files import CSV_FIELDS, csv_lines, csv_rows
@@ -15,18 +13,15 @@ def groups(doc: Doc) -> Dict[Tuple[int, str, str], List[Dict[str, Any]]]:
     """Rows by (test, setting, collective), in the order first measured."""
     out: Dict[Tuple[int, str, str], List[Dict[str, Any]]] = {}
     for row in doc["results"]:
-        out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]),
-                       []).append(row)
+        out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]), []).append(row)
     return out
 
 
 def _title(doc: Doc, test: int, setting: str, collective: str) -> str:
     info = reader.test_info(doc, test)
-    where = ""
-    if info:
-        name = f"{info['name']}, " if info["name"] else ""
-        where = f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)"
-    return f"{collective}" + (f" ({setting})" if setting else "") + where
+    name = f"{info['name']}, " if info and info["name"] else ""
+    where = f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)" if info else ""
+    return collective + (f" ({setting})" if setting else "") + where
 
 
 def _test_average(doc: Doc, test: int) -> List[str]:
@@ -64,17 +59,11 @@ def text(docs: Docs) -> str:
             lines += [f"#\n# Collective: {_title(doc, test, setting, coll)}",
                       tables.row_header(per_iter, max_error)]
             lines += [tables.row_line(r, per_iter) for r in rows] + _test_average(doc, test)
-        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
-        if trial_rows:
-            lines.append("#\n# median of the trials per row, and their spread")
-            lines += tables.trials_table(trial_rows)
-        lines += _hosts(doc, "simple")
-        lines += summary.comparison_lines(doc) + summary.line_rate_lines(doc)
-        if "train" in doc:
-            lines += traintext.text(doc) + [""]
-        else:
-            lines += (summary.closing_lines(doc) if doc["results"] else
-                      ["# no measured rows (this command measures no collective)"]) + [""]
+        if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
+            lines += ["#\n# median of the trials per row, and their spread", *tables.trials_table(trial_rows)]
+        lines += _hosts(doc, "simple") + summary.comparison_lines(doc) + summary.line_rate_lines(doc)
+        lines += (traintext.text(doc) if "train" in doc else summary.closing_lines(doc) if doc["results"]
+                  else ["# no measured rows (this command measures no collective)"]) + [""]
     return "\n".join(lines)
 
 
@@ -87,18 +76,15 @@ def markdown(docs: Docs) -> str:
     for path, doc in docs:
         parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
         for (test, setting, coll), rows in groups(doc).items():
-            parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tabulate(
-                [tables.row_cells(r) for r in rows], headers=tables.ROW_HEADERS,
-                tablefmt="github", disable_numparse=True))
+            parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tables.commented(
+                [tables.row_cells(r) for r in rows], tables.ROW_HEADERS, "github")[0])
             parts += [_md(x) for x in _test_average(doc, test)]
-        trial_rows = [r for r in doc["results"] if reader.has_trials(r)]
-        if trial_rows:
+        if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github")[0])
         parts += [_md(line) if line.startswith("#") else line for line in _hosts(doc, "github")]
-        if "train" in doc:
-            parts.append("### Training steps\n\n```\n" + "\n".join(traintext.text(doc)) + "\n```")
-        else:
-            parts.append(_md("\n".join(summary.closing_lines(doc))))
+        trained = "train" in doc
+        parts.append("### Training steps\n\n```\n" + "\n".join(traintext.text(doc)) + "\n```" if trained
+                     else _md("\n".join(summary.closing_lines(doc))))
     return "\n\n".join(p for p in parts if p) + "\n"
 
 

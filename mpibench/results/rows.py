@@ -1,9 +1,11 @@
-"""One row of a results document: what identifies it (key), and the row itself from every
-rank's time, for the commands that time one collective at a time outside a sweep
-(allreduce, latency, flagsync, demo, check, p2p): the same shape as a row of `run` (nccl-tests'
-keys, one mode), so that report, compare and plot read every command's file alike."""
-from statistics import mean
-from typing import Any, Dict, Optional, Sequence, Tuple
+"""Rows of a results document: what identifies one (key); one from every rank's time, for the
+commands that time one collective at a time (allreduce, latency, flagsync, demo, check, p2p),
+shaped as a row of `run` (nccl-tests' keys, one mode) so that report, compare and plot read
+every file alike; and one from K trials of run --trials (merge, Collector): the medians under
+nccl-tests' keys, every trial under `trials`, and per mode a `spread` (min, max, cv of the
+time) and `unstable` when (max - min) / median exceeds a threshold."""
+from statistics import mean, median, pstdev
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..measure.collectives.base import Collective, Counts, algbw, busbw
 from ..measure.dtypes import DType
@@ -20,11 +22,9 @@ def key(row: Dict[str, Any], mode: Optional[str] = None, backend: bool = True) -
 def one_mode(collective: str, backend: str, dtype: DType, size: int, count: int, redop: str,
              root: int, bw_bytes: Optional[int], factor: float, mode: str, seconds: Sequence[float],
              wrong: Optional[Sequence[Optional[int]]] = None, **extra: Any) -> Dict[str, Any]:
-    """A row measured in one mode (a results-document key, in_place or out_of_place).
-
-    seconds[r]: rank r's time per call; the row's time is their mean (nccl-tests' -a 1).
-    wrong[r]: rank r's wrong elements (None: not checked). bw_bytes None: no bandwidth is
-    defined for what was timed (the time stands alone)."""
+    """A row measured in one mode (in_place or out_of_place). seconds[r]: rank r's time per call,
+    their mean the row's (nccl-tests' -a 1); wrong[r]: rank r's wrong elements (None: not
+    checked); bw_bytes None: no bandwidth is defined for what was timed."""
     assert mode in MODES, mode
     t = mean(seconds)
     alg = algbw(bw_bytes, t) if bw_bytes is not None else None
@@ -49,3 +49,57 @@ def of_collective(coll: Collective, backend: str, dtype: DType, c: Counts, n: in
     return one_mode(coll.name, backend, dtype, max(c.send, c.recv) * dtype.size, c.param, redop,
                     root, coll.bw_bytes(c, dtype.size, n), coll.busbw_factor(n), mode, seconds,
                     wrong, **extra)
+
+
+UNSTABLE = 0.10   # default: a row whose times span more than 10% of their median
+
+
+def merge(trial_rows: List[Dict[str, Any]], threshold: float = UNSTABLE) -> Dict[str, Any]:
+    """One row from the same row of every trial (same collective, size, type, modes)."""
+    first, kept = trial_rows[0], (*MODES, "per_rank_time_us", "per_rank_nwrong")
+    row = {k: v for k, v in first.items() if k not in kept and k != "trials"}
+    row["trials"] = [{k: t[k] for k in kept} for t in trial_rows]
+    folds: Dict[str, Callable[[Tuple[Any, ...]], Any]] = {
+        "per_rank_time_us": median, "per_rank_nwrong": lambda x: None if None in x else sum(x)}
+    for field, fold in folds.items():      # each rank's over the trials
+        row[field] = {mode: [fold(x) for x in zip(*(t[field][mode] for t in trial_rows))]
+                      for mode in first[field]}
+    for mode in MODES:
+        if first[mode] is None:
+            row[mode] = None
+            continue
+        times = [t[mode]["time_us"] for t in trial_rows]
+        mid, avg = median(times), mean(times)
+        span = (max(times) - min(times)) / mid if mid > 0 else 0.0
+        alg = algbw(row["bw_bytes"], mid / 1e6)
+        wrongs = [t[mode]["nwrong"] for t in trial_rows]
+        busbws = [t[mode]["busbw_GBps"] for t in trial_rows]
+        row[mode] = {"time_us": mid, "algbw_GBps": alg, "busbw_GBps": busbw(alg, row["busbw_factor"]),
+                     "nwrong": None if all(w is None for w in wrongs) else sum(w or 0 for w in wrongs),
+                     "in_flight": first[mode].get("in_flight"),
+                     "spread": {"trials": len(trial_rows), "time_us_min": min(times),
+                                "time_us_max": max(times),
+                                "cv": pstdev(times) / avg if avg > 0 else 0.0, "range": span,
+                                "busbw_GBps_min": None if None in busbws else min(busbws),
+                                "busbw_GBps_max": None if None in busbws else max(busbws)},
+                     "unstable": span > threshold}
+    row["unstable_threshold"] = threshold
+    return row
+
+
+class Collector:
+    """run --trials on rank 0: each trial's row merged with the same row of the earlier trials."""
+
+    def __init__(self, threshold: float = UNSTABLE) -> None:
+        self.threshold = threshold
+        # rows.key -> (index in results, [that row of each trial])
+        self.rows: Dict[Tuple[Any, ...], Tuple[int, List[Dict[str, Any]]]] = {}
+
+    def add(self, results: List[Optional[Dict[str, Any]]], row: Dict[str, Any]) -> None:
+        k = key(row)
+        if k not in self.rows:
+            self.rows[k] = (len(results), [])
+            results.append(None)
+        index, seen = self.rows[k]
+        seen.append(row)
+        results[index] = merge(seen, self.threshold)

@@ -1,5 +1,5 @@
 """What `run` prints around nccl-tests' rows: its header before them, its summary after."""
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from tabulate import tabulate
 
@@ -15,8 +15,8 @@ from .output import RunOutput
 def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, average: str,
              blocking: Dict[str, int], modes: Dict[str, str], notes: Sequence[Optional[str]],
              clock: str, timeout: float) -> None:
-    """The header's first lines. blocking, modes: {backend: its -z, what that does}; notes:
-    lines or None; clock: what times each iteration with -I 1."""
+    """The header's first lines. blocking, modes: {backend: its -z, what it does}; notes: lines
+    or None; clock: what times each iteration with -I 1."""
     sizes = plan.sizes
     step = f"{sizes[1] / sizes[0]:g}" if len(sizes) > 1 else "1"
     blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
@@ -27,8 +27,7 @@ def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, ave
     out.say(f"# sizes {format_size(sizes[0])} .. {format_size(sizes[-1])} (x{step}, "
             f"{len(sizes)} sizes)  dtype {','.join(d.name for d in plan.dtypes)}  "
             f"op {','.join(plan.ops)}  iters {plan.iters}  warmup {plan.warmup}  "
-            f"check {plan.check}  blocking {blocking_text}  average {average}  "
-            f"graph {plan.graph}")
+            f"check {plan.check}  blocking {blocking_text}  average {average}  graph {plan.graph}")
     for name, z in blocking.items():
         out.say(f"# -z {z}{f' ({name})' if len(blocking) > 1 else ''}: {modes[name]}")
     out.say(*filter(None, notes))
@@ -46,11 +45,10 @@ def banner(text: str) -> str:
 
 def call_notes(out: RunOutput, missing: Sequence[Tuple[str, str, Sequence[str]]],
                notes: Sequence[Tuple[str, str, str]]) -> None:
-    """The header's last lines. missing: (mode, why, collectives without that call) per
-    backend and mode; notes: (backend, collective, text) where torch's call differs."""
-    for mode, why, colls in missing:
-        if colls:
-            out.say(f"# {MODE_TEXT[mode]}: n/a for {', '.join(colls)} ({why})")
+    """The header's last lines. missing: (mode, why, collectives without that call) per backend
+    and mode; notes: (backend, collective, text) where torch's call differs."""
+    out.say(*(f"# {MODE_TEXT[mode]}: n/a for {', '.join(colls)} ({why})"
+              for mode, why, colls in missing if colls))
     out.say(*(f"# {coll} ({name}): {text}" for name, coll, text in notes))
     if notes:
         out.set(call_notes=[{"backend": b, "collective": c, "note": t} for b, c, t in notes])
@@ -91,8 +89,7 @@ def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bo
                 f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
                 f"rank): {figures}; {marked}")
     if launch:
-        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()}
-                                for b, costs in launch.items()})
+        out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()} for b, costs in launch.items()})
 
 
 def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> None:
@@ -112,13 +109,11 @@ def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> 
     """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
     during capture (nccl-tests allocates its buffers with it)."""
     for name, b in buffers.items():
-        if b["registered"]:
-            text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
-                    "as nccl-tests': NCCL registers them during graph capture")
-        else:
-            text = (f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
-                    "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
-                    "registered during capture (zero-copy NVLS and CollNet)")
+        text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
+                "as nccl-tests': NCCL registers them during graph capture" if b["registered"] else
+                f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
+                "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
+                "registered during capture (zero-copy NVLS and CollNet)")
         out.say(f"# -G buffers ({name}): {text}")
     if buffers:
         out.set(graph_buffers=buffers)
@@ -127,54 +122,40 @@ def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> 
 def memory_summary(hosts: Sequence[str], out: RunOutput, memory: Sequence[Dict[str, Any]]) -> None:
     """Every rank's peak memory into the document, and the largest (host, device) in one line."""
     out.set(memory=[{"rank": r, "host": hosts[r], **m} for r, m in enumerate(memory)])
-    known = [(m["peak_rss_bytes"], r) for r, m in enumerate(memory) if m["peak_rss_bytes"]]
-    device = [(m["device_peak_bytes"], r) for r, m in enumerate(memory)
-              if m.get("device_peak_bytes") is not None]
-
-    def peak(found: List[Tuple[int, int]]) -> Tuple[int, str]:
-        """The largest: (its rank, 'N bytes on rank R (host H)')."""
-        value, rank = max(found)
-        return rank, f"{format_bytes(value)} on rank {rank} (host {hosts[rank]})"
-    if device:
-        rank, where = peak(device)
-        line = (f"# peak device memory (torch.cuda.max_memory_allocated): {where}, of which "
-                f"buffers {format_bytes(memory[rank]['buffer_bytes'])}")
-        if known:
-            line += f"; peak host resident memory {peak(known)[1]}"
-        out.say(line)
-    elif known:
-        rank, where = peak(known)
-        out.say(f"# peak resident memory: {where}, of which buffers "
-                f"{format_bytes(memory[rank]['buffer_bytes'])}")
+    peaks = {}          # field: (the rank of the largest, 'N bytes on rank R (host H)')
+    for field in ("device_peak_bytes", "peak_rss_bytes"):
+        if found := [(m[field], r) for r, m in enumerate(memory) if m.get(field) is not None]:
+            value, rank = max(found)
+            peaks[field] = (rank, f"{format_bytes(value)} on rank {rank} (host {hosts[rank]})")
+    if peaks:
+        rank, where = next(iter(peaks.values()))
+        what = ("device memory (torch.cuda.max_memory_allocated)" if "device_peak_bytes" in peaks
+                else "resident memory")
+        rss = f"; peak host resident memory {peaks['peak_rss_bytes'][1]}" if len(peaks) == 2 else ""
+        out.say(f"# peak {what}: {where}, of which buffers {format_bytes(memory[rank]['buffer_bytes'])}{rss}")
 
 
 def per_rank_table(hosts: Sequence[str], out: RunOutput) -> None:
-    rows = []
     several = len({row["backend"] for row in out.doc["results"]}) > 1
-    for row in out.doc["results"]:
-        for key, times in row["per_rank_time_us"].items():
-            name = f"{row['collective']} ({row['backend']})" if several else row["collective"]
-            rows.append([name, row["size"], row["type"], key.replace("_", "-")] +
-                        [f"{t:.1f}" for t in times])
-    labels = [f"{h}:{r}" for r, h in enumerate(hosts)]
-    out.say("#\n# per-rank time (us), host:rank")
-    out.say(tabulate(rows, headers=["collective", "size", "type", "mode"] + labels))
+    rows = [[f"{row['collective']} ({row['backend']})" if several else row["collective"], row["size"],
+             row["type"], key.replace("_", "-")] + [f"{t:.1f}" for t in times]
+            for row in out.doc["results"] for key, times in row["per_rank_time_us"].items()]
+    out.say("#\n# per-rank time (us), host:rank", tabulate(
+        rows, headers=["collective", "size", "type", "mode"] + [f"{h}:{r}" for r, h in enumerate(hosts)]))
 
 
 def trials_summary(out: RunOutput, trials: int, unstable_share: float) -> None:
     out.say(f"#\n# median of {trials} trials per row; spread over the trials; a row is "
             f"UNSTABLE when its times span more than {unstable_share:.0%} of their median")
     out.say(*tables.trials_table(out.doc["results"]))
-    unstable = sum(1 for _, _, m in tables.measured(out.doc["results"]) if m.get("unstable"))
-    if unstable:
+    if unstable := sum(1 for _, _, m in tables.measured(out.doc["results"]) if m.get("unstable")):
         out.say(f"# {numbers.counted(unstable, 'row-mode')} UNSTABLE: "
                 f"differences smaller than their spread are noise")
 
 
 def launch_bound(out: RunOutput) -> None:
     """The summary's line on the row-modes within reach of their launch cost."""
-    bound = [row["size"] for row, _, m in tables.measured(out.doc["results"]) if m.get("launch_bound")]
-    if bound:
+    if bound := [row["size"] for row, _, m in tables.measured(out.doc["results"]) if m.get("launch_bound")]:
         out.say(f"# {'Launch-bound rows':<20s} : {numbers.counted(len(bound), 'row-mode')}"
                 f" ({format_size(min(bound))} .. {format_size(max(bound))}): "
                 + launchcost.LAUNCH_BOUND_NOTE)

@@ -1,5 +1,4 @@
-"""The lines that close a run's output, from its results document alone, so that `run`
-prints them as it ends and `report` prints the same from the saved file."""
+"""The lines that close a run's output, from its document alone: run's as it ends, report's."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import reader
@@ -15,8 +14,7 @@ def _busbws(rows: Sequence[Dict[str, Any]]) -> List[float]:
 def closing(rows: Sequence[Dict[str, Any]], names: Sequence[str], ranks: Optional[int], wrong: int,
             threshold: Optional[Tuple[float, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """(document fields, lines): nccl-tests' closing lines over rows of the backends names.
-    threshold: (GB/s, where it comes from), as NCCL_TESTS_MIN_BW: each average is marked OK or
-    FAILED against it (no bus bandwidth at all fails)."""
+    threshold: (GB/s, source), as NCCL_TESTS_MIN_BW: each average OK or FAILED (none fails)."""
     lines = ["#", f"# {'Out of bounds values':<20s} : {wrong} {'FAILED' if wrong else 'OK'}"]
     averages, failed = {}, []
     for name in names:
@@ -25,17 +23,12 @@ def closing(rows: Sequence[Dict[str, Any]], names: Sequence[str], ranks: Optiona
         label = "Avg bus bandwidth" + (f" {name}" if len(names) > 1 else "")
         if bws:
             averages[name] = sum(bws) / len(bws)
-            text = f"# {label:<20s} : {averages[name]:g}"
-        elif measured(mine) and ranks == 1:
-            text = (f"# {label:<20s} : n/a (bus bandwidth is not defined for one rank: "
-                    f"its factor is 0 for these collectives)")
-        else:
-            text = f"# {label:<20s} : n/a (no rows)"
+        text = (f"{averages[name]:g}" if bws else "n/a (no rows)" if not measured(mine) or ranks != 1
+                else "n/a (bus bandwidth is not defined for one rank: its factor is 0 for these collectives)")
         if threshold is not None:
-            ok = averages.get(name, 0.0) >= threshold[0]
-            failed += [] if ok else [name]
-            text += " OK" if ok else " FAILED"
-        lines.append(text)
+            failed += [] if averages.get(name, 0.0) >= threshold[0] else [name]
+            text += " FAILED" if name in failed else " OK"
+        lines.append(f"# {label:<20s} : {text}")
     bws = _busbws(rows)
     fields: Dict[str, Any] = {"average_bus_bandwidth": sum(bws) / len(bws) if bws else None,
                               "out_of_bounds": {"count": wrong, "okay": wrong == 0}}
@@ -77,14 +70,13 @@ def comparison(rows: Sequence[Dict[str, Any]], a: str, b: str, memory: Optional[
         # Same bytes and factor on both sides: busbw ratio = algbw ratio = time ratio.
         xa, ya = x["algbw_GBps"], y["algbw_GBps"]
         ratio = ya / xa if xa and ya else None
-        compared.append({"collective": row["collective"], "size": row["size"],
-                         "type": row["type"], "redop": row["redop"], "mode": m,
-                         f"{a}_time_us": x["time_us"], f"{a}_busbw_GBps": x["busbw_GBps"],
-                         f"{b}_time_us": y["time_us"], f"{b}_busbw_GBps": y["busbw_GBps"],
+        sides = ((a, x), (b, y))
+        compared.append({**{k: row[k] for k in ("collective", "size", "type", "redop")}, "mode": m,
+                         **{f"{n}_{k}": f[k] for n, f in sides for k in ("time_us", "busbw_GBps")},
                          "busbw_ratio": ratio})
-        cells.append([row["collective"], row["size"], row["type"], row["redop"],
-                      m.replace("_", "-"), f"{x['time_us']:.1f}", figure(x["busbw_GBps"]),
-                      f"{y['time_us']:.1f}", figure(y["busbw_GBps"]), figure(ratio, ".2f")])
+        cells.append([row["collective"], row["size"], row["type"], row["redop"], m.replace("_", "-"),
+                      *(c for _, f in sides for c in (f"{f['time_us']:.1f}", figure(f["busbw_GBps"]))),
+                      figure(ratio, ".2f")])
     lines = [f"#\n# {a} vs {b}: busbw ratio {b}/{a} per size (above 1: {b} is faster)"]
     if memory and memory.get(a) != memory.get(b):
         lines.append(f"# {a} moves {memory.get(a)} memory, {b} {memory.get(b)} memory: "
@@ -117,7 +109,6 @@ def line_rate_lines(doc: Dict[str, Any]) -> List[str]:
               f"{bw:.3f}", f"{bw * 8:.2f}", share_text(bw, rate).strip(" ()")]
              for row, m, f in measured(doc["results"]) if (bw := f.get("busbw_GBps")) is not None]
     lines = ["#", f"# busbw against the line rate: {rate:g} Gbit/s, the slowest the hosts report "
-                  f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest "
-                  f"interface up)"]
+                  f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest interface up)"]
     return lines + commented(cells, ["collective", "backend", "size", "type", "mode",
                                      "busbw GB/s", "busbw Gbit/s", "of line rate"])

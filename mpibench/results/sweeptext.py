@@ -2,7 +2,7 @@
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..measure.sizes import format_size
-from . import reader, traintext
+from . import numbers, reader
 from .numbers import counted
 from .tables import commented
 
@@ -29,7 +29,7 @@ def setting_done(which: str, record: Dict[str, Any], part: Optional[Dict[str, An
 
 
 def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], wanted: Optional[str]) -> None:
-    """Per collective and size: each setting's busbw and the best; then train's steps."""
+    """Per collective and size: each setting's busbw and the best; then each setting's train steps."""
     table: Dict[Tuple[str, str, str, str], Dict[int, Dict[str, Tuple[float, str]]]] = {}
     for row in doc["results"]:
         mode = reader.first_mode(row, wanted)
@@ -43,12 +43,15 @@ def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], w
         metric = next(iter(next(iter(per_size.values())).values()))[1]
         lines.append(f"#\n# {coll} {dtype}{'' if redop == 'none' else ' ' + redop}, "
                      f"{mode.replace('_', '-')} {metric} (GB/s)")
-        rows = []
-        for size, per in sorted(per_size.items()):
-            cells = [format_size(size)] + [
-                "-" if n not in per else f"{per[n][0]:.4g}" for n in names]
-            best = max(per, key=lambda n: per[n][0])
-            rows.append(cells + [labels[best]])
+        rows = [[format_size(size)] + ["-" if n not in per else f"{per[n][0]:.4g}" for n in names]
+                + [labels[max(per.items(), key=lambda x: x[1][0])[0]]]      # the best
+                for size, per in sorted(per_size.items())]
         lines += commented(rows, ["size"] + [labels[n] for n in names] + ["best"])
-    for line in lines + traintext.sweep_lines(doc["settings"], labels):
+    trained = [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
+                numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
+               for r in doc["settings"] for t in [r.get("train")] if t]
+    if trained:
+        lines += ["#\n# train steps per setting"] + commented(
+            trained, ["setting", "step ms", "tokens/s", "exposed", "hidden"])
+    for line in lines:
         print(line)

@@ -30,9 +30,8 @@ def measured(rows: Iterable[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], ModeK
 
 
 def row_header(per_iter: bool = False, max_error: bool = False) -> str:
-    """nccl-tests' column header (per_iter: -I 1's, i_min i_max i_p99 i_cv% after each mode;
-    max_error: the `error` column of logs before 2.13), then each mode's rank spread, after
-    all of nccl-tests' own columns so that they keep their places."""
+    """nccl-tests' header (per_iter: -I 1's i_* after each mode; max_error: logs before 2.13),
+    then each mode's rank spread, after nccl-tests' own columns so that they keep their places."""
     mode = "  %7s  %6s  %6s  %6s"
     names = ["time", "algbw", "busbw", "error" if max_error and not per_iter else "#wrong"]
     units = ["(us)", "(GB/s)", "(GB/s)", ""]
@@ -52,8 +51,7 @@ def row_header(per_iter: bool = False, max_error: bool = False) -> str:
 
 
 def spread_pct(row: Dict[str, Any], key: ModeKey) -> Optional[float]:
-    """The rank spread of one mode of a row: (slowest rank - fastest rank) / mean rank, of the
-    ranks' times for the row (each rank's own loop), in percent (None: not measured or unknown)."""
+    """(slowest rank - fastest rank) / mean rank of a mode's times, in percent (None: unknown)."""
     times = (row.get("per_rank_time_us") or {}).get(key)
     if not row.get(key) or not times:
         return None
@@ -78,16 +76,6 @@ def _mode_values(m: Optional[Figures]) -> Tuple[str, str, str, str]:
     return (fnum(m["time_us"], 7), fnum(m["algbw_GBps"], 6), fnum(m["busbw_GBps"], 6), wrong)
 
 
-def _mode_cells(m: Optional[Figures], per_iter: bool) -> str:
-    """A mode's cells, and with per_iter its -I 1 i_min, i_max, i_p99, i_cv%."""
-    cells = "  %7s  %6s  %6s  %6s" % _mode_values(m)
-    if not per_iter:
-        return cells
-    p = m.get("per_iter") if m else None
-    return cells + "  %7s  %7s  %7s  %7s" % (
-        tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct")) if p else ("",) * 4)
-
-
 ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
                "out time (us)", "out algbw (GB/s)", "out busbw (GB/s)", "out #wrong",
                "in time (us)", "in algbw (GB/s)", "in busbw (GB/s)", "in #wrong",
@@ -103,10 +91,14 @@ def row_cells(row: Dict[str, Any]) -> List[str]:
 
 
 def row_line(row: Dict[str, Any], per_iter: bool = False) -> str:
-    return ("  %10d  %12d  %8s  %6s  %6s" % (row["size"], row["count"], row["type"], row["redop"],
-                                             row["root"])
-            + _mode_cells(row["out_of_place"], per_iter) + _mode_cells(row["in_place"], per_iter)
-            + _spread_cells(row))
+    line = "  %10d  %12d  %8s  %6s  %6s" % tuple(row[k] for k in ("size", "count", "type", "redop", "root"))
+    for m in (row[key] for key in MODES):
+        line += "  %7s  %6s  %6s  %6s" % _mode_values(m)
+        p = m.get("per_iter") if m else None        # -I 1's i_min, i_max, i_p99, i_cv%
+        if per_iter:
+            line += "  %7s  %7s  %7s  %7s" % (
+                tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct")) if p else ("",) * 4)
+    return line + _spread_cells(row)
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
@@ -116,8 +108,7 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
 
 def commented(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str = "simple",
               numparse: bool = False, **options: Any) -> List[str]:
-    """A table as lines after '#  ' (in another format, markdown: one block), its cells
-    printed as given unless numparse."""
+    """A table as lines after '#  ' (another format: one block), cells as given unless numparse."""
     text = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=not numparse, **options)
     return ["#  " + line for line in text.splitlines()] if fmt == "simple" else [text]
 
@@ -130,13 +121,10 @@ def host_cells(h: HostFigures, time: Callable[[float], str]) -> List[Any]:
 
 def slow_host_lines(analysis: HostAnalysis, unit: str) -> List[str]:
     """A line per consistently slow host and slower one of a pair; unit: iterations or steps."""
-    lines = []
-    for name in analysis["slow_hosts"]:
-        h = next(x for x in analysis["hosts"] if x["host"] == name)
-        lines.append(f"# SLOW HOST {name}: more than {_over(analysis, h)} the median host in "
-                     f"{h['slow_iterations']} of {analysis['iterations']} {unit} "
-                     f"({h['ratio']:.2f}x)")
-    return lines + pair_lines(analysis, unit)
+    slow = [h for name in analysis["slow_hosts"] for h in analysis["hosts"] if h["host"] == name]
+    return [f"# SLOW HOST {h['host']}: more than {_over(analysis, h)} the median host in "
+            f"{h['slow_iterations']} of {analysis['iterations']} {unit} ({h['ratio']:.2f}x)"
+            for h in slow] + pair_lines(analysis, unit)
 
 
 def _over(analysis: HostAnalysis, member: Union[HostFigures, RankFigures]) -> str:
@@ -158,8 +146,8 @@ def pair_lines(analysis: HostAnalysis, unit: str) -> List[str]:
 
 def host_section(entry: HostEntry, fmt: str = "simple") -> List[str]:
     """The per-host table of a probe entry (several hosts), and the hosts and ranks found slow."""
-    lines = []
-    if len(entry["hosts"]) > 1:
+    lines, several = [], len(entry["hosts"]) > 1
+    if several:
         mode = "in" if entry["mode"] == "in" else "out-of"
         lines = [f"#\n# {entry['collective']} per host at {format_size(entry['size'])} "
                  f"({entry.get('dtype', entry['type'])}, {mode}-place, {entry['iterations']} "
@@ -170,42 +158,31 @@ def host_section(entry: HostEntry, fmt: str = "simple") -> List[str]:
                 for h in entry["hosts"]]
         lines += commented(rows, ["host", "ranks", "min us", "median us", "max us",
                                   "busbw GB/s (slowest)", "vs median host"], fmt, numparse=True)
-    return lines + straggler_lines(entry, entry["size"], entry["symmetric"])
-
-
-def straggler_lines(analysis: HostAnalysis, size: int, symmetric: bool = True) -> List[str]:
-    """The hosts and ranks found consistently slow (the host verdict with several hosts)."""
-    several = len(analysis["hosts"]) > 1
-    if not symmetric:
-        return ["# (ranks differ by their place in this collective, its root or the neighbour "
-                "each receives from, so no rank is called slow)"] if several else []
-    lines = []
-    k = analysis["iterations"]
-    pct = int(round(analysis["margin"] * 100))
+    if not entry["symmetric"]:
+        return lines + (["# (ranks differ by their place in this collective, its root or the "
+                         "neighbour each receives from, so no rank is called slow)"] if several else [])
+    k = entry["iterations"]
     if several:
-        lines += slow_host_lines(analysis, "iterations")
-        if not analysis["slow_hosts"] and not analysis.get("pairs"):
-            lines.append(f"# no host is consistently slow (>{pct}% over the median host in most of "
-                         f"{k} iterations)")
-    elif analysis.get("pairs"):
-        lines += pair_lines(analysis, "iterations")
-    mid = analysis["median_rank_s"]
-    for r in analysis["slow_ranks"]:
-        x = analysis["ranks"][r]
+        lines += slow_host_lines(entry, "iterations")
+        if not entry["slow_hosts"] and not entry.get("pairs"):
+            lines.append(f"# no host is consistently slow (>{int(round(entry['margin'] * 100))}% "
+                         f"over the median host in most of {k} iterations)")
+    elif entry.get("pairs"):
+        lines += pair_lines(entry, "iterations")
+    mid = entry["median_rank_s"]
+    for r in entry["slow_ranks"]:
+        x = entry["ranks"][r]
         vs = f", {x['median_s'] / mid:.2f}x the median rank ({us(mid)} us)" if mid > 0 else ""
-        lines.append(f"# SLOW RANK {r} (host {x['host']}) at {format_size(size)}: "
-                     f"{us(x['median_s'])} us{vs}, more than {_over(analysis, x)} the median "
+        lines.append(f"# SLOW RANK {r} (host {x['host']}) at {format_size(entry['size'])}: "
+                     f"{us(x['median_s'])} us{vs}, more than {_over(entry, x)} the median "
                      f"rank in {x['slow_iterations']} of {k} iterations")
     return lines
 
 
 def trials_table(rows: Sequence[Dict[str, Any]], fmt: str = "simple") -> List[str]:
-    """Per row and mode of run --trials: the time's median, range and cv, busbw, stability
-    (commented's lines)."""
+    """Per row and mode of run --trials: the time's median, range and cv, busbw, stability."""
     out = []
-    for row, key, m in measured(rows):
-        if "spread" not in m:
-            continue
+    for row, key, m in [x for x in measured(rows) if "spread" in x[2]]:
         sp = m["spread"]
         bw = "n/a" if sp["busbw_GBps_min"] is None else \
             f"{sp['busbw_GBps_min']:.3f}-{sp['busbw_GBps_max']:.3f}"

@@ -1,6 +1,5 @@
-"""The figures of a train run from its timed steps (the document's train.summary), its
-replicas' check and its scaling against a baseline run. Times are seconds; a job's step
-time is its slowest rank's, per step, then the median."""
+"""A train run's figures (train.summary), replicas' check and scaling against a baseline, in
+seconds; a job's step time is its slowest rank's, per step, then the median."""
 from statistics import median
 from typing import Any, Dict, List, Literal, Optional, Tuple
 

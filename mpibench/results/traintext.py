@@ -1,6 +1,5 @@
-"""The text of a train run as train prints it and report renders it, and the train tables of
-compare and sweep."""
-from typing import Any, Dict, List, Sequence, Tuple
+"""The text of a train run as train prints it and report renders it."""
+from typing import Any, Dict, List, Optional
 
 from ..measure.sizes import format_bytes, format_size
 from . import numbers
@@ -28,8 +27,7 @@ def step_line(rec: Dict[str, Any]) -> str:
     synced = max(rec["synced_s"]) if rec.get("synced_s") else None
     unsynced = max(rec["unsynced_s"])
     exposed = None if synced is None else synced - unsynced
-    loss = ("NOT FINITE" if None in rec["loss"] else
-             f"{sum(rec['loss']) / len(rec['loss']):.4f}")
+    loss = "NOT FINITE" if None in rec["loss"] else f"{sum(rec['loss']) / len(rec['loss']):.4f}"
     return (f"  {rec['step']:5d}  {numbers.ms(synced):>12s}  {numbers.ms(unsynced):>14s}  "
             f"{numbers.ms(exposed):>13s}  {loss:>10s}")
 
@@ -69,45 +67,17 @@ def summary_lines(train: Dict[str, Any], n: int) -> List[str]:
                   f"communication (1 - exposed / alone)"]
     if train.get("replicas"):
         lines.append(replicas_line(train))
-    lines += memory_lines(train)
-    sc = train.get("scaling")
-    if sc:
-        lines.append("# " + scaling_line(sc))
-    return lines
-
-
-def scaling_line(sc: Dict[str, Any]) -> str:
-    """The seed's '1.70x on 2x the GPUs' as one line."""
-    return (f"scaling: {sc['speedup']:.2f}x on {sc['rank_ratio']:g}x the ranks: efficiency "
-            f"{sc['efficiency']:.2f} (baseline {numbers.counted(sc['baseline_ranks'], 'rank')} on "
-            f"{numbers.counted(sc['baseline_hosts'], 'host')}, {sc['baseline_tokens_per_s']:.1f} tokens/s)")
-
-
-def memory_lines(train: Dict[str, Any]) -> List[str]:
-    mem = [m for m in train.get("memory") or [] if m.get("peak_bytes") is not None]
-    if not mem:
-        return []
-    top = max(mem, key=lambda m: m["peak_bytes"])
-    what = ("CUDA max_memory_allocated" if train.get("memory_kind") == "cuda_max_memory_allocated"
-            else "growth of the peak resident set from before the model was built")
-    return [f"#  peak memory          : {format_bytes(top['peak_bytes'])} on rank {top['rank']} "
-            f"(host {top['host']}), {what}"]
-
-
-def host_lines(analysis: HostAnalysis, kind: str) -> List[str]:
-    """Per host: its ranks' step times; the slowest rank and consistently slow hosts."""
-    rows = [host_cells(h, numbers.ms) + [numbers.ratio(h["ratio"])] for h in analysis["hosts"]]
-    lines = [f"#\n# {kind} step time per host ({analysis['iterations']} steps, median per rank):"]
-    lines += commented(rows, ["host", "ranks", "min ms", "median ms", "max ms", "vs median host"])
-    s = analysis["slowest"]
-    if len(analysis["ranks"]) > 1:
-        ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank"
-        lines.append(f"# slowest rank: rank {s['rank']} (host {s['host']}) "
-                     f"{numbers.ms(s['median_s'])} ms{ratio}")
-    lines += slow_host_lines(analysis, "steps")
-    if analysis["slow_ranks"]:
-        lines.append("# consistently slow ranks: " + ", ".join(
-            f"{r} ({analysis['ranks'][r]['host']})" for r in analysis["slow_ranks"]))
+    if mem := [m for m in train.get("memory") or [] if m.get("peak_bytes") is not None]:
+        top = max(mem, key=lambda m: m["peak_bytes"])
+        what = ("CUDA max_memory_allocated" if train.get("memory_kind") == "cuda_max_memory_allocated"
+                else "growth of the peak resident set from before the model was built")
+        lines.append(f"#  peak memory          : {format_bytes(top['peak_bytes'])} on rank "
+                     f"{top['rank']} (host {top['host']}), {what}")
+    if sc := train.get("scaling"):
+        lines.append(f"# scaling: {sc['speedup']:.2f}x on {sc['rank_ratio']:g}x the ranks: efficiency "
+                     f"{sc['efficiency']:.2f} (baseline {numbers.counted(sc['baseline_ranks'], 'rank')} "
+                     f"on {numbers.counted(sc['baseline_hosts'], 'host')}, "
+                     f"{sc['baseline_tokens_per_s']:.1f} tokens/s)")
     return lines
 
 
@@ -130,39 +100,24 @@ def text(doc: Dict[str, Any]) -> List[str]:
 
 
 def closing_lines(train: Dict[str, Any], n: int) -> List[str]:
-    """What follows the steps: one step's collectives, the hosts, the summary."""
+    """What follows the steps: one step's collectives, the step times per host, the summary."""
     calls = train.get("collectives") or []
     lines = ["# one step's collectives: " + ", ".join(
         f"{c['count']} x {c['collective']} {format_size(c['size'])}" for c in calls)] if calls else []
-    if train.get("hosts"):
-        lines += host_lines(train["hosts"], "synced" if train["parallel"] != "none" else "compute")
+    hosts: Optional[HostAnalysis] = train.get("hosts")
+    if hosts:
+        rows = [host_cells(h, numbers.ms) + [numbers.ratio(h["ratio"])] for h in hosts["hosts"]]
+        lines.append(f"#\n# {'synced' if train['parallel'] != 'none' else 'compute'} step time per "
+                     f"host ({hosts['iterations']} steps, median per rank):")
+        lines += commented(rows, ["host", "ranks", "min ms", "median ms", "max ms", "vs median host"])
+        s = hosts["slowest"]
+        if len(hosts["ranks"]) > 1:
+            ratio = "" if s["ratio"] is None else f", {s['ratio']:.2f}x the median rank"
+            lines.append(f"# slowest rank: rank {s['rank']} (host {s['host']}) "
+                         f"{numbers.ms(s['median_s'])} ms{ratio}")
+        lines += slow_host_lines(hosts, "steps")
+        if hosts["slow_ranks"]:
+            lines.append("# consistently slow ranks: " + ", ".join(
+                f"{r} ({hosts['ranks'][r]['host']})" for r in hosts["slow_ranks"]))
     return lines + summary_lines(train, n)
 
-
-def comparison(named_docs: Sequence[Tuple[str, Dict[str, Any]]]) -> Tuple[List[str], List[float]]:
-    """compare's lines for train documents, and each other file's throughput over the first's."""
-    base = named_docs[0][1]["train"]["summary"]
-    rows, ratios = [], []
-    for path, doc in named_docs:
-        t, s = doc["train"], doc["train"]["summary"]
-        world = doc.get("world") or {}
-        rows.append([path, t["model"]["preset"], t["parallel"], world.get("size", "?"),
-                     len(world.get("hosts") or []), numbers.ms(s["step_s"]),
-                     f"{s['tokens_per_s']:.1f}", numbers.pct(s.get("exposed_share")),
-                     numbers.pct(s.get("hidden_share")),
-                     f"{s['tokens_per_s'] / base['tokens_per_s']:.3f}"])
-        ratios.append(s["tokens_per_s"] / base["tokens_per_s"])
-    return ["# train: throughput against the first file"] + commented(
-        rows, ["file", "model", "parallel", "ranks", "hosts", "step ms", "tokens/s", "exposed",
-               "hidden", "vs base"]), ratios[1:]
-
-
-def sweep_lines(records: Sequence[Dict[str, Any]], labels: Dict[str, str]) -> List[str]:
-    """sweep's table of the train steps per setting (none when no setting trained)."""
-    rows = [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
-             numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
-            for r in records for t in [r.get("train")] if t]
-    if not rows:
-        return []
-    return ["#\n# train steps per setting"] + commented(
-        rows, ["setting", "step ms", "tokens/s", "exposed", "hidden"])

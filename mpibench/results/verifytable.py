@@ -1,5 +1,4 @@
-"""`verify`'s table: check, figure, reference, ratio (with its confidence interval where
-it has one), verdict; then one line per check that did not pass, with its reason."""
+"""What verify prints: its header, each round of the timers, the table of checks and verdicts."""
 from typing import Any, Dict, List
 
 from ..measure.sizes import format_size
@@ -30,15 +29,10 @@ def round_line(out: RunOutput, size: int, got: Dict[str, List[float]]) -> None:
             f"{us(got['harness'][-1])} us, bare loop {us(got['bare'][-1])} us")
 
 
-def _ratio(c: Check) -> str:
-    if c["ratio"] is None:
-        return ""
-    ci = c.get("interval")
-    return f"{c['ratio']:.3f}" + (f" ({ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
-
-
 def checks(out: RunOutput, checks: List[Check]) -> None:
-    rows = [[c["check"], c["figure"], c["reference"], _ratio(c), c["verdict"]] for c in checks]
+    ratio = ["" if c["ratio"] is None else f"{c['ratio']:.3f}" + (   # and its confidence interval
+        f" ({ci[0]:.3f}-{ci[1]:.3f})" if (ci := c.get("interval")) else "") for c in checks]
+    rows = [[c["check"], c["figure"], c["reference"], r, c["verdict"]] for c, r in zip(checks, ratio)]
     notes = [f"# {c['verdict']} {c['check']}: {c['reason']}" for c in checks
              if c["reason"] and c["verdict"] not in ("PASS",)]
     out.say("#", *commented(rows, ["check", "figure", "reference", "ratio", "verdict"]), *notes)

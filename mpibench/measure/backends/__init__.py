@@ -8,7 +8,7 @@ if TYPE_CHECKING:       # imported where made: the collectives import timing fro
 
 
 def make(session: "Session", name: str) -> "TorchBackend":
-    """The backend object for one name given to --backend: mpi, or the session's torch backend."""
+    """The backend for one --backend name: mpi, or the session's torch backend."""
     if name == "mpi":
         from .mpi import MPIBackend
         return MPIBackend(session)

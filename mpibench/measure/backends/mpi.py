@@ -1,11 +1,9 @@
 """The MPI library itself as a baseline backend: the same collectives through mpi4py.
 
-The buffers are the torch backend's own CPU buffers, seen by MPI as numpy views of the
-same memory (Tensor.numpy() copies nothing), so allocation, views, fills and checks are
-shared; only the calls (each collective module's bind_mpi) and the ops differ. The calls
-are mpi4py's buffer methods (Allreduce, not allreduce): no pickling in the timed loop.
-They run on a duplicate of MPI_COMM_WORLD, so measured traffic never mixes with the
-side channel's gathers.
+The buffers are the torch backend's CPU buffers, seen by MPI as numpy views of the same
+memory (Tensor.numpy() copies nothing); only the calls (bind_mpi) and ops differ. They are
+mpi4py's buffer methods (Allreduce, not allreduce): no pickling in the timed loop. They
+run on a duplicate of MPI_COMM_WORLD, apart from the side channel's gathers.
 """
 from functools import partial
 from typing import Any, Optional, Sequence
@@ -20,24 +18,18 @@ from .torchdist import TorchBackend
 MPI_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8")
 
 
-def require_mpi(session: Session) -> None:
-    """UsageError (the same on every rank) unless an MPI launcher started this job."""
-    if session.comm.kind != "mpi":
-        raise UsageError(f"--backend mpi needs an MPI launcher (mpirun, mpiexec or "
-                         f"srun --mpi=pmix) so that the ranks share one MPI job; this one was "
-                         f"started by {session.launcher}")
-
-
 class MPIBackend(TorchBackend):
     name = "mpi"
     missing_mode = "mpi: no call with nccl-tests' layout"
 
     def __init__(self, session: Session) -> None:
-        require_mpi(session)
+        if session.comm.kind != "mpi":
+            raise UsageError(f"--backend mpi needs an MPI launcher (mpirun, mpiexec or "
+                             f"srun --mpi=pmix) so that the ranks share one MPI job; this one was "
+                             f"started by {session.launcher}")
         import torch
         super().__init__(session, self.name, torch.device("cpu"))
         MPI = session.comm.MPI
-        self.MPI = MPI
         self.comm = session.comm.world.Dup()
         self.ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
 

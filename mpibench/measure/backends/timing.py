@@ -1,10 +1,5 @@
-"""The timed loops, one per -z mode, as nccl-tests 2.19.6 runs them (src/common.cu,
-startColl, completeColl and BenchTime):
-
-0  launch every iteration, wait once at the end;
-1  wait and barrier after every iteration, the barriers inside the time;
-2  wait after every iteration, no barrier;
-3  wait and barrier after every iteration, only the calls timed (the barriers left out).
+"""The timed loops, one per -z mode (BLOCKING), as nccl-tests 2.19.6 runs them
+(src/common.cu, startColl, completeColl and BenchTime).
 
 The time is the host's wall clock from the first launch until the last call has finished,
 as nccl-tests' timer: no event or sync of another stream can end it early. The barrier is
@@ -27,9 +22,8 @@ BLOCKING = {0: "launch all, wait once",
 def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step = None,
             wait: Optional[Wait] = None, window: int = 1) -> float:
     """Seconds for running every call once, in order, in -z mode `mode`. finish(): waits for
-    every call launched so far (a GPU stream's synchronize; None where calls return finished
-    or return a handle). wait(handle): completes one handle, when the calls return handles
-    (CPU backends with -z 0); then at most `window` calls are in flight at once."""
+    every call launched so far (a GPU stream's synchronize). wait(handle): completes one
+    handle, where calls return handles (CPU backends, -z 0); at most `window` in flight."""
     if mode == 0:
         if wait is not None:
             return _windowed(calls, wait, window)
@@ -41,35 +35,32 @@ def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step
 
 def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step = None) -> float:
     perf = time.perf_counter
-    if barrier is None:
-        if finish is None:
-            t0 = perf()
-            for call in calls:
-                call()
-            if finish_once is not None:
-                finish_once()
-            return perf() - t0
+    steps = [step for step in (finish, barrier) if step is not None]
+    if len(steps) == 2:
+        first, second = steps
         t0 = perf()
         for call in calls:
             call()
-            finish()
+            first()
+            second()
         return perf() - t0
-    if finish is None:
+    if steps:
+        step = steps[0]
         t0 = perf()
         for call in calls:
             call()
-            barrier()
+            step()
         return perf() - t0
     t0 = perf()
     for call in calls:
         call()
-        finish()
-        barrier()
+    if finish_once is not None:
+        finish_once()
     return perf() - t0
 
 
 def needed_barrier(barrier: Step) -> Call:
-    """-z 1 and 3 (and -G's start) hold a barrier: they cannot run without one."""
+    """-z 1 and 3 (and -G's start) cannot run without a barrier."""
     if barrier is None:
         raise ValueError("-z 1, -z 3 and -G need the side channel's barrier")
     return barrier
@@ -96,9 +87,8 @@ def _barrier_untimed(calls: Sequence[Call], finish: Step, barrier: Call) -> floa
 
 
 def _windowed(calls: Sequence[Call], wait: Wait, window: int) -> float:
-    """Launch in order with at most `window` handles outstanding: call i waits for call
-    i - window first, so calls in flight never share a buffer slot when window is at most
-    the number of distinct slots the calls cycle through."""
+    """Call i waits for call i - window first: with window at most the distinct buffer
+    slots the calls cycle through, calls in flight never share one."""
     n = len(calls)
     handles = [None] * n
     perf = time.perf_counter
@@ -114,24 +104,20 @@ def _windowed(calls: Sequence[Call], wait: Wait, window: int) -> float:
 
 # ---- -I 1: a mark at every iteration boundary ----
 # Separate loops, so that the loops above stay as they are without -I. marks[j]() runs at
-# boundary j and its result lands in a list allocated before the loop: on CPUs the marks
-# are time.perf_counter (one clock read per iteration, as nccl-tests' one event record
-# per iteration); on GPUs they are CUDA events' record on the current stream and the
-# times are read from the events after the loop.
+# boundary j into a list allocated before the loop: time.perf_counter on CPUs, a CUDA
+# event's record on GPUs (nccl-tests records one event per iteration).
 
 def marks_needed(n: int, mode: int) -> int:
-    """Boundaries of n iterations: before each and after the last; with -z 3 a start and a
-    stop around each call (nccl-tests' paired events), so the barriers fall outside."""
+    """Boundaries of n iterations; with -z 3 a pair around each call, barriers outside."""
     return 2 * n if mode == 3 else n + 1
 
 
 def seconds_marked(calls: Sequence[Call], mode: int, marks: Sequence[Call], finish: Step = None,
                    barrier: Step = None, wait: Optional[Wait] = None,
                    window: int = 1) -> Tuple[float, List[Any]]:
-    """seconds() with a mark at every iteration boundary: (seconds, stamps), stamps[j]
-    what marks[j]() returned. With calls in flight (a CPU backend with -z 0) iteration i
-    ends when a wait sees call i complete: the boundaries are the first launch and each
-    completion, in order, so the iterations' times add up to the loop's."""
+    """(seconds(), stamps): stamps[j] what marks[j]() returned. With calls in flight (CPU
+    backends, -z 0) iteration i ends when a wait sees call i complete, so the iterations'
+    times add up to the loop's."""
     if mode == 0 and wait is not None:
         return _windowed_marked(calls, wait, window, marks)
     if mode == 3:
@@ -198,7 +184,6 @@ def _windowed_marked(calls: Sequence[Call], wait: Wait, window: int,
 
 
 def intervals(stamps: Sequence[float], mode: int) -> List[float]:
-    """Per-iteration differences of host-clock stamps (seconds_marked with perf_counter)."""
     if mode == 3:
         return [stamps[2 * i + 1] - stamps[2 * i] for i in range(len(stamps) // 2)]
     return [b - a for a, b in zip(stamps, stamps[1:])]

@@ -1,41 +1,33 @@
 """torch.distributed as a benchmark backend: NCCL on CUDA devices, gloo on CPUs.
 
-The timed loops call pre-bound partials and nothing else: no allocation, no
-bookkeeping, no printing between the two timestamps. Time is the host's wall clock, as
-nccl-tests' timer, ending after a sync of the stream every call ran in (GPUs).
-
-On GPUs every call runs on one stream of the backend's own, created non-blocking as
-nccl-tests' (cudaStreamNonBlocking; torch's pool streams are), not on the legacy default
-stream: since torch 2.8 a call with async_op=False runs on the caller's current stream,
-and NCCL has had failures specific to the default stream (NVIDIA/nccl#2003).
+On GPUs every call runs on one non-blocking stream of the backend's own, current from its
+creation on, not on the legacy default stream (docs/gpu.md, "One stream").
 """
 import time
 from contextlib import nullcontext
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ...launch.session import Session
 from .. import switches
 from . import timing
 from .timing import Call, Step, Wait
 from ..collectives.base import Collective, Ctx, Tensor
-from ..dtypes import DType, torch_dtype
+from ..dtypes import DType
 
 Timed = Tuple[float, Optional[List[float]]]    # seconds per call; -I 1: each iteration's
+T = TypeVar("T")
 
 
 def is_oom(torch: Any, exc: BaseException) -> bool:
-    """Whether exc says memory ran out (host or device)."""
     return isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(exc)
 
 
 def error_line(exc: BaseException) -> str:
-    """exc's type and the first line of its text."""
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 class TorchBackend:
     def __init__(self, session: Session, name: Optional[str] = None, device: Any = None) -> None:
-        """name and device: the session's unless given (the MPI backend: mpi, the CPU)."""
         import torch
         import torch.distributed as dist
         self.torch = torch
@@ -46,8 +38,6 @@ class TorchBackend:
         self.cuda = self.device is not None and self.device.type == "cuda"
         self.pool: Any = None     # -G: the buffers' torch.cuda.MemPool (graph_allocator)
         if self.cuda:
-            # Current from here on (this thread): buffers, fills, warm-up, timed loops,
-            # graph capture and replays, checks and events all use it.
             self.stream = torch.cuda.Stream(self.device)
             torch.cuda.set_stream(self.stream)
         self.ops: Dict[str, Any] = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT,
@@ -68,11 +58,10 @@ class TorchBackend:
         return coll.modes
 
     def bind(self, coll: Collective, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
-        """coll on this backend as a zero-argument call (a Work when async_op)."""
         return coll.bind(self.dist, send, recv, ctx, async_op)
 
     def allgather_object(self, obj: Any) -> Call:
-        """A call gathering one picklable object from every rank (the slow, general path)."""
+        """A call gathering one picklable object from every rank."""
         out = [None] * self.session.size
 
         def call() -> List[Any]:
@@ -86,10 +75,9 @@ class TorchBackend:
         return 2 if not self.cuda else 0
 
     def launches_async(self, mode: int) -> bool:
-        """Whether the calls for -z mode return a handle to wait for (CPU backends with
-        -z 0). On CUDA every call is bound with async_op=False: torch then makes the current
-        stream wait for NCCL's stream, without blocking the host, so calls run in stream
-        order and a sync of the current stream waits for all of them."""
+        """Whether the calls for -z mode return a handle to wait for. On CUDA every call is
+        bound with async_op=False: torch then makes the current stream wait for NCCL's stream,
+        without blocking the host, so a sync of the current stream waits for all calls."""
         return mode == 0 and not self.cuda
 
     @staticmethod
@@ -98,10 +86,8 @@ class TorchBackend:
 
     # ---- buffers ----
     def graph_allocator(self) -> Dict[str, Any]:
-        """-G: the buffers from here on come from the process group's own allocator
-        through a torch.cuda.MemPool where torch offers one (NCCL's: ncclMemAlloc, cuMem
-        memory that NCCL registers during graph capture, as nccl-tests allocates them).
-        Returns {"allocator", "registered", "reason"} for the header and the JSON."""
+        """-G: the buffers from here on come from NCCL's allocator where torch offers it
+        (docs/gpu.md); {"allocator", "registered", "reason"}."""
         torch = self.torch
         try:
             group = self.dist.distributed_c10d._get_default_group()
@@ -117,32 +103,44 @@ class TorchBackend:
 
     def typed(self, buf: Tensor, dtype: DType) -> Tensor:
         usable = buf.numel() - buf.numel() % dtype.size
-        return buf[:usable].view(torch_dtype(dtype))
+        return buf[:usable].view(getattr(self.torch, dtype.name))
 
     def is_oom(self, exc: BaseException) -> bool:
         # ncclMemAlloc's failure names NCCL's error, not the memory
         return is_oom(self.torch, exc) or (self.pool is not None and "ncclMemAlloc" in str(exc))
+
+    def attempt(self, make: Callable[[], T]) -> Tuple[Optional[T], Optional[BaseException]]:
+        """(make(), None), or (None, the out-of-memory error it raised); others propagate."""
+        try:
+            return make(), None
+        except Exception as exc:
+            if not self.is_oom(exc):
+                raise
+            return None, exc
 
     def sync(self) -> None:
         if self.cuda:
             self.torch.cuda.synchronize(self.device)
 
     def device_total_bytes(self) -> Optional[int]:
-        """Memory of this rank's GPU (None on CPUs)."""
         return int(self.torch.cuda.get_device_properties(self.device).total_memory) if self.cuda else None
 
     def device_peak_bytes(self) -> Optional[int]:
-        """Peak device memory torch allocated on this rank's GPU (None on CPUs)."""
         return int(self.torch.cuda.max_memory_allocated(self.device)) if self.cuda else None
 
     # ---- timing ----
     def time_loop(self, calls: Sequence[Call], mode: int = 2, barrier: Step = None, window: int = 1,
                   graph_launches: int = 0, per_iter: bool = False) -> Timed:
-        """(seconds per call, None) for every call run once, in order, in -z mode `mode`
-        (timing.py); barrier: the side channel's, for modes 1 and 3 and CUDA graphs. per_iter
-        (nccl-tests' -I 1, never with graph_launches): each iteration's seconds for None."""
-        if graph_launches:
-            return self._time_graph(calls, mode, barrier, graph_launches), None
+        """(seconds per call, -I 1: each iteration's seconds) of every call run once in -z
+        mode `mode` (timing.py); barrier: the side channel's (modes 1 and 3, graphs)."""
+        if graph_launches:          # nccl-tests' -G: the calls captured once, replays timed
+            graph, replay = self.captured(calls)     # graph: kept while replayed
+            # Capture and instantiation take a different time on each rank: without this a
+            # fast rank would time its wait for the slowest.
+            barrier = timing.needed_barrier(barrier)
+            barrier()
+            total = timing.seconds([replay] * graph_launches, mode, self.stream.synchronize, barrier)
+            return total / (len(calls) * graph_launches), None
         finish = self.stream.synchronize if self.cuda else None
         wait = self._wait if self.launches_async(mode) else None
         if per_iter:
@@ -151,35 +149,29 @@ class TorchBackend:
 
     def _time_marked(self, calls: Sequence[Call], mode: int, finish: Step, barrier: Step,
                      wait: Optional[Wait], window: int) -> Timed:
-        """-I 1: host clock reads between iterations on CPUs; on GPUs CUDA events recorded
-        on the current stream, read after the loop (as nccl-tests' recordEvents and
-        getElapsedTimes)."""
+        """-I 1: host clock reads on CPUs; on GPUs CUDA events on the current stream, read
+        after the loop (nccl-tests' recordEvents, getElapsedTimes)."""
         count = timing.marks_needed(len(calls), mode)
         if not self.cuda:
             total, stamps = timing.seconds_marked(calls, mode, [time.perf_counter] * count,
                                                   finish, barrier, wait, window)
             return total / len(calls), timing.intervals(stamps, mode)
-        events = self._events(count)
+        # Every event recorded once now: torch creates a CUDA event at its first record,
+        # which must not happen inside the timed loop (nccl-tests' initEvents).
+        events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        for e in events:
+            e.record(self.stream)
+        self.stream.synchronize()
         total, _ = timing.seconds_marked(calls, mode, [e.record for e in events], finish,
                                          barrier, wait, window)
         events[-1].synchronize()
         pairs = (zip(events[0::2], events[1::2]) if mode == 3 else zip(events, events[1:]))
         return total / len(calls), [a.elapsed_time(b) / 1e3 for a, b in pairs]
 
-    def _events(self, count: int) -> List[Any]:
-        """count timing events, each created now: torch creates a CUDA event at its first
-        record, which must not happen inside the timed loop (nccl-tests' initEvents)."""
-        events = [self.torch.cuda.Event(enable_timing=True) for _ in range(count)]
-        for e in events:
-            e.record(self.stream)
-        self.stream.synchronize()
-        return events
-
     def captured(self, calls: Sequence[Call]) -> Tuple[Any, Call]:
-        """The calls captured once in a CUDA graph on the backend's stream: (graph, replay).
-        Thread-local capture, as nccl-tests: NCCL may allocate (connect) during capture, and
-        other threads (torch's NCCL watchdog) keep using CUDA meanwhile. Keep the graph
-        while replaying."""
+        """(graph, replay) of the calls captured in a CUDA graph; keep the graph while
+        replaying. Thread-local capture, as nccl-tests: NCCL may connect during capture, and
+        other threads (torch's NCCL watchdog) keep using CUDA meanwhile."""
         torch = self.torch
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="thread_local"):
@@ -187,18 +179,6 @@ class TorchBackend:
                 call()
         torch.cuda.synchronize(self.device)
         return graph, graph.replay
-
-    def _time_graph(self, calls: Sequence[Call], mode: int, barrier: Step, launches: int) -> float:
-        """nccl-tests' -G: the calls captured once in a CUDA graph, replayed `launches` times,
-        the -z mode applied to the replays (on the stream the graph was captured on)."""
-        graph, replay = self.captured(calls)
-        # Capture and instantiation take a different time on each rank: without this a
-        # fast rank would time its wait for the slowest.
-        barrier = timing.needed_barrier(barrier)
-        barrier()
-        total = timing.seconds([replay] * launches, mode, self.stream.synchronize, barrier)
-        del graph
-        return total / (len(calls) * launches)
 
     def time_each(self, call: Call, count: int, barrier: Call) -> List[float]:
         """Per-call seconds for count calls, each started together after a barrier."""

@@ -2,7 +2,7 @@
 from functools import partial
 from typing import Any, Optional
 
-from .base import Call, Collective, Counts, Ctx, Tensor, align_down, data_values, index
+from .base import Call, Collective, Counts, Ctx, Tensor, align_down, data_values, index, mpi_send
 
 
 class AllGather(Collective):
@@ -23,10 +23,9 @@ class AllGather(Collective):
         return partial(fn, recv, send, async_op=async_op)
 
     def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
-        from mpi4py import MPI
         fn = comm.Iallgather if nonblocking else comm.Allgather
         # In place, this rank's chunk already sits at its place in recv.
-        return partial(fn, MPI.IN_PLACE if ctx.in_place else send.numpy(), recv.numpy())
+        return partial(fn, mpi_send(ctx, send), recv.numpy())
 
 
 COLLECTIVE = AllGather()

@@ -2,7 +2,7 @@
 from functools import partial
 from typing import Any, Optional
 
-from .base import Call, Collective, Ctx, Tensor, index, reduce_result
+from .base import Call, Collective, Ctx, Tensor, index, mpi_send, reduce_result
 
 
 class AllReduce(Collective):
@@ -21,10 +21,8 @@ class AllReduce(Collective):
         return partial(dist.all_reduce, recv, op=ctx.backend_op, async_op=async_op)
 
     def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
-        from mpi4py import MPI
         fn = comm.Iallreduce if nonblocking else comm.Allreduce
-        send = MPI.IN_PLACE if ctx.in_place else send.numpy()
-        return partial(fn, send, recv.numpy(), ctx.backend_op)
+        return partial(fn, mpi_send(ctx, send), recv.numpy(), ctx.backend_op)
 
 
 COLLECTIVE = AllReduce()

@@ -2,22 +2,18 @@
 from functools import partial
 from typing import Any, Optional
 
-from .base import (Call, Collective, Counts, Ctx, Tensor, align_down, data_values, fill_chunks,
-                   index, per_destination, poison_value)
+from .base import Call, Collective, Counts, Ctx, Tensor, align_down, data_values, index
 
 
 class AllToAll(Collective):
     name = "all_to_all"
     modes = ("out",)          # no in-place all_to_all in torch.distributed
     chunked = True
+    to_each = True
 
     def counts(self, count: int, elsize: int, n: int) -> Counts:
         base = align_down(count // n, elsize)
         return Counts(base * n, base * n, base, 0, 0)
-
-    def fill(self, send: Tensor, recv: Tensor, ctx: Ctx) -> None:
-        recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(send, per_destination(ctx, ctx.rank))
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         k = index(ctx, start, stop)

@@ -27,13 +27,12 @@ class Counts:
 
 
 def algbw(nbytes: int, seconds: float) -> Optional[float]:
-    """nccl-tests' algbw: GB/s (1e9 bytes) of nbytes in seconds; None without a time."""
+    """nccl-tests' algbw, GB/s (1e9 bytes); None without a time."""
     return nbytes / seconds / 1e9 if seconds > 0 else None
 
 
 def busbw(alg: Optional[float], factor: float) -> Optional[float]:
-    """nccl-tests' busbw: algbw times the collective's factor; None where that is not
-    defined (factor 0: a single rank)."""
+    """nccl-tests' busbw; None where not defined (factor 0: a single rank)."""
     return alg * factor if alg is not None and factor > 0 else None
 
 
@@ -52,6 +51,8 @@ class Collective:
     mpi_modes: Optional[Tuple[str, ...]] = None   # what MPI can express, when it differs from modes
     min_ranks = 1
     chunked = False         # nccl-tests' S is count x n, busbw (n-1)/n: one chunk per rank
+    one_sender = False      # only the root's send buffer is an input
+    to_each = False         # the sender's chunk j is for rank j
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
     torch_notes: Dict[Tuple[str, str], str] = {}
@@ -74,23 +75,25 @@ class Collective:
 
     # ---- correctness check: fill inputs, then count wrong outputs ----
     def fill(self, send: Tensor, recv: Tensor, ctx: "Ctx") -> None:
-        """Write rank ctx.rank's inputs into send (and poison recv). Views may alias in place:
-        a reduction's recv in place lies inside send, which overwrites it."""
+        """This rank's inputs into send, poison into recv first (a reduction's in-place recv
+        lies inside send, which overwrites it)."""
         if not (self.reduces and ctx.in_place):
             recv.fill_(poison_value(ctx.dtype))
-        fill_chunks(send, rank_values(ctx, ctx.rank, reduce_inputs if self.reduces else data_values))
+        if self.one_sender and ctx.rank != ctx.root:
+            return
+        fill_chunks(send, per_destination(ctx, ctx.rank) if self.to_each
+                    else rank_values(ctx, ctx.rank, reduce_inputs if self.reduces else data_values))
 
     def expected(self, ctx: "Ctx", start: int, stop: int) -> Optional[Tensor]:
         """Expected values of recv[start:stop] on this rank (int64 or float64), or None: unchecked."""
         raise NotImplementedError
 
     def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: "Ctx", async_op: bool) -> Call:
-        """One collective on torch.distributed; returns a Work (async) or None."""
+        """One call on torch.distributed; it returns a Work (async) or None."""
         raise NotImplementedError
 
     def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: "Ctx", nonblocking: bool) -> Call:
-        """The same collective through mpi4py on numpy views of the same torch CPU buffers;
-        returns an MPI.Request (nonblocking) or None."""
+        """The same through mpi4py on numpy views of the buffers: an MPI.Request or None."""
         raise NotImplementedError
 
 
@@ -109,6 +112,12 @@ class Ctx:
     device: Any = None        # a torch.device
 
 
+def mpi_send(ctx: Ctx, buf: Tensor) -> Any:
+    """buf as MPI takes it, or MPI_IN_PLACE in place."""
+    from mpi4py import MPI
+    return MPI.IN_PLACE if ctx.in_place else buf.numpy()
+
+
 def index(ctx: Ctx, start: int, stop: int) -> Tensor:
     import torch
     return torch.arange(start, stop, dtype=torch.int64, device=ctx.device)
@@ -122,7 +131,6 @@ def data_values(ctx: Ctx, src: int, i: Tensor, dst: Any = 0) -> Tensor:
 
 
 def rank_values(ctx: Ctx, src: int, values: Callable[[Ctx, int, Tensor], Tensor] = data_values) -> Values:
-    """What rank src sends (data_values, or reduce_inputs), as fill_chunks takes it."""
     return lambda a, b: values(ctx, src, index(ctx, a, b))
 
 
@@ -205,8 +213,8 @@ def avg_tolerance(ctx: Ctx) -> float:
 
 
 def count_wrong(coll: Collective, recv: Tensor, ctx: Ctx) -> Optional[int]:
-    """Wrong elements in recv (None when this rank's output is not defined). A NaN is
-    wrong: the tolerance test is written so that it fails for NaN."""
+    """Wrong elements in recv (None: this rank's output is not defined). The tolerance test
+    fails for NaN."""
     wrong = 0
     total = recv.numel()
     for start in range(0, total, CHUNK):

@@ -2,21 +2,17 @@
 from functools import partial
 from typing import Any, Optional
 
-from .base import Call, Collective, Ctx, Tensor, data_values, fill_chunks, index, poison_value, rank_values
+from .base import Call, Collective, Ctx, Tensor, data_values, index
 
 
 class Broadcast(Collective):
     name = "broadcast"
     rooted = True
+    one_sender = True
     torch_notes = dict.fromkeys((("nccl", "out"), ("gloo", "out")), (
         "out-of-place is one in-place call on every rank (torch's broadcast takes one tensor): "
         "the root sends from its send buffer and its receive buffer is not written, where "
         "nccl-tests' ncclBroadcast also copies the data into it"))
-
-    def fill(self, send: Tensor, recv: Tensor, ctx: Ctx) -> None:
-        recv.fill_(poison_value(ctx.dtype))
-        if ctx.rank == ctx.root:
-            fill_chunks(send, rank_values(ctx, ctx.root))
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         if ctx.rank == ctx.root and not ctx.in_place:

@@ -4,7 +4,7 @@ from functools import partial
 from typing import Any, Optional
 
 from .all_gather import AllGather
-from .base import Call, Ctx, Tensor
+from .base import Call, Ctx, Tensor, mpi_send
 
 
 class Gather(AllGather):
@@ -26,11 +26,10 @@ class Gather(AllGather):
         return partial(dist.gather, send, chunks, ctx.root, async_op=async_op)
 
     def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
-        from mpi4py import MPI
         fn = comm.Igather if nonblocking else comm.Gather
         if ctx.rank != ctx.root:
             return partial(fn, send.numpy(), None, ctx.root)
-        return partial(fn, MPI.IN_PLACE if ctx.in_place else send.numpy(), recv.numpy(), ctx.root)
+        return partial(fn, mpi_send(ctx, send), recv.numpy(), ctx.root)
 
 
 COLLECTIVE = Gather()

@@ -2,7 +2,7 @@
 from functools import partial
 from typing import Any, Optional
 
-from .base import Call, Collective, Ctx, Tensor, index, reduce_result
+from .base import Call, Collective, Ctx, Tensor, index, mpi_send, reduce_result
 
 
 class Reduce(Collective):
@@ -21,14 +21,10 @@ class Reduce(Collective):
         return partial(dist.reduce, recv, ctx.root, op=ctx.backend_op, async_op=async_op)
 
     def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
-        from mpi4py import MPI
         fn = comm.Ireduce if nonblocking else comm.Reduce
-        if not ctx.in_place:
-            return partial(fn, send.numpy(), recv.numpy(), ctx.backend_op, ctx.root)
-        # In place as torch's: the root reduces into its own buffer, the others only send.
-        if ctx.rank == ctx.root:
-            return partial(fn, MPI.IN_PLACE, recv.numpy(), ctx.backend_op, ctx.root)
-        return partial(fn, recv.numpy(), None, ctx.backend_op, ctx.root)
+        if ctx.in_place and ctx.rank != ctx.root:     # in place as torch's: the others only send
+            return partial(fn, recv.numpy(), None, ctx.backend_op, ctx.root)
+        return partial(fn, mpi_send(ctx, send), recv.numpy(), ctx.backend_op, ctx.root)
 
 
 COLLECTIVE = Reduce()

@@ -3,7 +3,7 @@ reduce_scatter's counts and busbw factor, one sender, no reduction)."""
 from functools import partial
 from typing import Any, Optional
 
-from .base import Call, Ctx, Tensor, data_values, fill_chunks, index, per_destination, poison_value
+from .base import Call, Ctx, Tensor, data_values, index, mpi_send
 from .reduce_scatter import ReduceScatter
 
 
@@ -11,15 +11,12 @@ class Scatter(ReduceScatter):
     name = "scatter"
     reduces = False
     rooted = True
+    one_sender = True
+    to_each = True
     mpi_modes = None          # MPI_IN_PLACE at the root keeps nccl-tests' in-place layout
     torch_notes = dict.fromkeys((("nccl", "out"), ("nccl", "in")), (
         "torch copies the root's own chunk with copy_ (a separate CUDA copy beside its NCCL "
         "sends), where nccl-tests' root sends it to itself through NCCL"))
-
-    def fill(self, send: Tensor, recv: Tensor, ctx: Ctx) -> None:
-        recv.fill_(poison_value(ctx.dtype))           # in place, recv lies inside send: first
-        if ctx.rank == ctx.root:
-            fill_chunks(send, per_destination(ctx, ctx.root))
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         return data_values(ctx, ctx.root, index(ctx, start, stop), dst=ctx.rank)
@@ -29,11 +26,10 @@ class Scatter(ReduceScatter):
         return partial(dist.scatter, recv, chunks, ctx.root, async_op=async_op)
 
     def bind_mpi(self, comm: Any, send: Tensor, recv: Tensor, ctx: Ctx, nonblocking: bool) -> Call:
-        from mpi4py import MPI
         fn = comm.Iscatter if nonblocking else comm.Scatter
         if ctx.rank != ctx.root:
             return partial(fn, None, recv.numpy(), ctx.root)
-        return partial(fn, send.numpy(), MPI.IN_PLACE if ctx.in_place else recv.numpy(), ctx.root)
+        return partial(fn, send.numpy(), mpi_send(ctx, recv), ctx.root)
 
 
 COLLECTIVE = Scatter()

@@ -37,17 +37,14 @@ class _Both:
 
 
 def exchange_ops(dist: Any, send: Tensor, to: int, recv: Tensor, frm: int) -> List[Any]:
-    """One send and one receive as batch_isend_irecv's ops, the receive first. NCCL groups
-    them, so the order is free there. Gloo starts them in list order, and a send waits for
-    the peer's receive-ready notice: with the send first, a rank could start writing its data
-    before its own notice, which then waited behind that data, and the two directions ran one
-    after the other. On 400 Mbit/s namespace links, 13 of 75 exchanges ran at half the rate
-    with the send first, none of 75 with the receive first."""
+    """One send and one receive as batch_isend_irecv's ops, the receive first: gloo starts
+    them in list order and a send waits for the peer's receive-ready notice, so with the send
+    first the two directions could run one after the other (docs/measured.md)."""
     return [dist.P2POp(dist.irecv, recv, frm), dist.P2POp(dist.isend, send, to)]
 
 
 def exchange(batch: Any, ops: List[Any]) -> None:
-    """Start the ops and wait for them all (the blocking call; p2p's too)."""
+    """The blocking call (p2p's too): start the ops, wait for them all."""
     for w in batch(ops):
         w.wait()
 

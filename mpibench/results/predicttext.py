@@ -1,0 +1,69 @@
+"""What predict prints: its inputs and target, each collective's fit and table, the check's summary."""
+import statistics
+from typing import Any, List, Optional, Sequence, Tuple
+
+from tabulate import tabulate
+
+from ..measure.sizes import format_size
+
+Checked = Tuple[str, int, float, Optional[bool]]   # collective, size, error, inside (None: a guess)
+
+
+def header(described: Sequence[str], target: int, g: int, model: str, flat: Optional[str],
+           far: Optional[Tuple[str, int]]) -> None:
+    """The inputs, the target and model; far: (where, how many times the largest input)."""
+    for line in described:
+        print(line)
+    print(f"# predicting {target} ranks ({target // g} nodes x {g}) with the {model} "
+          f"model (see mpibench predict --help)")
+    if flat:
+        print(f"# {flat}: every rank counted as a node of its own")
+    if far:
+        print(f"# {far[0]} is {far[1]}x the largest input: routing and "
+              f"congestion at that scale are not in the data")
+
+
+def not_fitted(title: str) -> None:
+    print(f"#\n# {title}: measured at one rank count only, not fitted")
+
+
+def fit(title: str, points: int, ns: Sequence[int], errors: Sequence[float],
+        described: Sequence[str]) -> None:
+    rms = statistics.fmean(e * e for e in errors) ** 0.5
+    print(f"#\n# {title}: fitted to {points} points at {', '.join(map(str, ns))} ranks; "
+          f"fit error rms {rms:.1%}, max {max(map(abs, errors)):.1%}")
+    for line in described:
+        print(f"#   {line}")
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], target: int, unseen: bool) -> None:
+    print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
+                                                 disable_numparse=True).splitlines()))
+    if unseen:
+        print(f"#   * not predicted: at {target} ranks a candidate NCCL chose at no input size within 4x (an "
+              f"exchange: bytes per peer two input counts did not run within 2x), a regime the inputs do "
+              f"not show; the figure is a guess, without an interval, and the check leaves it out")
+
+
+def summary(results: List[Checked], target: int, files: str, large: int) -> None:
+    """Per collective where there are several, then all: every size, then sizes >= large."""
+    colls = sorted({r[0] for r in results})
+    for coll in colls if len(colls) > 1 else []:
+        _summary([r for r in results if r[0] == coll], target, files, large, f"{coll}: ")
+    _summary(results, target, files, large, "")
+
+
+def _summary(results: List[Checked], target: int, files: str, large: int, prefix: str) -> None:
+    print("#")
+    for label, rows in (("", results), (f", sizes >= {format_size(large)}",
+                                        [r for r in results if r[1] >= large])):
+        head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
+        guesses = sum(r[3] is None for r in rows)
+        rows = [r for r in rows if r[3] is not None]
+        if not rows:
+            print(head + f"no rows predicted ({guesses} not, *)")
+            continue
+        worst, inside = max(rows, key=lambda r: abs(r[2])), sum(1 for r in rows if r[3])
+        print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
+              f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
+              f"{inside} of {len(rows)} inside the interval, {guesses} more not predicted (*)")
