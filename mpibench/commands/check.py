@@ -5,7 +5,6 @@ from functools import partial
 from itertools import count
 
 from ..diagnose import checkverdict, fabricplan, health, hostfacts, rankfacts, tomography, topology
-from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
 from ..launch import faults, rails as railbind
 from ..launch.bootstrap import grouped
@@ -102,7 +101,7 @@ def execute(session, args):
                                                               session.comm.barrier, report))
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
-    rates = session.comm.gather(line_rate(), root=0)
+    rates = session.comm.gather(hostfacts.line_rate(), root=0)
     records, versions = rankfacts.gather(session)
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
