@@ -49,12 +49,8 @@ def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: i
         wrong += w
     if session.rank != 0:
         return None, wrong
-    picked = []
-    for same in zip(*runs):
-        times = [next(m["time_us"] for k in MODES if (m := r.get(k))) for r in same]
-        picked.append(min(zip(times, same), key=lambda x: x[0])[1] if fastest
-                      else median_row(list(same), times))
-    return picked, wrong
+    return [median_row(list(same), [next(m["time_us"] for k in MODES if (m := r.get(k))) for r in same],
+                       fastest) for same in zip(*runs)], wrong
 
 
 def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, warmup: int) -> Plan:
@@ -76,12 +72,6 @@ class BareLoops:
             partial(baretimer.mpi_seconds, session.comm.MPI, self.comm, b.numpy()) if self.comm
             else partial(baretimer.torch_seconds, backend.dist, b, barrier=session.comm.barrier,
                          stream=stream)) for s, b in bufs.items()}
-
-    def seconds(self, size: int, iters: int, warmup: int) -> float:
-        """Seconds per call at size, after `warmup` untimed calls (a loop of their own)."""
-        if warmup:
-            self.loops[size](warmup)
-        return self.loops[size](iters)
 
     def close(self) -> None:
         if self.comm is not None:
@@ -110,7 +100,9 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
                     else:
                         watch.arm(f"verify: the bare loop at {s} bytes, round "
                                   f"{len(got[s]['bare']) + 1}")
-                        mine = bare.seconds(s, iters, warmup)
+                        if warmup:      # untimed calls, a loop of their own
+                            bare.loops[s](warmup)
+                        mine = bare.loops[s](iters)
                 gathered = session.comm.gather(mine, root=0)
                 if session.rank == 0:
                     got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
@@ -123,10 +115,10 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     return got if session.rank == 0 else None
 
 
-def median_row(rows: List[Row], times: List[float]) -> Row:
-    """The engine row of the median round (the lower median for an even count)."""
+def median_row(rows: List[Row], times: List[float], fastest: bool = False) -> Row:
+    """The engine row of the median round (the lower median for an even count), or the fastest's."""
     order = sorted(range(len(times)), key=times.__getitem__)
-    return rows[order[(len(order) - 1) // 2]]
+    return rows[order[0 if fastest else (len(order) - 1) // 2]]
 
 
 def gpu_launch_seconds(session: Session, backend: TorchBackend, watch: NullWatch) -> Optional[float]:
