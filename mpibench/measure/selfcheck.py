@@ -59,26 +59,6 @@ def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, war
                 modes=("in",), probe_iters=0)
 
 
-class BareLoops:
-    """The independent timer's loop per size (float32, in place) on the backend's library:
-    torch.distributed, or MPI through a communicator of its own."""
-
-    def __init__(self, session: Session, backend: TorchBackend, sizes: Sequence[int]) -> None:
-        bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
-        self.comm = session.comm.world.Dup() if backend.name == "mpi" else None
-        # The barrier mpibench's loop has; GPUs: a stream of its own (baretimer.py says why).
-        stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
-        self.loops: Dict[int, Callable[[int], float]] = {s: (
-            partial(baretimer.mpi_seconds, session.comm.MPI, self.comm, b.numpy()) if self.comm
-            else partial(baretimer.torch_seconds, backend.dist, b, barrier=session.comm.barrier,
-                         stream=stream)) for s, b in bufs.items()}
-
-    def close(self) -> None:
-        if self.comm is not None:
-            self.comm.Free()
-        self.loops = {}
-
-
 def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int], *, iters: int,
                    warmup: int, watch: NullWatch, progress: Callable[[Rounds, int], None],
                    pick: Callable[[Rounds], Optional[int]]) -> Optional[Rounds]:
@@ -86,7 +66,16 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     0's pick(got) names (None ends). Rank 0 gets
     {size: {"harness": [s per round], "bare": [...], "rows": [engine row per round],
     "seconds": wall time}}, times the mean over ranks; progress(got, size) after each round."""
-    bare = BareLoops(session, backend, sizes)
+    # The independent timer's loop per size (float32, in place) on the backend's library:
+    # torch.distributed, or MPI through a communicator of its own. The barrier mpibench's
+    # loop has; GPUs: a stream of its own (baretimer.py says why).
+    bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
+    comm = session.comm.world.Dup() if backend.name == "mpi" else None
+    stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
+    bare: Dict[int, Callable[[int], float]] = {s: (
+        partial(baretimer.mpi_seconds, session.comm.MPI, comm, b.numpy()) if comm
+        else partial(baretimer.torch_seconds, backend.dist, b, barrier=session.comm.barrier,
+                     stream=stream)) for s, b in bufs.items()}
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
     got: Rounds = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0} for s in sizes}
     try:
@@ -101,8 +90,8 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
                         watch.arm(f"verify: the bare loop at {s} bytes, round "
                                   f"{len(got[s]['bare']) + 1}")
                         if warmup:      # untimed calls, a loop of their own
-                            bare.loops[s](warmup)
-                        mine = bare.loops[s](iters)
+                            bare[s](warmup)
+                        mine = bare[s](iters)
                 gathered = session.comm.gather(mine, root=0)
                 if session.rank == 0:
                     got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
@@ -111,7 +100,8 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
                     got[s]["seconds"] += time.monotonic() - t0
                     progress(got, s)
     finally:
-        bare.close()
+        if comm is not None:
+            comm.Free()
     return got if session.rank == 0 else None
 
 
