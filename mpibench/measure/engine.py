@@ -171,11 +171,8 @@ class Engine:
 
     def __init__(self, session: Session, backend: TorchBackend, plan: Plan,
                  report: Optional[Report], quiet: bool = False) -> None:
-        self.s = session
+        self.s, self.b, self.plan, self.report = session, backend, plan, report
         self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
-        self.b = backend
-        self.plan = plan
-        self.report = report
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch: NullWatch = getattr(session, "watch", None) or NullWatch()
         # {collective: seconds per launch} (GPUs): rows near it are marked
