@@ -105,8 +105,7 @@ def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optiona
     """On GPUs, drop the plan's largest sizes until the buffers leave NCCL its room on the
     smallest GPU (never the smallest size); {device_bytes, reserve_bytes, maxbytes,
     lowered_to (None: -e stood)}, None on CPUs."""
-    mine = backend.device_total_bytes()
-    if mine is None:
+    if (mine := backend.device_total_bytes()) is None:
         return None
     total: int = min(session.comm.allgather(mine))
     sizes = list(plan.sizes)
@@ -172,11 +171,8 @@ class Engine:
 
     def __init__(self, session: Session, backend: TorchBackend, plan: Plan,
                  report: Optional[Report], quiet: bool = False) -> None:
-        self.s = session
+        self.s, self.b, self.plan, self.report = session, backend, plan, report
         self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
-        self.b = backend
-        self.plan = plan
-        self.report = report
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch: NullWatch = getattr(session, "watch", None) or NullWatch()
         # {collective: seconds per launch} (GPUs): rows near it are marked
@@ -227,13 +223,27 @@ class Engine:
                    first: bool = True) -> Tuple[float, Optional[List[float]]]:
         """(seconds per call, each call's seconds) of iters calls, warmed up and timed as a
         sweep's row; first: warm_up's untimed first call; barrier: the group's, else all's."""
-        z, barrier = self.plan.blocking, barrier or self.s.comm.barrier
+        barrier = barrier or self.s.comm.barrier
         calls = [call] * max(iters, self.plan.warmup, 1)
-        warm_up(self.b, self.watch, calls, self.plan.warmup, z, barrier, first=first)
-        self.watch.mark(TIMED_LOOP)
-        timed = self.b.time_loop(calls[:iters], z, barrier, per_iter=True)
+        self.warm_up(calls, barrier, first=first)
+        timed = self.b.time_loop(calls[:iters], self.plan.blocking, barrier, per_iter=True)
         self.watch.mark("gathering the times")
         return timed
+
+    def warm_up(self, calls: Sequence[Call], barrier: Call, window: int = 1, first: bool = True) -> None:
+        """What precedes every timed loop, as nccl-tests' BenchTime: -w untimed calls, one
+        more (first: its "sync" call, so that first-use costs such as connecting land in no
+        timed loop nor graph capture), and a barrier."""
+        warmup, z = self.plan.warmup, self.plan.blocking
+        if warmup:
+            self.watch.mark("warm-up")
+            self.b.time_loop(calls[:warmup], z, barrier, window)
+        if first:
+            self.watch.mark("untimed first call")
+            self.b.time_loop(calls[:1], z, barrier, window)
+        self.watch.mark("barrier before the timed loop")
+        barrier()
+        self.watch.mark(TIMED_LOOP)
 
     def modes_run(self, coll: Collective) -> List[str]:
         return [m for m in self.plan.modes if m in self.b.modes(coll)]
@@ -249,14 +259,12 @@ class Engine:
             send_t = self.b.typed(bufs.send, dt) if bufs.send is not None else None
             recv_t = self.b.typed(bufs.recv, dt)
             for op in ops:
-                reason = self.b.unsupported(coll, dt, op)
-                if reason:
+                if reason := self.b.unsupported(coll, dt, op):
                     self.out(f"# {coll.name} {dt.name} {op}: skipped, {reason}")
                     continue
                 ctx = Ctx(rank=s.rank, n=s.size, root=plan.root if coll.rooted else -1, op=op,
                           dtype=dt, backend_op=self.b.ops.get(op), device=self.b.device)
-                inexact = exact_reason(ctx) if plan.check else None
-                if inexact:
+                if inexact := exact_reason(ctx) if plan.check else None:
                     self.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
                 for size in plan.sizes:
                     c = coll.counts(size // dt.size, dt.size, s.size)
@@ -286,13 +294,12 @@ class Engine:
     # ---- one row, one mode: warm up, time, check ----
     def measure(self, coll: Collective, send_t: Tensor, recv_t: Tensor, c: Counts, mode: str,
                 ctx: Ctx, check_rounds: int) -> Measured:
-        plan, s = self.plan, self.s
-        z = plan.blocking
+        plan, s, z = self.plan, self.s, self.plan.blocking
         views = iteration_views(send_t, recv_t, c, mode, s.rank, max(plan.iters, plan.warmup))
         bound = [self.b.bind(coll, sv, rv, ctx, self.b.launches_async(z)) for sv, rv in views]
         # -z 0 on CPUs: one call in flight per buffer slot at most (docs/commands/run.md, -z).
         window = len(bound)
-        calls = [bound[i % len(bound)] for i in range(max(plan.iters, plan.warmup))]
+        calls = [bound[i % window] for i in range(max(plan.iters, plan.warmup))]
         # Data, not zeros (zeros can run faster), as nccl-tests' initData (docs/gpu.md).
         values = rank_values(ctx, ctx.rank)
         for sv, rv in views:
@@ -300,11 +307,10 @@ class Engine:
             fill_chunks(sv, values)    # in place, inside rv
         self.b.sync()
         barrier = s.comm.barrier
-        warm_up(self.b, self.watch, calls, plan.warmup, z, barrier, window)
+        self.warm_up(calls, barrier, window)
         trace = looptrace.Trace(barrier) if looptrace.ON else None
         if trace is not None:
             calls, barrier = trace.calls(calls, views), trace.barrier
-        self.watch.mark(TIMED_LOOP)
         seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph,
                                          per_iter=bool(plan.per_iter))
         self.watch.mark("check")
@@ -357,8 +363,7 @@ class Engine:
             figures: Figures = {"time_us": t * 1e6, "algbw_GBps": alg, "busbw_GBps": busbw(alg, factor),
                                 "nwrong": sum(w or 0 for w in wrongs) if checked else None,
                                 "in_flight": gathered[0][mode][2]}
-            each = [e for g in gathered if (e := g[mode][3]) is not None]
-            if each:
+            if each := [e for g in gathered if (e := g[mode][3]) is not None]:
                 figures["per_iter"] = iterstats.report(each, self.plan.per_iter_skip)
             row[key] = figures
             row["per_rank_time_us"][key] = [x * 1e6 for x in times]
@@ -379,19 +384,4 @@ class Engine:
         gathered = s.comm.gather(times, root=0)
         if self.report is not None:
             self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
-
-
-def warm_up(backend: TorchBackend, watch: NullWatch, calls: Sequence[Call], warmup: int, z: int,
-            barrier: Call, window: int = 1, first: bool = True) -> None:
-    """What precedes every timed loop, as nccl-tests' BenchTime: `warmup` untimed calls,
-    one more (first: its "sync" call, so that first-use costs such as connecting land in no
-    timed loop nor graph capture), and a barrier."""
-    if warmup:
-        watch.mark("warm-up")
-        backend.time_loop(calls[:warmup], z, barrier, window)
-    if first:
-        watch.mark("untimed first call")
-        backend.time_loop(calls[:1], z, barrier, window)
-    watch.mark("barrier before the timed loop")
-    barrier()
 

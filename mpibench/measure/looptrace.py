@@ -73,10 +73,8 @@ class _Handle:
     def __init__(self, handle: Any, trace: Trace, mine: Spans) -> None:
         self.handle, self.trace, self.mine = handle, trace, mine
 
-    def wait(self) -> None:
-        self.handle.wait()
+    def wait(self) -> None:        # Wait: an MPI Request's, wait: a torch Work's
+        (self.handle.Wait if hasattr(self.handle, "Wait") else self.handle.wait)()
         self.trace.live.remove(self.mine)
 
-    def Wait(self) -> None:
-        self.handle.Wait()
-        self.trace.live.remove(self.mine)
+    Wait = wait

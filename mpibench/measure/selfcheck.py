@@ -49,44 +49,14 @@ def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: i
         wrong += w
     if session.rank != 0:
         return None, wrong
-    picked = []
-    for same in zip(*runs):
-        times = [next(m["time_us"] for k in MODES if (m := r.get(k))) for r in same]
-        picked.append(min(zip(times, same), key=lambda x: x[0])[1] if fastest
-                      else median_row(list(same), times))
-    return picked, wrong
+    return [median_row(list(same), [next(m["time_us"] for k in MODES if (m := r.get(k))) for r in same],
+                       fastest) for same in zip(*runs)], wrong
 
 
 def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, warmup: int) -> Plan:
     return Plan(collectives=[ALL_REDUCE], sizes=list(sizes), dtypes=[FLOAT32], ops=["sum"],
                 iters=iters, warmup=warmup, check=0, blocking=backend.default_blocking(),
                 modes=("in",), probe_iters=0)
-
-
-class BareLoops:
-    """The independent timer's loop per size (float32, in place) on the backend's library:
-    torch.distributed, or MPI through a communicator of its own."""
-
-    def __init__(self, session: Session, backend: TorchBackend, sizes: Sequence[int]) -> None:
-        bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
-        self.comm = session.comm.world.Dup() if backend.name == "mpi" else None
-        # The barrier mpibench's loop has; GPUs: a stream of its own (baretimer.py says why).
-        stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
-        self.loops: Dict[int, Callable[[int], float]] = {s: (
-            partial(baretimer.mpi_seconds, session.comm.MPI, self.comm, b.numpy()) if self.comm
-            else partial(baretimer.torch_seconds, backend.dist, b, barrier=session.comm.barrier,
-                         stream=stream)) for s, b in bufs.items()}
-
-    def seconds(self, size: int, iters: int, warmup: int) -> float:
-        """Seconds per call at size, after `warmup` untimed calls (a loop of their own)."""
-        if warmup:
-            self.loops[size](warmup)
-        return self.loops[size](iters)
-
-    def close(self) -> None:
-        if self.comm is not None:
-            self.comm.Free()
-        self.loops = {}
 
 
 def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int], *, iters: int,
@@ -96,7 +66,16 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     0's pick(got) names (None ends). Rank 0 gets
     {size: {"harness": [s per round], "bare": [...], "rows": [engine row per round],
     "seconds": wall time}}, times the mean over ranks; progress(got, size) after each round."""
-    bare = BareLoops(session, backend, sizes)
+    # The independent timer's loop per size (float32, in place) on the backend's library:
+    # torch.distributed, or MPI through a communicator of its own. The barrier mpibench's
+    # loop has; GPUs: a stream of its own (baretimer.py says why).
+    bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
+    comm = session.comm.world.Dup() if backend.name == "mpi" else None
+    stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
+    bare: Dict[int, Callable[[int], float]] = {s: (
+        partial(baretimer.mpi_seconds, session.comm.MPI, comm, b.numpy()) if comm
+        else partial(baretimer.torch_seconds, backend.dist, b, barrier=session.comm.barrier,
+                     stream=stream)) for s, b in bufs.items()}
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
     got: Rounds = {s: {"harness": [], "bare": [], "rows": [], "seconds": 0.0} for s in sizes}
     try:
@@ -110,7 +89,9 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
                     else:
                         watch.arm(f"verify: the bare loop at {s} bytes, round "
                                   f"{len(got[s]['bare']) + 1}")
-                        mine = bare.seconds(s, iters, warmup)
+                        if warmup:      # untimed calls, a loop of their own
+                            bare[s](warmup)
+                        mine = bare[s](iters)
                 gathered = session.comm.gather(mine, root=0)
                 if session.rank == 0:
                     got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
@@ -119,14 +100,15 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
                     got[s]["seconds"] += time.monotonic() - t0
                     progress(got, s)
     finally:
-        bare.close()
+        if comm is not None:
+            comm.Free()
     return got if session.rank == 0 else None
 
 
-def median_row(rows: List[Row], times: List[float]) -> Row:
-    """The engine row of the median round (the lower median for an even count)."""
+def median_row(rows: List[Row], times: List[float], fastest: bool = False) -> Row:
+    """The engine row of the median round (the lower median for an even count), or the fastest's."""
     order = sorted(range(len(times)), key=times.__getitem__)
-    return rows[order[(len(order) - 1) // 2]]
+    return rows[order[0 if fastest else (len(order) - 1) // 2]]
 
 
 def gpu_launch_seconds(session: Session, backend: TorchBackend, watch: NullWatch) -> Optional[float]:

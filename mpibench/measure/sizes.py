@@ -12,8 +12,7 @@ _BINARY = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10
 
 def parse_size(text: Union[str, int], what: str = "size") -> int:
     """'64K' -> 65536. Whole numbers only: '1.5M', '4X', '-1' and '0' are errors."""
-    m = _SIZE.fullmatch(str(text).strip())
-    if not m:
+    if not (m := _SIZE.fullmatch(str(text).strip())):
         raise UsageError(f"{what} {text!r} is not a size: use bytes with an optional K, M, G or T "
                          f"suffix (binary), e.g. 8, 64K, 1M, 4G")
     value = int(m.group(1)) * _UNITS[m.group(2).upper()]

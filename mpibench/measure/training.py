@@ -93,14 +93,10 @@ class Trainer:
         need = state * (2 if self.parallel == "fsdp" else 1)
         try:
             switches.refuse(self.s.rank, need)
-            self.net = model.build(self.shape, self.device)
-            self.opt = self._adamw(self.net)
             self.data = model.batches(self.shape, self.batch, 1000 + self.s.rank, BATCHES, self.device)
-            self._local_step(self.net, self.opt)
+            self.net, self.opt = self._replica()
             if self.parallel == "fsdp":     # the unsynced reference: an unsharded copy
-                self.ref = model.build(self.shape, self.device)
-                self.ref_opt = self._adamw(self.ref)
-                self._local_step(self.ref, self.ref_opt)
+                self.ref, self.ref_opt = self._replica()
             self._sync()
         except Exception as exc:
             if not is_oom(self.torch, exc):
@@ -115,9 +111,12 @@ class Trainer:
     def _adamw(self, net: Any) -> Any:
         return self.torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
 
-    def _local_step(self, net: Any, opt: Any) -> None:
-        """Forward, backward and an optimizer step with zeroed gradients: every buffer the
-        timed steps need is allocated, and every rank's weights and state stay the same."""
+    def _replica(self) -> Tuple[Any, Any]:
+        """The model and its AdamW after a forward, backward and optimizer step with zeroed
+        gradients: every buffer the timed steps need is allocated, and every rank's weights
+        and state stay the same."""
+        net = model.build(self.shape, self.device)
+        opt = self._adamw(net)
         x, y = self.data[0]
         with self._amp:
             loss = net(x, y)
@@ -125,6 +124,7 @@ class Trainer:
         self.torch._foreach_zero_([p.grad for p in net.parameters()])
         opt.step()
         opt.zero_grad(set_to_none=False)
+        return net, opt
 
     def wrap(self) -> None:
         """The data-parallel wrapper (collectives from here on) and the steps: synced (None

@@ -30,9 +30,7 @@ class TorchBackend:
     def __init__(self, session: Session, name: Optional[str] = None, device: Any = None) -> None:
         import torch
         import torch.distributed as dist
-        self.torch = torch
-        self.dist = dist
-        self.session = session
+        self.torch, self.dist, self.session = torch, dist, session
         self.name: str = name or session.backend
         self.device = device or session.device
         self.cuda = self.device is not None and self.device.type == "cuda"
@@ -105,16 +103,13 @@ class TorchBackend:
         usable = buf.numel() - buf.numel() % dtype.size
         return buf[:usable].view(getattr(self.torch, dtype.name))
 
-    def is_oom(self, exc: BaseException) -> bool:
-        # ncclMemAlloc's failure names NCCL's error, not the memory
-        return is_oom(self.torch, exc) or (self.pool is not None and "ncclMemAlloc" in str(exc))
-
     def attempt(self, make: Callable[[], T]) -> Tuple[Optional[T], Optional[BaseException]]:
         """(make(), None), or (None, the out-of-memory error it raised); others propagate."""
         try:
             return make(), None
         except Exception as exc:
-            if not self.is_oom(exc):
+            # ncclMemAlloc's failure names NCCL's error, not the memory
+            if not (is_oom(self.torch, exc) or (self.pool is not None and "ncclMemAlloc" in str(exc))):
                 raise
             return None, exc
 

@@ -15,8 +15,7 @@ class AllGather(Collective):
 
     def expected(self, ctx: Ctx, start: int, stop: int) -> Optional[Tensor]:
         k = index(ctx, start, stop)
-        count = ctx.count
-        return data_values(ctx, k // count, k % count)
+        return data_values(ctx, k // ctx.count, k % ctx.count)
 
     def bind(self, dist: Any, send: Tensor, recv: Tensor, ctx: Ctx, async_op: bool) -> Call:
         fn = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

@@ -219,8 +219,7 @@ def count_wrong(coll: Collective, recv: Tensor, ctx: Ctx) -> Optional[int]:
     total = recv.numel()
     for start in range(0, total, CHUNK):
         stop = min(start + CHUNK, total)
-        exp = coll.expected(ctx, start, stop)
-        if exp is None:
+        if (exp := coll.expected(ctx, start, stop)) is None:
             return None
         got = recv[start:stop]
         if ctx.op == "avg":
