@@ -1,9 +1,7 @@
-"""Rows of a results document: what identifies one (key); one from every rank's time, for the
-commands that time one collective at a time (allreduce, latency, flagsync, demo, check, p2p),
-shaped as a row of `run` (nccl-tests' keys, one mode) so that report, compare and plot read
-every file alike; and one from K trials of run --trials (merge, Collector): the medians under
-nccl-tests' keys, every trial under `trials`, and per mode a `spread` (min, max, cv of the
-time) and `unstable` when (max - min) / median exceeds a threshold."""
+"""Rows of a results document: their key; a row from every rank's time, shaped as a row of `run`
+(nccl-tests' keys, one mode) for the commands that time one collective at a time, so that report,
+compare and plot read every file alike; and run --trials' merge of K trials (medians under
+nccl-tests' keys, every trial under `trials`, per mode its time's `spread` and `unstable`)."""
 from statistics import mean, median, pstdev
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 

@@ -79,15 +79,13 @@ def memory_note(backends: Sequence[TorchBackend]) -> Optional[str]:
 
 
 def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bool) -> None:
-    for name, costs in launch.items():
-        figures = ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items())
-        marked = ("with -G a graph launch starts every captured call, so no row is marked "
-                  "launch-bound" if graph else
-                  f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
-                  f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
-        out.say(f"# launch cost ({name}), us per call, the host's time to start one call at "
-                f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
-                f"rank): {figures}; {marked}")
+    marked = ("with -G a graph launch starts every captured call, so no row is marked launch-bound"
+              if graph else f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
+              f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+    out.say(*(f"# launch cost ({name}), us per call, the host's time to start one call at the smallest "
+              f"size ({launchcost.LAUNCHES} calls without waiting, slowest rank): "
+              + ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items()) + f"; {marked}"
+              for name, costs in launch.items()))
     if launch:
         out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()} for b, costs in launch.items()})
 
@@ -95,12 +93,12 @@ def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bo
 def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> None:
     """What the GPU buffers leave free for NCCL, and -e where it was lowered for that."""
     known = {name: r for name, r in rooms.items() if r is not None}
-    for name, r in known.items():
-        text = (f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
-                if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
-        out.say(f"# device memory ({name}): {text}, leaving {format_bytes(r['reserve_bytes'])} "
-                f"of the smallest GPU's {format_bytes(r['device_bytes'])} to NCCL's own buffers, "
-                f"graphs and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)")
+    out.say(*(f"# device memory ({name}): " + (
+        f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
+        if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
+        + f", leaving {format_bytes(r['reserve_bytes'])} of the smallest GPU's "
+        f"{format_bytes(r['device_bytes'])} to NCCL's own buffers, graphs and the check (as "
+        f"nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)" for name, r in known.items()))
     if known:
         out.set(device_memory=known)
 
@@ -108,13 +106,12 @@ def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> N
 def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> None:
     """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
     during capture (nccl-tests allocates its buffers with it)."""
-    for name, b in buffers.items():
-        text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
-                "as nccl-tests': NCCL registers them during graph capture" if b["registered"] else
-                f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
-                "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
-                "registered during capture (zero-copy NVLS and CollNet)")
-        out.say(f"# -G buffers ({name}): {text}")
+    out.say(*(f"# -G buffers ({name}): " + (
+        "ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), as nccl-tests': "
+        "NCCL registers them during graph capture" if b["registered"] else
+        f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies through its own "
+        "buffers where nccl-tests' ncclMemAlloc buffers are registered during capture (zero-copy "
+        "NVLS and CollNet)") for name, b in buffers.items()))
     if buffers:
         out.set(graph_buffers=buffers)
 
