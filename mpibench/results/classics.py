@@ -75,14 +75,12 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
                        for r, (label, t) in enumerate(zip(labels(records), means))],
                       ["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"]))
     slow, fast = max(range(n), key=lambda r: means[r]), min(means)
-    out.say(f"\nslowest rank: {slow} on host {records[slow]['hostname']} (local rank "
-            f"{records[slow]['local_rank']}): mean {ms(means[slow])} ms, "
+    host, local = records[slow]["hostname"], records[slow]["local_rank"]
+    out.say(f"\nslowest rank: {slow} on host {host} (local rank {local}): mean {ms(means[slow])} ms, "
             f"{means[slow] / fast:.2f}x the fastest rank" if fast > 0 else "")
     out.set(summary={"algbw_GBps": stats, "busbw_GBps": {k: busbw(v, factor) for k, v in stats.items()},
-                     "per_rank_mean_time_us": [t * 1e6 for t in means],
-                     "slowest_rank": {"rank": slow, "host": records[slow]["hostname"],
-                                      "local_rank": records[slow]["local_rank"],
-                                      "mean_time_us": means[slow] * 1e6}})
+                     "per_rank_mean_time_us": [t * 1e6 for t in means], "slowest_rank": {
+                         "rank": slow, "host": host, "local_rank": local, "mean_time_us": means[slow] * 1e6}})
     out.finish()
 
 

@@ -51,9 +51,7 @@ def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
 
 def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], found: Sequence[Found]) -> None:
     """Each file's description, the tests used, and the rows too slow to print."""
-    for p, d in zip(paths, docs):
-        print(reader.describe(p, d))
-    for line in notes:
+    for line in [reader.describe(p, d) for p, d in zip(paths, docs)] + list(notes):
         print(line)
     for p, (_, zero) in zip(paths, found):
         sizes = sorted({s for s, _ in zero})
@@ -68,14 +66,13 @@ def train_steps(paths: Sequence[str], docs: Sequence[Doc], min_share: Optional[f
     base = docs[0]["train"]["summary"]["tokens_per_s"]
     rows, failures = [], []
     for i, (path, doc) in enumerate(zip(paths, docs)):
-        t, s = doc["train"], doc["train"]["summary"]
-        world = doc.get("world") or {}
+        t, s, world = doc["train"], doc["train"]["summary"], doc.get("world") or {}
+        share = s["tokens_per_s"] / base
         rows.append([path, t["model"]["preset"], t["parallel"], world.get("size", "?"),
                      len(world.get("hosts") or []), numbers.ms(s["step_s"]), f"{s['tokens_per_s']:.1f}",
-                     numbers.pct(s.get("exposed_share")), numbers.pct(s.get("hidden_share")),
-                     f"{s['tokens_per_s'] / base:.3f}"])
-        if i and min_share is not None and s["tokens_per_s"] / base < min_share:
-            failures.append(f"{path}: train throughput at {s['tokens_per_s'] / base:.3f}x the baseline")
+                     numbers.pct(s.get("exposed_share")), numbers.pct(s.get("hidden_share")), f"{share:.3f}"])
+        if i and min_share is not None and share < min_share:
+            failures.append(f"{path}: train throughput at {share:.3f}x the baseline")
     print("# train: throughput against the first file")
     print("\n".join(commented(rows, ["file", "model", "parallel", "ranks", "hosts", "step ms",
                                      "tokens/s", "exposed", "hidden", "vs base"])))

@@ -36,8 +36,7 @@ def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], w
         if mode is None or (bw := reader.bandwidth(row, mode)) is None:
             continue
         group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
-        value, _, _, metric = bw
-        table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (value, metric)
+        table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (bw[0], bw[3])
     lines = []
     for (coll, dtype, redop, mode), per_size in table.items():
         metric = next(iter(next(iter(per_size.values())).values()))[1]
