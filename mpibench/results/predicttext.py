@@ -51,7 +51,8 @@ def summary(results: List[Checked], target: int, files: str, large: int) -> None
     each = [(f"{c}: ", [r for r in results if r[0] == c]) for c in colls] if len(colls) > 1 else []
     for prefix, mine in each + [("", results)]:
         print("#")
-        for label, rows in (("", mine), (f", sizes >= {format_size(large)}", [r for r in mine if r[1] >= large])):
+        large_rows = [r for r in mine if r[1] >= large]
+        for label, rows in (("", mine), (f", sizes >= {format_size(large)}", large_rows)):
             head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
             guesses = sum(r[3] is None for r in rows)
             rows = [r for r in rows if r[3] is not None]
