@@ -47,14 +47,13 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
     """gathered[r][k]: rank r's seconds in trial k."""
     factor = ALL_REDUCE.busbw_factor(n)
     nbytes, ntrials = count * dt.size, len(gathered[0])
-    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
-                    "trials": ntrials, "warmup": warmup, "busbw_factor": factor})
-    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
-            f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
     out.trials = rows.Collector()
-    out.set(trials=ntrials)
+    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
+                    "trials": ntrials, "warmup": warmup, "busbw_factor": factor}, trials=ntrials)
+    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
+            f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
     c = ALL_REDUCE.counts(count, dt.size, n)
     trial_bw = []
     for k in range(ntrials):
