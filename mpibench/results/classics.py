@@ -54,17 +54,16 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
                     "trials": ntrials, "warmup": warmup, "busbw_factor": factor}, trials=ntrials)
     out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
             f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
-    c = ALL_REDUCE.counts(count, dt.size, n)
-    trial_bw = []
+    counts = ALL_REDUCE.counts(count, dt.size, n)
+    good = []
     for k in range(ntrials):
         # nccl-tests' -a 1: the mean time over ranks, and algbw = size / that time
-        row = rows.of_collective(ALL_REDUCE, backend, dt, c, n, "sum", -1, "in_place",
+        row = rows.of_collective(ALL_REDUCE, backend, dt, counts, n, "sum", -1, "in_place",
                                  [g[k] for g in gathered])
-        alg = row["in_place"]["algbw_GBps"]
-        trial_bw.append(alg)
-        out.add_row(row, f"trial {k + 1}: time {ms(row['in_place']['time_us'] / 1e6)} ms  "
-                         f"algbw {bw_cells(alg)}  busbw {bw_cells(busbw(alg, factor))}")
-    good = [bw for bw in trial_bw if bw is not None]
+        f = row["in_place"]
+        good += [] if f["algbw_GBps"] is None else [f["algbw_GBps"]]
+        out.add_row(row, f"trial {k + 1}: time {ms(f['time_us'] / 1e6)} ms  "
+                         f"algbw {bw_cells(f['algbw_GBps'])}  busbw {bw_cells(f['busbw_GBps'])}")
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
     out.say("", table([[name, figure(v), figure(v and v * 8), figure(bus := busbw(v, factor)),
                         figure(bus and bus * 8)] for name, v in stats.items()],
@@ -117,14 +116,13 @@ def latency(out: RunOutput, backend: str, dt: DType, count: int, small: int, k: 
     out.say("", table([[x["label"], x["rank"], *cells(x["one"]), *cells(x["many"]), figure(x["ratio"], ".2f")]
                        for x in per_rank], ["host:local_rank", "rank", "1xS ms", "algbw GBps", "busbw GBps",
                                             f"{k}xS/{k} ms", "algbw GBps", "busbw GBps", "ratio"]))
-    out.set(per_rank=per_rank)
     d1, dk = mean(g[0] for g in gathered), mean(g[1] for g in gathered)
     avg = row(None, "mean", d1, dk)
     out.say(f"\nmean over ranks: 1 x {format_size(big_bytes)} {ms(d1)} ms, busbw "
             f"{bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
             f"{ms(dk)} ms, busbw {bw_cells(avg['many']['busbw_GBps'])}; "
             f"the small calls took {figure(avg['ratio'], '.2f')}x as long")
-    out.set(summary=avg)
+    out.set(per_rank=per_rank, summary=avg)
     out.finish()
 
 
