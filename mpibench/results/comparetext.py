@@ -5,7 +5,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import UsageError
 from ..measure.sizes import format_size
 from . import numbers, reader, rows as rowkeys
-from .numbers import counted
 from .reader import Bandwidth
 from .schema import Doc
 from .tables import commented, table
@@ -56,8 +55,8 @@ def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], fo
     for p, (_, zero) in zip(paths, found):
         sizes = sorted({s for s, _ in zero})
         if zero:
-            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: its bandwidth is printed as "
-                  f"0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
+            print(f"# {p}: {numbers.counted(len(zero), 'row-mode')} not compared: its bandwidth is printed "
+                  f"as 0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
                   + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else ""))
 
 
@@ -119,7 +118,7 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
               f"{geo:.3f}")
     for p, f in zip(paths, figs):
         if missing := len(set(f) - set(common)):
-            print(f"# {counted(missing, 'row-mode')} of {p} not in every file: not compared")
+            print(f"# {numbers.counted(missing, 'row-mode')} of {p} not in every file: not compared")
     return failures
 
 

@@ -3,13 +3,12 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..measure.sizes import format_size
 from . import numbers, reader
-from .numbers import counted
 from .tables import commented
 
 
 def header(nsettings: int, swept: Sequence[str], command: Sequence[str], openmpi: bool,
            announcement: str, folder: str) -> None:
-    print(f"# mpibench sweep: {counted(nsettings, 'setting')} of "
+    print(f"# mpibench sweep: {numbers.counted(nsettings, 'setting')} of "
           f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
     print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
                                               if openmpi else ""))
