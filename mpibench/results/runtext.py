@@ -93,12 +93,12 @@ def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bo
 def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> None:
     """What the GPU buffers leave free for NCCL, and -e where it was lowered for that."""
     known = {name: r for name, r in rooms.items() if r is not None}
-    out.say(*(f"# device memory ({name}): " + (
-        f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
-        if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
-        + f", leaving {format_bytes(r['reserve_bytes'])} of the smallest GPU's "
-        f"{format_bytes(r['device_bytes'])} to NCCL's own buffers, graphs and the check (as "
-        f"nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)" for name, r in known.items()))
+    for name, r in known.items():
+        text = (f"-e lowered from {format_size(r['maxbytes'])} to {format_size(r['lowered_to'])}"
+                if r["lowered_to"] else f"-e {format_size(r['maxbytes'])} fits")
+        out.say(f"# device memory ({name}): {text}, leaving {format_bytes(r['reserve_bytes'])} "
+                f"of the smallest GPU's {format_bytes(r['device_bytes'])} to NCCL's own buffers, "
+                f"graphs and the check (as nccl-tests: 1 GiB per 16 GiB, at most 4, plus 1 GiB)")
     if known:
         out.set(device_memory=known)
 
@@ -106,12 +106,13 @@ def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> N
 def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> None:
     """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
     during capture (nccl-tests allocates its buffers with it)."""
-    out.say(*(f"# -G buffers ({name}): " + (
-        "ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), as nccl-tests': "
-        "NCCL registers them during graph capture" if b["registered"] else
-        f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies through its own "
-        "buffers where nccl-tests' ncclMemAlloc buffers are registered during capture (zero-copy "
-        "NVLS and CollNet)") for name, b in buffers.items()))
+    for name, b in buffers.items():
+        text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
+                "as nccl-tests': NCCL registers them during graph capture" if b["registered"] else
+                f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
+                "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
+                "registered during capture (zero-copy NVLS and CollNet)")
+        out.say(f"# -G buffers ({name}): {text}")
     if buffers:
         out.set(graph_buffers=buffers)
 
