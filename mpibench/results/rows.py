@@ -30,14 +30,11 @@ def one_mode(collective: str, backend: str, dtype: DType, size: int, count: int,
     figures = {"time_us": t * 1e6, "algbw_GBps": alg,
                "busbw_GBps": busbw(alg, factor) if alg is not None else None,
                "nwrong": sum(w or 0 for w in wrong or []) if checked else None}
-    row: Dict[str, Any] = {"collective": collective, "backend": backend, "size": size, "count": count,
-           "type": dtype.label, "dtype": dtype.name, "redop": redop, "root": root,
-           "bw_bytes": bw_bytes, "busbw_factor": factor,
-           "out_of_place": None, "in_place": None, mode: figures,
-           "per_rank_time_us": {mode: [s * 1e6 for s in seconds]},
-           "per_rank_nwrong": {mode: list(wrong) if wrong is not None else [None] * len(seconds)}}
-    row.update(extra)
-    return row
+    return {"collective": collective, "backend": backend, "size": size, "count": count,
+            "type": dtype.label, "dtype": dtype.name, "redop": redop, "root": root,
+            "bw_bytes": bw_bytes, "busbw_factor": factor, "out_of_place": None, "in_place": None,
+            mode: figures, "per_rank_time_us": {mode: [s * 1e6 for s in seconds]},
+            "per_rank_nwrong": {mode: list(wrong) if wrong is not None else [None] * len(seconds)}, **extra}
 
 
 def of_collective(coll: Collective, backend: str, dtype: DType, c: Counts, n: int, redop: str,
