@@ -141,8 +141,8 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
             f"rank r's flag is r+1, so every method must sum to {expected}")
     lines = []
     for i, name in enumerate(names):
+        times, sums = [g[0][i] for g in gathered], [g[1][i] for g in gathered]
         speedup = per_call[0] / per_call[i] if per_call[i] > 0 else None
-        sums_i = sorted({g[1][i] for g in gathered})
         # all_gather_object moves a pickled int of no fixed size: its time stands alone
         coll = {ALL_GATHER.name: ALL_GATHER, ALL_REDUCE.name: ALL_REDUCE}.get(name)
         c = Counts(1, n, 1, 1, 0) if coll is ALL_GATHER else Counts(1, 1, 1, 0, 0)
@@ -151,17 +151,14 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
                             coll.bw_bytes(c, INT64.size, n) if coll else None,
                             coll.busbw_factor(n) if coll else 0.0,
                             "in_place" if coll is ALL_REDUCE else "out_of_place",
-                            [g[0][i] for g in gathered],
-                            [0 if g[1][i] == expected else 1 for g in gathered],
+                            times, [0 if s == expected else 1 for s in sums],
                             method=name, calls=calls, time_per_call_us=per_call[i] * 1e6,
-                            total_s=per_call[i] * calls,
-                            slowest_rank_time_per_call_us=max(g[0][i] for g in gathered) * 1e6,
-                            speedup_vs_all_gather_object=speedup,
-                            sums=[g[1][i] for g in gathered], agrees=sums_i == [expected])
+                            total_s=per_call[i] * calls, slowest_rank_time_per_call_us=max(times) * 1e6,
+                            speedup_vs_all_gather_object=speedup, sums=sums, agrees=set(sums) == {expected})
         out.record_row(row)
         lines.append([name, f"{row['total_s']:.4f}", f"{row['time_per_call_us']:.1f}",
                       f"{row['slowest_rank_time_per_call_us']:.1f}", ratio(speedup, missing="n/a"),
-                      ",".join(str(s) for s in sums_i), "yes" if row["agrees"] else "NO"])
+                      ",".join(str(s) for s in sorted(set(sums))), "yes" if row["agrees"] else "NO"])
     out.say(table(lines, ["method", "total s (mean rank)", "us/call (mean rank)", "us/call (slowest rank)",
                           "speedup vs all_gather_object", "sum", "agrees"]))
     out.set(agree=not wrong)
