@@ -53,8 +53,7 @@ def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], fo
     for line in [reader.describe(p, d) for p, d in zip(paths, docs)] + list(notes):
         print(line)
     for p, (_, zero) in zip(paths, found):
-        sizes = sorted({s for s, _ in zero})
-        if zero:
+        if sizes := sorted({s for s, _ in zero}):
             print(f"# {p}: {numbers.counted(len(zero), 'row-mode')} not compared: its bandwidth is printed "
                   f"as 0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
                   + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else ""))
