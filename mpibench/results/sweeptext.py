@@ -45,10 +45,9 @@ def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], w
                 + [labels[max(per.items(), key=lambda x: x[1][0])[0]]]      # the best
                 for size, per in sorted(per_size.items())]
         lines += commented(rows, ["size"] + [labels[n] for n in names] + ["best"])
-    trained = [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
-                numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
-               for r in doc["settings"] for t in [r.get("train")] if t]
-    if trained:
+    if trained := [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
+                    numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
+                   for r in doc["settings"] for t in [r.get("train")] if t]:
         lines += ["#\n# train steps per setting"] + commented(
             trained, ["setting", "step ms", "tokens/s", "exposed", "hidden"])
     for line in lines:
