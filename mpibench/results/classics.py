@@ -47,25 +47,23 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
     """gathered[r][k]: rank r's seconds in trial k."""
     factor = ALL_REDUCE.busbw_factor(n)
     nbytes, ntrials = count * dt.size, len(gathered[0])
-    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
-                    "trials": ntrials, "warmup": warmup, "busbw_factor": factor})
-    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
-            f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
     out.trials = rows.Collector()
-    out.set(trials=ntrials)
-    c = ALL_REDUCE.counts(count, dt.size, n)
-    trial_bw = []
+    out.set(config={**out.doc["config"], "payload": nbytes, "count": count, "dtype": dt.name,
+                    "trials": ntrials, "warmup": warmup, "busbw_factor": factor}, trials=ntrials)
+    out.say(f"# {format_size(nbytes)} ({nbytes} bytes, {count} x {dt.name}) all_reduce on "
+            f"{counted(n, 'rank')}, {warmup} warm-up, {ntrials} trials, {busbw_text(factor, ' (2(n-1)/n)')}")
+    counts = ALL_REDUCE.counts(count, dt.size, n)
+    good = []
     for k in range(ntrials):
         # nccl-tests' -a 1: the mean time over ranks, and algbw = size / that time
-        row = rows.of_collective(ALL_REDUCE, backend, dt, c, n, "sum", -1, "in_place",
+        row = rows.of_collective(ALL_REDUCE, backend, dt, counts, n, "sum", -1, "in_place",
                                  [g[k] for g in gathered])
-        alg = row["in_place"]["algbw_GBps"]
-        trial_bw.append(alg)
-        out.add_row(row, f"trial {k + 1}: time {ms(row['in_place']['time_us'] / 1e6)} ms  "
-                         f"algbw {bw_cells(alg)}  busbw {bw_cells(busbw(alg, factor))}")
-    good = [bw for bw in trial_bw if bw is not None]
+        f = row["in_place"]
+        good += [] if f["algbw_GBps"] is None else [f["algbw_GBps"]]
+        out.add_row(row, f"trial {k + 1}: time {ms(f['time_us'] / 1e6)} ms  "
+                         f"algbw {bw_cells(f['algbw_GBps'])}  busbw {bw_cells(f['busbw_GBps'])}")
     stats = {name: fn(good) if good else None for name, fn in (("mean", mean), ("min", min), ("max", max))}
     out.say("", table([[name, figure(v), figure(v and v * 8), figure(bus := busbw(v, factor)),
                         figure(bus and bus * 8)] for name, v in stats.items()],
@@ -75,14 +73,12 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
                        for r, (label, t) in enumerate(zip(labels(records), means))],
                       ["rank", "host:local_rank", "mean ms", "algbw GBps", "busbw GBps"]))
     slow, fast = max(range(n), key=lambda r: means[r]), min(means)
-    out.say(f"\nslowest rank: {slow} on host {records[slow]['hostname']} (local rank "
-            f"{records[slow]['local_rank']}): mean {ms(means[slow])} ms, "
+    host, local = records[slow]["hostname"], records[slow]["local_rank"]
+    out.say(f"\nslowest rank: {slow} on host {host} (local rank {local}): mean {ms(means[slow])} ms, "
             f"{means[slow] / fast:.2f}x the fastest rank" if fast > 0 else "")
     out.set(summary={"algbw_GBps": stats, "busbw_GBps": {k: busbw(v, factor) for k, v in stats.items()},
-                     "per_rank_mean_time_us": [t * 1e6 for t in means],
-                     "slowest_rank": {"rank": slow, "host": records[slow]["hostname"],
-                                      "local_rank": records[slow]["local_rank"],
-                                      "mean_time_us": means[slow] * 1e6}})
+                     "per_rank_mean_time_us": [t * 1e6 for t in means], "slowest_rank": {
+                         "rank": slow, "host": host, "local_rank": local, "mean_time_us": means[slow] * 1e6}})
     out.finish()
 
 
@@ -120,14 +116,13 @@ def latency(out: RunOutput, backend: str, dt: DType, count: int, small: int, k: 
     out.say("", table([[x["label"], x["rank"], *cells(x["one"]), *cells(x["many"]), figure(x["ratio"], ".2f")]
                        for x in per_rank], ["host:local_rank", "rank", "1xS ms", "algbw GBps", "busbw GBps",
                                             f"{k}xS/{k} ms", "algbw GBps", "busbw GBps", "ratio"]))
-    out.set(per_rank=per_rank)
     d1, dk = mean(g[0] for g in gathered), mean(g[1] for g in gathered)
     avg = row(None, "mean", d1, dk)
     out.say(f"\nmean over ranks: 1 x {format_size(big_bytes)} {ms(d1)} ms, busbw "
             f"{bw_cells(avg['one']['busbw_GBps'])}; {k} x {format_size(small_bytes)} "
             f"{ms(dk)} ms, busbw {bw_cells(avg['many']['busbw_GBps'])}; "
             f"the small calls took {figure(avg['ratio'], '.2f')}x as long")
-    out.set(summary=avg)
+    out.set(per_rank=per_rank, summary=avg)
     out.finish()
 
 
@@ -146,8 +141,8 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
             f"rank r's flag is r+1, so every method must sum to {expected}")
     lines = []
     for i, name in enumerate(names):
+        times, sums = [g[0][i] for g in gathered], [g[1][i] for g in gathered]
         speedup = per_call[0] / per_call[i] if per_call[i] > 0 else None
-        sums_i = sorted({g[1][i] for g in gathered})
         # all_gather_object moves a pickled int of no fixed size: its time stands alone
         coll = {ALL_GATHER.name: ALL_GATHER, ALL_REDUCE.name: ALL_REDUCE}.get(name)
         c = Counts(1, n, 1, 1, 0) if coll is ALL_GATHER else Counts(1, 1, 1, 0, 0)
@@ -156,17 +151,14 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
                             coll.bw_bytes(c, INT64.size, n) if coll else None,
                             coll.busbw_factor(n) if coll else 0.0,
                             "in_place" if coll is ALL_REDUCE else "out_of_place",
-                            [g[0][i] for g in gathered],
-                            [0 if g[1][i] == expected else 1 for g in gathered],
+                            times, [0 if s == expected else 1 for s in sums],
                             method=name, calls=calls, time_per_call_us=per_call[i] * 1e6,
-                            total_s=per_call[i] * calls,
-                            slowest_rank_time_per_call_us=max(g[0][i] for g in gathered) * 1e6,
-                            speedup_vs_all_gather_object=speedup,
-                            sums=[g[1][i] for g in gathered], agrees=sums_i == [expected])
+                            total_s=per_call[i] * calls, slowest_rank_time_per_call_us=max(times) * 1e6,
+                            speedup_vs_all_gather_object=speedup, sums=sums, agrees=set(sums) == {expected})
         out.record_row(row)
         lines.append([name, f"{row['total_s']:.4f}", f"{row['time_per_call_us']:.1f}",
                       f"{row['slowest_rank_time_per_call_us']:.1f}", ratio(speedup, missing="n/a"),
-                      ",".join(str(s) for s in sums_i), "yes" if row["agrees"] else "NO"])
+                      ",".join(str(s) for s in sorted(set(sums))), "yes" if row["agrees"] else "NO"])
     out.say(table(lines, ["method", "total s (mean rank)", "us/call (mean rank)", "us/call (slowest rank)",
                           "speedup vs all_gather_object", "sum", "agrees"]))
     out.set(agree=not wrong)

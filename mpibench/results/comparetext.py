@@ -5,7 +5,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import UsageError
 from ..measure.sizes import format_size
 from . import numbers, reader, rows as rowkeys
-from .numbers import counted
 from .reader import Bandwidth
 from .schema import Doc
 from .tables import commented, table
@@ -51,15 +50,12 @@ def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
 
 def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], found: Sequence[Found]) -> None:
     """Each file's description, the tests used, and the rows too slow to print."""
-    for p, d in zip(paths, docs):
-        print(reader.describe(p, d))
-    for line in notes:
+    for line in [reader.describe(p, d) for p, d in zip(paths, docs)] + list(notes):
         print(line)
     for p, (_, zero) in zip(paths, found):
-        sizes = sorted({s for s, _ in zero})
-        if zero:
-            print(f"# {p}: {counted(len(zero), 'row-mode')} not compared: its bandwidth is printed as "
-                  f"0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
+        if sizes := sorted({s for s, _ in zero}):
+            print(f"# {p}: {numbers.counted(len(zero), 'row-mode')} not compared: its bandwidth is printed "
+                  f"as 0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
                   + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else ""))
 
 
@@ -68,14 +64,13 @@ def train_steps(paths: Sequence[str], docs: Sequence[Doc], min_share: Optional[f
     base = docs[0]["train"]["summary"]["tokens_per_s"]
     rows, failures = [], []
     for i, (path, doc) in enumerate(zip(paths, docs)):
-        t, s = doc["train"], doc["train"]["summary"]
-        world = doc.get("world") or {}
+        t, s, world = doc["train"], doc["train"]["summary"], doc.get("world") or {}
+        share = s["tokens_per_s"] / base
         rows.append([path, t["model"]["preset"], t["parallel"], world.get("size", "?"),
                      len(world.get("hosts") or []), numbers.ms(s["step_s"]), f"{s['tokens_per_s']:.1f}",
-                     numbers.pct(s.get("exposed_share")), numbers.pct(s.get("hidden_share")),
-                     f"{s['tokens_per_s'] / base:.3f}"])
-        if i and min_share is not None and s["tokens_per_s"] / base < min_share:
-            failures.append(f"{path}: train throughput at {s['tokens_per_s'] / base:.3f}x the baseline")
+                     numbers.pct(s.get("exposed_share")), numbers.pct(s.get("hidden_share")), f"{share:.3f}"])
+        if i and min_share is not None and share < min_share:
+            failures.append(f"{path}: train throughput at {share:.3f}x the baseline")
     print("# train: throughput against the first file")
     print("\n".join(commented(rows, ["file", "model", "parallel", "ranks", "hosts", "step ms",
                                      "tokens/s", "exposed", "hidden", "vs base"])))
@@ -122,7 +117,7 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
               f"{geo:.3f}")
     for p, f in zip(paths, figs):
         if missing := len(set(f) - set(common)):
-            print(f"# {counted(missing, 'row-mode')} of {p} not in every file: not compared")
+            print(f"# {numbers.counted(missing, 'row-mode')} of {p} not in every file: not compared")
     return failures
 
 

@@ -14,11 +14,9 @@ def hosts(out: RunOutput, per_host: Mapping[str, Dict[str, Any]], ranks: Mapping
         v, cvd = f["versions"], f["cuda_visible_devices"]
         lines = [f"#\n# host {host} ({plural(len(ranks[host]), 'rank')} {', '.join(map(str, ranks[host]))})",
                  "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]
-        if f["gpus"]:
-            models = sorted({g["name"] for g in f["gpus"]})
-            gpu = f"{len(f['gpus'])} x {', '.join(models)}, driver {f['driver']}"
-        else:
-            gpu = "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else "")
+        models = ", ".join(sorted({g["name"] for g in f["gpus"]}))
+        gpu = (f"{len(f['gpus'])} x {models}, driver {f['driver']}" if f["gpus"]
+               else "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else ""))
         lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
         lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in f["env"].items()) if f["env"]
                                           else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))

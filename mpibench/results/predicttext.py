@@ -48,22 +48,18 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], target: int, un
 def summary(results: List[Checked], target: int, files: str, large: int) -> None:
     """Per collective where there are several, then all: every size, then sizes >= large."""
     colls = sorted({r[0] for r in results})
-    for coll in colls if len(colls) > 1 else []:
-        _summary([r for r in results if r[0] == coll], target, files, large, f"{coll}: ")
-    _summary(results, target, files, large, "")
-
-
-def _summary(results: List[Checked], target: int, files: str, large: int, prefix: str) -> None:
-    print("#")
-    for label, rows in (("", results), (f", sizes >= {format_size(large)}",
-                                        [r for r in results if r[1] >= large])):
-        head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
-        guesses = sum(r[3] is None for r in rows)
-        rows = [r for r in rows if r[3] is not None]
-        if not rows:
-            print(head + f"no rows predicted ({guesses} not, *)")
-            continue
-        worst, inside = max(rows, key=lambda r: abs(r[2])), sum(1 for r in rows if r[3])
-        print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
-              f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
-              f"{inside} of {len(rows)} inside the interval, {guesses} more not predicted (*)")
+    each = [(f"{c}: ", [r for r in results if r[0] == c]) for c in colls] if len(colls) > 1 else []
+    for prefix, mine in each + [("", results)]:
+        print("#")
+        large_rows = [r for r in mine if r[1] >= large]
+        for label, rows in (("", mine), (f", sizes >= {format_size(large)}", large_rows)):
+            head = f"# {prefix}prediction vs measured at {target} ranks ({files}){label}: "
+            guesses = sum(r[3] is None for r in rows)
+            rows = [r for r in rows if r[3] is not None]
+            if not rows:
+                print(head + f"no rows predicted ({guesses} not, *)")
+                continue
+            worst, inside = max(rows, key=lambda r: abs(r[2])), sum(1 for r in rows if r[3])
+            print(head + f"median |error| {statistics.median(abs(r[2]) for r in rows):.1%}, max "
+                  f"{abs(worst[2]):.1%} ({worst[0]} {format_size(worst[1])}), {len(rows)} rows, "
+                  f"{inside} of {len(rows)} inside the interval, {guesses} more not predicted (*)")

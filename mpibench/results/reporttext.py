@@ -27,11 +27,9 @@ def _title(doc: Doc, test: int, setting: str, collective: str) -> str:
 def _test_average(doc: Doc, test: int) -> List[str]:
     """The average a test of a printed log had, as a summary line (several tests only)."""
     info = reader.test_info(doc, test)
-    if not info:
-        return []
-    avg = info["average_bus_bandwidth"]
-    if avg is None and doc.get("average_bus_bandwidth") is not None:
-        return []           # one average for every table (mpibench's own output)
+    avg = info["average_bus_bandwidth"] if info else None
+    if not info or avg is None and doc.get("average_bus_bandwidth") is not None:
+        return []           # no test, or one average for every table (mpibench's own output)
     return [f"# {'Avg bus bandwidth':<20s} : {'n/a (not in the log)' if avg is None else format(avg, 'g')}"]
 
 

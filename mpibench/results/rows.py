@@ -1,9 +1,7 @@
-"""Rows of a results document: what identifies one (key); one from every rank's time, for the
-commands that time one collective at a time (allreduce, latency, flagsync, demo, check, p2p),
-shaped as a row of `run` (nccl-tests' keys, one mode) so that report, compare and plot read
-every file alike; and one from K trials of run --trials (merge, Collector): the medians under
-nccl-tests' keys, every trial under `trials`, and per mode a `spread` (min, max, cv of the
-time) and `unstable` when (max - min) / median exceeds a threshold."""
+"""Rows of a results document: their key; a row from every rank's time, shaped as a row of `run`
+(nccl-tests' keys, one mode) for the commands that time one collective at a time, so that report,
+compare and plot read every file alike; and run --trials' merge of K trials (medians under
+nccl-tests' keys, every trial under `trials`, per mode its time's `spread` and `unstable`)."""
 from statistics import mean, median, pstdev
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -32,14 +30,11 @@ def one_mode(collective: str, backend: str, dtype: DType, size: int, count: int,
     figures = {"time_us": t * 1e6, "algbw_GBps": alg,
                "busbw_GBps": busbw(alg, factor) if alg is not None else None,
                "nwrong": sum(w or 0 for w in wrong or []) if checked else None}
-    row: Dict[str, Any] = {"collective": collective, "backend": backend, "size": size, "count": count,
-           "type": dtype.label, "dtype": dtype.name, "redop": redop, "root": root,
-           "bw_bytes": bw_bytes, "busbw_factor": factor,
-           "out_of_place": None, "in_place": None, mode: figures,
-           "per_rank_time_us": {mode: [s * 1e6 for s in seconds]},
-           "per_rank_nwrong": {mode: list(wrong) if wrong is not None else [None] * len(seconds)}}
-    row.update(extra)
-    return row
+    return {"collective": collective, "backend": backend, "size": size, "count": count,
+            "type": dtype.label, "dtype": dtype.name, "redop": redop, "root": root,
+            "bw_bytes": bw_bytes, "busbw_factor": factor, "out_of_place": None, "in_place": None,
+            mode: figures, "per_rank_time_us": {mode: [s * 1e6 for s in seconds]},
+            "per_rank_nwrong": {mode: list(wrong) if wrong is not None else [None] * len(seconds)}, **extra}
 
 
 def of_collective(coll: Collective, backend: str, dtype: DType, c: Counts, n: int, redop: str,

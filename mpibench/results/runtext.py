@@ -79,15 +79,13 @@ def memory_note(backends: Sequence[TorchBackend]) -> Optional[str]:
 
 
 def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bool) -> None:
-    for name, costs in launch.items():
-        figures = ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items())
-        marked = ("with -G a graph launch starts every captured call, so no row is marked "
-                  "launch-bound" if graph else
-                  f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
-                  f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
-        out.say(f"# launch cost ({name}), us per call, the host's time to start one call at "
-                f"the smallest size ({launchcost.LAUNCHES} calls without waiting, slowest "
-                f"rank): {figures}; {marked}")
+    marked = ("with -G a graph launch starts every captured call, so no row is marked launch-bound"
+              if graph else f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
+              f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")
+    out.say(*(f"# launch cost ({name}), us per call, the host's time to start one call at the smallest "
+              f"size ({launchcost.LAUNCHES} calls without waiting, slowest rank): "
+              + ", ".join(f"{c} {numbers.us(s)}" for c, s in costs.items()) + f"; {marked}"
+              for name, costs in launch.items()))
     if launch:
         out.set(launch_cost_us={b: {c: s * 1e6 for c, s in costs.items()} for b, costs in launch.items()})
 

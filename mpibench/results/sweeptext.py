@@ -3,13 +3,12 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..measure.sizes import format_size
 from . import numbers, reader
-from .numbers import counted
 from .tables import commented
 
 
 def header(nsettings: int, swept: Sequence[str], command: Sequence[str], openmpi: bool,
            announcement: str, folder: str) -> None:
-    print(f"# mpibench sweep: {counted(nsettings, 'setting')} of "
+    print(f"# mpibench sweep: {numbers.counted(nsettings, 'setting')} of "
           f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
     print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
                                               if openmpi else ""))
@@ -36,8 +35,7 @@ def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], w
         if mode is None or (bw := reader.bandwidth(row, mode)) is None:
             continue
         group = (row["collective"], row.get("dtype", row["type"]), row["redop"], mode)
-        value, _, _, metric = bw
-        table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (value, metric)
+        table.setdefault(group, {}).setdefault(row["size"], {})[row["setting"]] = (bw[0], bw[3])
     lines = []
     for (coll, dtype, redop, mode), per_size in table.items():
         metric = next(iter(next(iter(per_size.values())).values()))[1]
@@ -47,10 +45,9 @@ def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], w
                 + [labels[max(per.items(), key=lambda x: x[1][0])[0]]]      # the best
                 for size, per in sorted(per_size.items())]
         lines += commented(rows, ["size"] + [labels[n] for n in names] + ["best"])
-    trained = [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
-                numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
-               for r in doc["settings"] for t in [r.get("train")] if t]
-    if trained:
+    if trained := [[labels[r["setting"]], numbers.ms(t["step_s"]), f"{t['tokens_per_s']:.1f}",
+                    numbers.pct(t.get("exposed_share")), numbers.pct(t.get("hidden_share"))]
+                   for r in doc["settings"] for t in [r.get("train")] if t]:
         lines += ["#\n# train steps per setting"] + commented(
             trained, ["setting", "step ms", "tokens/s", "exposed", "hidden"])
     for line in lines:

@@ -59,11 +59,6 @@ def spread_pct(row: Dict[str, Any], key: ModeKey) -> Optional[float]:
     return (max(times) - min(times)) / avg * 100 if avg > 0 else None
 
 
-def _spread_cells(row: Dict[str, Any]) -> str:
-    return "".join("  %6s" % ("-" if p is None else "%6.1f" % p)
-                   for p in (spread_pct(row, k) for k in MODES))
-
-
 def _mode_values(m: Optional[Figures]) -> Tuple[str, str, str, str]:
     """time, algbw, busbw, #wrong of one mode, as nccl-tests writes them (n/a: not measured)."""
     if m is None:
@@ -82,23 +77,25 @@ ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
                "out rank spread (%)", "in rank spread (%)"]
 
 
+def _cells(row: Dict[str, Any], per_iter: bool = False) -> List[Tuple[int, str]]:
+    """(width, text) of each cell of row_line, right-aligned in it."""
+    cells = list(zip((10, 12, 8, 6, 6), (str(row[k]) for k in ("size", "count", "type", "redop", "root"))))
+    for m in (row[key] for key in MODES):
+        cells += zip((7, 6, 6, 6), _mode_values(m))
+        p = m.get("per_iter") if m else None        # -I 1's i_min, i_max, i_p99, i_cv%
+        if per_iter:
+            cells += zip((7,) * 4, [fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct")]
+                         if p else ("",) * 4)
+    return cells + [(6, "-" if p is None else "%6.1f" % p) for p in (spread_pct(row, k) for k in MODES)]
+
+
 def row_cells(row: Dict[str, Any]) -> List[str]:
     """The cells of row_line, for tables in other formats (markdown)."""
-    cells = [str(row["size"]), str(row["count"]), row["type"], row["redop"], str(row["root"])]
-    for key in MODES:
-        cells += [v.strip() for v in _mode_values(row[key])]
-    return cells + _spread_cells(row).split()
+    return [text.strip() for _, text in _cells(row)]
 
 
 def row_line(row: Dict[str, Any], per_iter: bool = False) -> str:
-    line = "  %10d  %12d  %8s  %6s  %6s" % tuple(row[k] for k in ("size", "count", "type", "redop", "root"))
-    for m in (row[key] for key in MODES):
-        line += "  %7s  %6s  %6s  %6s" % _mode_values(m)
-        p = m.get("per_iter") if m else None        # -I 1's i_min, i_max, i_p99, i_cv%
-        if per_iter:
-            line += "  %7s  %7s  %7s  %7s" % (
-                tuple(fnum(p[k], 7) for k in ("min_us", "max_us", "p99_us", "cv_pct")) if p else ("",) * 4)
-    return line + _spread_cells(row)
+    return "".join("  " + text.rjust(width) for width, text in _cells(row, per_iter))
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:

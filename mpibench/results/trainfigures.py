@@ -26,31 +26,27 @@ def job_times(steps: List[Step], kind: Literal["synced_s", "unsynced_s"]) -> Lis
 
 def figures(train: Train, n: int, alone: Dict[Tuple[str, int], float]) -> Dict[str, Any]:
     """The summary of the timed steps; alone: {(collective, size): s} of its calls timed alone."""
-    steps = train["steps"]
-    synced, unsynced = job_times(steps, "synced_s"), job_times(steps, "unsynced_s")
-    step = median(synced) if synced else median(unsynced)
-    compute = median(unsynced)
-    m = train["model"]
-    out: Dict[str, Any] = {"step_s": step, "compute_s": compute,
-                           "tokens_per_s": n * train["batch_per_rank"] * m["seq"] / step,
-                           "samples_per_s": n * train["batch_per_rank"] / step,
-                           "exposed_s": None, "exposed_share": None, "alone_s": None,
-                           "hidden_share": None, "gradient_bytes": None, "bus_bytes": None,
-                           "busbw_GBps": None}
+    synced, unsynced = job_times(train["steps"], "synced_s"), job_times(train["steps"], "unsynced_s")
+    step = median(synced or unsynced)
+    samples = n * train["batch_per_rank"]       # the job's per step
+    out: Dict[str, Any] = {"step_s": step, "compute_s": median(unsynced),
+                           "tokens_per_s": samples * train["model"]["seq"] / step,
+                           "samples_per_s": samples / step,
+                           **dict.fromkeys(("exposed_s", "exposed_share", "alone_s", "hidden_share",
+                                            "gradient_bytes", "bus_bytes", "busbw_GBps"))}
     if synced:
         # A/B pairs on the same ranks: the median of the differences, not of each side.
         exposed = median(a - b for a, b in zip(synced, unsynced))
         out.update(exposed_s=exposed, exposed_share=exposed / step)
     calls = train.get("collectives") or []
     if calls:
-        reduced = [c for c in calls if c["collective"] in ("all_reduce", "reduce_scatter")]
-        out["gradient_bytes"] = sum(c["size"] * c["count"] for c in reduced)
+        out["gradient_bytes"] = sum(c["size"] * c["count"] for c in calls
+                                    if c["collective"] in ("all_reduce", "reduce_scatter"))
         out["bus_bytes"] = sum(c["size"] * c["count"] * REGISTRY[c["collective"]].busbw_factor(n)
                                for c in calls)
     if calls and alone and all((c["collective"], c["size"]) in alone for c in calls):
         total = sum(alone[(c["collective"], c["size"])] * c["count"] for c in calls)
-        out["alone_s"] = total
-        out["busbw_GBps"] = out["bus_bytes"] / total / 1e9 if total > 0 else None
+        out.update(alone_s=total, busbw_GBps=out["bus_bytes"] / total / 1e9 if total > 0 else None)
         if out["exposed_s"] is not None and total > 0:
             out["hidden_share"] = 1 - out["exposed_s"] / total
     return out

@@ -94,9 +94,8 @@ def header_line(train: Dict[str, Any]) -> str:
 def text(doc: Dict[str, Any]) -> List[str]:
     """What report prints for a train document (its rows are printed as run's)."""
     train = doc["train"]
-    n = (doc.get("world") or {}).get("size") or 1
-    lines = [header_line(train), steps_title(train), STEP_HEADER]
-    return lines + [step_line(r) for r in train["steps"]] + closing_lines(train, n)
+    return ([header_line(train), steps_title(train), STEP_HEADER] + [step_line(r) for r in train["steps"]]
+            + closing_lines(train, (doc.get("world") or {}).get("size") or 1))
 
 
 def closing_lines(train: Dict[str, Any], n: int) -> List[str]:
