@@ -15,7 +15,7 @@ def rank_line(r: Dict[str, Any]) -> str:
 def describe(out: Any, records: Sequence[Dict[str, Any]], world: Dict[str, Any], nbackends: int,
              versions: Dict[str, Optional[str]], differences: Sequence[str],
              env: Dict[str, str]) -> None:
-    """world: the document's (diagnose/preamble.py); versions: rank 0's; differences: lines
+    """world: the document's (diagnose/rankfacts.py); versions: rank 0's; differences: lines
     on the versions that differ between hosts; env: the network variables set."""
     out.say("#\n# Using devices", *map(rank_line, records))
     size, hosts = world["size"], len(world["hosts"])
