@@ -73,13 +73,18 @@ class Model:
 
     def time(self, x, feats):
         """The time of what NCCL runs: its choice's weights on every candidate's times."""
-        c, np_, out = np.exp(x), len(self.protos), []
+        c, out = np.exp(x), []
         for (a, p), (i, e, b, two) in zip(self.cands, feats[0]):
-            k = self.protos.index(p)
-            eff = 1.0 if p == "Simple" else _share(x[3 * np_ + len(self.algos) + k])
-            bw = c[3 * np_ + self.algos.index(a)] * np.exp(x[-1] * two) * eff
-            out.append(c[3 * k] + c[3 * k + 1] * i + c[3 * k + 2] * e + b / bw)
+            k = 3 * self.protos.index(p)
+            out.append(c[k] + c[k + 1] * i + c[k + 2] * e + b / self.bandwidth(x, c, a, p, two))
         return (np.array(out) * feats[1]).sum(axis=0)
+
+    def bandwidth(self, x, c, a, p, two=0.0):
+        """a's B (c: exp(x)) x p's share of it (a logistic, below 1), x its factor on 1-2 nodes (two)."""
+        np_ = len(self.protos)
+        eff = 1.0 if p == "Simple" else \
+            1.0 / (1.0 + np.exp(-x[3 * np_ + len(self.algos) + self.protos.index(p)]))
+        return c[3 * np_ + self.algos.index(a)] * np.exp(x[-1] * two) * eff
 
     def start(self, pts, secs):
         """Initial constants: the smallest time as latency, the largest bytes / time as bandwidth."""
@@ -88,11 +93,6 @@ class Model:
         x += [log(bw) + (log(0.9) if a == "tree" else 0.0) for a in self.algos]
         x += [log(0.3 / 0.7)] * (len(self.protos) - 1)
         return np.array(x + [0.0])
-
-
-def _share(v):
-    """A protocol's share of the bandwidth, below 1 (a logistic of its parameter)."""
-    return 1.0 / (1.0 + np.exp(-v))
 
 
 def _lm(residuals, x, iters=80):
@@ -225,11 +225,8 @@ def describe(f):
         return [f"p2p by bytes per peer (fitted to the input sizes within {NEAR:g}x of each); network GB/s "
                 f"per rank {bw}: cost per peer ~ peers^{f['trend']:.3f}; predicted: midway from none to that"]
     m, c, out = f["model"], np.exp(f["best"]), []
-    np_ = len(m.protos)
     for a, p in m.cands:
-        k = m.protos.index(p)
-        bw = c[3 * np_ + m.algos.index(a)] * (
-            1.0 if p == "Simple" else _share(f["best"][3 * np_ + len(m.algos) + k]))
+        k, bw = m.protos.index(p), m.bandwidth(f["best"], c, a, p)
         got = f["chosen"].get((a, p))
         seen = f"NCCL's at {format_size(min(got))}-{format_size(max(got))}" if got else "never NCCL's"
         out.append(f"{a}/{p}: base {c[3 * k] * 1e6:.1f} us, {c[3 * k + 1] * 1e6:.2f} us per "

@@ -20,6 +20,7 @@ RELATIVE = 0.8          # relative mode: fail below this share of the median hos
 RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
 ROUNDS = 3         # a suspect host is condemned when it misses in each of this many retests,
 PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine lasts about one
+MOVED = "; counters moved: "
 
 
 def read_expect(path):
@@ -200,8 +201,7 @@ class Judge:
         for h, fig in per_host(gathered).items():
             self.hosts[h]["intra"] = fig
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
-        lim = self.limits.get("intra") or relative(self.figures["intra"], "host",
-                                                              "the retest decides")
+        lim = self.limits.get("intra") or relative(self.figures["intra"], "host", "the retest decides")
         self.doc["config"]["thresholds"]["intra"] = lim
         self.suspects = {h: why for h in self.names
                          for why in [reason(self.hosts[h]["intra"], lim)] if why}
@@ -298,8 +298,8 @@ class Judge:
             self.figures["pair"].append(f["busbw_GBps"])
         return oks
 
-    def moved(self, host, ports=None):
-        """Counter changes on a host over every round, on ports (None: all), rises summed."""
+    def moved(self, host, ports=None, lead=""):
+        """lead and a host's counter changes over every round on ports (None: all), rises summed; or ''."""
         out, sums = [], {}
         for per_round in self.doc.get("counters_moved", []):
             for c in hostfacts.on_ports(per_round.get(host, []), ports):
@@ -311,7 +311,7 @@ class Judge:
                     sums[key]["moved"] += c["moved"]
                 else:
                     out.append(c)
-        return out
+        return lead + hostfacts.describe_changes(out) if out else ""
 
     def _failed_with(self, host, rail=None):
         """'h4 (0.015 GB/s), h2 (0.016 GB/s)': whom a host (or one rail of it) failed with."""
@@ -321,9 +321,6 @@ class Judge:
                          + spread_text(p) + ")"
                          for p in self.hosts[host]["pairs"]
                          if not p["passed"] and (rail is None or p["rail"] == rail))
-
-    def _moved_text(self, moved):
-        return f"; counters moved: {hostfacts.describe_changes(moved)}" if moved else ""
 
     def pair_verdict(self, verdict, fabric):
         """The failed hosts and rails, the suspect links and switches of fabricplan's verdict."""
@@ -368,15 +365,13 @@ class Judge:
                        + self._failed_with(h)
                        + (f"; {len(proven)} of {len(failed)} passed with other hosts" if proven
                           else "; none passed with another host to compare")
-                       + self._moved_text(self.moved(h)))
+                       + self.moved(h, lead=MOVED))
 
     def _named_links(self, verdict, fabric):
         """The names of the named links but a failed host's; a failed rail makes its host RAIL."""
         drained = set(verdict["failed_hosts"])
         suspects = []
-        for link in verdict["named"]:
-            if link[0] == "nic" and link[1] in drained:
-                continue
+        for link in (x for x in verdict["named"] if x[0] != "nic" or x[1] not in drained):
             if link[0] == "nic":
                 h, rail = fabric.names[link[1]], link[2]
                 nic = fabric.nics.get((link[1], rail))
@@ -384,7 +379,7 @@ class Judge:
                 self.hosts[h]["reasons"].append(
                     f"rail {rail}" + (f" ({nic})" if nic else "") + f": below "
                     f"{limit_text(self.pair_limit)} with {self._failed_with(h, rail)}; its "
-                    f"other rails passed" + self._moved_text(self.moved(h, {nic} if nic else None)))
+                    f"other rails passed" + self.moved(h, {nic} if nic else None, MOVED))
                 if self.hosts[h]["verdict"] == "PASS":
                     self.hosts[h]["verdict"] = "RAIL"
             suspects.append(fabric.name(link))
@@ -408,7 +403,7 @@ class Judge:
 
     def counter_warnings(self):
         """[(host, counters that moved)] for the hosts that passed all the same."""
-        return [(h, hostfacts.describe_changes(moved)) for h in self.names
+        return [(h, moved) for h in self.names
                 for moved in [self.moved(h)] if moved and self.hosts[h]["verdict"] == "PASS"]
 
     def _fail(self, host, reason):

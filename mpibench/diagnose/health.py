@@ -85,8 +85,7 @@ def _verdict(session, out, args, judge, facts):
               if findings.severity(f) == findings.ERROR]
     reasons = entry["reasons"] + [f"doctor: {e}" for e in errors]
     if errors:
-        entry["verdict"] = "FAIL"
-        entry["reasons"] = reasons
+        entry.update(verdict="FAIL", reasons=reasons)
     node = os.environ.get("SLURMD_NODENAME") or host.split(".")[0]   # as SLURM names it to its scripts
     reason = (reasons[0] + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")) \
         if reasons else None

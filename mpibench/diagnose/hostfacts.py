@@ -127,9 +127,7 @@ def collect(session, root="/"):
                             "--format=csv,noheader"])
     gpus = [parts for line in (text or "").strip().splitlines()
             for parts in [[p.strip() for p in line.split(",")]] if len(parts) >= 3]
-    topo = None
-    if not error:
-        topo, error = run_tool(["nvidia-smi", "topo", "-m"])
+    topo, error = run_tool(["nvidia-smi", "topo", "-m"]) if not error else (None, error)
     topo = topo.rstrip() if topo else None
     return {"host": session.hostname, "rank": session.rank, "root": root,
             "versions": rankfacts.versions(),

@@ -66,7 +66,11 @@ def localise(fabric, results):
     else:
         cands, cover, order, unexplained = _candidates(failed, good)
         named, ties = _greedy(cands, cover, order)
-        thin = _thin(named, cands, cover)
+        # thin: a named link one failed path alone accuses (its other failed paths hold another
+        # named link): a healthy host whose one good partner a passing disturbance slowed
+        named_set = set(named)
+        thin = [x for x in named if sum(not any(y != x and y in named_set for y in cands[i])
+                                        for i in cover[x]) == 1]
     # links on failed paths, never on a passed one, that the verdict did not need: a bad
     # partner on each of their paths hid them (worth a deciding pair)
     settled = set(named) | {x for t in ties for x in t}
@@ -75,8 +79,10 @@ def localise(fabric, results):
     unexplained = list(dict.fromkeys(unexplained))            # a path retested: once
     transient = [p for p in unexplained if p in passed]      # failed once, passed again
     unexplained = [p for p in unexplained if p not in passed]
+    count = Counter(x for _, links in failed for x in links)      # once: a settled link's one failure
+    once = list(dict.fromkeys(p for p, links in failed if any(count[x] == 1 for x in links if x in settled)))
     return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
-            "unproven": unproven, "transient": transient, "thin": thin, "once": _once(failed, settled),
+            "unproven": unproven, "transient": transient, "thin": thin, "once": once,
             "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
 
 
@@ -120,21 +126,6 @@ def _greedy(cands, cover, order):
         else:
             named.append(x)
     return named, ties
-
-
-def _thin(named, cands, cover):
-    """The named links that one failed path alone accuses (their other failed paths hold
-    another named link): a healthy host whose one good partner a passing disturbance slowed."""
-    named_set = set(named)
-    return [x for x in named            # exactly one of its failed paths names x alone
-            if sum(not any(y != x and y in named_set for y in cands[i]) for i in cover[x]) == 1]
-
-
-def _once(failed, settled):
-    """The failed paths that are the one failed measurement of a named or tied link."""
-    count = Counter(x for _, links in failed for x in links)
-    return list(dict.fromkeys(p for p, links in failed
-                              if any(count[x] == 1 for x in links if x in settled)))
 
 
 def _failed_hosts(fabric, named):
