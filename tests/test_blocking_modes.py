@@ -212,9 +212,8 @@ def test_nccl_communicator_is_created_at_init():
     """NCCL gets init_process_group(device_id=...) where torch takes it, so its communicator
     exists before the first timed row or CUDA graph capture; gloo gets nothing extra."""
     from types import SimpleNamespace
-    import torch.distributed as dist
     from mpibench.launch import bootstrap
     gpu = SimpleNamespace(device=torch.device("cuda", 0))
-    assert bootstrap._eager(dist, gpu, "nccl") == {"device_id": torch.device("cuda", 0)}
-    assert bootstrap._eager(dist, gpu, "gloo") == {}
-    assert bootstrap._eager(dist, SimpleNamespace(device=None), "nccl") == {}
+    assert bootstrap._eager(gpu, "nccl") == {"device_id": torch.device("cuda", 0)}
+    assert bootstrap._eager(gpu, "gloo") == {}
+    assert bootstrap._eager(SimpleNamespace(device=None), "nccl") == {}

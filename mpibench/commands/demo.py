@@ -6,7 +6,6 @@ from ..measure.collectives.reduce_scatter import COLLECTIVE as REDUCE_SCATTER
 from ..measure.collectives.base import Counts
 from ..measure.engine import tensor
 from ..results import classics
-from ..results.classics import INT64
 from .common import classic
 
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
@@ -30,7 +29,7 @@ def execute(session, args):
     engine = classic.engine(session, backend, 0)
 
     def make(values):
-        return tensor(session, backend, INT64, len(values), values)
+        return tensor(session, backend, classics.INT64, len(values), values)
 
     reduced, bcast = make([r]), make([n if r == 0 else r])
     # (collective, what this rank sends and holds before, what it holds after, expected)
@@ -43,7 +42,7 @@ def execute(session, args):
         counts, mode, op, root = SHAPES[coll.name](n)
         shapes.append((coll, counts, mode, op, root, expected))
         call = engine.bind_checked(coll, before, after, classic.ctx(
-            session, backend, INT64, 1, op=op, root=root, in_place=mode == "in_place"))
+            session, backend, classics.INT64, 1, op=op, root=root, in_place=mode == "in_place"))
         session.watch.arm(f"demo: {coll.name}")
         held = before.tolist()
         seconds, _ = engine.time_calls(call, 1, first=False)    # the one call: no warm-up

@@ -3,7 +3,6 @@ from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.engine import tensor
 from ..results import classics
-from ..results.classics import INT64
 from .common import classic, options
 
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
@@ -20,14 +19,14 @@ def add_arguments(p):
 def execute(session, args):
     backend, out, records = classic.begin(session, args, "three ways to sum a done flag")
     n, flag = session.size, session.rank + 1
-    one, gathered_t, reduced = (tensor(session, backend, INT64, k) for k in (1, n, 1))
+    one, gathered_t, reduced = (tensor(session, backend, classics.INT64, k) for k in (1, n, 1))
     methods = [
         ("all_gather_object", backend.allgather_object(flag), sum),
         (ALL_GATHER.name, backend.bind(ALL_GATHER, one, gathered_t, classic.ctx(
-            session, backend, INT64, 1, op="none", in_place=False), False),
+            session, backend, classics.INT64, 1, op="none", in_place=False), False),
          lambda _: int(gathered_t.sum())),
         (ALL_REDUCE.name, backend.bind(ALL_REDUCE, reduced, reduced,
-                                       classic.ctx(session, backend, INT64, 1), False),
+                                       classic.ctx(session, backend, classics.INT64, 1), False),
          lambda _: int(reduced.sum())),
     ]
     engine = classic.engine(session, backend, args.warmup)

@@ -54,8 +54,7 @@ def series(named_docs, metric, modes, only):
                 out.setdefault(row["collective"], {}).setdefault(parts, []).append(
                     (row["size"], value, low, high))
         entries = doc.get("p2p")
-        for entry in entries if isinstance(entries, list) else [entries] if entries else []:
-            p2p.append((name, entry))
+        p2p += [(name, e) for e in (entries if isinstance(entries, list) else [entries] if entries else [])]
     return out, p2p
 
 

@@ -88,9 +88,8 @@ def execute(session, args):
     far = (f"{target} ranks" if flat else f"{target // g} nodes", int(target / largest)) \
         if target >= FAR * largest else None
     predicttext.header([reader.describe(p, d) for p, d in docs], target, g, args.model, flat, far)
-    results = []
-    for group, pts in measured.items():
-        results += _group(group, pts, checked.get(group[:1] + group[2:]), target, g, args.model)
+    results = [r for group, pts in measured.items()
+               for r in _group(group, pts, checked.get(group[:1] + group[2:]), target, g, args.model)]
     if checks:
         predicttext.summary(results, target, ", ".join(p for p, _ in checks), scaling.MIB)
     return 0

@@ -207,13 +207,9 @@ def header(session, out, plans, backends, records, versions):
 
 def call_notes(plan, backends):
     """(backend, collective, text) where torch's call differs from nccl-tests' in the plan's modes."""
-    notes = []
-    for b in backends:
-        for coll in plan.collectives:
-            texts = {coll.torch_notes[b.name, m] for m in plan.modes
-                     if (b.name, m) in coll.torch_notes and m in b.modes(coll)}
-            notes += [(b.name, coll.name, t) for t in sorted(texts)]
-    return notes
+    return [(b.name, coll.name, t) for b in backends for coll in plan.collectives
+            for t in sorted({coll.torch_notes[b.name, m] for m in plan.modes
+                             if (b.name, m) in coll.torch_notes and m in b.modes(coll)})]
 
 
 def launch_costs(session, backends, plans):

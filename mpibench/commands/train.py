@@ -1,6 +1,7 @@
 """mpibench train: what the network costs a data-parallel training step."""
 import math
 from collections import Counter
+from dataclasses import asdict
 
 from ..diagnose import rankfacts, stragglers
 from ..errors import Exit, UsageError
@@ -74,9 +75,9 @@ def load_baseline(path, shape, size):
     if train.get("summary") is None or not doc.get("world"):
         raise UsageError(f"--scale-from {path}: its run ended before the timed steps were done")
     theirs = {k: train["model"][k] for k in model.FIELDS}
-    if theirs != shape.as_dict():
+    if theirs != asdict(shape):
         raise UsageError(f"--scale-from {path}: another model ({_fields(theirs)}) than this "
-                         f"run's ({_fields(shape.as_dict())})")
+                         f"run's ({_fields(asdict(shape))})")
     if doc["world"]["size"] > size:
         raise UsageError(f"--scale-from {path}: it ran on {doc['world']['size']} ranks, more than "
                          f"this run's {size}: give the smaller run as the baseline")
@@ -101,7 +102,7 @@ def execute(session, args):
     records, versions = rankfacts.gather(session)
     trainer = Trainer(session, preset, shape, batch=args.batch, parallel=args.parallel,
                       bucket_mb=args.bucket_mb, device=session.device)
-    train = {"model": {"preset": preset, **shape.as_dict(), "parameters": trainer.parameters},
+    train = {"model": {"preset": preset, **asdict(shape), "parameters": trainer.parameters},
              "parallel": args.parallel, "bucket_mb": args.bucket_mb,
              "batch_per_rank": args.batch, "precision": trainer.precision,
              "warmup": args.warmup, "timed": args.steps, "steps": [], "collectives": [],

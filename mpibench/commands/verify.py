@@ -150,7 +150,7 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
     # 1. The timers.
     found = {"got": _compare_timers(session, out, backend, args, timed, tolerance, judged)}
     # 2. The per-call cost: GPUs the launch (measure/launchcost), CPUs the harness over the bare loop.
-    found["gpu_launch"] = selfcheck.gpu_launch_seconds(session, backend, session.watch)
+    found["gpu_launch"] = selfcheck.gpu_launch_seconds(session, backend)
     small = [s for s in (sweep(8, judged // 4, 4) if backend.cuda else []) if s not in timed]
     found["sweep_rows"] = selfcheck.engine_rows(
         session, backend, selfcheck.all_reduce_plan(backend, small, args.iters, args.warmup))[0] \
@@ -202,7 +202,7 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
                     if c["verdict"] == "INCONCLUSIVE" and cost[s] <= left]
         return min(todo)[1] if todo else None
     return selfcheck.compare_timers(session, backend, timed, iters=args.iters, warmup=args.warmup,
-                                    watch=session.watch, progress=progress, pick=pick)
+                                    progress=progress, pick=pick)
 
 
 def _measure_peer(session, backend, args, peer):

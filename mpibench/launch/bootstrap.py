@@ -153,7 +153,7 @@ def _ranks(ranks):
     return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
 
 
-def _eager(dist, session, backend):
+def _eager(session, backend):
     """init_process_group's device_id (torch >= 2.3) for NCCL: the communicator is then created
     at once, not by the first collective (which may sit in a CUDA graph's capture or a timed row)."""
     return {"device_id": session.device} if backend == "nccl" and session.device is not None else {}
@@ -175,7 +175,7 @@ def _init_pg(session, backend, env, link, timeout):
         by = "single process" if session.size == 1 else "chosen by rank 0, sent through MPI"
         session.rendezvous = f"{addr}:{port} ({by})"
     dist.init_process_group(backend, rank=session.rank, world_size=session.size, timeout=td,
-                            **how, **_eager(dist, session, backend))
+                            **how, **_eager(session, backend))
     session.pg = True
 
 

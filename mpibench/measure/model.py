@@ -4,7 +4,7 @@ shape() and parameters() are pure (no torch), so that a bad shape is refused at 
 time on every rank alike, before torch loads.
 """
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..errors import UsageError
 
@@ -16,9 +16,6 @@ class Shape:
     heads: int
     seq: int
     vocab: int
-
-    def as_dict(self) -> Dict[str, int]:
-        return asdict(self)
 
 
 # GPT-2's four sizes (Radford et al. 2019), and a CPU-sized one of a few million parameters.
@@ -36,7 +33,7 @@ def shape(preset: str, **overrides: Optional[int]) -> Shape:
     """The preset's Shape with the given fields (None: keep) replaced; UsageError if bad."""
     if preset not in PRESETS:
         raise UsageError(f"unknown model preset '{preset}' (presets: {', '.join(PRESETS)})")
-    values = PRESETS[preset].as_dict()
+    values = asdict(PRESETS[preset])
     values.update({k: v for k, v in overrides.items() if v is not None})    # each at least 1: argparse
     if values["hidden"] % values["heads"]:
         raise UsageError(f"--hidden {values['hidden']} is not divisible by --heads "

@@ -7,7 +7,6 @@ from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..launch.session import Session
-from ..launch.watchdog import NullWatch
 from . import baretimer, launchcost
 from .backends.torchdist import TorchBackend
 from .collectives import REGISTRY
@@ -60,7 +59,7 @@ def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, war
 
 
 def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int], *, iters: int,
-                   warmup: int, watch: NullWatch, progress: Callable[[Rounds, int], None],
+                   warmup: int, progress: Callable[[Rounds, int], None],
                    pick: Callable[[Rounds], Optional[int]]) -> Optional[Rounds]:
     """Both timers, a pair of rounds (A B B A, docs/verify.md) at a time at the size rank
     0's pick(got) names (None ends). Rank 0 gets
@@ -87,7 +86,7 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
                     if which == "harness":
                         rows, _ = engine_rows(session, backend, plans[s])
                     else:
-                        watch.arm(f"verify: the bare loop at {s} bytes, round "
+                        session.watch.arm(f"verify: the bare loop at {s} bytes, round "
                                   f"{len(got[s]['bare']) + 1}")
                         if warmup:      # untimed calls, a loop of their own
                             bare[s](warmup)
@@ -111,11 +110,11 @@ def median_row(rows: List[Row], times: List[float], fastest: bool = False) -> Ro
     return rows[order[0 if fastest else (len(order) - 1) // 2]]
 
 
-def gpu_launch_seconds(session: Session, backend: TorchBackend, watch: NullWatch) -> Optional[float]:
+def gpu_launch_seconds(session: Session, backend: TorchBackend) -> Optional[float]:
     """The slowest rank's host seconds per call launch on GPUs; None on CPUs."""
     if not backend.cuda:
         return None
-    watch.arm("verify: the launch cost")
+    session.watch.arm("verify: the launch cost")
     return float(max(session.comm.allgather(launchcost.of_backend(backend, session.comm.barrier))))
 
 
