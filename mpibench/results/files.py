@@ -70,10 +70,6 @@ class ResultFile:
         self.parts: List[str] = []
         self.size, self.synced = 0, time.monotonic()
 
-    @property
-    def renamed(self) -> bool:
-        return self.path != self.requested
-
     def announcement(self) -> str:
         return f"# Writing {self.kind} output to {self.path}"
 

@@ -147,9 +147,8 @@ def _nccl_code(versions: Any) -> int:
 def version_line(versions: Any) -> str:
     """mpibench's line in the place of nccl-tests' '# nccl-tests version ...' (NCCL's version code)."""
     v0 = next(iter(versions.values())) if isinstance(versions, dict) else (versions or [{}])[0]
-    code = _nccl_code(versions)
     return (f"# mpibench version {__version__} torch {v0.get('torch', '?')} "
-            f"nccl-library={code or 'none'}")
+            f"nccl-library={_nccl_code(versions) or 'none'}")
 
 
 def _step(sizes: Sequence[int]) -> Tuple[str, int]:
@@ -181,11 +180,9 @@ def _blocking(value: Any) -> bool:
 
 def _per_iter_out(p: Dict[str, Any]) -> Dict[str, Any]:
     """writePerIterReport's object; the per-process rows only with several (as nccl-tests)."""
-    out = {k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
     rows = p.get("per_process_max_times_us") or []
-    if len(rows) > 1:
-        out["per_process_max_times_us"] = rows
-    return out
+    return ({k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
+            | ({"per_process_max_times_us": rows} if len(rows) > 1 else {}))
 
 
 def _result_out(r: Dict[str, Any], iters: int) -> Dict[str, Any]:
