@@ -90,16 +90,14 @@ def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
         modes: Dict[str, Dict[str, Any]] = {}
         try:
             for key in MODES:
-                m = r.get(key)
-                if m is None:
+                if (m := r.get(key)) is None:
                     continue
                 if not isinstance(m, dict):
                     raise Unreadable(f"{key} is not an object")
                 t, wrong, alg, bus = (_num(m, k) for k in ("time" if "time" in m else "cpu_time",
                                                            "nwrong", "alg_bw", "bus_bw"))
                 modes[key] = mode_figures(t, alg, bus, None if wrong is None else int(wrong))
-                p = r.get(key + "_per_iter")        # -I 1: kept as it is once its summary is numbers
-                if p is not None:
+                if (p := r.get(key + "_per_iter")) is not None:   # -I 1: kept once its summary is numbers
                     if not isinstance(p, dict):
                         raise Unreadable(f"{key}_per_iter is not an object")
                     if missing := next((k for k in PER_ITER_SUMMARY if _num(p, k) is None), None):

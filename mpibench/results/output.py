@@ -104,11 +104,10 @@ class RunOutput:
 
     def record_exit(self, verdict: Dict[str, Any]) -> None:
         """The job's verdict into the document, also after abandon() (which keeps the lock)."""
-        if self.abandoned:
-            self.doc["exit"] = verdict
-            self.flush()
-            return
-        self.set(exit=verdict)
+        if not self.abandoned:
+            return self.set(exit=verdict)
+        self.doc["exit"] = verdict
+        self.flush()
 
     def flush(self) -> None:
         for f in self.files:

@@ -24,12 +24,11 @@ def load(path: Path, collective: Optional[str] = None) -> schema.Document:
             data = f.read(document.MAX_BYTES + 1)
         if len(data) > document.MAX_BYTES:
             raise schema.Bad(over)
-        doc = document.validate(parse_bytes(data, collective, path))
+        return document.validate(parse_bytes(data, collective, path))
     except schema.Bad as exc:
         raise UsageError(f"results file {path}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read results file {path}: {exc.strerror or exc}") from None
-    return doc
 
 
 def parse_bytes(data: bytes, collective: Optional[str] = None, path: Optional[Path] = None) -> Any:
