@@ -293,7 +293,8 @@ class Report:
         self.say(*checktext.threshold_lines(checkverdict.TESTS, limits, self.ppn, checkverdict.RELATIVE))
         out.announce_files()
         out.set(check=self.judge.doc)     # the judge's figures are the check section
-        out.csv_from(checktext.csv)
+        if out.csv is not None:          # a line per host, not per row
+            out.csv.render = checktext.csv
 
     def intra(self, gathered):
         busbws = self.judge.intra(gathered)

@@ -51,9 +51,7 @@ class PairBench:
             peer = dst if me == src else src
             ops = exchange_ops(dist, send, peer, recv, peer)
             return partial(exchange, dist.batch_isend_irecv, ops)
-        if me == src:
-            return partial(dist.send, send, dst)
-        return partial(dist.recv, recv, src)
+        return partial(dist.send, send, dst) if me == src else partial(dist.recv, recv, src)
 
     def run_round(self, pairs: Sequence[Pair], with_latency: bool = True) -> List[Dict[str, Any]]:
         """Every rank, every round: [{'from', 'to', 'role', 'times': [s per iteration],

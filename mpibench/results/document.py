@@ -17,6 +17,8 @@ from .schema import Bad, Document
 
 MAX_BYTES = 64 << 20        # a 4096-rank sweep with per-rank times stays well below
 MAX_DEPTH = 32
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 FORMAT_VERSION = 1
 
 
@@ -58,7 +60,11 @@ def finite(x: Any, low: float = -math.inf) -> bool:
 def parse(data: bytes) -> Any:
     """bytes -> JSON value, refusing NaN/Infinity, duplicate keys and deep nesting."""
     text = utf8(data)
-    _check_depth(text)
+    depth = 0       # checked before parsing: hostile nesting costs one linear scan, not a deep recursion
+    for ch in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+        depth += 1 if ch in "[{" else -1
+        if depth > MAX_DEPTH:
+            raise Bad(f"nested deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
@@ -108,19 +114,6 @@ def mend(text: str) -> Optional[Dict[str, Any]]:
     doc.update(complete=False, incomplete="the file was cut inside a write (the run was "
                "killed while writing it): the rows before the cut are read")
     return doc
-
-
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-
-
-def _check_depth(text: str) -> None:
-    # Before parsing, so that hostile nesting costs one linear scan, not a deep recursion.
-    depth = 0
-    for ch in _NOT_BRACKET.sub("", _STRING.sub("", text)):
-        depth += 1 if ch in "[{" else -1
-        if depth > MAX_DEPTH:
-            raise Bad(f"nested deeper than {MAX_DEPTH} levels")
 
 
 def _no_constant(name: str) -> NoReturn:

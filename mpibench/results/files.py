@@ -70,10 +70,6 @@ class ResultFile:
         self.parts: List[str] = []
         self.size, self.synced = 0, time.monotonic()
 
-    @property
-    def renamed(self) -> bool:
-        return self.path != self.requested
-
     def announcement(self) -> str:
         return f"# Writing {self.kind} output to {self.path}"
 
@@ -84,8 +80,12 @@ class ResultFile:
         old, i, n = self.parts, 0, min(len(self.parts), len(parts))
         while i < n and old[i] == parts[i]:
             i += 1
-        if old and i < len(old) - _closing(old):
-            self._replace(parts)            # not an append: never two versions in one file
+        if old and i < len(old) - _closing(old):      # not an append: never two versions in one file
+            data = "".join(parts).encode()
+            write_whole(self.path, data, os.stat(self.path).st_mode & 0o777)
+            os.close(self.fd)
+            self.fd = os.open(self.path, os.O_WRONLY)
+            self.parts, self.size, self.synced = parts, len(data), time.monotonic()
             return
         same = _common_start(old[i], parts[i]) if i < n else ""
         head = "".join(parts[:i] + [same])
@@ -103,13 +103,6 @@ class ResultFile:
             os.fsync(self.fd)
             self.synced = time.monotonic()
 
-    def _replace(self, parts: List[str]) -> None:
-        data = "".join(parts).encode()
-        write_whole(self.path, data, os.stat(self.path).st_mode & 0o777)
-        os.close(self.fd)
-        self.fd = os.open(self.path, os.O_WRONLY)
-        self.parts, self.size, self.synced = parts, len(data), time.monotonic()
-
 
 # the parts after a JSON document's last row: its list's end, the ENDING fields, the brace
 _CLOSING = ("\n ]", ',\n "', "\n}")
@@ -117,10 +110,7 @@ _CLOSING = ("\n ]", ',\n "', "\n}")
 
 def _closing(parts: List[str]) -> int:
     """How many parts at the end are closing lines (none for CSV: one part a line)."""
-    k = 0
-    while k < len(parts) and parts[-1 - k].startswith(_CLOSING):
-        k += 1
-    return k
+    return next((k for k in range(len(parts)) if not parts[-1 - k].startswith(_CLOSING)), len(parts))
 
 
 def _common_start(a: str, b: str, step: int = 4096) -> str:

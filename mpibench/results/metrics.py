@@ -105,9 +105,7 @@ def _labels(labels: Dict[str, Any]) -> str:
 
 
 def _number(v: float) -> str:
-    if math.isnan(v):
-        return "NaN"
-    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+    return "NaN" if math.isnan(v) else str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
 
 
 def _seconds(stamp: Optional[str]) -> Optional[float]:
@@ -155,18 +153,11 @@ def _scaled(gbps: Optional[float]) -> Optional[float]:
     return None if gbps is None else gbps * 1e9
 
 
-def _devices(doc: Doc) -> Dict[int, str]:
-    """{rank: gpu index as DCGM names it} for the ranks on CUDA devices."""
-    out = {}
-    for d in (doc.get("config") or {}).get("devices") or []:
-        device = str(d.get("device") or "")
-        if device.startswith("cuda"):
-            out[d["rank"]] = device.partition(":")[2] or "0"
-    return out
-
-
 def _per_host(doc: Doc, add: Add) -> None:
-    gpus = _devices(doc)
+    devices = [(d["rank"], str(d.get("device") or ""))
+               for d in (doc.get("config") or {}).get("devices") or []]
+    gpus = {rank: device.partition(":")[2] or "0"      # the gpu index as DCGM names it
+            for rank, device in devices if device.startswith("cuda")}
     for entry in doc.get("hosts", []):
         where = dict(collective=entry["collective"], message_size=entry["size"])
         for r in entry.get("ranks", []):

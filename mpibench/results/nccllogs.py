@@ -484,16 +484,6 @@ def _named_by_file(source: Optional[Path]) -> Optional[str]:
     return found.pop() if len(found) == 1 else None
 
 
-def _in_place_unchecked(test: Test) -> bool:
-    """Whether in-place #wrong is N/A on every row and out-of-place checked (_IN_PLACE_UNCHECKED)."""
-    groups = test.layout[1]
-    if len(groups) < 2 or "#wrong" not in groups[1]:
-        return False
-    modes = [r.modes for r in test.rows]
-    return all(m.get("in_place", {"nwrong": None})["nwrong"] is None for m in modes) and \
-        any(m.get("out_of_place", {}).get("nwrong") is not None for m in modes)
-
-
 def resolve(test: Test, hint: Optional[str], source: Optional[Path]) -> Tuple[str, Optional[int], str]:
     """(collective, ranks or None, how the collective was known)."""
     rows, layout, lines = test.rows, test.layout, test.header.ranks
@@ -521,7 +511,11 @@ def resolve(test: Test, hint: Optional[str], source: Optional[Path]) -> Tuple[st
     fits = {c.name: span for c in REGISTRY.values()
             if (span := ranks_for(c, rows, layout, lines)[0]) is not None}
     how = "its rows (redop, root, size / count, busbw / algbw)"
-    if len(fits) > 1 and _in_place_unchecked(test):
+    modes, groups = [r.modes for r in rows], layout[1]
+    # in-place #wrong N/A on every row and out of place checked: one of _IN_PLACE_UNCHECKED
+    if len(fits) > 1 and len(groups) > 1 and "#wrong" in groups[1] and \
+            all(m.get("in_place", {"nwrong": None})["nwrong"] is None for m in modes) and \
+            any(m.get("out_of_place", {}).get("nwrong") is not None for m in modes):
         fits = {k: v for k, v in fits.items() if k in _IN_PLACE_UNCHECKED}
         how = "its rows and its in-place #wrong (N/A on every row)"
     if len(fits) == 1:

@@ -90,16 +90,14 @@ def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
         modes: Dict[str, Dict[str, Any]] = {}
         try:
             for key in MODES:
-                m = r.get(key)
-                if m is None:
+                if (m := r.get(key)) is None:
                     continue
                 if not isinstance(m, dict):
                     raise Unreadable(f"{key} is not an object")
                 t, wrong, alg, bus = (_num(m, k) for k in ("time" if "time" in m else "cpu_time",
                                                            "nwrong", "alg_bw", "bus_bw"))
                 modes[key] = mode_figures(t, alg, bus, None if wrong is None else int(wrong))
-                p = r.get(key + "_per_iter")        # -I 1: kept as it is once its summary is numbers
-                if p is not None:
+                if (p := r.get(key + "_per_iter")) is not None:   # -I 1: kept once its summary is numbers
                     if not isinstance(p, dict):
                         raise Unreadable(f"{key}_per_iter is not an object")
                     if missing := next((k for k in PER_ITER_SUMMARY if _num(p, k) is None), None):
@@ -147,9 +145,8 @@ def _nccl_code(versions: Any) -> int:
 def version_line(versions: Any) -> str:
     """mpibench's line in the place of nccl-tests' '# nccl-tests version ...' (NCCL's version code)."""
     v0 = next(iter(versions.values())) if isinstance(versions, dict) else (versions or [{}])[0]
-    code = _nccl_code(versions)
     return (f"# mpibench version {__version__} torch {v0.get('torch', '?')} "
-            f"nccl-library={code or 'none'}")
+            f"nccl-library={_nccl_code(versions) or 'none'}")
 
 
 def _step(sizes: Sequence[int]) -> Tuple[str, int]:
@@ -181,11 +178,9 @@ def _blocking(value: Any) -> bool:
 
 def _per_iter_out(p: Dict[str, Any]) -> Dict[str, Any]:
     """writePerIterReport's object; the per-process rows only with several (as nccl-tests)."""
-    out = {k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
     rows = p.get("per_process_max_times_us") or []
-    if len(rows) > 1:
-        out["per_process_max_times_us"] = rows
-    return out
+    return ({k: p[k] for k in ("skipped_iterations", *PER_ITER_SUMMARY, "times_us")}
+            | ({"per_process_max_times_us": rows} if len(rows) > 1 else {}))
 
 
 def _result_out(r: Dict[str, Any], iters: int) -> Dict[str, Any]:

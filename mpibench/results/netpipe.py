@@ -19,8 +19,7 @@ def parse_text(text: str) -> Dict[str, Any]:
     """NetPIPE's printed output -> results document (Unreadable when it has no rows)."""
     rows: Dict[int, Dict[str, Any]] = {}
     for n, line in enumerate(text.splitlines(), 1):
-        m = _LINE.search(line)
-        if not m:
+        if not (m := _LINE.search(line)):
             continue
         size, times, mbps, usec = int(m.group(2)), int(m.group(3)), float(m.group(4)), float(m.group(5))
         if not usec > 0 or size < 1:

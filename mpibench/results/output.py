@@ -5,7 +5,7 @@ a lock keeps it from writing while the main thread is changing the document."""
 import argparse
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from ..errors import UsageError
 from ..launch import faults
@@ -39,11 +39,6 @@ class RunOutput:
         self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
         self.trials: Optional[Collector] = None   # run --trials K > 1: merges repeated rows
         self.abandoned = False   # abandon() took the lock for good
-
-    def csv_from(self, render: Callable[[Dict[str, Any]], str]) -> None:
-        """The CSV file's text from render(doc), not a line per row (e.g. check's line per host)."""
-        if self.csv is not None:
-            self.csv.render = render
 
     def say(self, *lines: str) -> None:
         for line in lines:
@@ -109,11 +104,10 @@ class RunOutput:
 
     def record_exit(self, verdict: Dict[str, Any]) -> None:
         """The job's verdict into the document, also after abandon() (which keeps the lock)."""
-        if self.abandoned:
-            self.doc["exit"] = verdict
-            self.flush()
-            return
-        self.set(exit=verdict)
+        if not self.abandoned:
+            return self.set(exit=verdict)
+        self.doc["exit"] = verdict
+        self.flush()
 
     def flush(self) -> None:
         for f in self.files:

@@ -20,5 +20,5 @@ def skipped(name: str, why: str) -> None:
 
 def wrote(out: Any) -> None:
     """out: the picture's ResultFile."""
-    print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)" if out.renamed
-          else f"# wrote {out.path}")
+    print(f"# {out.requested} exists: wrote {out.path} instead (never overwritten)"
+          if out.path != out.requested else f"# wrote {out.path}")

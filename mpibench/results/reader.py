@@ -24,12 +24,11 @@ def load(path: Path, collective: Optional[str] = None) -> schema.Document:
             data = f.read(document.MAX_BYTES + 1)
         if len(data) > document.MAX_BYTES:
             raise schema.Bad(over)
-        doc = document.validate(parse_bytes(data, collective, path))
+        return document.validate(parse_bytes(data, collective, path))
     except schema.Bad as exc:
         raise UsageError(f"results file {path}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read results file {path}: {exc.strerror or exc}") from None
-    return doc
 
 
 def parse_bytes(data: bytes, collective: Optional[str] = None, path: Optional[Path] = None) -> Any:
@@ -69,10 +68,7 @@ def hosts(doc: Doc) -> List[str]:
 
 def first_mode(row: Dict[str, Any], wanted: Optional[str] = None) -> Optional[str]:
     """wanted if measured, else the first measured mode."""
-    for mode in ([wanted] if wanted else MODES):
-        if row.get(mode):
-            return mode
-    return None
+    return next((mode for mode in ([wanted] if wanted else MODES) if row.get(mode)), None)
 
 
 Bandwidth = Tuple[float, float, float, str]   # bandwidth(): GB/s, its trials' range, metric
@@ -103,8 +99,7 @@ def has_trials(row: Dict[str, Any]) -> bool:
 
 def tests(doc: Doc) -> List[Dict[str, Any]]:
     """The tests (tables) of a printed log; [] for a file mpibench wrote."""
-    found = doc.get("tests")
-    return found if isinstance(found, list) else []
+    return found if isinstance(found := doc.get("tests"), list) else []
 
 
 def test_info(doc: Doc, number: int) -> Optional[Dict[str, Any]]:
