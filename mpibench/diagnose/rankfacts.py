@@ -13,11 +13,13 @@ NET_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_", "MPIBENCH_
 
 
 def versions():
-    import mpi4py
     import torch
     import torch.distributed as dist
     out = {"mpibench": __version__, "python": platform.python_version(), "torch": torch.__version__,
-           "nccl": None, "mpi4py": mpi4py.__version__, "mpi": mpi_library_version()}
+           "nccl": None, "mpi4py": None, "mpi": mpi_library_version()}
+    with suppress(ImportError):         # a torchrun job may run without it: a fact, not an error
+        import mpi4py
+        out["mpi4py"] = mpi4py.__version__
     if torch.cuda.is_available() and dist.is_nccl_available():
         try:
             out["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
