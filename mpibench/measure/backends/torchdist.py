@@ -111,7 +111,9 @@ class TorchBackend:
             # ncclMemAlloc's failure names NCCL's error, not the memory
             if not (is_oom(self.torch, exc) or (self.pool is not None and "ncclMemAlloc" in str(exc))):
                 raise
-            return None, exc
+            # without its traceback, which would keep the failed call's frame and what it
+            # had allocated alive while the caller tries a smaller size
+            return None, exc.with_traceback(None)
 
     def sync(self) -> None:
         if self.cuda:
