@@ -226,6 +226,7 @@ class Engine:
         barrier = barrier or self.s.comm.barrier
         calls = [call] * max(iters, self.plan.warmup, 1)
         self.warm_up(calls, barrier, first=first)
+        self.watch.mark(TIMED_LOOP)
         timed = self.b.time_loop(calls[:iters], self.plan.blocking, barrier, per_iter=True)
         self.watch.mark("gathering the times")
         return timed
@@ -243,7 +244,6 @@ class Engine:
             self.b.time_loop(calls[:1], z, barrier, window)
         self.watch.mark("barrier before the timed loop")
         barrier()
-        self.watch.mark(TIMED_LOOP)
 
     def modes_run(self, coll: Collective) -> List[str]:
         return [m for m in self.plan.modes if m in self.b.modes(coll)]
@@ -311,6 +311,7 @@ class Engine:
         trace = looptrace.Trace(barrier) if looptrace.ON else None
         if trace is not None:
             calls, barrier = trace.calls(calls, views), trace.barrier
+        self.watch.mark(TIMED_LOOP)      # after the trace's setup, which syncs every view
         seconds, each = self.b.time_loop(calls[:plan.iters], z, barrier, window, plan.graph,
                                          per_iter=bool(plan.per_iter))
         self.watch.mark("check")
