@@ -131,7 +131,12 @@ if [[ $peer == netpipe ]]; then     # its warm-up sizes below -b left out
 else
   cp "$out/raw-$file" "$out/$file"
 fi
-grep -E 'bytes .* times -->|^ +[0-9]+ +[0-9]+ +[a-z]' "$out/$file" | sed 's/^/# peer: /' || true
+rows=$(grep -E 'bytes .* times -->|^ +[0-9]+ +[0-9]+ +[a-z]' "$out/$file" || true)
+if [[ -z $rows ]]; then     # exit 0 and no rows: a peer's crash its launcher did not pass on
+  tail -n 5 "$out/raw-$file" >&2
+  die "the peer printed no results from $lo bytes up (its output: $out/raw-$file)"
+fi
+sed 's/^/# peer: /' <<<"$rows"
 
 mine=()
 if ((same_mpi)); then

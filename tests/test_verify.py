@@ -294,6 +294,23 @@ def test_plausibility_names_the_byte_count_when_the_timers_agree():
     assert ok["verdict"] == "PASS"
 
 
+@pytest.mark.usefixtures("peers")
+def test_verify_sh_stops_when_the_peer_prints_no_results(tmp_path):
+    # A launcher that exits 0 and runs nothing: as a peer that crashed without passing its
+    # code on. mpibench must not be held against an empty file.
+    fake = tmp_path / "mpirun"
+    fake.write_text('#!/bin/sh\ncase "$*" in *--version*) echo "mpirun (Open MPI) 4.1.4";; '
+                    'esac\nexit 0\n')
+    fake.chmod(0o755)
+    done = subprocess.run([str(LAUNCH / "verify.sh"), "--host", "localhost", "--ppn", "2",
+                           "--out", str(tmp_path / "o")], capture_output=True, text=True,
+                          env=base_env({"PEER_MPIRUN": str(fake)}), timeout=60)
+    assert done.returncode == 2, show(done)
+    assert done.stderr.strip().endswith("verify.sh: the peer printed no results from 1024 bytes "
+                                        f"up (its output: {tmp_path}/o/raw-netpipe.txt)"), show(done)
+    assert not (tmp_path / "o" / "verify.json").exists()
+
+
 @pytest.mark.usefixtures("procs")
 def test_verify_sh_without_a_peer_is_one_line_and_exit_2(tmp_path):
     bin_ = tmp_path / "bin"            # a PATH with no NPmpi/NPopenmpi, no all_reduce_perf
