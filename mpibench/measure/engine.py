@@ -10,7 +10,7 @@ from statistics import mean
 
 from ..errors import Exit
 from ..launch.session import Session
-from ..launch.watchdog import TIMED_LOOP, NullWatch
+from ..launch.watchdog import TIMED_LOOP
 from . import iterstats, launchcost, looptrace, switches
 from .backends.torchdist import TorchBackend, error_line
 from .collectives.base import (algbw, busbw, Call, Collective, count_wrong, Counts, Ctx,
@@ -174,7 +174,7 @@ class Engine:
         self.s, self.b, self.plan, self.report = session, backend, plan, report
         self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
         self.buffer_bytes = 0   # what this rank allocated for the sweep
-        self.watch: NullWatch = getattr(session, "watch", None) or NullWatch()
+        self.watch = session.watch
         # {collective: seconds per launch} (GPUs): rows near it are marked
         self.launch_cost: Optional[Dict[str, float]] = None
         switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
