@@ -5,6 +5,7 @@ creation on, not on the legacy default stream (docs/gpu.md, "One stream").
 """
 import time
 from contextlib import nullcontext
+from operator import methodcaller
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ...launch.session import Session
@@ -78,9 +79,7 @@ class TorchBackend:
         without blocking the host, so a sync of the current stream waits for all calls."""
         return mode == 0 and not self.cuda
 
-    @staticmethod
-    def _wait(work: Any) -> None:
-        work.wait()
+    _wait = methodcaller("wait")      # completes one handle: a torch Work
 
     # ---- buffers ----
     def graph_allocator(self) -> Dict[str, Any]:
