@@ -37,8 +37,7 @@ class PairBench:
         if not taking_part:
             return None
         nbytes = max(self.size, self.latency_size)
-        bufs, exc = self.b.attempt(lambda: [self.b.alloc(nbytes, self.s.rank)
-                                            for _ in range(1 + self.bidirectional)])
+        bufs, exc = self.b.attempt(lambda: [self.b.alloc(nbytes) for _ in range(1 + self.bidirectional)])
         if bufs is None:
             return f"out of memory for {nbytes} bytes: {type(exc).__name__}"
         self.send_buf, self.recv_buf = bufs[0], bufs[-1]      # one buffer unless bidirectional

@@ -68,7 +68,7 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     # The independent timer's loop per size (float32, in place) on the backend's library:
     # torch.distributed, or MPI through a communicator of its own. The barrier mpibench's
     # loop has; GPUs: a stream of its own (baretimer.py says why).
-    bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
+    bufs = {s: backend.typed(backend.alloc(s), FLOAT32) for s in sizes}
     comm = session.comm.world.Dup() if backend.name == "mpi" else None
     stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
     bare: Dict[int, Callable[[int], float]] = {s: (

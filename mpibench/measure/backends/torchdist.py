@@ -94,7 +94,7 @@ class TorchBackend:
                     "reason": error_line(exc)}
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
-    def alloc(self, nbytes: int, rank: int) -> Tensor:
+    def alloc(self, nbytes: int) -> Tensor:
         with (nullcontext() if self.pool is None else self.torch.cuda.use_mem_pool(self.pool, self.device)):
             return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 
