@@ -10,13 +10,12 @@ import hashlib
 import json
 import os
 import socket
-import sys
 from collections import namedtuple
 from contextlib import suppress
 
 from .. import __version__
 from ..errors import Exit, UsageError
-from . import faults, gpuhost, netaddr, rails
+from . import faults, gpuhost, netaddr, rails, verdict
 from .comm import Comm, MPIComm, StoreComm, mpi_library_version
 from .session import Session
 from .slurm import compress_hostlist, expand_nodelist
@@ -119,8 +118,7 @@ def _warn_if_gpus_unseen(session):
     told = session.comm.gather((session.hostname, seen), root=0)
     per_host = {h: seen for h, seen in told if seen} if session.rank == 0 else None
     if per_host:
-        sys.stderr.write(gpuhost.no_cuda_line(per_host) + "\n")
-        sys.stderr.flush()
+        verdict.note(gpuhost.no_cuda_line(per_host))     # it starts with "mpibench: "
 
 
 def gpu_index(session, env, gpus=None):
