@@ -35,8 +35,7 @@ FAILED = "failed"    # the phase of a rank that raised an error of its own
 
 class Watchdog:
     def __init__(self, session, timeout):
-        self.s = session
-        self.timeout = timeout
+        self.s, self.timeout = session, timeout
         self.step = 0
         self.where, self.phase = "start-up", ""
         self.deadline = None
