@@ -90,8 +90,7 @@ class TorchBackend:
             group = self.dist.distributed_c10d._get_default_group()
             self.pool = torch.cuda.MemPool(group._get_backend(self.device).mem_allocator)
         except (AttributeError, RuntimeError) as exc:
-            return {"allocator": "torch caching allocator", "registered": False,
-                    "reason": error_line(exc)}
+            return {"allocator": "torch caching allocator", "registered": False, "reason": error_line(exc)}
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
     def alloc(self, nbytes: int) -> Tensor:
