@@ -93,7 +93,7 @@ def bare_worker(maxbytes, iters, warmup, reps=5):
     MPI, world = comm.MPI, comm.world
     backend = MPIBackend(SimpleNamespace(comm=comm, launcher="openmpi", rank=comm.rank))
     dt = DTYPES["float32"]
-    buf = backend.typed(backend.alloc(maxbytes, world.rank), dt)
+    buf = backend.typed(backend.alloc(maxbytes), dt)
     perf = time.perf_counter
     result = {}
     for size in sizes(maxbytes):

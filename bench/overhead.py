@@ -73,7 +73,7 @@ class Case:
         self.plan = Plan(collectives=[self.coll], sizes=[size], dtypes=[self.dt], ops=["sum"],
                          check=0, blocking=2, modes=(self.mode,))
         send, recv = footprint(self.plan, session.size, [size], backend.modes)
-        self.bufs = Buffers(backend, send, recv, session.rank)   # exactly one row: one view
+        self.bufs = Buffers(backend, send, recv)   # exactly one row: one view
         self.send_t = backend.typed(self.bufs.send, self.dt) if self.bufs.send is not None else None
         self.recv_t = backend.typed(self.bufs.recv, self.dt)
         self.c = self.coll.counts(size // self.dt.size, self.dt.size, session.size)

@@ -212,9 +212,7 @@ def _measure_peer(session, backend, args, peer):
     pbackend = make_backend(session, "mpi") if rows[0].get("backend") == "mpi" else backend
     same, plan = peer_plan(rows, pbackend, args.iters, args.warmup)
     # NetPIPE keeps the fastest of its trials: so does verify, of as many rounds.
-    netpipe = tool == "NetPIPE"
-    ours, wrong = selfcheck.repeated_rows(
-        session, pbackend, plan, PEER_ROUNDS if netpipe else 1, fastest=netpipe)
+    ours, wrong = selfcheck.repeated_rows(session, pbackend, plan, PEER_ROUNDS if tool == "NetPIPE" else 1)
     return {"tool": tool, "same": same, "rows": ours, "wrong": wrong}
 
 

@@ -10,13 +10,12 @@ import hashlib
 import json
 import os
 import socket
-import sys
 from collections import namedtuple
 from contextlib import suppress
 
 from .. import __version__
 from ..errors import Exit, UsageError
-from . import faults, gpuhost, netaddr, rails
+from . import faults, gpuhost, netaddr, rails, verdict
 from .comm import Comm, MPIComm, StoreComm, mpi_library_version
 from .session import Session
 from .slurm import compress_hostlist, expand_nodelist
@@ -119,8 +118,7 @@ def _warn_if_gpus_unseen(session):
     told = session.comm.gather((session.hostname, seen), root=0)
     per_host = {h: seen for h, seen in told if seen} if session.rank == 0 else None
     if per_host:
-        sys.stderr.write(gpuhost.no_cuda_line(per_host) + "\n")
-        sys.stderr.flush()
+        verdict.note(gpuhost.no_cuda_line(per_host))     # it starts with "mpibench: "
 
 
 def gpu_index(session, env, gpus=None):
@@ -223,38 +221,34 @@ def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec
     _same_start(session, [f[2] for f in facts], argv)
     session.watch = Watchdog(session, timeout)
     try:
-        return _started(session, backend, timeout, env, link, rails_spec)
+        # What the launcher did not say: the ranks that share this host, in rank order.
+        here = grouped(session.hosts)[session.hostname]
+        session.local_rank = here.index(session.rank) if session.local_rank is None else session.local_rank
+        session.local_size = len(here) if session.local_size is None else session.local_size
+
+        if faults.get("raise", session.rank) is not None:
+            raise RuntimeError("test fault switch MPIBENCH_FAULT=raise made this rank fail")
+
+        _warn_if_gpus_unseen(session)
+        if backend is None:
+            return session
+        backend = _agreed_backend(session, backend)
+        session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname,
+                                        rails_spec)
+        session.agree(error)
+        import torch
+        session.backend, session.device = backend, torch.device("cpu")
+        if backend == "nccl":
+            index, error = gpu_index(session, env)
+            session.agree(error)
+            torch.cuda.set_device(index)
+            session.device = torch.device("cuda", index)
+        session.watch.arm(f"rendezvous ({backend} process group)")
+        _init_pg(session, backend, env, link, timeout)
+        session.watch.disarm()
+        return session
     except BaseException:
         # the caller gets no session to close: its watchdog thread must not poll MPI
         # while the job ends (MPI_Finalize, or the abort)
         session.close()
         raise
-
-
-def _started(session, backend, timeout, env, link, rails_spec):
-    # What the launcher did not say: the ranks that share this host, in rank order.
-    same = grouped(session.hosts)[session.hostname]
-    session.local_rank = same.index(session.rank) if session.local_rank is None else session.local_rank
-    session.local_size = len(same) if session.local_size is None else session.local_size
-
-    if faults.get("raise", session.rank) is not None:
-        raise RuntimeError("test fault switch MPIBENCH_FAULT=raise made this rank fail")
-
-    _warn_if_gpus_unseen(session)
-    if backend is None:
-        return session
-    backend = _agreed_backend(session, backend)
-    session.rail, error = rails.bind(session.local_rank, session.local_size, env, session.hostname,
-                                    rails_spec)
-    session.agree(error)
-    import torch
-    session.backend, session.device = backend, torch.device("cpu")
-    if backend == "nccl":
-        index, error = gpu_index(session, env)
-        session.agree(error)
-        torch.cuda.set_device(index)
-        session.device = torch.device("cuda", index)
-    session.watch.arm(f"rendezvous ({backend} process group)")
-    _init_pg(session, backend, env, link, timeout)
-    session.watch.disarm()
-    return session

@@ -81,13 +81,9 @@ class MPIComm(Comm):
         from mpi4py import MPI
         if not MPI.Is_initialized():
             MPI.Init_thread(MPI.THREAD_MULTIPLE)
-        self.MPI = MPI
-        self.world = MPI.COMM_WORLD
-        self.rank = self.world.Get_rank()
-        self.size = self.world.Get_size()
-        self.allgather = self.world.allgather
-        self.gather = self.world.gather
-        self.bcast = self.world.bcast
+        self.MPI, self.world = MPI, MPI.COMM_WORLD
+        self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
+        self.allgather, self.gather, self.bcast = self.world.allgather, self.world.gather, self.world.bcast
         self.barrier = self.world.Barrier
 
     def polite_barrier(self, spin=0.002, nap=0.0002):
@@ -133,11 +129,8 @@ class StoreComm(Comm):
     barrier_kind = "TCPStore counter (add, then wait for the last rank's key)"
 
     def __init__(self, store, rank, size):
-        self.store = store
-        self.rank = rank
-        self.size = size
-        self._seq = 0
-        self._barriers = 0
+        self.store, self.rank, self.size = store, rank, size
+        self._seq = self._barriers = 0      # gathers and broadcasts, and barriers, so far
 
     def _next(self):
         self._seq += 1

@@ -16,8 +16,7 @@ def interface_addresses():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for name in names:
             try:
-                packed = fcntl.ioctl(s.fileno(), _SIOCGIFADDR,
-                                     struct.pack("256s", name.encode()[:15]))
+                packed = fcntl.ioctl(s.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
             except OSError:
                 continue
             out[name] = socket.inet_ntoa(packed[20:24])

@@ -14,12 +14,10 @@ class Session:
     def __init__(self, place, comm):
         self.launcher = place.launcher
         self.comm = comm
-        self.rank = comm.rank
-        self.size = comm.size
+        self.rank, self.size = comm.rank, comm.size
         self.hostname = socket.gethostname()
         self.pid = os.getpid()
-        self.local_rank = place.local_rank
-        self.local_size = place.local_size
+        self.local_rank, self.local_size = place.local_rank, place.local_size
         self.hosts = None            # hostname of every rank, in rank order
         self.addresses = None        # every rank's primary address (None where it has none)
         self.backend = None          # torch backend in use, or None

@@ -47,9 +47,8 @@ def compress_hostlist(hosts):
             continue
         spans = []
         for d in sorted(numbers, key=lambda d: (int(d), d)):
-            lo = spans[-1][0] if spans else None
-            if (lo is not None and int(d) == int(spans[-1][1]) + 1
-                    and str(int(d)).zfill(len(lo)) == d):
+            # d extends the last span when it follows it, padded as the span's start
+            if spans and int(d) == int(spans[-1][1]) + 1 and str(int(d)).zfill(len(spans[-1][0])) == d:
                 spans[-1][1] = d
             else:
                 spans.append([d, d])

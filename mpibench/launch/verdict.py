@@ -19,10 +19,6 @@ def record(code, status=None):
     return {"code": code, "status": status or STATUS.get(code, "signal" if code > 128 else "failed")}
 
 
-def line(code, command, status=None):
-    return f"{PREFIX} exit={code} status={record(code, status)['status']} command={command or '-'}"
-
-
 # Reentrant: a signal handler runs on the main thread, perhaps inside `out`.
 _lock = threading.RLock()
 _said = False
@@ -49,7 +45,7 @@ def said():
 
 def say(code, command, status=None):
     """Print the verdict line, once (a closed stdout is no error); after it nothing more."""
-    say_in_place(line(code, command, status))
+    say_in_place(f"{PREFIX} exit={code} status={record(code, status)['status']} command={command or '-'}")
 
 
 def say_in_place(text):

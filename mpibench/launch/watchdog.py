@@ -33,23 +33,9 @@ BUSY_POLL = 0.02     # while waiting for answers
 FAILED = "failed"    # the phase of a rank that raised an error of its own
 
 
-class NullWatch:
-    """Stands in when no watchdog runs (the engine marks progress unconditionally)."""
-
-    def arm(self, where, phase=""):
-        pass
-
-    def mark(self, phase):
-        pass
-
-    def disarm(self):
-        pass
-
-
-class Watchdog(NullWatch):
+class Watchdog:
     def __init__(self, session, timeout):
-        self.s = session
-        self.timeout = timeout
+        self.s, self.timeout = session, timeout
         self.step = 0
         self.where, self.phase = "start-up", ""
         self.deadline = None

@@ -10,7 +10,7 @@ from statistics import mean
 
 from ..errors import Exit
 from ..launch.session import Session
-from ..launch.watchdog import TIMED_LOOP, NullWatch
+from ..launch.watchdog import TIMED_LOOP
 from . import iterstats, launchcost, looptrace, switches
 from .backends.torchdist import TorchBackend, error_line
 from .collectives.base import (algbw, busbw, Call, Collective, count_wrong, Counts, Ctx,
@@ -67,10 +67,10 @@ def calls_per_row(plan: Plan) -> int:
 class Buffers:
     """One send and one receive buffer for the largest row, viewed for every smaller one."""
 
-    def __init__(self, backend: TorchBackend, send_bytes: int, recv_bytes: int, rank: int) -> None:
+    def __init__(self, backend: TorchBackend, send_bytes: int, recv_bytes: int) -> None:
         send, recv = ((n + 15) // 16 * 16 for n in (send_bytes, recv_bytes))
-        self.send = backend.alloc(send, rank) if send else None
-        self.recv = backend.alloc(recv, rank)
+        self.send = backend.alloc(send) if send else None
+        self.recv = backend.alloc(recv)
         self.nbytes = send + recv
 
 
@@ -123,7 +123,7 @@ def allocate(session: Session, backend: TorchBackend, plan: Plan, out: Callable[
     sizes = list(plan.sizes)
     while sizes:
         send, recv = footprint(plan, session.size, sizes, backend.modes)
-        bufs, exc = backend.attempt(partial(Buffers, backend, send, recv, session.rank))
+        bufs, exc = backend.attempt(partial(Buffers, backend, send, recv))
         errors = session.comm.allgather(error_line(exc) if exc else None)
         bad = [(r, e) for r, e in enumerate(errors) if e]
         if bufs is not None and not bad:
@@ -143,7 +143,7 @@ def tensor(session: Session, backend: TorchBackend, dtype: DType, count: int,
     """A count-element tensor on the backend's device, allocated on every rank or none
     (for the commands that time one call at a time: check and the classic ones)."""
     nbytes = count * dtype.size
-    buf, exc = backend.attempt(lambda: backend.typed(backend.alloc(nbytes, session.rank), dtype))
+    buf, exc = backend.attempt(lambda: backend.typed(backend.alloc(nbytes), dtype))
     # raises on every rank when one could not allocate
     session.agree(exc and f"cannot allocate {nbytes} bytes: {type(exc).__name__}", 1)
     if values is not None and buf is not None:
@@ -174,7 +174,7 @@ class Engine:
         self.s, self.b, self.plan, self.report = session, backend, plan, report
         self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
         self.buffer_bytes = 0   # what this rank allocated for the sweep
-        self.watch: NullWatch = getattr(session, "watch", None) or NullWatch()
+        self.watch = session.watch
         # {collective: seconds per launch} (GPUs): rows near it are marked
         self.launch_cost: Optional[Dict[str, float]] = None
         switches.install(self, session.rank)     # test switches, when on (launch/faults.py)

@@ -41,8 +41,7 @@ def report(per_rank: Sequence[Sequence[float]], skip: int) -> Dict[str, Any]:
             "per_process_max_times_us": [[t * 1e6 for t in rank] for rank in per_rank]}
 
 
-def centre_interval(values: Sequence[float],
-                    confidence: float) -> Optional[Tuple[float, float, float]]:
+def centre_interval(values: Sequence[float], confidence: float) -> Optional[Tuple[float, float, float]]:
     """The Wilcoxon signed-rank interval of the centre of values (taken to be symmetric
     about it, nothing more: a loaded machine's timings have long tails): (low, centre,
     high), the c-th of the n(n+1)/2 averages of two values (one with itself too) from each

@@ -81,8 +81,7 @@ def of_collective(backend: TorchBackend, coll: Collective, barrier: Call, root: 
     in_place = "out" not in backend.modes(coll)      # in place only: send and recv are one
     op = "sum" if coll.reduces else "none"
     ctx = Ctx(rank=dist.get_rank(), n=ranks, root=root if coll.rooted else -1, op=op, dtype=dt,
-              count=c.param, in_place=in_place, backend_op=backend.ops.get(op),
-              device=backend.device)
+              count=c.param, in_place=in_place, backend_op=backend.ops.get(op), device=backend.device)
     recv = torch.zeros(max(c.send, c.recv), device=backend.device)
     send = recv if in_place else torch.zeros(c.send, device=backend.device)
     call = backend.bind(coll, send, recv[:c.recv], ctx, not backend.cuda)

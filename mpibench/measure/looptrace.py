@@ -33,8 +33,7 @@ def overlap(a: Spans, b: Spans) -> bool:
 class Trace:
     def __init__(self, barrier: Call) -> None:
         self._barrier = barrier
-        self.calls_made = self.barriers = self.most = self.sharing = 0
-        self.views = self.zero_views = 0
+        self.calls_made = self.barriers = self.most = self.sharing = self.views = self.zero_views = 0
         self.live: List[Spans] = []
 
     def barrier(self) -> None:

@@ -24,8 +24,7 @@ class PairBench:
     """Transfers of `size` bytes between the ranks of each pair (both ways at once when
     bidirectional); with a round's latency, ping-pongs of latency_size bytes."""
     def __init__(self, session: Session, backend: TorchBackend, size: int, *, iters: int,
-                 warmup: int, bidirectional: bool, latency_size: int = 1,
-                 latency_iters: int = 1) -> None:
+                 warmup: int, bidirectional: bool, latency_size: int = 1, latency_iters: int = 1) -> None:
         self.s, self.b, self.dist = session, backend, backend.dist
         self.size, self.iters, self.warmup, self.bidirectional = size, iters, warmup, bidirectional
         self.latency_size, self.latency_iters = latency_size, latency_iters
@@ -37,8 +36,7 @@ class PairBench:
         if not taking_part:
             return None
         nbytes = max(self.size, self.latency_size)
-        bufs, exc = self.b.attempt(lambda: [self.b.alloc(nbytes, self.s.rank)
-                                            for _ in range(1 + self.bidirectional)])
+        bufs, exc = self.b.attempt(lambda: [self.b.alloc(nbytes) for _ in range(1 + self.bidirectional)])
         if bufs is None:
             return f"out of memory for {nbytes} bytes: {type(exc).__name__}"
         self.send_buf, self.recv_buf = bufs[0], bufs[-1]      # one buffer unless bidirectional

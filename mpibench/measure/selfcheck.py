@@ -37,10 +37,10 @@ def engine_rows(session: Session, backend: TorchBackend, plan: Plan) -> Tuple[Op
     return report, wrong
 
 
-def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: int,
-                  fastest: bool) -> Tuple[Optional[List[Row]], int]:
+def repeated_rows(session: Session, backend: TorchBackend, plan: Plan,
+                  rounds: int) -> Tuple[Optional[List[Row]], int]:
     """engine_rows of `rounds` runs: per row the fastest round's (as NetPIPE keeps its best
-    trial) or the median round's; wrong elements over all rounds."""
+    trial); wrong elements over all rounds."""
     runs, wrong = [], 0
     for _ in range(rounds):
         rows, w = engine_rows(session, backend, plan)
@@ -48,8 +48,8 @@ def repeated_rows(session: Session, backend: TorchBackend, plan: Plan, rounds: i
         wrong += w
     if session.rank != 0:
         return None, wrong
-    return [median_row(list(same), [next(m["time_us"] for k in MODES if (m := r.get(k))) for r in same],
-                       fastest) for same in zip(*runs)], wrong
+    return [min(same, key=lambda r: next(m["time_us"] for k in MODES if (m := r.get(k))))
+            for same in zip(*runs)], wrong
 
 
 def all_reduce_plan(backend: TorchBackend, sizes: Sequence[int], iters: int, warmup: int) -> Plan:
@@ -68,7 +68,7 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     # The independent timer's loop per size (float32, in place) on the backend's library:
     # torch.distributed, or MPI through a communicator of its own. The barrier mpibench's
     # loop has; GPUs: a stream of its own (baretimer.py says why).
-    bufs = {s: backend.typed(backend.alloc(s, session.rank), FLOAT32) for s in sizes}
+    bufs = {s: backend.typed(backend.alloc(s), FLOAT32) for s in sizes}
     comm = session.comm.world.Dup() if backend.name == "mpi" else None
     stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
     bare: Dict[int, Callable[[int], float]] = {s: (
@@ -104,10 +104,9 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     return got if session.rank == 0 else None
 
 
-def median_row(rows: List[Row], times: List[float], fastest: bool = False) -> Row:
-    """The engine row of the median round (the lower median for an even count), or the fastest's."""
-    order = sorted(range(len(times)), key=times.__getitem__)
-    return rows[order[0 if fastest else (len(order) - 1) // 2]]
+def median_row(rows: List[Row], times: List[float]) -> Row:
+    """The engine row of the median round (the lower median for an even count)."""
+    return rows[sorted(range(len(times)), key=times.__getitem__)[(len(times) - 1) // 2]]
 
 
 def gpu_launch_seconds(session: Session, backend: TorchBackend) -> Optional[float]:
@@ -121,7 +120,6 @@ def gpu_launch_seconds(session: Session, backend: TorchBackend) -> Optional[floa
 def correctness(session: Session, backend: TorchBackend, size: int,
                 graph: int = 0) -> Tuple[Optional[List[Row]], int]:
     """engine_rows of every collective once at size, both modes, checked (float32, sum)."""
-    plan = Plan(collectives=list(REGISTRY.values()), sizes=[size], dtypes=[FLOAT32],
-                ops=["sum"], iters=1, warmup=0, check=1, blocking=backend.default_blocking(),
-                graph=graph, modes=("out", "in"), probe_iters=0)
+    plan = Plan(collectives=list(REGISTRY.values()), sizes=[size], dtypes=[FLOAT32], ops=["sum"],
+                iters=1, warmup=0, blocking=backend.default_blocking(), graph=graph, probe_iters=0)
     return engine_rows(session, backend, plan)

@@ -14,9 +14,9 @@ def install(target: Any, rank: int) -> None:
         if faults.get("oom", rank) is not None:
             alloc = target.alloc
 
-            def refusing(nbytes: int, r: int) -> Any:
-                refuse(r, nbytes)
-                return alloc(nbytes, r)
+            def refusing(nbytes: int) -> Any:
+                refuse(rank, nbytes)
+                return alloc(nbytes)
             target.alloc = refusing
         return
     rows = sorted((parse_size(arg), kind) for arg, kind in faults.row_faults(rank))

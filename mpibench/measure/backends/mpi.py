@@ -6,6 +6,7 @@ mpi4py's buffer methods (Allreduce, not allreduce): no pickling in the timed loo
 run on a duplicate of MPI_COMM_WORLD, apart from the side channel's gathers.
 """
 from functools import partial
+from operator import methodcaller
 from typing import Any, Optional, Sequence
 
 from ...errors import UsageError
@@ -52,6 +53,4 @@ class MPIBackend(TorchBackend):
     def default_blocking(self) -> int:
         return 2             # each call completes before the next, as OSU's loops do
 
-    @staticmethod
-    def _wait(request: Any) -> None:
-        request.Wait()
+    _wait = methodcaller("Wait")      # an MPI Request's

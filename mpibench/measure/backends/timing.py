@@ -24,16 +24,15 @@ def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step
     """Seconds for running every call once, in order, in -z mode `mode`. finish(): waits for
     every call launched so far (a GPU stream's synchronize). wait(handle): completes one
     handle, where calls return handles (CPU backends, -z 0); at most `window` in flight."""
-    if mode == 0:
-        if wait is not None:
-            return _windowed(calls, wait, window)
-        return _each(calls, None, None, finish)
+    if mode == 0 and wait is not None:
+        return _windowed(calls, wait, window)
     if mode == 3:
         return _barrier_untimed(calls, finish, needed_barrier(barrier))
-    return _each(calls, finish, needed_barrier(barrier) if mode == 1 else None)
+    return _each(calls, finish if mode else None, needed_barrier(barrier) if mode == 1 else None,
+                 finish if mode == 0 else None)
 
 
-def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step = None) -> float:
+def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step) -> float:
     perf = time.perf_counter
     steps = [step for step in (finish, barrier) if step is not None]
     if len(steps) == 2:
@@ -122,8 +121,7 @@ def seconds_marked(calls: Sequence[Call], mode: int, marks: Sequence[Call], fini
         return _windowed_marked(calls, wait, window, marks)
     if mode == 3:
         return _paired_marked(calls, finish, needed_barrier(barrier), marks)
-    return _each_marked(calls, finish if mode else None,
-                        needed_barrier(barrier) if mode == 1 else None,
+    return _each_marked(calls, finish if mode else None, needed_barrier(barrier) if mode == 1 else None,
                         finish if mode == 0 else None, marks)
 
 

@@ -5,6 +5,7 @@ creation on, not on the legacy default stream (docs/gpu.md, "One stream").
 """
 import time
 from contextlib import nullcontext
+from operator import methodcaller
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ...launch.session import Session
@@ -78,9 +79,7 @@ class TorchBackend:
         without blocking the host, so a sync of the current stream waits for all calls."""
         return mode == 0 and not self.cuda
 
-    @staticmethod
-    def _wait(work: Any) -> None:
-        work.wait()
+    _wait = methodcaller("wait")      # completes one handle: a torch Work
 
     # ---- buffers ----
     def graph_allocator(self) -> Dict[str, Any]:
@@ -91,11 +90,10 @@ class TorchBackend:
             group = self.dist.distributed_c10d._get_default_group()
             self.pool = torch.cuda.MemPool(group._get_backend(self.device).mem_allocator)
         except (AttributeError, RuntimeError) as exc:
-            return {"allocator": "torch caching allocator", "registered": False,
-                    "reason": error_line(exc)}
+            return {"allocator": "torch caching allocator", "registered": False, "reason": error_line(exc)}
         return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
 
-    def alloc(self, nbytes: int, rank: int) -> Tensor:
+    def alloc(self, nbytes: int) -> Tensor:
         with (nullcontext() if self.pool is None else self.torch.cuda.use_mem_pool(self.pool, self.device)):
             return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.device)
 

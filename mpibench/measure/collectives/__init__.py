@@ -3,6 +3,5 @@ from . import (all_gather, all_reduce, all_to_all, broadcast, gather, reduce, re
                scatter, sendrecv)
 
 REGISTRY = {m.COLLECTIVE.name: m.COLLECTIVE for m in (
-    all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv, gather,
-    scatter)}
+    all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv, gather, scatter)}
 NAMES = tuple(REGISTRY)
