@@ -102,11 +102,6 @@ def tests(doc: Doc) -> List[Dict[str, Any]]:
     return found if isinstance(found := doc.get("tests"), list) else []
 
 
-def test_info(doc: Doc, number: int) -> Optional[Dict[str, Any]]:
-    """The entry of test NUMBER of a printed log (None when it has no such test)."""
-    return next((t for t in tests(doc) if t["test"] == number), None)
-
-
 def pick_test(doc: Doc, path: str, number: Optional[int]) -> Doc:
     """Only test NUMBER's rows (--test) of a file of several tests; UsageError if it has fewer."""
     held = tests(doc)
