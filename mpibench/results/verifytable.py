@@ -9,10 +9,6 @@ from .tables import commented
 Check = Dict[str, Any]      # one check as verdicts.check() makes it
 
 
-def title(out: RunOutput) -> None:
-    out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
-
-
 def timers(out: RunOutput, args: Any, backend: Any, timed: List[int]) -> None:
     """What the timers will compare."""
     clock = ("host clock, device synchronize" if backend.cuda
