@@ -578,8 +578,7 @@ def _sizes_forward(test: Test) -> None:
 
 def check_average(rows: Iterable[Cells], average: Optional[Num], line: int, what: str,
                   raises: bool = True) -> bool:
-    """Whether the printed average is the mean of every printed busbw, to the digits printed;
-    Unreadable if not, where raises."""
+    """Whether the average is the mean of the printed busbws, to their digits (else Unreadable if raises)."""
     cells = [bus for r in rows for _, bus in r.bws if bus is not None]
     if average is None or not _checking() or not cells:
         return True
