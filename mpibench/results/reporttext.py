@@ -70,8 +70,8 @@ def markdown(docs: Docs) -> str:
     for path, doc in docs:
         parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
         for title, rows, average in groups(doc):
-            parts.append(f"### {title}\n\n" + tables.commented(
-                [tables.row_cells(r) for r in rows], tables.ROW_HEADERS, "github")[0])
+            cells = [[text.strip() for _, text in tables.cells(r)] for r in rows]
+            parts.append(f"### {title}\n\n" + tables.commented(cells, tables.ROW_HEADERS, "github")[0])
             parts += [_md(x) for x in average]
         if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github")[0])
