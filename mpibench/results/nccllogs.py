@@ -419,13 +419,9 @@ def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
     """(set of rank counts the rows allow, as an interval lo..hi, or None with the reason)."""
     if why := _pattern(coll, rows, layout):
         return None, why
-    lo, hi = 1.0, math.inf
-    if lines:
-        top = max(lines) + 1
-        if set(lines) == set(range(top)):
-            lo = hi = top
-        else:                                     # a pasted tail of the rank lines
-            lo = top
+    # every rank's line gives the rank count, a pasted tail of them its least
+    top = max(lines) + 1 if lines else 1
+    lo, hi = float(top), top if set(lines) == set(range(top)) else math.inf
     for k, at in _ks(rows):
         if _spreads(coll):
             if k != int(k) or not lo <= k <= hi:
