@@ -40,11 +40,9 @@ def write_whole(path: str, data: bytes, mode: int) -> None:
     replace_atomically(path, write)
 
 
-Render = Callable[[Dict[str, Any]], Union[str, List[str]]]
-
-
 class ResultFile:
-    def __init__(self, path: str, render: Optional[Render], kind: str = "JSON") -> None:
+    def __init__(self, path: str, render: Optional[Callable[[Dict[str, Any]], Union[str, List[str]]]],
+                 kind: str = "JSON") -> None:
         """render(doc) -> text or its parts (None: the caller writes it); reserves a fresh name now."""
         self.requested = path
         self.render = render

@@ -128,8 +128,7 @@ def _run(doc: Doc, add: Add) -> None:
     add("mpibench_start_timestamp_seconds", _seconds(doc.get("start_time")))
     add("mpibench_end_timestamp_seconds", _seconds(doc.get("end_time")))
     add("mpibench_complete", int(bool(doc.get("complete"))))
-    if doc.get("exit"):
-        add("mpibench_exit_code", doc["exit"].get("code"))
+    add("mpibench_exit_code", (doc.get("exit") or {}).get("code"))
 
 
 _MODE_OF = {key: mode for mode, key in MODE_KEYS.items()}      # the label: out or in

@@ -419,13 +419,9 @@ def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
     """(set of rank counts the rows allow, as an interval lo..hi, or None with the reason)."""
     if why := _pattern(coll, rows, layout):
         return None, why
-    lo, hi = 1.0, math.inf
-    if lines:
-        top = max(lines) + 1
-        if set(lines) == set(range(top)):
-            lo = hi = top
-        else:                                     # a pasted tail of the rank lines
-            lo = top
+    # every rank's line gives the rank count, a pasted tail of them its least
+    top = max(lines) + 1 if lines else 1
+    lo, hi = float(top), top if set(lines) == set(range(top)) else math.inf
     for k, at in _ks(rows):
         if _spreads(coll):
             if k != int(k) or not lo <= k <= hi:
@@ -578,8 +574,7 @@ def _sizes_forward(test: Test) -> None:
 
 def check_average(rows: Iterable[Cells], average: Optional[Num], line: int, what: str,
                   raises: bool = True) -> bool:
-    """Whether the printed average is the mean of every printed busbw, to the digits printed;
-    Unreadable if not, where raises."""
+    """Whether the average is the mean of the printed busbws, to their digits (else Unreadable if raises)."""
     cells = [bus for r in rows for _, bus in r.bws if bus is not None]
     if average is None or not _checking() or not cells:
         return True

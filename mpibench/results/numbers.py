@@ -1,10 +1,9 @@
 """How text output writes a figure, an unknown one (None) as n/a (in a ratio column a dash);
 nccl-tests' own column format is tables.fnum."""
-from typing import Optional
+from typing import Callable, Optional
 
 
 def figure(value: Optional[float], spec: str = ".3f", unit: str = "", missing: str = "n/a") -> str:
-    """format(value, spec) and its unit."""
     return missing if value is None else format(value, spec) + unit
 
 
@@ -13,9 +12,9 @@ def plural(n: Optional[int], word: str, many: Optional[str] = None) -> str:
     return word if n == 1 else (many or word + "s")
 
 
-def counted(n: Optional[int], word: str, many: Optional[str] = None) -> str:
+def counted(n: Optional[int], word: str) -> str:
     """'1 rank', '3 ranks'."""
-    return f"{n} {plural(n, word, many)}"
+    return f"{n} {plural(n, word)}"
 
 
 def ratio(value: Optional[float], missing: str = "-") -> str:
@@ -23,19 +22,12 @@ def ratio(value: Optional[float], missing: str = "-") -> str:
     return figure(value, ".2f", "x", missing)
 
 
-def ms(seconds: Optional[float]) -> str:
-    """Milliseconds, one decimal."""
-    return "n/a" if seconds is None else f"{seconds * 1e3:.1f}"
+def _one_decimal(scale: float, unit: str = "") -> Callable[[Optional[float]], str]:
+    return lambda value: figure(None if value is None else value * scale, ".1f", unit)
 
 
-def us(seconds: Optional[float]) -> str:
-    """Microseconds, one decimal."""
-    return "n/a" if seconds is None else f"{seconds * 1e6:.1f}"
-
-
-def pct(share: Optional[float]) -> str:
-    """A share (0.123) as a percent with one decimal (12.3%)."""
-    return "n/a" if share is None else f"{share * 100:.1f}%"
+ms, us = _one_decimal(1e3), _one_decimal(1e6)      # from seconds
+pct = _one_decimal(100, "%")                        # a share: 0.123 -> 12.3%
 
 
 def share_text(gbps_figure: Optional[float], rate: Optional[float]) -> str:

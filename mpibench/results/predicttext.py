@@ -2,9 +2,8 @@
 import statistics
 from typing import Any, List, Optional, Sequence, Tuple
 
-from tabulate import tabulate
-
 from ..measure.sizes import format_size
+from .tables import table as plain
 
 Checked = Tuple[str, int, float, Optional[bool]]   # collective, size, error, inside (None: a guess)
 
@@ -37,8 +36,7 @@ def fit(title: str, points: int, ns: Sequence[int], errors: Sequence[float],
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], target: int, unseen: bool) -> None:
-    print("\n".join("#   " + x for x in tabulate(rows, headers=headers,
-                                                 disable_numparse=True).splitlines()))
+    print("\n".join("#   " + x for x in plain(rows, headers).splitlines()))
     if unseen:
         print(f"#   * not predicted: at {target} ranks a candidate NCCL chose at no input size within 4x (an "
               f"exchange: bytes per peer two input counts did not run within 2x), a regime the inputs do "

@@ -76,12 +76,9 @@ Bandwidth = Tuple[float, float, float, str]   # bandwidth(): GB/s, its trials' r
 
 def bandwidth(row: Dict[str, Any], mode: str) -> Optional[Bandwidth]:
     """(value, low, high, metric): busbw, else algbw (one rank), with the trials' range if any."""
-    m = row.get(mode)
-    if not m:
-        return None
+    m = row.get(mode) or {}
     metric = "busbw" if m.get("busbw_GBps") is not None else "algbw"
-    value = m.get(f"{metric}_GBps")
-    if value is None:
+    if (value := m.get(f"{metric}_GBps")) is None:
         return None
     sp = m.get("spread")
     if sp and metric == "busbw" and sp.get("busbw_GBps_min") is not None:
@@ -100,11 +97,6 @@ def has_trials(row: Dict[str, Any]) -> bool:
 def tests(doc: Doc) -> List[Dict[str, Any]]:
     """The tests (tables) of a printed log; [] for a file mpibench wrote."""
     return found if isinstance(found := doc.get("tests"), list) else []
-
-
-def test_info(doc: Doc, number: int) -> Optional[Dict[str, Any]]:
-    """The entry of test NUMBER of a printed log (None when it has no such test)."""
-    return next((t for t in tests(doc) if t["test"] == number), None)
 
 
 def pick_test(doc: Doc, path: str, number: Optional[int]) -> Doc:

@@ -9,28 +9,25 @@ from .schema import Doc
 Docs = Sequence[Tuple[str, Doc]]        # (path, document)
 
 
-def groups(doc: Doc) -> Dict[Tuple[int, str, str], List[Dict[str, Any]]]:
-    """Rows by (test, setting, collective), in the order first measured."""
-    out: Dict[Tuple[int, str, str], List[Dict[str, Any]]] = {}
+def groups(doc: Doc) -> List[Tuple[str, List[Dict[str, Any]], List[str]]]:
+    """(title, rows, its test's average line) per test, setting and collective, in the order
+    first measured; the average only where a printed log's tests each have their own."""
+    by: Dict[Tuple[int, str, str], List[Dict[str, Any]]] = {}
     for row in doc["results"]:
-        out.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]), []).append(row)
+        by.setdefault((row.get("test", 0), row.get("setting", ""), row["collective"]), []).append(row)
+    out = []
+    for (test, setting, collective), rows in by.items():
+        info = next((t for t in reader.tests(doc) if t["test"] == test), None)
+        title = collective + (f" ({setting})" if setting else "")
+        if info:
+            name = f"{info['name']}, " if info["name"] else ""
+            title += f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)"
+        avg = info["average_bus_bandwidth"] if info else None
+        # none where one average stands for every table (mpibench's own output)
+        average = [] if not info or avg is None and doc.get("average_bus_bandwidth") is not None else [
+            f"# {'Avg bus bandwidth':<20s} : {'n/a (not in the log)' if avg is None else format(avg, 'g')}"]
+        out.append((title, rows, average))
     return out
-
-
-def _title(doc: Doc, test: int, setting: str, collective: str) -> str:
-    info = reader.test_info(doc, test)
-    name = f"{info['name']}, " if info and info["name"] else ""
-    where = f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)" if info else ""
-    return collective + (f" ({setting})" if setting else "") + where
-
-
-def _test_average(doc: Doc, test: int) -> List[str]:
-    """The average a test of a printed log had, as a summary line (several tests only)."""
-    info = reader.test_info(doc, test)
-    avg = info["average_bus_bandwidth"] if info else None
-    if not info or avg is None and doc.get("average_bus_bandwidth") is not None:
-        return []           # no test, or one average for every table (mpibench's own output)
-    return [f"# {'Avg bus bandwidth':<20s} : {'n/a (not in the log)' if avg is None else format(avg, 'g')}"]
 
 
 def _hosts(doc: Doc, fmt: str) -> List[str]:
@@ -50,13 +47,12 @@ def text(docs: Docs) -> str:
         lines.append(reader.describe(path, doc))
         if doc.get("env"):
             lines.append("# env: " + " ".join(f"{k}={v}" for k, v in doc["env"].items()))
-        for (test, setting, coll), rows in groups(doc).items():
+        for title, rows, average in groups(doc):
             figures = [m for _, _, m in tables.measured(rows)]
             per_iter = any(m.get("per_iter") for m in figures)
             max_error = any("max_error" in m for m in figures)   # a log before nccl-tests 2.13
-            lines += [f"#\n# Collective: {_title(doc, test, setting, coll)}",
-                      tables.row_header(per_iter, max_error)]
-            lines += [tables.row_line(r, per_iter) for r in rows] + _test_average(doc, test)
+            lines += [f"#\n# Collective: {title}", tables.row_header(per_iter, max_error)]
+            lines += [tables.row_line(r, per_iter) for r in rows] + average
         if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
             lines += ["#\n# median of the trials per row, and their spread", *tables.trials_table(trial_rows)]
         lines += _hosts(doc, "simple") + summary.comparison_lines(doc) + summary.line_rate_lines(doc)
@@ -73,10 +69,10 @@ def markdown(docs: Docs) -> str:
     parts = []
     for path, doc in docs:
         parts.append(f"## {path}\n\n{_md(reader.describe(path, doc)).split(': ', 1)[1]}")
-        for (test, setting, coll), rows in groups(doc).items():
-            parts.append(f"### {_title(doc, test, setting, coll)}\n\n" + tables.commented(
-                [tables.row_cells(r) for r in rows], tables.ROW_HEADERS, "github")[0])
-            parts += [_md(x) for x in _test_average(doc, test)]
+        for title, rows, average in groups(doc):
+            cells = [[text.strip() for _, text in tables.cells(r)] for r in rows]
+            parts.append(f"### {title}\n\n" + tables.commented(cells, tables.ROW_HEADERS, "github")[0])
+            parts += [_md(x) for x in average]
         if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
             parts.append("### Trials\n\n" + tables.trials_table(trial_rows, "github")[0])
         parts += [_md(line) if line.startswith("#") else line for line in _hosts(doc, "github")]

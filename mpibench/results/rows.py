@@ -1,7 +1,6 @@
 """Rows of a results document: their key; a row from every rank's time, shaped as a row of `run`
 (nccl-tests' keys, one mode) for the commands that time one collective at a time, so that report,
-compare and plot read every file alike; and run --trials' merge of K trials (medians under
-nccl-tests' keys, every trial under `trials`, per mode its time's `spread` and `unstable`)."""
+compare and plot read every file alike; and run --trials' merge (docs/results-document.md)."""
 from statistics import mean, median, pstdev
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 

@@ -77,8 +77,8 @@ ROW_HEADERS = ["size (B)", "count", "type", "redop", "root",
                "out rank spread (%)", "in rank spread (%)"]
 
 
-def _cells(row: Dict[str, Any], per_iter: bool = False) -> List[Tuple[int, str]]:
-    """(width, text) of each cell of row_line, right-aligned in it."""
+def cells(row: Dict[str, Any], per_iter: bool = False) -> List[Tuple[int, str]]:
+    """(width, text) of each cell of row_line, right-aligned in it (stripped in markdown)."""
     cells = list(zip((10, 12, 8, 6, 6), (str(row[k]) for k in ("size", "count", "type", "redop", "root"))))
     for m in (row[key] for key in MODES):
         cells += zip((7, 6, 6, 6), _mode_values(m))
@@ -89,13 +89,8 @@ def _cells(row: Dict[str, Any], per_iter: bool = False) -> List[Tuple[int, str]]
     return cells + [(6, "-" if p is None else "%6.1f" % p) for p in (spread_pct(row, k) for k in MODES)]
 
 
-def row_cells(row: Dict[str, Any]) -> List[str]:
-    """The cells of row_line, for tables in other formats (markdown)."""
-    return [text.strip() for _, text in _cells(row)]
-
-
 def row_line(row: Dict[str, Any], per_iter: bool = False) -> str:
-    return "".join("  " + text.rjust(width) for width, text in _cells(row, per_iter))
+    return "".join("  " + text.rjust(width) for width, text in cells(row, per_iter))
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:

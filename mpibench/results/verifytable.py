@@ -6,12 +6,6 @@ from .numbers import us
 from .output import RunOutput
 from .tables import commented
 
-Check = Dict[str, Any]      # one check as verdicts.check() makes it
-
-
-def title(out: RunOutput) -> None:
-    out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
-
 
 def timers(out: RunOutput, args: Any, backend: Any, timed: List[int]) -> None:
     """What the timers will compare."""
@@ -29,7 +23,8 @@ def round_line(out: RunOutput, size: int, got: Dict[str, List[float]]) -> None:
             f"{us(got['harness'][-1])} us, bare loop {us(got['bare'][-1])} us")
 
 
-def checks(out: RunOutput, checks: List[Check]) -> None:
+def checks(out: RunOutput, checks: List[Dict[str, Any]]) -> None:
+    """The table of the checks (as verdicts.check() makes them), a line per check not passed."""
     ratio = ["" if c["ratio"] is None else f"{c['ratio']:.3f}" + (   # and its confidence interval
         f" ({ci[0]:.3f}-{ci[1]:.3f})" if (ci := c.get("interval")) else "") for c in checks]
     rows = [[c["check"], c["figure"], c["reference"], r, c["verdict"]] for c, r in zip(checks, ratio)]
