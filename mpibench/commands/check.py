@@ -302,7 +302,7 @@ class Report:
         self.out.set()
 
     def say_retest(self, test, lines):
-        self.say(*(f"# {test}. retest: {line}" for line in lines))
+        self.say(*checktext.retest_lines(test, lines))
         self.out.set()
 
     def pair_round(self, todo, records, seconds, moved):

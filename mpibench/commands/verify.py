@@ -118,7 +118,7 @@ def execute(session, args):
         "start-up (every rank's device and versions)")
     records, versions = rankfacts.gather(session)
     if session.rank == 0:
-        out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
+        verifytable.title(out)
         rankfacts.describe(session, out, [backend.name], records, versions,
                          {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
                           "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,

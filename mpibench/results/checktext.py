@@ -77,6 +77,11 @@ def retest_text(where: str, fig: Mapping[str, Any], lim: Optional[Mapping[str, A
             + spread_text(fig) + (f", against {limit_text(lim)}" if lim else "") + f": {outcome}")
 
 
+def retest_lines(test: int, lines: Sequence[str]) -> List[str]:
+    """The lines of a test's retest ('# 1. retest: h2 alone: ...')."""
+    return [f"# {test}. retest: {line}" for line in lines]
+
+
 def job_line(collective: str, n: int, fig: Mapping[str, Any], failed: Optional[str]) -> str:
     return (f"# 3. the whole job: {collective} over {counted(n, 'rank')}, "
             + (f"busbw {fig['busbw_GBps']:.3f} GB/s" if fig["busbw_GBps"] is not None

@@ -7,6 +7,10 @@ from .output import RunOutput
 from .tables import commented
 
 
+def title(out: RunOutput) -> None:
+    out.say("# mpibench verify: can mpibench's figures be trusted on these hosts?")
+
+
 def timers(out: RunOutput, args: Any, backend: Any, timed: List[int]) -> None:
     """What the timers will compare."""
     clock = ("host clock, device synchronize" if backend.cuda
