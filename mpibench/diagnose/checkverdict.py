@@ -300,17 +300,14 @@ class Judge:
 
     def moved(self, host, ports=None, lead=""):
         """lead and a host's counter changes over every round on ports (None: all), rises summed; or ''."""
-        out, sums = [], {}
+        out, sums = [], {}          # a counter's rises summed where it first rose
         for per_round in self.doc.get("counters_moved", []):
             for c in hostfacts.on_ports(per_round.get(host, []), ports):
-                if "moved" in c:
-                    key = (c["port"], c["what"])
-                    if key not in sums:
-                        sums[key] = dict(c, moved=0)
-                        out.append(sums[key])
+                key = (c["port"], c["what"])
+                if "moved" in c and key in sums:
                     sums[key]["moved"] += c["moved"]
                 else:
-                    out.append(c)
+                    out.append(sums.setdefault(key, dict(c)) if "moved" in c else c)
         return lead + hostfacts.describe_changes(out) if out else ""
 
     def _failed_with(self, host, rail=None):
