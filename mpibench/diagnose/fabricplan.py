@@ -164,8 +164,6 @@ class FabricRounds:
 def run(fabric, judge):
     """Drive FabricRounds with judge(pairs) -> {(a, b): [passed per rail]}; the verdict."""
     rounds = FabricRounds(fabric)
-    while True:
-        pairs = rounds.next_round()
-        if not pairs:
-            return rounds.verdict()
+    while pairs := rounds.next_round():
         rounds.record(judge(pairs))
+    return rounds.verdict()
