@@ -130,9 +130,7 @@ def _greedy(cands, cover, order):
 
 def _failed_hosts(fabric, named):
     """The hosts with every rail named (rails whose switch is named left aside)."""
-    per_host = {}
-    for _, h, rail in (x for x in named if x[0] == "nic"):
-        per_host.setdefault(h, set()).add(rail)
+    rails = Counter(x[1] for x in named if x[0] == "nic")      # a link is named once
     # a rail whose switch is named says nothing of the hosts' links on it
     known = fabric.rails - sum(1 for x in named if x[0] == "rail")
-    return sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))
+    return sorted(h for h, n in rails.items() if n >= max(1, known))
