@@ -82,7 +82,7 @@ def _verdict(session, out, args, judge, facts):
     host = session.hostname
     entry = judge.hosts[host]
     errors = [f[1] for f in findings.findings({host: facts}, True)
-              if findings.severity(f) == findings.ERROR]
+              if f.severity == findings.ERROR]
     reasons = entry["reasons"] + [f"doctor: {e}" for e in errors]
     if errors:
         entry.update(verdict="FAIL", reasons=reasons)
