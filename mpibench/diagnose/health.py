@@ -81,8 +81,7 @@ def _verdict(session, out, args, judge, facts):
     """Rank 0: the verdict, the line, the drain; True when the host is not healthy."""
     host = session.hostname
     entry = judge.hosts[host]
-    errors = [f[1] for f in findings.findings({host: facts}, True)
-              if f.severity == findings.ERROR]
+    errors = [f[1] for f in findings.findings({host: facts}, True) if f.severity == findings.ERROR]
     reasons = entry["reasons"] + [f"doctor: {e}" for e in errors]
     if errors:
         entry.update(verdict="FAIL", reasons=reasons)
