@@ -37,7 +37,6 @@ def serve(bind, port, seconds):
 def connect(server, bind, port, seconds):
     """Run the client; (bits per second, retransmits, None) or (None, None, why)."""
     argv = ["iperf3", "-c", server, "-B", bind, "-p", str(port), "-t", f"{seconds:g}", "-J"]
-    why = "not run"
     for _ in range(CONNECT_TRIES):
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30)
