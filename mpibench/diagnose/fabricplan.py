@@ -131,8 +131,7 @@ class FabricRounds:
             pairs = []
         else:
             v = self.verdict()
-            pairs, chosen = deciding_pairs(self.fabric, v, self.tested) if v["any_passed"] \
-                else ([], {})
+            pairs, chosen = deciding_pairs(self.fabric, v, self.tested) if v["any_passed"] else ([], {})
             for link, pair in chosen.items():
                 self.deciders.setdefault(link, pair)
             # a failed path whose every link passed elsewhere: tested once more, to tell
