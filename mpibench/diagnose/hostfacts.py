@@ -158,13 +158,11 @@ def delta(before, after):
             moved.append({"port": port, "what": "port", "from": "absent" if a is None else "present",
                           "to": "absent" if b is None else "present"})
             continue
-        for key in ("state", "speed"):
-            if a[key] != b[key]:
-                moved.append({"port": port, "what": key, "from": a[key], "to": b[key]})
-        for name, value in b["counters"].items():
-            old = a["counters"].get(name)
-            if old is not None and value > old:
-                moved.append({"port": port, "what": name, "moved": value - old})
+        moved += [{"port": port, "what": key, "from": a[key], "to": b[key]}
+                  for key in ("state", "speed") if a[key] != b[key]]
+        moved += [{"port": port, "what": name, "moved": value - old}
+                  for name, value in b["counters"].items()
+                  if (old := a["counters"].get(name)) is not None and value > old]
     return moved
 
 
