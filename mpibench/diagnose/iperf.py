@@ -90,7 +90,5 @@ def run_pairs(session, env, seconds, port=PORT):
                       "bits_per_second": bps, "retransmits": retr, "error": why}
         if server is not None:
             finish(server, seconds)
-        gathered = session.comm.gather(record, root=0)
-        if session.rank == 0:
-            results += [g for g in gathered if g is not None]
-    return results if session.rank == 0 else None
+        results += session.comm.gather(record, root=0) or []      # None off rank 0
+    return [g for g in results if g is not None] if session.rank == 0 else None
