@@ -26,10 +26,9 @@ def version_findings(diffs):
 
 def comparable(facts):
     """The facts of one host that should be equal on every host, as {label: value}."""
-    out = {f"version {k}": facts["versions"].get(k) for k in VERSION_KEYS}
-    out["GPU model"] = ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None
-    out["GPU count"] = len(facts["gpus"])
-    out["GPU driver"] = facts["driver"]
+    out = {**{f"version {k}": facts["versions"].get(k) for k in VERSION_KEYS},
+           "GPU model": ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None,
+           "GPU count": len(facts["gpus"]), "GPU driver": facts["driver"]}
     out.update((f"variable {k}", v) for k, v in facts["env"].items())
     for p in facts["rdma"]:
         for key in ("state", "rate", "link_layer"):
