@@ -88,14 +88,12 @@ def localise(fabric, results):
 
 def _candidates(failed, good):
     """(each failed path's unproven links, {link: its failed paths}, {link: order met}, paths with none)."""
-    cands, cover, unexplained = [], {}, []
-    for i, (p, links) in enumerate(failed):
-        c = [x for x in links if x not in good]
-        if not c:
-            unexplained.append(p)
-        cands.append(c)
+    cands = [[x for x in links if x not in good] for _, links in failed]
+    cover = {}
+    for i, c in enumerate(cands):
         for x in c:
             cover.setdefault(x, []).append(i)
+    unexplained = [p for (p, _), c in zip(failed, cands) if not c]
     return cands, cover, {x: k for k, x in enumerate(cover)}, unexplained
 
 
