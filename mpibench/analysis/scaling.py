@@ -189,12 +189,11 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
                                       for idx in rng.integers(0, len(pts), (resamples, len(pts)))]
     # the starts and fits to points drawn again that fit all points within 1.5x the best's cost
     members = [x for x in members if float(res(x) @ res(x)) <= fits[0][1] * 1.5 + 1e-9]
-    t = m.time(best, feats)
     chosen = {}
     for i, (_, _, s) in zip(np.argmax(feats[1], axis=0), pts):
         chosen.setdefault(m.cands[i], []).append(s)
-    return {"model": m, "best": best, "members": members, "bus": bus,
-            "errors": list(t / secs - 1), "sizes": [s for _, _, s in pts], "chosen": chosen}
+    return {"model": m, "best": best, "members": members, "bus": bus, "chosen": chosen,
+            "errors": list(m.time(best, feats) / secs - 1), "sizes": [s for _, _, s in pts]}
 
 
 def predict(f, n, g, size):

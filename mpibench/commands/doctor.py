@@ -55,12 +55,12 @@ def execute(session, args):
     text.transports(out, transports["skipped"], pairs, transports["errors"], session.size)
     if pairs is not None:
         found += findings.transport_findings(pairs, per_host)
-    severity = [findings.severity(f) == findings.ERROR for f in found]
+    severity = [f.severity == findings.ERROR for f in found]
     text.findings(out, found, severity)
     errors = sum(severity)
     out.set(doctor={"hosts": {h: dict(f, ranks=ranks[h]) for h, f in per_host.items()},
                     "differences": [{"fact": label, "values": values} for label, values in diffs],
-                    "findings": [{"host": f[0], "text": f[1], "severity": findings.severity(f)}
+                    "findings": [{"host": f[0], "text": f[1], "severity": f.severity}
                                  for f in found],
                     "nccl_transports": None if pairs is None else
                     [{"hosts": list(k), "transports": v} for k, v in pairs.items()],

@@ -300,17 +300,14 @@ class Judge:
 
     def moved(self, host, ports=None, lead=""):
         """lead and a host's counter changes over every round on ports (None: all), rises summed; or ''."""
-        out, sums = [], {}
+        out, sums = [], {}          # a counter's rises summed where it first rose
         for per_round in self.doc.get("counters_moved", []):
             for c in hostfacts.on_ports(per_round.get(host, []), ports):
-                if "moved" in c:
-                    key = (c["port"], c["what"])
-                    if key not in sums:
-                        sums[key] = dict(c, moved=0)
-                        out.append(sums[key])
+                key = (c["port"], c["what"])
+                if "moved" in c and key in sums:
                     sums[key]["moved"] += c["moved"]
                 else:
-                    out.append(c)
+                    out.append(sums.setdefault(key, dict(c)) if "moved" in c else c)
         return lead + hostfacts.describe_changes(out) if out else ""
 
     def _failed_with(self, host, rail=None):
@@ -370,20 +367,17 @@ class Judge:
     def _named_links(self, verdict, fabric):
         """The names of the named links but a failed host's; a failed rail makes its host RAIL."""
         drained = set(verdict["failed_hosts"])
-        suspects = []
-        for link in (x for x in verdict["named"] if x[0] != "nic" or x[1] not in drained):
-            if link[0] == "nic":
-                h, rail = fabric.names[link[1]], link[2]
-                nic = fabric.nics.get((link[1], rail))
-                self.hosts[h]["rails_failed"].append(rail)
-                self.hosts[h]["reasons"].append(
-                    f"rail {rail}" + (f" ({nic})" if nic else "") + f": below "
-                    f"{limit_text(self.pair_limit)} with {self._failed_with(h, rail)}; its "
-                    f"other rails passed" + self.moved(h, {nic} if nic else None, MOVED))
-                if self.hosts[h]["verdict"] == "PASS":
-                    self.hosts[h]["verdict"] = "RAIL"
-            suspects.append(fabric.name(link))
-        return suspects
+        named = [x for x in verdict["named"] if x[0] != "nic" or x[1] not in drained]
+        for _, i, rail in (x for x in named if x[0] == "nic"):
+            h, nic = fabric.names[i], fabric.nics.get((i, rail))
+            self.hosts[h]["rails_failed"].append(rail)
+            self.hosts[h]["reasons"].append(
+                f"rail {rail}" + (f" ({nic})" if nic else "") + f": below "
+                f"{limit_text(self.pair_limit)} with {self._failed_with(h, rail)}; its "
+                f"other rails passed" + self.moved(h, {nic} if nic else None, MOVED))
+            if self.hosts[h]["verdict"] == "PASS":
+                self.hosts[h]["verdict"] = "RAIL"
+        return [fabric.name(x) for x in named]
 
     def job(self, gathered):
         """Test 3: the whole job's figure, judged (a miss is measured again: job_retest)."""

@@ -10,11 +10,11 @@ TRIES = 4          # hosts tried per leaf for an uplink's deciding pair
 
 
 def _leaves(fabric):
-    """[[host, ...] per leaf], leaves and hosts in job order."""
+    """{leaf: [host, ...]}, leaves and hosts in job order."""
     by = {}
     for h, leaf in enumerate(fabric.leaf):
         by.setdefault(leaf, []).append(h)
-    return list(by.values())
+    return by
 
 
 def _pair_leftovers(left, avoid, fabric):
@@ -40,7 +40,7 @@ def _pair_leftovers(left, avoid, fabric):
 
 def first_rounds(fabric):
     """Rounds 1 and 2: [[(a, b), ...], [(a, b), ...]] over host indices."""
-    leaves = _leaves(fabric)
+    leaves = list(_leaves(fabric).values())
     one = [(hosts[i], hosts[i + 1]) for hosts in leaves for i in range(0, len(hosts) - 1, 2)]
     one += _pair_leftovers([hosts[-1] for hosts in leaves if len(hosts) % 2], set(), fabric)
     seen = set(one)
@@ -81,11 +81,11 @@ def _pair_for_nic(fabric, good, host, rail, busy, by_leaf, tested):
     return None
 
 
-def _pair_for_uplink(fabric, good, target, busy, leaves):
+def _pair_for_uplink(fabric, good, target, busy, by_leaf):
     """Free hosts under and outside the uplink's switch, the path between them deciding."""
     switch = target[1]
-    inside = [hs for hs in leaves if switch in fabric.topo.up(fabric.leaf[hs[0]])]
-    outside = [hs for hs in leaves if switch not in fabric.topo.up(fabric.leaf[hs[0]])]
+    inside = [hs for leaf, hs in by_leaf.items() if switch in fabric.topo.up(leaf)]
+    outside = [hs for leaf, hs in by_leaf.items() if switch not in fabric.topo.up(leaf)]
     for hs in inside:
         for a in [h for h in hs if h not in busy][:TRIES]:
             for hs2 in outside:
@@ -98,8 +98,7 @@ def _pair_for_uplink(fabric, good, target, busy, leaves):
 def deciding_pairs(fabric, verdict, tested):
     """(pairs, {link: pair or None}): per tied, unproven or thin link, a path with it the only unproven."""
     good = verdict["good"]
-    leaves = _leaves(fabric)
-    by_leaf = {fabric.leaf[hs[0]]: hs for hs in leaves}
+    by_leaf = _leaves(fabric)
     mate, pairs, chosen = {}, [], {}
     for link in [x for tie in verdict["ties"] for x in tie] + verdict["unproven"] + verdict["thin"]:
         if link[0] == "nic" and link[1] in mate:         # its host is in a pair already
@@ -107,7 +106,7 @@ def deciding_pairs(fabric, verdict, tested):
         elif link[0] == "nic":
             found = _pair_for_nic(fabric, good, link[1], link[2], mate, by_leaf, tested)
         else:
-            found = _pair_for_uplink(fabric, good, link, mate, leaves) if link[0] == "up" else None
+            found = _pair_for_uplink(fabric, good, link, mate, by_leaf) if link[0] == "up" else None
         if found and found[0] not in mate and found not in tested:
             pairs.append(found)
             mate[found[0]] = mate[found[1]] = found
@@ -132,8 +131,7 @@ class FabricRounds:
             pairs = []
         else:
             v = self.verdict()
-            pairs, chosen = deciding_pairs(self.fabric, v, self.tested) if v["any_passed"] \
-                else ([], {})
+            pairs, chosen = deciding_pairs(self.fabric, v, self.tested) if v["any_passed"] else ([], {})
             for link, pair in chosen.items():
                 self.deciders.setdefault(link, pair)
             # a failed path whose every link passed elsewhere: tested once more, to tell
@@ -164,8 +162,6 @@ class FabricRounds:
 def run(fabric, judge):
     """Drive FabricRounds with judge(pairs) -> {(a, b): [passed per rail]}; the verdict."""
     rounds = FabricRounds(fabric)
-    while True:
-        pairs = rounds.next_round()
-        if not pairs:
-            return rounds.verdict()
+    while pairs := rounds.next_round():
         rounds.record(judge(pairs))
+    return rounds.verdict()

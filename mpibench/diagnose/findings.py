@@ -8,17 +8,12 @@ WARNING, ERROR = "warning", "error"
 
 
 class Finding(tuple):
-    """(host, text), unpacked as a pair, with .severity."""
+    """(host, text), unpacked as a pair, with .severity (a warning unless given)."""
 
     def __new__(cls, host, text, severity=WARNING):
         self = super().__new__(cls, (host, text))
         self.severity = severity
         return self
-
-
-def severity(finding):
-    """A finding's severity (a plain (host, text) pair is a warning)."""
-    return getattr(finding, "severity", WARNING)
 
 
 def version_findings(diffs):
@@ -31,10 +26,9 @@ def version_findings(diffs):
 
 def comparable(facts):
     """The facts of one host that should be equal on every host, as {label: value}."""
-    out = {f"version {k}": facts["versions"].get(k) for k in VERSION_KEYS}
-    out["GPU model"] = ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None
-    out["GPU count"] = len(facts["gpus"])
-    out["GPU driver"] = facts["driver"]
+    out = {**{f"version {k}": facts["versions"].get(k) for k in VERSION_KEYS},
+           "GPU model": ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None,
+           "GPU count": len(facts["gpus"]), "GPU driver": facts["driver"]}
     out.update((f"variable {k}", v) for k, v in facts["env"].items())
     for p in facts["rdma"]:
         for key in ("state", "rate", "link_layer"):
@@ -78,24 +72,24 @@ def _rdma_findings(h, f, multi_host):
                          "falls back to TCP sockets"), WARNING if active else ERROR)
            for p in f["rdma"] if p["state"] != "ACTIVE"]
     if not f["rdma"] and multi_host:
-        out.append((h, "no RDMA device (/sys/class/infiniband is empty): NCCL will use TCP "
-                       "sockets (NET/Socket) between hosts; install the RDMA driver or expect "
-                       "a fraction of the bandwidth"))
+        out.append(Finding(h, "no RDMA device (/sys/class/infiniband is empty): NCCL will use TCP "
+                              "sockets (NET/Socket) between hosts; install the RDMA driver or expect "
+                              "a fraction of the bandwidth"))
     if f["rdma"] and f["rdma_modules"] is not None and not {"ib_uverbs", "rdma_ucm"} & set(f["rdma_modules"]):
         out.append(Finding(h, "RDMA devices present but ib_uverbs/rdma_ucm not loaded: user "
                               "space (NCCL) cannot open them; modprobe ib_uverbs rdma_ucm", ERROR))
     layers = {p["link_layer"] for p in active}
     if "Ethernet" in layers:
-        out.append((h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
-                       "and GID index (NCCL_IB_GID_INDEX); check lossless Ethernet (PFC/ECN)"))
+        out.append(Finding(h, "RoCE (RDMA over Ethernet): every host must use the same RoCE version "
+                              "and GID index (NCCL_IB_GID_INDEX); check lossless Ethernet (PFC/ECN)"))
     if len(layers) > 1:
-        out.append((h, f"active RDMA ports mix link layers ({', '.join(sorted(layers))}): "
-                       f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
+        out.append(Finding(h, f"active RDMA ports mix link layers ({', '.join(sorted(layers))}): "
+                              f"NCCL may pair ports that cannot talk; set NCCL_IB_HCA"))
     rates = {p["rate_gbps"] for p in active if p["rate_gbps"]}
     if len(rates) > 1:
         each = ", ".join(f"{r:g}" for r in sorted(rates))
-        out.append((h, f"active RDMA ports run at different rates ({each} Gb/s): NCCL's rings go "
-                       f"at the slowest; check cables or set NCCL_IB_HCA"))
+        out.append(Finding(h, f"active RDMA ports run at different rates ({each} Gb/s): NCCL's rings go "
+                              f"at the slowest; check cables or set NCCL_IB_HCA"))
     return out
 
 
@@ -118,7 +112,7 @@ def _name_findings(h, f):
 
 def _switched_off(h, env):
     """NCCL transports that host h's variables turn off (P2P, InfiniBand/RoCE, SHM)."""
-    return [(h, f"{var}={env[var]} is set: {what}; unset it unless on purpose") for var, what in (
+    return [Finding(h, f"{var}={env[var]} is set: {what}; unset it unless on purpose") for var, what in (
         ("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: traffic inside the host "
                              "goes through host memory"),
         ("NCCL_IB_DISABLE", "InfiniBand/RoCE is off: NCCL uses TCP sockets between hosts"),
@@ -130,10 +124,10 @@ def _gpu_findings(h, f):
     """Host h's GPUs joined by PCIe only, and GPU tools that failed where GPUs are expected."""
     out = []
     if len(f["gpus"]) > 1 and f["gpu_links"] and "NV#" not in f["gpu_links"]:
-        out.append((h, f"{len(f['gpus'])} GPUs joined by PCIe only (no NVLink in nvidia-smi "
-                       f"topo -m: {', '.join(f['gpu_links'])}): GPU-to-GPU traffic is "
-                       f"limited to PCIe bandwidth"))
-    return out + [(h, f"{error}: GPU facts (models, driver, topology) unknown")
+        out.append(Finding(h, f"{len(f['gpus'])} GPUs joined by PCIe only (no NVLink in nvidia-smi "
+                              f"topo -m: {', '.join(f['gpu_links'])}): GPU-to-GPU traffic is "
+                              f"limited to PCIe bandwidth"))
+    return out + [Finding(h, f"{error}: GPU facts (models, driver, topology) unknown")
                   for error in f["tool_errors"] if f["versions"].get("nccl") or f["gpus"]]
 
 
@@ -142,8 +136,8 @@ def _slower_than_others(per_host, ports, state, rate, what, fmt):
     values = {h: max((p[rate] for p in f[ports] if p["state"] == state and p[rate]), default=None)
               for h, f in per_host.items()}
     top = max((v for v in values.values() if v), default=None)
-    return [(h, f"{what} is {fmt(v)}, the other hosts reach {fmt(top)}: this host's "
-                f"links limit every collective; check its NIC, cable and switch port")
+    return [Finding(h, f"{what} is {fmt(v)}, the other hosts reach {fmt(top)}: this host's "
+                       f"links limit every collective; check its NIC, cable and switch port")
             for h, v in values.items() if v and v < top]
 
 
@@ -157,6 +151,7 @@ def transport_findings(pairs, per_host):
                                      f"although RDMA devices exist: check NCCL_IB_HCA, "
                                      f"NCCL_IB_DISABLE and the ib_uverbs module", ERROR))
         if a == b and "SHM" in used and not any(t.startswith("P2P") for t in used):
-            out.append((a, "NCCL moved data between this host's GPUs through host memory (SHM), "
-                           "not P2P: check NCCL_P2P_DISABLE, ACS/IOMMU settings and nvidia-smi topo -m"))
+            out.append(Finding(a, "NCCL moved data between this host's GPUs through host memory "
+                                  "(SHM), not P2P: check NCCL_P2P_DISABLE, ACS/IOMMU settings and "
+                                  "nvidia-smi topo -m"))
     return out

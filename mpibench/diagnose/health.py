@@ -71,8 +71,7 @@ def run(session, args, coll, size, members, limits, make_intra, retest):
 
 def _slowed(session, t):
     """Test-only: slowhost:RANK[:HOST] stretches every call of this rank's test."""
-    fault = faults.get("slowhost", session.rank)
-    if fault is None or fault not in ("", session.hostname):
+    if faults.get("slowhost", session.rank) not in ("", session.hostname):    # off, or another host's
         return t
     return dict(t, seconds=t["seconds"] * SLOWED, times=[x * SLOWED for x in t["times"]])
 
@@ -81,8 +80,7 @@ def _verdict(session, out, args, judge, facts):
     """Rank 0: the verdict, the line, the drain; True when the host is not healthy."""
     host = session.hostname
     entry = judge.hosts[host]
-    errors = [f[1] for f in findings.findings({host: facts}, True)
-              if findings.severity(f) == findings.ERROR]
+    errors = [f[1] for f in findings.findings({host: facts}, True) if f.severity == findings.ERROR]
     reasons = entry["reasons"] + [f"doctor: {e}" for e in errors]
     if errors:
         entry.update(verdict="FAIL", reasons=reasons)

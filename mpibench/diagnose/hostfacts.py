@@ -47,26 +47,19 @@ def number(text, kind=int):
 
 def interfaces(root):
     """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
-    base = os.path.join(root, "sys/class/net")
-    return [{"name": name, "state": read_text(os.path.join(base, name, "operstate")) or "unknown",
-             "speed_mbps": speed if speed and speed > 0 else None}
-            for name in listdir(base) if name != "lo"
-            for speed in [number(read_text(os.path.join(base, name, "speed")))]]
+    return [{"name": name, "state": p["state"], "speed_mbps": speed if speed and speed > 0 else None}
+            for name, p in snapshot(root, counters=False).items() if "/" not in name
+            for speed in [number(p["speed"])]]
 
 
 def rdma_ports(root):
     """[{'device', 'port', 'state', 'rate', 'rate_gbps', 'link_layer'}] from /sys/class/infiniband."""
     base = os.path.join(root, "sys/class/infiniband")
-    out = []
-    for dev in listdir(base):
-        for port in listdir(os.path.join(base, dev, "ports")):
-            d = os.path.join(base, dev, "ports", port)
-            state = read_text(os.path.join(d, "state")) or "unknown"      # "4: ACTIVE"
-            rate = read_text(os.path.join(d, "rate"))                      # "200 Gb/sec (4X HDR)"
-            out.append({"device": dev, "port": port, "state": state.split(":")[-1].strip(),
-                        "rate": rate, "rate_gbps": number(rate.split()[0] if rate else None, float),
-                        "link_layer": read_text(os.path.join(d, "link_layer")) or "unknown"})
-    return out
+    return [{"device": dev, "port": port, "state": p["state"], "rate": p["speed"],    # "200 Gb/sec (4X HDR)"
+             "rate_gbps": number(p["speed"].split()[0] if p["speed"] else None, float),
+             "link_layer": read_text(os.path.join(base, dev, "ports", port, "link_layer")) or "unknown"}
+            for name, p in snapshot(root, counters=False).items() if "/" in name
+            for dev, port in [name.split("/")]]
 
 
 def link_rates(root="/"):
@@ -140,8 +133,9 @@ def collect(session, root="/"):
             "gpu_links": sorted(gpu_links(topo)), "tool_errors": [error] if error else []}
 
 
-def snapshot(root="/"):
-    """{port: {'state', 'speed', 'counters'}}, port 'mlx5_0/1' (device/port) or 'eth1'."""
+def snapshot(root="/", counters=True):
+    """{port: {'state', 'speed' as written, 'counters'}}, port 'mlx5_0/1' (device/port) or 'eth1',
+    state 'ACTIVE' of an RDMA port's '4: ACTIVE'; the error counters {} unless `counters`."""
     ib, net = os.path.join(root, "sys/class/infiniband"), os.path.join(root, "sys/class/net")
     # (port, its folder, the counters' folder, their names, the state and speed files)
     ports = [(f"{dev}/{port}", os.path.join(ib, dev, "ports", port), "counters", IB_ERRORS,
@@ -150,7 +144,7 @@ def snapshot(root="/"):
               for name in listdir(net) if name != "lo"]
     return {port: {"state": (read_text(os.path.join(d, state)) or "unknown").split(":")[-1].strip(),
                    "speed": read_text(os.path.join(d, speed)),
-                   "counters": {c: v for c in names
+                   "counters": {c: v for c in (names if counters else ())
                                 for v in [number(read_text(os.path.join(d, folder, c)))] if v is not None}}
             for port, d, folder, names, state, speed in ports}
 
@@ -164,13 +158,11 @@ def delta(before, after):
             moved.append({"port": port, "what": "port", "from": "absent" if a is None else "present",
                           "to": "absent" if b is None else "present"})
             continue
-        for key in ("state", "speed"):
-            if a[key] != b[key]:
-                moved.append({"port": port, "what": key, "from": a[key], "to": b[key]})
-        for name, value in b["counters"].items():
-            old = a["counters"].get(name)
-            if old is not None and value > old:
-                moved.append({"port": port, "what": name, "moved": value - old})
+        moved += [{"port": port, "what": key, "from": a[key], "to": b[key]}
+                  for key in ("state", "speed") if a[key] != b[key]]
+        moved += [{"port": port, "what": name, "moved": value - old}
+                  for name, value in b["counters"].items()
+                  if (old := a["counters"].get(name)) is not None and value > old]
     return moved
 
 

@@ -37,7 +37,6 @@ def serve(bind, port, seconds):
 def connect(server, bind, port, seconds):
     """Run the client; (bits per second, retransmits, None) or (None, None, why)."""
     argv = ["iperf3", "-c", server, "-B", bind, "-p", str(port), "-t", f"{seconds:g}", "-J"]
-    why = "not run"
     for _ in range(CONNECT_TRIES):
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30)
@@ -91,7 +90,5 @@ def run_pairs(session, env, seconds, port=PORT):
                       "bits_per_second": bps, "retransmits": retr, "error": why}
         if server is not None:
             finish(server, seconds)
-        gathered = session.comm.gather(record, root=0)
-        if session.rank == 0:
-            results += [g for g in gathered if g is not None]
-    return results if session.rank == 0 else None
+        results += session.comm.gather(record, root=0) or []      # None off rank 0
+    return [g for g in results if g is not None] if session.rank == 0 else None

@@ -68,16 +68,12 @@ def version_differences(per_host):
 
 
 def peak_rss_bytes():
-    """This process's peak resident memory so far (VmHWM), or None where nothing says."""
+    """This process's peak resident memory so far (VmHWM), or None where /proc does not say."""
     with suppress(OSError), open("/proc/self/status") as f:
         for line in f:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
-    try:
-        import resource
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
-    except (ImportError, OSError):
-        return None
+    return None
 
 
 def gather(session):

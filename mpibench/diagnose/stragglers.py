@@ -49,7 +49,6 @@ def _judge(series, margin, consistency):
     iters = len(series[names[0]]) if names else 0
     mid = [median(series[x][k] for x in names) for k in range(iters)]
     ratios = {x: sorted(t / m for t, m in zip(series[x], mid) if m > 0) for x in names}
-    # each one's scatter: the UPPER quantile of its per-iteration ratios
     upper = {x: r[min(len(r) - 1, int(UPPER * len(r)))] if r else None for x, r in ratios.items()}
     out = {}
     for x in names:

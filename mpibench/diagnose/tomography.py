@@ -88,14 +88,12 @@ def localise(fabric, results):
 
 def _candidates(failed, good):
     """(each failed path's unproven links, {link: its failed paths}, {link: order met}, paths with none)."""
-    cands, cover, unexplained = [], {}, []
-    for i, (p, links) in enumerate(failed):
-        c = [x for x in links if x not in good]
-        if not c:
-            unexplained.append(p)
-        cands.append(c)
+    cands = [[x for x in links if x not in good] for _, links in failed]
+    cover = {}
+    for i, c in enumerate(cands):
         for x in c:
             cover.setdefault(x, []).append(i)
+    unexplained = [p for (p, _), c in zip(failed, cands) if not c]
     return cands, cover, {x: k for k, x in enumerate(cover)}, unexplained
 
 
@@ -130,9 +128,7 @@ def _greedy(cands, cover, order):
 
 def _failed_hosts(fabric, named):
     """The hosts with every rail named (rails whose switch is named left aside)."""
-    per_host = {}
-    for _, h, rail in (x for x in named if x[0] == "nic"):
-        per_host.setdefault(h, set()).add(rail)
+    rails = Counter(x[1] for x in named if x[0] == "nic")      # a link is named once
     # a rail whose switch is named says nothing of the hosts' links on it
     known = fabric.rails - sum(1 for x in named if x[0] == "rail")
-    return sorted(h for h, rails in per_host.items() if len(rails) >= max(1, known))
+    return sorted(h for h, n in rails.items() if n >= max(1, known))

@@ -42,8 +42,7 @@ def parse(text, source):
         try:
             hosts, subs = (expand_nodelist(f[key]) if f.get(key) else [] for key in ("nodes", "switches"))
         except ValueError:
-            raise UsageError(f"{source} line {n}: a host list it cannot expand: {line[:60]!r}") \
-                from None
+            raise UsageError(f"{source} line {n}: a host list it cannot expand: {line[:60]!r}") from None
         entries.append((name, hosts, subs, n))
     if not entries:
         raise UsageError(f"{source}: no SwitchName= line in it")
