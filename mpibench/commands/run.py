@@ -261,17 +261,6 @@ def min_bw(explicit):
     return 0.9 * value, f"0.9 x NCCL_TESTS_MIN_BW={text}"
 
 
-def run_trials(session, engine, args):
-    """The whole sweep args.trials times; the per-host probe runs in the last trial only."""
-    plan = engine.plan
-    probe_iters, wrong = plan.probe_iters, 0
-    for k in range(args.trials):
-        plan.probe_iters = probe_iters if k == args.trials - 1 else 0
-        session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
-        wrong += engine.run()
-    return wrong
-
-
 def execute(session, args):
     backends = [make_backend(session, name) for name in args.backend]
     plans = [build_plan(args, session, backend) for backend in backends]
@@ -299,7 +288,12 @@ def execute(session, args):
         sink = stragglers.Sink(out, session.hosts) if out is not None else None
         engine = Engine(session, backend, plan, sink)
         engine.launch_cost = launch.get(backend.name)
-        wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
+        probe_iters = plan.probe_iters
+        for k in range(args.trials):        # the per-host probe in the last trial only
+            plan.probe_iters = probe_iters if k == args.trials - 1 else 0
+            if args.trials > 1:
+                session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
+            wrong += engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     names = [b.name for b in backends]
     link = next((b for b in backends if b.name in TORCH_BACKENDS), None)
