@@ -217,7 +217,7 @@ def launch_costs(session, backends, plans):
     collective the plan runs, GPU backends only (measure/launchcost.py), on rank 0."""
     out = {}
     for b, plan in zip(backends, plans):
-        if getattr(b, "cuda", False):
+        if b.cuda:
             session.watch.arm(f"per-call launch cost ({b.name})")
             mine = {c.name: launchcost.of_collective(b, c, session.comm.barrier, plan.root)
                     for c in plan.collectives if session.size >= c.min_ranks
@@ -302,7 +302,7 @@ def execute(session, args):
         links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2),
                          args.min_share)
     session.watch.disarm()
-    device_peak = next((b.device_peak_bytes() for b in backends if getattr(b, "cuda", False)), None)
+    device_peak = next((b.device_peak_bytes() for b in backends if b.cuda), None)
     memory = session.comm.gather({"peak_rss_bytes": rankfacts.peak_rss_bytes(),
                                   "buffer_bytes": buffer_bytes, "device_peak_bytes": device_peak}, root=0)
     failure = None
