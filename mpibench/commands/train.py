@@ -147,8 +147,7 @@ def _timed_steps(session, out, trainer, train, args):
         for _, fn in kinds:
             trainer.timed(fn, k, barrier)
     if session.rank == 0:
-        out.say(traintext.steps_title(train))
-        out.say(traintext.STEP_HEADER)
+        out.say(traintext.steps_title(train), traintext.STEP_HEADER)
     for k in range(args.steps):
         mine, losses = {}, []
         for name, fn in (kinds if k % 2 == 0 else kinds[::-1]):   # A/B, then B/A
