@@ -184,9 +184,8 @@ def _intra_retest(session, args, intra, barrier, report):
 
 
 def _collective(session, backend, coll, size, n, group, where):
-    """coll among n ranks (group None: all) on a buffer every rank allocates: a function
-    (args, where, barrier=None) timing it through the engine, every rank at once unless
-    barrier, the group's own, is given (a retest of some groups while the others wait)."""
+    """timed(args, where, barrier=None): coll among n ranks (group None: all) through the engine on
+    a buffer allocated now; with its group's barrier, that group alone (a retest while others wait)."""
     session.watch.arm(f"check: {coll.name} {where}")
     # the sweep's default -z, as nccl-tests'; the warm-up is each measurement's (args)
     engine = Engine(session, backend, Plan([coll], [size], [DTYPE], ["sum"],

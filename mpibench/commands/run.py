@@ -240,8 +240,7 @@ def blocking_mode_text(backend, mode):
 def default_timeout(plan):
     """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
     any working network, short enough that a hang is named within minutes."""
-    calls = calls_per_row(plan)
-    return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
+    return float(round(60 + max(calls_per_row(plan), plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
 def min_bw(explicit):
