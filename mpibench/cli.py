@@ -26,8 +26,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: {message}")
 
-    def parse_known_args(self, args=None, namespace=None):
-        args = sys.argv[1:] if args is None else args
+    def parse_known_args(self, args, namespace=None):       # args: parse() passes argv on
         return super().parse_known_args(options.one_spelling(self, args), namespace)
 
     def _print_message(self, message, file=None):     # help, usage and --version

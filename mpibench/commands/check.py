@@ -78,20 +78,13 @@ def check_args(args):
 
 def execute(session, args):
     from ..measure.backends.torchdist import TorchBackend
-    # --expect and --baseline, read on rank 0 only (a path the other hosts may not see);
-    # --collectives also names the collective of a printed baseline that does not name it
-    expect = inputs.on_rank0(session, args.expect, checkverdict.read_expect, "--expect") \
-        if args.expect else None
-    baseline = inputs.on_rank0(
-        session, args.baseline, lambda path: reader.load(path, args.collective), "--baseline") \
-        if args.baseline else None
     backend = TorchBackend(session)
     coll = REGISTRY[args.collective]
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
     members = grouped(session.hosts)            # {host: its ranks}, in host order
     names = list(members)
     ppn = _ranks_per_host(members)
-    limits = _limits(args, expect, baseline, size, ppn, session.size)
+    limits = _limits(session, args, coll, size, ppn)
     if args.health:
         guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
         return health.run(session, args, coll, size, members, limits,
@@ -150,17 +143,21 @@ def _ranks_per_host(members):
     return next(iter(by_count))
 
 
-def _limits(args, expect, baseline, size, ppn, world):
-    """{test: {limit: value, 'source': text}} from --expect's or --baseline's; {} = relative."""
-    if expect:
+def _limits(session, args, coll, size, ppn):
+    """{test: {limit: value, 'source': text}} from the --expect or --baseline file, read on
+    rank 0 only (inputs.py); {} = relative."""
+    if args.expect:
+        expect = inputs.on_rank0(session, args.expect, checkverdict.read_expect, "--expect")
         return {t: dict(v, source=f"--expect {args.expect}") for t, v in expect.items()}
-    if baseline is None:
+    if not args.baseline:
         return {}
-    coll = REGISTRY[args.collective]
+    # --collectives also names the collective of a printed baseline that does not name it
+    baseline = inputs.on_rank0(session, args.baseline, lambda path: reader.load(path, coll.name),
+                               "--baseline")
     aligned = {max(c.send, c.recv) * DTYPE.size for c in
-               (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, world))}
-    found, skipped = checkverdict.baseline_limits(baseline, args.baseline, args.collective,
-                                                size, ppn, world, args.min_share, aligned)
+               (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, session.size))}
+    found, skipped = checkverdict.baseline_limits(baseline, args.baseline, coll.name, size, ppn,
+                                                session.size, args.min_share, aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     return {t: dict(v, source=src) for t, v in found.items() if t != skipped}
 
@@ -187,9 +184,8 @@ def _intra_retest(session, args, intra, barrier, report):
 
 
 def _collective(session, backend, coll, size, n, group, where):
-    """coll among n ranks (group None: all) on a buffer every rank allocates: a function
-    (args, where, barrier=None) timing it through the engine, every rank at once unless
-    barrier, the group's own, is given (a retest of some groups while the others wait)."""
+    """timed(args, where, barrier=None): coll among n ranks (group None: all) through the engine on
+    a buffer allocated now; with its group's barrier, that group alone (a retest while others wait)."""
     session.watch.arm(f"check: {coll.name} {where}")
     # the sweep's default -z, as nccl-tests'; the warm-up is each measurement's (args)
     engine = Engine(session, backend, Plan([coll], [size], [DTYPE], ["sum"],

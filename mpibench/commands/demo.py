@@ -11,12 +11,6 @@ from .common import classic
 HELP = "semantics check: rank r holds r; all_reduce, reduce_scatter, all_gather, broadcast"
 EXITS = "Exit 1 on any FAIL."
 
-# collective -> n -> (counts of its one-element call, mode, op, root): its call and its row
-SHAPES = {ALL_REDUCE.name: lambda n: (Counts(1, 1, 1, 0, 0), "in_place", "sum", -1),
-          REDUCE_SCATTER.name: lambda n: (Counts(n, 1, 1, 0, 1), "out_of_place", "sum", -1),
-          ALL_GATHER.name: lambda n: (Counts(1, n, 1, 1, 0), "out_of_place", "none", -1),
-          BROADCAST.name: lambda n: (Counts(1, 1, 1, 0, 0), "in_place", "none", 0)}
-
 
 def add_arguments(p):
     classic.add_common(p, dtype=False)
@@ -31,16 +25,16 @@ def execute(session, args):
     def make(values):
         return tensor(session, backend, classics.INT64, len(values), values)
 
+    # (collective, counts of its one-element call, mode, op, root, expected): its call and its row
+    shapes = [(ALL_REDUCE, Counts(1, 1, 1, 0, 0), "in_place", "sum", -1, [total]),
+              (REDUCE_SCATTER, Counts(n, 1, 1, 0, 1), "out_of_place", "sum", -1, [total]),
+              (ALL_GATHER, Counts(1, n, 1, 1, 0), "out_of_place", "none", -1, list(range(n))),
+              (BROADCAST, Counts(1, 1, 1, 0, 0), "in_place", "none", 0, [n])]
     reduced, bcast = make([r]), make([n if r == 0 else r])
-    # (collective, what this rank sends and holds before, what it holds after, expected)
-    cases = [(ALL_REDUCE, reduced, reduced, [total]),
-             (REDUCE_SCATTER, make([r] * n), make([-1]), [total]),
-             (ALL_GATHER, make([r]), make([-1] * n), list(range(n))),
-             (BROADCAST, bcast, bcast, [n])]
-    shapes, mine = [], []
-    for coll, before, after, expected in cases:
-        counts, mode, op, root = SHAPES[coll.name](n)
-        shapes.append((coll, counts, mode, op, root, expected))
+    # each call's buffers: what this rank sends and holds before, what it holds after
+    buffers = [(reduced, reduced), (make([r] * n), make([-1])), (make([r]), make([-1] * n)), (bcast, bcast)]
+    mine = []
+    for (coll, _, mode, op, root, _), (before, after) in zip(shapes, buffers):
         call = engine.bind_checked(coll, before, after, classic.ctx(
             session, backend, classics.INT64, 1, op=op, root=root, in_place=mode == "in_place"))
         session.watch.arm(f"demo: {coll.name}")

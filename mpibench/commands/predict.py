@@ -153,8 +153,7 @@ def _group(group, pts, checked, target, g, model):
             continue
         t, lo, hi, cand, known = scaling.predict(f, target, g, s)
         unseen |= not known
-        row = [format_size(key)] + [us(table.get(key, {}).get(n)) if n in table.get(key, {})
-                                    else "-" for n in ns]
+        row = [format_size(key)] + [us(table[key][n]) if n in table.get(key, {}) else "-" for n in ns]
         row += [us(t), f"{us(lo)}-{us(hi)}" if known else "none", f"{s / t / 1e9 * factor:.4g}",
                 "/".join(cand) + ("" if known else " *")]
         if checked is not None and key in by_key:

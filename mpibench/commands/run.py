@@ -217,7 +217,7 @@ def launch_costs(session, backends, plans):
     collective the plan runs, GPU backends only (measure/launchcost.py), on rank 0."""
     out = {}
     for b, plan in zip(backends, plans):
-        if getattr(b, "cuda", False):
+        if b.cuda:
             session.watch.arm(f"per-call launch cost ({b.name})")
             mine = {c.name: launchcost.of_collective(b, c, session.comm.barrier, plan.root)
                     for c in plan.collectives if session.size >= c.min_ranks
@@ -240,8 +240,7 @@ def blocking_mode_text(backend, mode):
 def default_timeout(plan):
     """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
     any working network, short enough that a hang is named within minutes."""
-    calls = calls_per_row(plan)
-    return float(round(60 + max(calls, plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
+    return float(round(60 + max(calls_per_row(plan), plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
 def min_bw(explicit):
@@ -259,17 +258,6 @@ def min_bw(explicit):
     if not value > 0:
         raise UsageError(f"NCCL_TESTS_MIN_BW={text!r}: must be above 0 (GB/s)")
     return 0.9 * value, f"0.9 x NCCL_TESTS_MIN_BW={text}"
-
-
-def run_trials(session, engine, args):
-    """The whole sweep args.trials times; the per-host probe runs in the last trial only."""
-    plan = engine.plan
-    probe_iters, wrong = plan.probe_iters, 0
-    for k in range(args.trials):
-        plan.probe_iters = probe_iters if k == args.trials - 1 else 0
-        session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
-        wrong += engine.run()
-    return wrong
 
 
 def execute(session, args):
@@ -299,7 +287,12 @@ def execute(session, args):
         sink = stragglers.Sink(out, session.hosts) if out is not None else None
         engine = Engine(session, backend, plan, sink)
         engine.launch_cost = launch.get(backend.name)
-        wrong += run_trials(session, engine, args) if args.trials > 1 else engine.run()
+        probe_iters = plan.probe_iters
+        for k in range(args.trials):        # the per-host probe in the last trial only
+            plan.probe_iters = probe_iters if k == args.trials - 1 else 0
+            if args.trials > 1:
+                session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
+            wrong += engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     names = [b.name for b in backends]
     link = next((b for b in backends if b.name in TORCH_BACKENDS), None)
@@ -308,7 +301,7 @@ def execute(session, args):
         links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2),
                          args.min_share)
     session.watch.disarm()
-    device_peak = next((b.device_peak_bytes() for b in backends if getattr(b, "cuda", False)), None)
+    device_peak = next((b.device_peak_bytes() for b in backends if b.cuda), None)
     memory = session.comm.gather({"peak_rss_bytes": rankfacts.peak_rss_bytes(),
                                   "buffer_bytes": buffer_bytes, "device_peak_bytes": device_peak}, root=0)
     failure = None

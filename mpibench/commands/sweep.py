@@ -1,9 +1,5 @@
-"""mpibench sweep: the same benchmark once per setting of environment variables.
-
-NCCL reads most of its variables once per process, so every setting gets a fresh launch of
-the user's command: Open MPI's mpirun gets them as -x NAME=VALUE, every launcher finds them
-in its environment. sweep itself is a plain process (a login node, or an sbatch script).
-"""
+"""mpibench sweep: the same benchmark once per setting of environment variables, each in a
+fresh launch, as NCCL reads most of its variables once per process (docs/commands/sweep.md)."""
 import argparse
 import itertools
 import os

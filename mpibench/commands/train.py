@@ -147,8 +147,7 @@ def _timed_steps(session, out, trainer, train, args):
         for _, fn in kinds:
             trainer.timed(fn, k, barrier)
     if session.rank == 0:
-        out.say(traintext.steps_title(train))
-        out.say(traintext.STEP_HEADER)
+        out.say(traintext.steps_title(train), traintext.STEP_HEADER)
     for k in range(args.steps):
         mine, losses = {}, []
         for name, fn in (kinds if k % 2 == 0 else kinds[::-1]):   # A/B, then B/A
@@ -160,9 +159,8 @@ def _timed_steps(session, out, trainer, train, args):
         loss = _finite(dict(losses).get("synced_s", losses[0][1]).item())
         gathered = session.comm.gather((mine, loss), root=0)
         if session.rank == 0:
-            rec = {"step": k + 1, "synced_s": None, "loss": [g[1] for g in gathered]}
-            for name, _ in kinds:
-                rec[name] = [g[0][name] for g in gathered]
+            rec = {"step": k + 1, "synced_s": None, "loss": [g[1] for g in gathered],
+                   **{name: [g[0][name] for g in gathered] for name, _ in kinds}}
             train = dict(train, steps=train["steps"] + [rec])
             out.set(train=train)
             out.say(traintext.step_line(rec))
@@ -217,11 +215,10 @@ def _time_alone(session, backend, out, calls, iters):
     to back, through the engine on the same process group ({} when not timed)."""
     if not calls or not iters or session.size < 2:
         return {}
-    names = list(dict.fromkeys(c["collective"] for c in calls))
     session.out("#\n# the step's collectives timed alone, back to back, through the engine on "
                 f"the same process group ({iters} iterations after {min(2, iters)} warm-ups)")
     alone, sink = {}, stragglers.Sink(out, session.hosts) if out is not None else None
-    for name in names:
+    for name in dict.fromkeys(c["collective"] for c in calls):     # in order, once each
         coll = REGISTRY[name]
         mode = "in" if name == "all_reduce" else "out"    # as DDP and FSDP2 call them
         plan = Plan(collectives=[coll], sizes=sorted({c["size"] for c in calls

@@ -12,7 +12,7 @@ from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Plan
 from ..measure.modes import MODE_KEYS
-from ..measure.sizes import parse_size, sweep
+from ..measure.sizes import sweep
 from ..results import inputs, reader, verifytable
 from ..results.numbers import counted
 from ..results.output import open_output
@@ -31,10 +31,7 @@ PEER_ROUNDS = 3             # NetPIPE 3.7's trials per size (TRIALS in netpipe.c
 
 
 def _sizes(text):
-    try:
-        sizes = sorted({parse_size(t.strip()) for t in text.split(",") if t.strip()})
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    sizes = sorted({options.size_arg(t.strip()) for t in text.split(",") if t.strip()})
     if not sizes or sizes[0] < 4:
         raise argparse.ArgumentTypeError(f"{text!r}: give sizes of at least 4 bytes")
     return sizes
@@ -90,15 +87,15 @@ def read_peer(path):
 
 def peer_plan(rows, backend, iters, warmup):
     first = rows[0]
-    same = [r for r in rows if (r["collective"], r.get("dtype", r["type"]))
-            == (first["collective"], first.get("dtype", first["type"]))]
+    name, dtype = first["collective"], first.get("dtype", first["type"])
+    same = [r for r in rows if (r["collective"], r.get("dtype", r["type"])) == (name, dtype)]
     sizes = sorted({r["size"] for r in same})
     powers = [s for s in sizes if s & (s - 1) == 0]
     sizes = (powers or sizes)[-MAX_PEER_SIZES:]
     modes = tuple(m for m, k in MODE_KEYS.items() if any(r.get(k) for r in same))
-    coll = REGISTRY[first["collective"]]
+    coll = REGISTRY[name]
     op = first["redop"] if coll.reduces and first["redop"] in backend.ops else "sum"
-    return same, Plan(collectives=[coll], sizes=sizes, dtypes=[DTYPES[first.get("dtype", first["type"])]],
+    return same, Plan(collectives=[coll], sizes=sizes, dtypes=[DTYPES[dtype]],
                       ops=[op], root=max(first.get("root", 0), 0), iters=iters, warmup=warmup,
                       check=1, blocking=backend.default_blocking(), modes=modes or ("out", "in"),
                       probe_iters=0)
@@ -111,6 +108,8 @@ def execute(session, args):
     tolerance = args.timer_tolerance or (verdicts.GPU_TIMER_TOLERANCE if backend.cuda
                                          else verdicts.CPU_TIMER_TOLERANCE)
     judged = verdicts.GPU_JUDGED if backend.cuda else verdicts.CPU_JUDGED
+    settings = {"rounds": args.rounds, "budget_s": args.budget, "iters": args.iters,
+                "warmup": args.warmup, "timer_tolerance": tolerance}
     out = open_output(session, "verify", args)
     peer = inputs.on_rank0(session, args.against, read_peer, "--against") if args.against else None
     guard.arm(session, args.timeout or float(round(
@@ -120,9 +119,7 @@ def execute(session, args):
     if session.rank == 0:
         verifytable.title(out)
         rankfacts.describe(session, out, [backend.name], records, versions,
-                         {"sizes": sizes, "rounds": args.rounds, "budget_s": args.budget,
-                          "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
-                          "floor": args.min_share, "against": args.against})
+                         {"sizes": sizes, **settings, "floor": args.min_share, "against": args.against})
         out.announce_files()
         verifytable.timers(out, args, backend, timed)
     measured = _measure(session, out, backend, args, timed, tolerance, judged, peer)
@@ -133,11 +130,8 @@ def execute(session, args):
     verifytable.checks(out, checks)
     # The rows as `run` writes them (the median round's), for report and compare.
     out.set(results=[medians[s] for s in timed] + (measured["peer"] or {}).get("rows", []))
-    out.set(verify={"checks": checks, "rounds": args.rounds, "budget_s": args.budget,
-                    "iters": args.iters, "warmup": args.warmup, "timer_tolerance": tolerance,
-                    "judged_from": judged,
-                    "timers": _timers(measured["got"]), **figures,
-                    "iperf3": measured["pairs"], "against": args.against})
+    out.set(verify={"checks": checks, **settings, "judged_from": judged, "timers": _timers(measured["got"]),
+                    **figures, "iperf3": measured["pairs"], "against": args.against})
     out.finish()
     failed = verdicts.failed(checks)
     names = ", ".join(f"{c['check']} ({c['verdict']})" for c in failed)

@@ -6,16 +6,14 @@ from . import options
 
 DEFAULT_TIMEOUT = 300.0
 
-TIMEOUT_HELP = ("the longest one step ({step}) may take before the job is called hung: the "
-                "ranks that never arrived are named and every rank exits 124 (default {default}; "
-                "the rendezvous gets the same)")
-
 
 def add_timeout(parser, step, default=DEFAULT_TIMEOUT, default_text=None):
     """--timeout SECONDS, with the one meaning every command gives it."""
-    parser.add_argument("--timeout", type=options.positive_float, default=default,
-                        metavar="SECONDS", help=TIMEOUT_HELP.format(
-                            step=step, default=default_text or f"{default:g} s"))
+    default_text = default_text or f"{default:g} s"
+    parser.add_argument("--timeout", type=options.positive_float, default=default, metavar="SECONDS",
+                        help=f"the longest one step ({step}) may take before the job is called hung: "
+                             f"the ranks that never arrived are named and every rank exits 124 "
+                             f"(default {default_text}; the rendezvous gets the same)")
 
 
 def arm(session, timeout, where):

@@ -1,6 +1,7 @@
 """Argument types and the options several commands share. A type raises
 argparse.ArgumentTypeError, which the parser turns into one line and exit code 2."""
 import argparse
+import math
 
 from ...errors import UsageError
 from ...launch import bootstrap
@@ -58,11 +59,7 @@ def size_arg(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def number_arg(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+number_arg = at_least(-math.inf, float)     # any number
 
 
 def positive_float(text):
