@@ -83,7 +83,8 @@ class MPIComm(Comm):
             MPI.Init_thread(MPI.THREAD_MULTIPLE)
         self.MPI, self.world = MPI, MPI.COMM_WORLD
         self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
-        self.allgather, self.gather, self.bcast = self.world.allgather, self.world.gather, self.world.bcast
+        self.allgather, self.gather = self.world.allgather, self.world.gather
+        self.bcast = self.world.bcast
         self.barrier = self.world.Barrier
 
     def polite_barrier(self, spin=0.002, nap=0.0002):

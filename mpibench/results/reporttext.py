@@ -23,9 +23,10 @@ def groups(doc: Doc) -> List[Tuple[str, List[Dict[str, Any]], List[str]]]:
             name = f"{info['name']}, " if info["name"] else ""
             title += f" (test {test}: {name}line {info['line']}, {info['ranks'] or 'unknown'} ranks)"
         avg = info["average_bus_bandwidth"] if info else None
-        # none where one average stands for every table (mpibench's own output)
-        average = [] if not info or avg is None and doc.get("average_bus_bandwidth") is not None else [
-            f"# {'Avg bus bandwidth':<20s} : {'n/a (not in the log)' if avg is None else format(avg, 'g')}"]
+        # a printed log's test has its own average; mpibench's output has one for every table
+        own = info and (avg is not None or doc.get("average_bus_bandwidth") is None)
+        shown = "n/a (not in the log)" if avg is None else format(avg, "g")
+        average = [f"# {'Avg bus bandwidth':<20s} : {shown}"] if own else []
         out.append((title, rows, average))
     return out
 
