@@ -9,12 +9,15 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpirun, show
 from mpibench.errors import UsageError
 from mpibench.results import document, nccllogs, reader
+from mpibench.measure.row import Figures, Row
+from mpibench.results.schema import Document
 from mpibench.results.tables import fnum
 from mpibench.diagnose import checkverdict
 
@@ -160,6 +163,17 @@ def reports(procs):
             part = part.split("\n# " + str(LOGS), 1)[0]
             out[k] = ([x for x in table if x["file"] == log(k)], part)
     return out
+
+
+def test_the_types_name_every_field_of_every_real_log():
+    fields, figures = set(get_type_hints(Row)), set(get_type_hints(Figures))
+    for path in sorted(LOGS.rglob("*.txt")):
+        doc = reader.load(str(path))
+        assert set(doc) <= set(get_type_hints(Document)), (path.name, set(doc))
+        for row in doc["results"]:
+            assert set(row) <= fields, (path.name, set(row) - fields)
+            for m in (row[k] for k in ("out_of_place", "in_place") if row.get(k)):
+                assert set(m) <= figures, (path.name, set(m) - figures)
 
 
 @pytest.mark.parametrize("key", sorted(EXPECTED))

@@ -2,12 +2,14 @@
 2-rank mpirun, reads back through report, compare and plot (rows in run's shape)."""
 import json
 import re
+from typing import get_type_hints
 
 import pytest
 
 from conftest import MPIRUN, PYTHON, lone, mpirun, show
 
-from mpibench.results import document, reader, tables
+from mpibench.measure.row import Figures, Row
+from mpibench.results import document, reader, schema, tables
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -37,6 +39,9 @@ ROWS = {
     "doctor": [],
 }
 
+SECTIONS = {"summary", "per_rank", "agree", "passed", "p2p", "links", "p2p_analysis", "check",
+            "health", "train", "doctor", "verify", "settings", "swept", "launch"}
+
 
 def written(command, tmp_path):
     path = tmp_path / f"{command}.json"
@@ -60,8 +65,12 @@ def test_every_commands_json_reads_back(command, tmp_path):
         got = [(r["collective"], "both" if r["out_of_place"] and r["in_place"] else
                 "out_of_place" if r["out_of_place"] else "in_place") for r in doc["results"]]
         assert got == ROWS[command], got
+    # The types name every field, but the commands' own sections (docs/results-document.md).
+    assert set(doc) - set(get_type_hints(schema.Document)) <= SECTIONS, set(doc)
+    assert all(set(row) <= set(get_type_hints(Row)) for row in doc["results"]), doc["results"]
     for row, mode in measured(doc):
         m = row[mode]
+        assert set(m) <= set(get_type_hints(Figures)), m
         assert m["time_us"] > 0 and row["per_rank_time_us"][mode]
         if row.get("bw_bytes"):      # nccl-tests' algbw from the bytes and the time
             assert m["algbw_GBps"] == pytest.approx(row["bw_bytes"] / m["time_us"] / 1e3)

@@ -9,6 +9,7 @@ import os
 import socket
 import statistics
 import sys
+from typing import get_type_hints
 
 import pytest
 
@@ -19,6 +20,7 @@ from conftest import (MPIRUN, PYTHON, at_once, base_env, check_usage_error, lone
                       mpibench_lines, mpirun, mpirun_killed, show)
 
 from mpibench.measure.training import fsdp_unsupported  # noqa: E402
+from mpibench.results import schema  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -92,6 +94,8 @@ def test_ddp_steps_and_figures(ddp):
     assert s["alone_s"] == pytest.approx(alone)
     assert s["hidden_share"] == pytest.approx(1 - s["exposed_s"] / alone)
     assert s["busbw_GBps"] == pytest.approx(grad / alone / 1e9)
+    # The types name every field the command writes (keys they do not name go unchecked).
+    assert set(t) == set(get_type_hints(schema.Train)) and set(s) == set(get_type_hints(schema.Summary))
     assert [m["rank"] for m in t["memory"]] == [0, 1]
     assert all(m["peak_bytes"] > 0 for m in t["memory"])
     assert [h["host"] for h in t["hosts"]["hosts"]] == [HOST]

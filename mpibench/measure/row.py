@@ -38,6 +38,7 @@ class Figures(_Figures, total=False):
     algbw_GBps: Optional[GBps]      # bw_bytes / time_us, GB/s (1e9 B/s); null: no bandwidth defined
     busbw_GBps: Optional[GBps]      # algbw_GBps x busbw_factor, GB/s; null: no bandwidth defined
     nwrong: Optional[Elements]      # wrong elements over every rank; null: not checked
+    max_error: float                # a nccl-tests log before 2.13: its largest error, in nwrong's place
     in_flight: Optional[int]        # calls in flight at once in the timed loop (-z 0), else 1
     launch_bound: bool              # GPUs: time_us within 1.5x of the cost of launching one call
     per_iter: Dict[str, Any]        # -I 1: nccl-tests' per-iteration report (measure/iterstats.py), us
@@ -54,7 +55,26 @@ class _Row(TypedDict):
     root: Annotated[int, Range(-1, MAX_RANKS)]  # the root rank; -1: none
 
 
-class Row(_Row, total=False):
+# The classic commands' own fields (docs/commands/<command>.md); demo's "pass" is a keyword.
+_Demo = TypedDict("_Demo", {
+    "ranks": List[Dict[str, Any]],  # demo: per rank: rank, label, before, after, pass
+    "expected": List[int],          # demo: what every rank should hold after the call
+    "pass": bool,                   # demo: every rank held it
+}, total=False)
+
+
+class _Classic(_Demo, total=False):
+    calls: int                      # latency: calls timed as one (1 or K); flagsync: calls timed
+    method: str                     # flagsync: how the flags are summed (its collective)
+    sums: List[int]                 # flagsync: each rank's sum of the flags
+    agrees: bool                    # flagsync: every rank's sum is the expected one
+    time_per_call_us: float         # flagsync: the ranks' mean time per call, us
+    slowest_rank_time_per_call_us: float
+    speedup_vs_all_gather_object: Optional[float]   # flagsync: all_gather_object's time / this one's
+    total_s: float                  # flagsync: time_per_call_us x calls, s
+
+
+class Row(_Row, _Classic, total=False):
     backend: str                    # gloo, nccl, mpi
     dtype: str                      # the dtype's name (float32)
     requested_size: Bytes           # run: the size asked for, B, before rounding to whole elements
@@ -66,5 +86,6 @@ class Row(_Row, total=False):
     per_rank_nwrong: Dict[str, List[Optional[int]]]  # per mode key: every rank's wrong elements
     trials: List[Dict[str, Any]]    # --trials: each trial's modes and per-rank figures
     unstable_threshold: float       # --trials: the share of the median a stable row's times span
+    test: int                       # a nccl-tests log of several tests: the row's, from 1
     setting: str                    # sweep: the setting that measured the row
     link: str                       # p2p: the link, from->to

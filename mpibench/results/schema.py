@@ -99,7 +99,9 @@ class Summary(_Summary, total=False):   # trainfigures.figures(), once the steps
     exposed_share: Optional[float]  # exposed_s / step_s
     alone_s: Optional[float]        # the step's collectives timed alone, one after another
     hidden_share: Optional[float]   # the share of alone_s the step overlaps with compute
-    busbw_GBps: Optional[float]     # the step's bus bytes / alone_s, GB/s
+    gradient_bytes: Optional[int]   # B the step's all_reduce and reduce_scatter calls carry
+    bus_bytes: Optional[float]      # B the step's calls move, each size x count x busbw factor
+    busbw_GBps: Optional[float]     # bus_bytes / alone_s, GB/s
 
 
 class _Train(TypedDict):
@@ -113,10 +115,12 @@ class Train(_Train, total=False):
     bucket_mb: Any                  # --bucket-mb (DDP's gradient buckets, MB)
     precision: str
     warmup: int                     # untimed steps first
+    timed: Count                    # timed steps of each kind (--steps)
     summary: Optional[Summary]
     hosts: Optional[HostAnalysis]   # who is slow, from the step times
     collectives: List[Dict[str, Any]]   # one step's calls: collective, size (B), count
     memory: List[Dict[str, Any]]    # per rank: rank, host, peak_bytes (of memory_kind)
+    memory_kind: Literal["cuda_max_memory_allocated", "peak_rss_growth"]
     replicas: Optional[Dict[str, Any]]  # the replicas' loss on one batch: loss per rank, agree, rtol, spread
     scaling: Optional[Dict[str, Any]]   # against --scale-from
 
@@ -159,11 +163,23 @@ class Document(_Header, total=False):
     hosts: List[HostEntry]          # run's per-host probes, one per collective
     notes: List[str]                # lines a reader should see again (also printed with "# ")
     world: Optional[World]          # where the job ran
+    config: Dict[str, Any]          # the settings, and devices: one record per rank
+    versions: Dict[str, Dict[str, Any]]     # per host: mpibench, python, torch, nccl, mpi4py, mpi
+    env: Dict[str, str]             # the NCCL_, GLOO_, UCX_ and OMPI_MCA_ variables set
+    trials: Count                   # run --trials (-N); allreduce -n: its timed calls
+    memory: List[Dict[str, Any]]    # run: per rank: rank, host, peak_rss_bytes, buffer_bytes, ...
+    device_memory: Dict[str, Dict[str, Any]]    # run on GPUs, per backend: the room -e left NCCL
+    graph_buffers: Dict[str, Dict[str, Any]]    # run -G, per backend: allocator, registered, reason
+    launch_cost_us: Dict[str, Dict[str, float]]     # run on GPUs: {backend: {collective: us a call}}
+    call_notes: List[Dict[str, str]]    # run: backend, collective, how torch's call differs (note)
+    comparison: Dict[str, Any]      # run with two backends: backends [a, b], memory, rows side by side
     average_bus_bandwidth: Optional[Annotated[float, Range(0)]]  # nccl-tests' closing figure, GB/s
     out_of_bounds: OutOfBounds      # nccl-tests' closing figure
     min_busbw: MinBusbw             # run --min-busbw or NCCL_TESTS_MIN_BW
     line_rate_gbps: Dict[str, Optional[Annotated[float, Range(0)]]]  # per host, Gbit/s; null: none reported
     train: Train                    # train: the model, the steps and their figures
+    source: Literal["nccl-tests", "NetPIPE"]    # read from that tool's output
+    tests: List[Dict[str, Any]]     # a nccl-tests log's tests: test, name, collective, line, ranks, ...
 
 
 def check(value: Any, kind: Any, where: str = "") -> None:
