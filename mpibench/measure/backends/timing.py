@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 Call = Callable[[], Any]          # one bound call (a CPU backend's -z 0 calls return a handle)
-Step = Optional[Callable[[], Any]]  # a finish or a barrier, None where the mode has none
+Sync = Optional[Callable[[], Any]]  # a finish or a barrier, None where the mode has none
 Wait = Callable[[Any], Any]       # completes one handle
 
 BLOCKING = {0: "launch all, wait once",
@@ -19,7 +19,7 @@ BLOCKING = {0: "launch all, wait once",
             3: "wait and barrier after each call (barrier not timed)"}
 
 
-def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step = None,
+def seconds(calls: Sequence[Call], mode: int, finish: Sync = None, barrier: Sync = None,
             wait: Optional[Wait] = None, window: int = 1) -> float:
     """Seconds for running every call once, in order, in -z mode `mode`. finish(): waits for
     every call launched so far (a GPU stream's synchronize). wait(handle): completes one
@@ -32,7 +32,7 @@ def seconds(calls: Sequence[Call], mode: int, finish: Step = None, barrier: Step
                  finish if mode == 0 else None)
 
 
-def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step) -> float:
+def _each(calls: Sequence[Call], finish: Sync, barrier: Sync, finish_once: Sync) -> float:
     perf = time.perf_counter
     steps = [step for step in (finish, barrier) if step is not None]
     if len(steps) == 2:
@@ -58,14 +58,14 @@ def _each(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step)
     return perf() - t0
 
 
-def needed_barrier(barrier: Step) -> Call:
+def needed_barrier(barrier: Sync) -> Call:
     """-z 1 and 3 (and -G's start) cannot run without a barrier."""
     if barrier is None:
         raise ValueError("-z 1, -z 3 and -G need the side channel's barrier")
     return barrier
 
 
-def _barrier_untimed(calls: Sequence[Call], finish: Step, barrier: Call) -> float:
+def _barrier_untimed(calls: Sequence[Call], finish: Sync, barrier: Call) -> float:
     """nccl-tests' -z 3: collOnlySec sums each call's own time; the barriers fall outside."""
     perf = time.perf_counter
     total = 0.0
@@ -111,8 +111,8 @@ def marks_needed(n: int, mode: int) -> int:
     return 2 * n if mode == 3 else n + 1
 
 
-def seconds_marked(calls: Sequence[Call], mode: int, marks: Sequence[Call], finish: Step = None,
-                   barrier: Step = None, wait: Optional[Wait] = None,
+def seconds_marked(calls: Sequence[Call], mode: int, marks: Sequence[Call], finish: Sync = None,
+                   barrier: Sync = None, wait: Optional[Wait] = None,
                    window: int = 1) -> Tuple[float, List[Any]]:
     """(seconds(), stamps): stamps[j] what marks[j]() returned. With calls in flight (CPU
     backends, -z 0) iteration i ends when a wait sees call i complete, so the iterations'
@@ -125,7 +125,7 @@ def seconds_marked(calls: Sequence[Call], mode: int, marks: Sequence[Call], fini
                         finish if mode == 0 else None, marks)
 
 
-def _each_marked(calls: Sequence[Call], finish: Step, barrier: Step, finish_once: Step,
+def _each_marked(calls: Sequence[Call], finish: Sync, barrier: Sync, finish_once: Sync,
                  marks: Sequence[Call]) -> Tuple[float, List[Any]]:
     n = len(calls)
     stamps = [None] * (n + 1)
@@ -144,7 +144,7 @@ def _each_marked(calls: Sequence[Call], finish: Step, barrier: Step, finish_once
     return perf() - t0, stamps
 
 
-def _paired_marked(calls: Sequence[Call], finish: Step, barrier: Call,
+def _paired_marked(calls: Sequence[Call], finish: Sync, barrier: Call,
                    marks: Sequence[Call]) -> Tuple[float, List[Any]]:
     n = len(calls)
     stamps = [None] * (2 * n)

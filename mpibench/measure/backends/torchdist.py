@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 from ...launch.session import Session
 from .. import switches
 from . import timing
-from .timing import Call, Step, Wait
+from .timing import Call, Sync, Wait
 from ..collectives.base import Collective, Ctx, Tensor
 from ..dtypes import DType
 
@@ -124,7 +124,7 @@ class TorchBackend:
         return int(self.torch.cuda.max_memory_allocated(self.device)) if self.cuda else None
 
     # ---- timing ----
-    def time_loop(self, calls: Sequence[Call], mode: int = 2, barrier: Step = None, window: int = 1,
+    def time_loop(self, calls: Sequence[Call], mode: int = 2, barrier: Sync = None, window: int = 1,
                   graph_launches: int = 0, per_iter: bool = False) -> Timed:
         """(seconds per call, -I 1: each iteration's seconds) of every call run once in -z
         mode `mode` (timing.py); barrier: the side channel's (modes 1 and 3, graphs)."""
@@ -142,7 +142,7 @@ class TorchBackend:
             return self._time_marked(calls, mode, finish, barrier, wait, window)
         return timing.seconds(calls, mode, finish, barrier, wait, window) / len(calls), None
 
-    def _time_marked(self, calls: Sequence[Call], mode: int, finish: Step, barrier: Step,
+    def _time_marked(self, calls: Sequence[Call], mode: int, finish: Sync, barrier: Sync,
                      wait: Optional[Wait], window: int) -> Timed:
         """-I 1: host clock reads on CPUs; on GPUs CUDA events on the current stream, read
         after the loop (nccl-tests' recordEvents, getElapsedTimes)."""
