@@ -3,6 +3,7 @@ pairing and hostlists as pure logic; check under real mpirun on one host and on
 namespace hosts with tc rates; nccl-tests' printed output and -J JSON as inputs of
 report, compare and check --baseline; run --json-format nccl-tests against its schema."""
 import json
+import platform
 import random
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
 from mpibench import resultsfile
 from mpibench.diagnose import checkverdict, fabricplan, tomography, topology
-from mpibench.results import checktext, nccltests
+from mpibench.results import checktext, document, nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
 
@@ -333,6 +334,8 @@ def test_run_json_format_nccl_tests_writes_its_schema(tmp_path):
     assert set(doc) == TOP and doc["version"] == nccltests.JSON_VERSION
     assert set(doc["config"]) == CONFIG and doc["config"]["per_iter_timing"] == "false"
     assert [set(d) for d in doc["config"]["devices"]] == [DEVICE, DEVICE]
+    assert [(d["device"], d["device_hex"]) for d in doc["config"]["devices"]] == [(-1, "")] * 2
+    assert doc["config"]["devices"][0]["device_info"] == (platform.processor() or platform.machine())
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", doc["start_time"])
     assert len(doc["results"]) == 6
     for row in doc["results"]:
@@ -347,6 +350,16 @@ def test_run_json_format_nccl_tests_writes_its_schema(tmp_path):
     assert back["results"][0]["in_place"]["time_us"] == doc["results"][0]["in_place"]["time"]
 
 
+def test_nccl_tests_json_names_the_cuda_device_a_rank_uses():
+    # one GPU per task (srun --gpus-per-task=1): local rank 3 sees its GPU as cuda:0
+    doc = document.new("run", [], start_time="2026-11-25T06:00:00+00:00", complete=True)
+    doc["config"] = {"sizes": [8], "devices": [
+        {"rank": 3, "pid": 7, "hostname": "n1", "local_rank": 3, "device": "cuda:0",
+         "device_name": "NVIDIA H100 80GB HBM3", "bus_id": "0000:9a:00"}]}
+    rendered = json.loads("".join(nccltests.render(doc)))
+    assert rendered["config"]["devices"] == [
+        {"rank": 3, "group": 0, "pid": 7, "hostname": "n1", "device": 0,
+         "device_hex": "0000:9a:00", "device_info": "NVIDIA H100 80GB HBM3"}]
 # -I 1 adds, after each mode, writePerIterReport's object (src/util.cu)
 PER_ITER = {"skipped_iterations", "min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us",
             "stdev_us", "cv_pct", "times_us", "per_process_max_times_us"}

@@ -205,9 +205,11 @@ def render(doc: Dict[str, Any]) -> List[str]:
     cfg = doc.get("config") or {}
     sizes = cfg.get("sizes") or [r["size"] for r in doc["results"]] or [0]
     kind, step = _step(sizes)
-    devices = [{"rank": d.get("rank"), "group": 0, "pid": d.get("pid"),
-                "hostname": d.get("hostname"), "device": d.get("local_rank", 0),
-                "device_hex": "", "device_info": str(d.get("device", ""))}
+    # as nccl-tests' "Rank ... device N [PCI address] name" line: the CUDA index the rank
+    # uses (not its local rank: with one GPU per task that is 0), none on CPUs (-1)
+    devices = [{"rank": d.get("rank"), "group": 0, "pid": d.get("pid"), "hostname": d.get("hostname"),
+                "device": int(dev[5:]) if (dev := str(d.get("device"))).startswith("cuda:") else -1,
+                "device_hex": d.get("bus_id") or "", "device_info": d.get("device_name") or dev}
                for d in cfg.get("devices") or []]
     out = {"version": JSON_VERSION, "start_time": _stamp(doc.get("start_time")),
            "args": ["mpibench"] + list(doc.get("argv") or []),
