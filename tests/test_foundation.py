@@ -7,6 +7,8 @@ import socket
 
 import pytest
 
+from mpibench.results import preamble
+
 from conftest import MPIRUN, at_once, check_usage_error, lone, mpibench_lines, mpirun, run, show, torchrun
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("procs")]
@@ -67,6 +69,14 @@ def test_lone_info():
     done = lone(["info"])
     check_info(done, 1, "none")
     assert "rendezvous 127.0.0.1:" in done.stdout, show(done)
+
+
+def test_hosts_whose_versions_differ_are_named_against_rank_0s():
+    same = {"torch": "2.13.0", "mpi": "Open MPI v5.0.11"}
+    per_host = {"n1": same, "n2": same, "n3": dict(same, torch="2.12.1")}
+    assert preamble.version_differences(per_host) == [
+        "WARNING: host n3 differs from n1 (rank 0): torch 2.12.1 vs 2.13.0"]
+    assert preamble.version_differences({"n1": same}) == preamble.version_differences({}) == []
 
 
 def test_options_without_a_command_run_the_benchmark():

@@ -19,8 +19,7 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    backend, out, records, dt, payload = classic.begin_all_reduce(
-        session, args, "bandwidth of one all_reduce", args.payload)
+    backend, out, records, dt, payload = classic.begin_all_reduce(session, args, args.payload)
     count = payload // dt.size
     if count < 1:
         raise UsageError(f"--size {payload} is less than one {dt.name} element")

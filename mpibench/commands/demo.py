@@ -17,7 +17,7 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    backend, out, records = classic.begin(session, args, "collective semantics, rank r holds r")
+    backend, out, records = classic.begin(session, args)
     n, r = session.size, session.rank
     total = n * (n - 1) // 2
     engine = classic.engine(session, backend, 0)

@@ -20,8 +20,7 @@ def add_arguments(p):
 
 
 def execute(session, args):
-    backend, out, records, dt, size = classic.begin_all_reduce(
-        session, args, "one big all_reduce against many small ones", args.size)
+    backend, out, records, dt, size = classic.begin_all_reduce(session, args, args.size)
     count = size // dt.size
     small = count // args.count
     if small < 1:

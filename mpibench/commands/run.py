@@ -283,7 +283,7 @@ def execute(session, args):
     wrong, buffer_bytes = 0, 0
     for backend, plan in zip(backends, plans):
         if len(backends) > 1:
-            session.out(runtext.banner(f"======== backend {backend.name} ========"))
+            session.out(runtext.banner(backend.name))
         sink = stragglers.Sink(out, session.hosts) if out is not None else None
         engine = Engine(session, backend, plan, sink)
         engine.launch_cost = launch.get(backend.name)
@@ -291,7 +291,7 @@ def execute(session, args):
         for k in range(args.trials):        # the per-host probe in the last trial only
             plan.probe_iters = probe_iters if k == args.trials - 1 else 0
             if args.trials > 1:
-                session.out(runtext.banner(f"trial {k + 1} of {args.trials}"))
+                session.out(runtext.banner(trial=k + 1, trials=args.trials))
             wrong += engine.run()
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     names = [b.name for b in backends]

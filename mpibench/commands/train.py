@@ -109,8 +109,7 @@ def execute(session, args):
              "summary": None, "hosts": None, "memory": [], "memory_kind": trainer.memory.kind,
              "replicas": None, "scaling": None}
     if session.rank == 0:
-        out.say(traintext.header_line(train))
-        out.say(f"# watchdog: a step that takes over {session.watch.timeout:g} s is called hung (--timeout)")
+        out.say(traintext.header_line(train), traintext.watchdog_line(session.watch.timeout))
         rankfacts.describe(session, out, [backend.name], records, versions,
                            {"timeout": session.watch.timeout})
         out.announce_files()
@@ -215,8 +214,7 @@ def _time_alone(session, backend, out, calls, iters):
     to back, through the engine on the same process group ({} when not timed)."""
     if not calls or not iters or session.size < 2:
         return {}
-    session.out("#\n# the step's collectives timed alone, back to back, through the engine on "
-                f"the same process group ({iters} iterations after {min(2, iters)} warm-ups)")
+    session.out(traintext.alone_title(iters))
     alone, sink = {}, stragglers.Sink(out, session.hosts) if out is not None else None
     for name in dict.fromkeys(c["collective"] for c in calls):     # in order, once each
         coll = REGISTRY[name]

@@ -57,16 +57,6 @@ def rank_record(session):
     return dict(rec, device=f"cuda:{device.index}", device_name=props.name, bus_id=bus)
 
 
-def version_differences(per_host):
-    """per_host: {host: versions dict}, first host is the reference. -> warning lines."""
-    ref_host = next(iter(per_host), None)
-    ref = per_host.get(ref_host, {})
-    return [f"WARNING: host {host} differs from {ref_host} (rank 0): " + "; ".join(diffs)
-            for host, mine in per_host.items()
-            for diffs in [[f"{k} {mine.get(k)} vs {ref.get(k)}" for k in ref if mine.get(k) != ref.get(k)]]
-            if diffs]
-
-
 def peak_rss_bytes():
     """This process's peak resident memory so far (VmHWM), or None where /proc does not say."""
     with suppress(OSError), open("/proc/self/status") as f:
@@ -94,5 +84,5 @@ def describe(session, out, backend_names, records, versions, config):
     for r, v in zip(records, versions):
         per_host.setdefault(r["hostname"], v)
     env, where = net_env(), world(session, ", ".join(backend_names))
-    text.describe(out, records, where, len(backend_names), versions[0], version_differences(per_host), env)
+    text.describe(out, records, where, len(backend_names), per_host, env)
     out.set(versions=per_host, env=env, world=where, config={"devices": records, **config})

@@ -18,6 +18,12 @@ INT64 = DTYPES["int64"]
 Records = Sequence[Dict[str, Any]]      # every rank's record (hostname, local_rank, ...)
 
 
+TITLES = {"allreduce": "# mpibench allreduce: bandwidth of one all_reduce",       # each command's first line
+          "latency": "# mpibench latency: one big all_reduce against many small ones",
+          "flagsync": "# mpibench flagsync: three ways to sum a done flag",
+          "demo": "# mpibench demo: collective semantics, rank r holds r"}
+
+
 def labels(records: Records) -> List[str]:
     """host:local_rank of every rank, as the classic scripts print them."""
     return [f"{r['hostname']}:{r['local_rank']}" for r in records]

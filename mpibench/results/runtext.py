@@ -38,9 +38,9 @@ def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, ave
     out.say(f"# watchdog: a row that takes over {timeout:g} s is called hung (--timeout)")
 
 
-def banner(text: str) -> str:
-    """The line that opens a trial, or a backend's sweep (rank 0 prints it)."""
-    return f"#\n# {text}"
+def banner(backend: Optional[str] = None, trial: int = 0, trials: int = 0) -> str:
+    """The line that opens a backend's sweep, or trial `trial` (from 1) of `trials`."""
+    return "#\n# " + (f"======== backend {backend} ========" if backend else f"trial {trial} of {trials}")
 
 
 def call_notes(out: RunOutput, missing: Sequence[Tuple[str, str, Sequence[str]]],

@@ -91,6 +91,15 @@ def header_line(train: Dict[str, Any]) -> str:
             f"{numbers.counted(train['warmup'], 'warm-up step')} and {train['timed']} timed")
 
 
+def watchdog_line(timeout: float) -> str:
+    return f"# watchdog: a step that takes over {timeout:g} s is called hung (--timeout)"
+
+
+def alone_title(iters: int) -> str:
+    return ("#\n# the step's collectives timed alone, back to back, through the engine on "
+            f"the same process group ({iters} iterations after {min(2, iters)} warm-ups)")
+
+
 def text(doc: Dict[str, Any]) -> List[str]:
     """What report prints for a train document (its rows are printed as run's)."""
     train = doc["train"]

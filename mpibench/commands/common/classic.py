@@ -8,6 +8,7 @@ from ...measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ...measure.collectives.base import Ctx
 from ...measure.engine import Engine, Plan
 from ...measure.dtypes import parse_dtypes
+from ...results import classics
 from ...results.output import open_output
 from . import guard, options
 
@@ -26,7 +27,7 @@ def add_common(p, dtype=True):
     options.add_json(p, metrics=False)
 
 
-def begin(session, args, title):
+def begin(session, args):
     """The backend, the output (rank 0) and every rank's record; prints the preamble."""
     command = args.command
     session.watch.arm(f"{command}: start-up (every rank's device and versions)")
@@ -34,19 +35,19 @@ def begin(session, args, title):
     out = open_output(session, command, args)
     records, versions = rankfacts.gather(session)
     if session.rank == 0:
-        out.say(f"# mpibench {command}: {title}")
+        out.say(classics.TITLES[command])
         rankfacts.describe(session, out, [backend.name], records, versions, {})
         out.announce_files()
     return backend, out, records
 
 
-def begin_all_reduce(session, args, title, size):
+def begin_all_reduce(session, args, size):
     """begin() for allreduce and latency, with the one data type (-d) their all_reduce sums and
     its payload: size, or the default on the backend's device."""
     dtypes = parse_dtypes(args.dtype)
     if len(dtypes) != 1:
         raise UsageError(f"-d {args.dtype}: give one data type")
-    backend, out, records = begin(session, args, title)
+    backend, out, records = begin(session, args)
     if reason := backend.unsupported(ALL_REDUCE, dtypes[0], "sum"):
         raise UsageError(f"{ALL_REDUCE.name} -d {dtypes[0].name} on {backend.name}: {reason}")
     return backend, out, records, dtypes[0], size or (GPU_PAYLOAD if backend.cuda else CPU_PAYLOAD)
