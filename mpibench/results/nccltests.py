@@ -208,7 +208,7 @@ def render(doc: Dict[str, Any]) -> List[str]:
     # as nccl-tests' "Rank ... device N [PCI address] name" line: the CUDA index the rank
     # uses (not its local rank: with one GPU per task that is 0), none on CPUs (-1)
     devices = [{"rank": d.get("rank"), "group": 0, "pid": d.get("pid"), "hostname": d.get("hostname"),
-                "device": int(dev[5:]) if (dev := str(d.get("device"))).startswith("cuda:") else -1,
+                "device": int(dev[5:]) if (dev := str(d.get("device", ""))).startswith("cuda:") else -1,
                 "device_hex": d.get("bus_id") or "", "device_info": d.get("device_name") or dev}
                for d in cfg.get("devices") or []]
     out = {"version": JSON_VERSION, "start_time": _stamp(doc.get("start_time")),
