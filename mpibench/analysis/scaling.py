@@ -95,10 +95,10 @@ class Model:
         return np.array(x + [0.0])
 
 
-def _lm(residuals, x, iters=80):
-    """Levenberg-Marquardt on a residual function of x (numeric Jacobian): (x, cost)."""
+def _lm(residuals, x, iters=80, lam=1e-2, most=3.0):
+    """Levenberg-Marquardt on residuals(x), numeric Jacobian, damped from lam, steps <= most: (x, cost)."""
     r = residuals(x)
-    cost, lam = float(r @ r), 1e-2
+    cost = float(r @ r)
     for _ in range(iters):
         jac = np.array([(residuals(x + 1e-5 * e) - r) / 1e-5 for e in np.eye(len(x))]).T
         a, grad = jac.T @ jac, jac.T @ r
@@ -107,7 +107,7 @@ def _lm(residuals, x, iters=80):
                 step = np.linalg.solve(a + lam * (np.diag(np.diag(a)) + 1e-9 * np.eye(len(x))), -grad)
             except np.linalg.LinAlgError:
                 return x, cost
-            step = np.clip(step, -3, 3)
+            step = np.clip(step, -most, most)
             r2 = residuals(x + step)
             c2 = float(r2 @ r2)
             if np.isfinite(c2) and c2 < cost:
@@ -185,7 +185,9 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     fits = [_lm(res, x0 + (rng.normal(0, 0.7, x0.size) if k else 0)) for k in range(tries)]
     fits.sort(key=lambda f: f[1])
     best = fits[0][0]
-    members = [x for x, _ in fits] + [_lm(lambda x, idx=idx: res(x, idx), best.copy(), iters=30)[0]
+    # A resample's fit moves from the best in damped, short steps, so that it stays in the best's
+    # basin: with free steps the least rounding (another CPU's BLAS) led one into another minimum.
+    members = [x for x, _ in fits] + [_lm(lambda x, idx=idx: res(x, idx), best.copy(), 30, 1e2, 0.5)[0]
                                       for idx in rng.integers(0, len(pts), (resamples, len(pts)))]
     # the starts and fits to points drawn again that fit all points within 1.5x the best's cost
     members = [x for x in members if float(res(x) @ res(x)) <= fits[0][1] * 1.5 + 1e-9]
