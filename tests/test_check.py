@@ -485,11 +485,12 @@ def test_baseline_from_a_malformed_check_file_gives_no_limit_rather_than_a_trace
     doc = {"command": "check", "results": [],
            "check": {"config": {"collective": "all_reduce", "size": 1024, "ranks_per_host": 2,
                                 "world": 4}, "figures": {"intra": "fast", "pair": [None, -1, 3.0]}}}
-    found, skipped = checkverdict.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+    shape = {"collective": "all_reduce", "size": 1024, "ranks_per_host": 2, "world": 4, "share": 0.5}
+    found, skipped = checkverdict.baseline_limits(doc, "b.json", **shape)
     assert found == {"pair": {"min_busbw_GBps": 1.5}} and skipped is None
     doc["check"]["config"] = ["not", "an", "object"]
     with pytest.raises(UsageError, match="a check result without its config"):
-        checkverdict.baseline_limits(doc, "b.json", "all_reduce", 1024, 2, 4, 0.5)
+        checkverdict.baseline_limits(doc, "b.json", **shape)
 
 
 @pytest.mark.usefixtures("procs")

@@ -494,7 +494,8 @@ def test_check_takes_one_test_of_a_log_of_five_as_baseline():
     # log 06: all_reduce is test 1 of 5, on 10 ranks, one per host; its 32 MiB row's
     # busbw is 42.98 out of place and 42.95 in place
     doc = reader.load(log("06"))
-    found, skipped = checkverdict.baseline_limits(doc, log("06"), "all_reduce", 1 << 25, 1, 10, 0.8)
+    found, skipped = checkverdict.baseline_limits(doc, log("06"), collective="all_reduce", size=1 << 25,
+                                                  ranks_per_host=1, world=10, share=0.8)
     assert found == {"job": {"min_busbw_GBps": pytest.approx(0.8 * 42.98)}} and skipped is None
 
 
@@ -506,8 +507,8 @@ def test_check_takes_one_test_of_a_log_of_five_as_baseline():
 def test_check_refuses_a_baseline_it_cannot_judge_by(key, collective, words):
     doc = reader.load(log(key), collective)
     with pytest.raises(UsageError, match=re.escape(words)):
-        checkverdict.baseline_limits(doc, log(key), collective, 1 << 28 if key == "12" else 1 << 20,
-                               2, 2, 0.8)
+        checkverdict.baseline_limits(doc, log(key), collective=collective, ranks_per_host=2, world=2,
+                                     share=0.8, size=1 << 28 if key == "12" else 1 << 20)
 
 
 # ---- fuzz: cut, shuffled and prefixed lines ----

@@ -30,5 +30,5 @@ def execute(session, args):
     session.watch.arm("allreduce: timed trials")
     _, times = engine.time_calls(call, args.trials, first=False)
     return classic.conclude(session, times, "allreduce: gathering the times", lambda gathered:
-                            classics.allreduce(out, backend.name, dt, count, session.size, records,
-                                               gathered, args.warmup))
+                            classics.allreduce(out, records, gathered, backend=backend.name, dt=dt,
+                                               count=count, warmup=args.warmup))

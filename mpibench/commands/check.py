@@ -87,11 +87,11 @@ def execute(session, args):
     limits = _limits(session, args, coll, size, ppn)
     if args.health:
         guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
-        return health.run(session, args, coll, size, members, limits,
-                          lambda: _collective(session, backend, coll, size, session.size, None,
-                                              "inside the host"),
-                          lambda intra, report: _intra_retest(session, args, intra,
-                                                              session.comm.barrier, report))
+        return health.run(session, args, coll, size, members=members, limits=limits,
+                          make_intra=lambda: _collective(session, backend, coll, size, session.size, None,
+                                                         "inside the host"),
+                          retest=lambda intra, report: _intra_retest(session, args, intra,
+                                                                     session.comm.barrier, report))
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
     out = open_output(session, "check", args)
     rates = session.comm.gather(hostfacts.line_rate(), root=0)
@@ -156,8 +156,9 @@ def _limits(session, args, coll, size, ppn):
                                "--baseline")
     aligned = {max(c.send, c.recv) * DTYPE.size for c in
                (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, session.size))}
-    found, skipped = checkverdict.baseline_limits(baseline, args.baseline, coll.name, size, ppn,
-                                                session.size, args.min_share, aligned)
+    found, skipped = checkverdict.baseline_limits(baseline, args.baseline, collective=coll.name, size=size,
+                                                ranks_per_host=ppn, world=session.size, share=args.min_share,
+                                                sizes=aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     return {t: dict(v, source=src) for t, v in found.items() if t != skipped}
 
@@ -319,9 +320,9 @@ class Report:
         fig, rec = self.judge.job(gathered), gathered[0]
         line = checktext.job_line(self.coll.name, self.s.size, fig, self.judge.job_failed)
         self.out.add_row(rows.one_mode(
-            self.coll.name, self.s.backend, DTYPE, rec["size"], rec["count"], "sum", -1,
-            rec["bw_bytes"], rec["factor"], rec["mode"], [r["seconds"] for r in gathered]),
-            line)
+            self.coll.name, rec["mode"], [r["seconds"] for r in gathered], backend=self.s.backend,
+            dtype=DTYPE, size=rec["size"], count=rec["count"], redop="sum", bw_bytes=rec["bw_bytes"],
+            factor=rec["factor"]), line)
 
     def finish(self):
         """Print the verdicts; the failure message, or None when everything passed."""

@@ -41,5 +41,5 @@ def execute(session, args):
         held = before.tolist()
         seconds, _ = engine.time_calls(call, 1, first=False)    # the one call: no warm-up
         mine.append((held, after.tolist(), seconds))
-    return classic.conclude(session, mine, "demo: gathering the results",
-                            lambda gathered: classics.demo(out, backend.name, shapes, records, gathered))
+    return classic.conclude(session, mine, "demo: gathering the results", lambda gathered:
+                            classics.demo(out, records, gathered, backend=backend.name, cases=shapes))

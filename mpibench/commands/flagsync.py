@@ -43,4 +43,5 @@ def execute(session, args):
         backend.sync()
         sums.append(total(result))
     return classic.conclude(session, (times, sums), None, lambda gathered: classics.flagsync(
-        out, backend.name, [m[0] for m in methods], args.calls, args.warmup, records, gathered))
+        out, records, gathered, backend=backend.name, names=[m[0] for m in methods], calls=args.calls,
+        warmup=args.warmup))

@@ -37,6 +37,6 @@ def execute(session, args):
     many, _ = classic.engine(session, backend, args.warmup, blocking).time_calls(little, args.count,
                                                                                first=False)
     return classic.conclude(session, (one, many * args.count), "latency: gathering the times",
-                            lambda gathered: classics.latency(out, backend.name, dt, count, small,
-                                                              args.count, session.size, records,
-                                                              gathered, args.warmup, blocking))
+                            lambda gathered: classics.latency(
+                                out, records, gathered, backend=backend.name, dt=dt, count=count, small=small,
+                                k=args.count, warmup=args.warmup, blocking=blocking))

@@ -59,8 +59,8 @@ def execute(session, args):
     session.agree(bench.allocate(session.rank in ranks), 1)
     labels = [f"{h}:{r}" if args.every_rank else h for r, h in enumerate(session.hosts)]
     if session.rank == 0:
-        linkstext.p2p_header(out, args, len(ranks), len(set(session.hosts)), backend.name,
-                             session.launcher, size, rounds)
+        linkstext.p2p_header(out, args, nranks=len(ranks), nhosts=len(set(session.hosts)),
+                             backend=backend.name, launcher=session.launcher, size=size, rounds=rounds)
         out.set(world=rankfacts.world(session, backend.name),
                 config={"participants": ranks, "size": size, "latency_size": args.latency_size,
                         "iters": args.iters, "warmup": args.warmup,
@@ -73,12 +73,13 @@ def execute(session, args):
     session.watch.disarm()
     if session.rank != 0:
         return 0
-    links.report(out, bench, session.hosts, labels, ranks, collected, latency, args.min_share)
+    links.report(out, bench, collected, hosts=session.hosts, labels=labels, ranks=ranks, latency=latency,
+                 threshold=args.min_share)
     for link in out.doc["links"]:
         # One row per link (sendrecv: busbw = algbw), the slower end's median iteration
         out.record_row(rows.one_mode(
-            "sendrecv", backend.name, BYTES, link["size"], link["size"], "none", -1,
-            link["bytes_moved"], 1.0, "out_of_place", [link["time_us"] / 1e6],
+            "sendrecv", "out_of_place", [link["time_us"] / 1e6], backend=backend.name, dtype=BYTES,
+            size=link["size"], count=link["size"], bw_bytes=link["bytes_moved"], factor=1.0,
             link=f"{link['from']}->{link['to']}"))
     if png:
         heatmap.draw(png, [labels[r] for r in ranks],

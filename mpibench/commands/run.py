@@ -190,9 +190,9 @@ def header(session, out, plans, backends, records, versions):
     plan = plans[0]
     blocking = {b.name: p.blocking for b, p in zip(backends, plans)}
     modes = {b.name: blocking_mode_text(b, p.blocking) for b, p in zip(backends, plans)}
-    runtext.settings(out, versions, plan, AVERAGES[plan.average], blocking, modes,
-                     [runtext.blocking_wait_note(backends, os.environ), runtext.memory_note(backends)],
-                     "CUDA events" if backends[0].cuda else "host clock", session.watch.timeout)
+    runtext.settings(out, versions, plan, average=AVERAGES[plan.average], blocking=blocking, modes=modes,
+                     notes=[runtext.blocking_wait_note(backends, os.environ), runtext.memory_note(backends)],
+                     clock="CUDA events" if backends[0].cuda else "host clock", timeout=session.watch.timeout)
     rankfacts.describe(session, out, [b.name for b in backends], records, versions,
                      {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
                       "timeout": session.watch.timeout, "check": plan.check,

@@ -77,7 +77,7 @@ def below(figure, limits):
     return "; ".join(why) or None
 
 
-def baseline_limits(doc, path, collective, size, ranks_per_host, world, share, sizes=()):
+def baseline_limits(doc, path, *, collective, size, ranks_per_host, world, share, sizes=()):
     """Limits from an earlier `check`, or a run or nccl-tests result of the whole job or one
     host (sizes: the size aligned for the ranks); UsageError for one of something else."""
     where = f"--baseline {path}"

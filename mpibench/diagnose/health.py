@@ -34,7 +34,7 @@ def check_args(args):
         raise UsageError("--health takes --expect (its \"intra\" limits), not --baseline")
 
 
-def run(session, args, coll, size, members, limits, make_intra, retest):
+def run(session, args, coll, size, *, members, limits, make_intra, retest):
     """Every rank of one host: the test inside it (make_intra()), measured again by retest()
     before a miss condemns it; rank 0 judges, prints the line, drains. 0, or CheckFailed."""
     if len(members) > 1:

@@ -44,8 +44,8 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
         linkstext.intro(out, size, len(rounds), iters)
     collected, _ = measure(session, bench, rounds, session.hosts, out, with_latency=False)
     bench.send_buf = bench.recv_buf = None
-    return report(out, bench, session.hosts, session.hosts, ranks, collected, {}, threshold,
-                  matrix=len(ranks) <= 16) if session.rank == 0 else None
+    return report(out, bench, collected, hosts=session.hosts, labels=session.hosts, ranks=ranks, latency={},
+                  threshold=threshold, matrix=len(ranks) <= 16) if session.rank == 0 else None
 
 
 def _moved(bench):
@@ -80,7 +80,7 @@ def _links(labels, collected, latency, bench, analysis):
     return rows
 
 
-def report(out, bench, hosts, labels, ranks, collected, latency, threshold, matrix=True):
+def report(out, bench, collected, *, hosts, labels, ranks, latency, threshold, matrix=True):
     """Rank 0: the matrices, the named links and hosts; everything into the JSON."""
     names = [labels[r] for r in ranks]
     analysis = pairs.analyze(hosts, {key: rec["times"] for key, rec in collected.items()}, threshold)

@@ -89,5 +89,5 @@ class Sink:
     def __getattr__(self, name):        # set, table_header, add_row: the output's own
         return getattr(self.out, name)
 
-    def add_probe(self, coll, dt, op, size, c, mode, times, margin):
-        self.out.add_hosts(coll, dt, op, size, c, mode, analyze(self.hosts, times, margin=margin))
+    def add_probe(self, times, margin, **what):     # what was probed: coll, dt, op, size, c, mode
+        self.out.add_hosts(analyze(self.hosts, times, margin=margin), **what)

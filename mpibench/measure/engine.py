@@ -33,8 +33,8 @@ class Report(Protocol):
     def set(self, **items: Any) -> None: ...       # document-level facts (skipped_sizes)
     def table_header(self, collective: str) -> None: ...   # nccl-tests' start line, column header
     def add_row(self, row: Row) -> None: ...       # one row, as soon as it is measured
-    def add_probe(self, coll: Collective, dt: DType, op: str, size: int, c: Counts, mode: str,
-                  times: List[List[float]], margin: float) -> None: ...
+    def add_probe(self, times: List[List[float]], margin: float, *, coll: Collective, dt: DType, op: str,
+                  size: int, c: Counts, mode: str) -> None: ...
     # add_probe's times[r][k]: seconds of rank r in iteration k of the per-host probe
 
 
@@ -384,5 +384,5 @@ class Engine:
         times = self.b.time_each(call, plan.probe_iters, s.comm.polite_barrier)
         gathered = s.comm.gather(times, root=0)
         if self.report is not None:
-            self.report.add_probe(coll, dt, op, size, c, mode, gathered, plan.margin)
+            self.report.add_probe(gathered, plan.margin, coll=coll, dt=dt, op=op, size=size, c=c, mode=mode)
 

@@ -16,6 +16,7 @@ from .tables import table
 
 INT64 = DTYPES["int64"]
 Records = Sequence[Dict[str, Any]]      # every rank's record (hostname, local_rank, ...)
+Case = Tuple[Collective, Counts, str, str, int, List[int]]  # demo: coll, counts, mode, op, root, expected
 
 
 TITLES = {"allreduce": "# mpibench allreduce: bandwidth of one all_reduce",       # each command's first line
@@ -48,10 +49,10 @@ def busbw_text(factor: float, formula: str = "") -> str:
 
 # ---- allreduce: per-trial and per-rank bandwidth of one payload ----
 
-def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, records: Records,
-              gathered: Sequence[Sequence[float]], warmup: int) -> None:
+def allreduce(out: RunOutput, records: Records, gathered: Sequence[Sequence[float]], *, backend: str,
+              dt: DType, count: int, warmup: int) -> None:
     """gathered[r][k]: rank r's seconds in trial k."""
-    factor = ALL_REDUCE.busbw_factor(n)
+    n, factor = len(gathered), ALL_REDUCE.busbw_factor(len(gathered))
     nbytes, ntrials = count * dt.size, len(gathered[0])
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
@@ -64,8 +65,8 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
     good = []
     for k in range(ntrials):
         # nccl-tests' -a 1: the mean time over ranks, and algbw = size / that time
-        row = rows.of_collective(ALL_REDUCE, backend, dt, counts, n, "sum", -1, "in_place",
-                                 [g[k] for g in gathered])
+        row = rows.of_collective(ALL_REDUCE, counts, n, "in_place", [g[k] for g in gathered],
+                                 backend=backend, dtype=dt, redop="sum")
         f = row["in_place"]
         good += [] if f["algbw_GBps"] is None else [f["algbw_GBps"]]
         out.add_row(row, f"trial {k + 1}: time {ms(f['time_us'] / 1e6)} ms  "
@@ -90,11 +91,10 @@ def allreduce(out: RunOutput, backend: str, dt: DType, count: int, n: int, recor
 
 # ---- latency: 1 x S against K x S/K ----
 
-def latency(out: RunOutput, backend: str, dt: DType, count: int, small: int, k: int, n: int,
-            records: Records, gathered: Sequence[Tuple[float, float]], warmup: int,
-            blocking: int) -> None:
+def latency(out: RunOutput, records: Records, gathered: Sequence[Tuple[float, float]], *, backend: str,
+            dt: DType, count: int, small: int, k: int, warmup: int, blocking: int) -> None:
     """gathered[r]: rank r's (seconds of the one call, seconds of the K calls together)."""
-    factor = ALL_REDUCE.busbw_factor(n)
+    n, factor = len(gathered), ALL_REDUCE.busbw_factor(len(gathered))
     big_bytes, small_bytes = count * dt.size, small * dt.size
     out.set(config={**out.doc["config"], "size": big_bytes, "k": k, "chunk": small_bytes,
                     "dtype": dt.name, "warmup": warmup, "blocking": blocking,
@@ -107,8 +107,8 @@ def latency(out: RunOutput, backend: str, dt: DType, count: int, small: int, k: 
     # nccl-tests prints them, so the printed table reads back as one run.
     out.table_header(ALL_REDUCE.name)
     for x, calls, seconds in ((small, k, [g[1] / k for g in gathered]), (count, 1, [g[0] for g in gathered])):
-        out.add_row(rows.of_collective(ALL_REDUCE, backend, dt, ALL_REDUCE.counts(x, dt.size, n), n,
-                                       "sum", -1, "in_place", seconds, calls=calls))
+        out.add_row(rows.of_collective(ALL_REDUCE, ALL_REDUCE.counts(x, dt.size, n), n, "in_place", seconds,
+                                       backend=backend, dtype=dt, redop="sum", calls=calls))
 
     def row(rank: Optional[int], label: str, d1: float, dk: float) -> Dict[str, Any]:
         parts = {part: {"bytes": nbytes, "time_us": s * 1e6, "algbw_GBps": algbw(nbytes, s),
@@ -134,8 +134,8 @@ def latency(out: RunOutput, backend: str, dt: DType, count: int, small: int, k: 
 
 # ---- flagsync: three ways to sum a done flag ----
 
-def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, warmup: int,
-             records: Records, gathered: Sequence[Tuple[Sequence[float], Sequence[int]]]) -> Optional[str]:
+def flagsync(out: RunOutput, records: Records, gathered: Sequence[Tuple[Sequence[float], Sequence[int]]], *,
+             backend: str, names: Sequence[str], calls: int, warmup: int) -> Optional[str]:
     """gathered[r]: rank r's (seconds per call, sum) per method; the failure message or None."""
     n = len(gathered)
     expected = n * (n + 1) // 2
@@ -152,15 +152,13 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
         # all_gather_object moves a pickled int of no fixed size: its time stands alone
         coll = {ALL_GATHER.name: ALL_GATHER, ALL_REDUCE.name: ALL_REDUCE}.get(name)
         c = Counts(1, n, 1, 1, 0) if coll is ALL_GATHER else Counts(1, 1, 1, 0, 0)
-        row = rows.one_mode(name, backend, INT64, max(c.send, c.recv) * INT64.size, 1,
-                            "sum" if coll is ALL_REDUCE else "none", -1,
-                            coll.bw_bytes(c, INT64.size, n) if coll else None,
-                            coll.busbw_factor(n) if coll else 0.0,
-                            "in_place" if coll is ALL_REDUCE else "out_of_place",
-                            times, [0 if s == expected else 1 for s in sums],
-                            method=name, calls=calls, time_per_call_us=per_call[i] * 1e6,
-                            total_s=per_call[i] * calls, slowest_rank_time_per_call_us=max(times) * 1e6,
-                            speedup_vs_all_gather_object=speedup, sums=sums, agrees=set(sums) == {expected})
+        row = rows.one_mode(
+            name, "in_place" if coll is ALL_REDUCE else "out_of_place", times, backend=backend, dtype=INT64,
+            size=max(c.send, c.recv) * INT64.size, count=1, redop="sum" if coll is ALL_REDUCE else "none",
+            bw_bytes=coll.bw_bytes(c, INT64.size, n) if coll else None, method=name, calls=calls, sums=sums,
+            factor=coll.busbw_factor(n) if coll else 0.0, wrong=[0 if s == expected else 1 for s in sums],
+            time_per_call_us=per_call[i] * 1e6, total_s=per_call[i] * calls, agrees=set(sums) == {expected},
+            slowest_rank_time_per_call_us=max(times) * 1e6, speedup_vs_all_gather_object=speedup)
         out.record_row(row)
         lines.append([name, f"{row['total_s']:.4f}", f"{row['time_per_call_us']:.1f}",
                       f"{row['slowest_rank_time_per_call_us']:.1f}", ratio(speedup, missing="n/a"),
@@ -179,8 +177,8 @@ def flagsync(out: RunOutput, backend: str, names: Sequence[str], calls: int, war
 
 # ---- demo: rank r holds r ----
 
-def demo(out: RunOutput, backend: str, cases: Sequence[Tuple[Collective, Counts, str, str, int, List[int]]],
-         records: Records, gathered: Sequence[Sequence[Tuple[List[int], List[int], float]]]) -> Optional[str]:
+def demo(out: RunOutput, records: Records, gathered: Sequence[Sequence[Tuple[List[int], List[int], float]]],
+         *, backend: str, cases: Sequence[Case]) -> Optional[str]:
     """gathered[r][i]: rank r's (before, after, seconds) of cases[i]; the failure message or None."""
     n, failed = len(gathered), []     # failed: (collective, rank)
     out.say(f"# {counted(n, 'rank')} on {backend}; rank r holds r")
@@ -197,8 +195,8 @@ def demo(out: RunOutput, backend: str, cases: Sequence[Tuple[Collective, Counts,
         # The row's time is that of this one first call (connection set-up included): the
         # demo checks results, it is no benchmark.
         out.record_row(rows.of_collective(
-            coll, backend, INT64, counts, n, op, root, mode, [g[i][2] for g in gathered],
-            [_wrong(g[i][1], expected) for g in gathered], expected=expected,
+            coll, counts, n, mode, [g[i][2] for g in gathered], backend=backend, dtype=INT64, redop=op,
+            root=root, wrong=[_wrong(g[i][1], expected) for g in gathered], expected=expected,
             ranks=held, **{"pass": verdict == "PASS"}))
     out.set(passed=not failed)
     out.finish()

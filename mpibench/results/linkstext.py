@@ -16,7 +16,7 @@ def intro(out: RunOutput, size: int, nrounds: int, iters: int) -> None:
             f"slow link makes every rank of a collective equally slow; pairs show which it is):")
 
 
-def p2p_header(out: RunOutput, args: argparse.Namespace, nranks: int, nhosts: int, backend: str,
+def p2p_header(out: RunOutput, args: argparse.Namespace, *, nranks: int, nhosts: int, backend: str,
                launcher: str, size: int, rounds: Sequence[Sequence[Any]]) -> None:
     who = "every rank" if args.every_rank else "one rank per host, the lowest on each"
     out.say(f"# mpibench p2p: {nranks} ranks on {counted(nhosts, 'host')} take part ({who}), "

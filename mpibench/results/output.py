@@ -71,8 +71,8 @@ class RunOutput:
                 self.doc["results"].append(row)
             self.flush()
 
-    def add_hosts(self, coll: Collective, dt: DType, op: str, size: int, c: Counts, mode: str,
-                  analysis: HostAnalysis) -> None:
+    def add_hosts(self, analysis: HostAnalysis, *, coll: Collective, dt: DType, op: str, size: int, c: Counts,
+                  mode: str) -> None:
         entry: HostEntry = {"collective": coll.name, "size": size, "type": dt.label,
                             "dtype": dt.name, "redop": op, "mode": mode, "symmetric": coll.symmetric,
                             "bw_bytes": coll.bw_bytes(c, dt.size, self.s.size),

@@ -16,8 +16,8 @@ def key(row: Dict[str, Any], mode: Optional[str] = None, backend: bool = True) -
             row.get("setting", "") + row.get("link", ""), row["size"], mode)
 
 
-def one_mode(collective: str, backend: str, dtype: DType, size: int, count: int, redop: str,
-             root: int, bw_bytes: Optional[int], factor: float, mode: str, seconds: Sequence[float],
+def one_mode(collective: str, mode: str, seconds: Sequence[float], *, backend: str, dtype: DType, size: int,
+             count: int, bw_bytes: Optional[int], factor: float, redop: str = "none", root: int = -1,
              wrong: Optional[Sequence[Optional[int]]] = None, **extra: Any) -> Dict[str, Any]:
     """A row measured in one mode (in_place or out_of_place). seconds[r]: rank r's time per call,
     their mean the row's (nccl-tests' -a 1); wrong[r]: rank r's wrong elements (None: not
@@ -36,13 +36,12 @@ def one_mode(collective: str, backend: str, dtype: DType, size: int, count: int,
             "per_rank_nwrong": {mode: list(wrong) if wrong is not None else [None] * len(seconds)}, **extra}
 
 
-def of_collective(coll: Collective, backend: str, dtype: DType, c: Counts, n: int, redop: str,
-                  root: int, mode: str, seconds: Sequence[float],
-                  wrong: Optional[Sequence[Optional[int]]] = None, **extra: Any) -> Dict[str, Any]:
-    """one_mode() for a collective module's counts c (nccl-tests' size, count and bytes)."""
-    return one_mode(coll.name, backend, dtype, max(c.send, c.recv) * dtype.size, c.param, redop,
-                    root, coll.bw_bytes(c, dtype.size, n), coll.busbw_factor(n), mode, seconds,
-                    wrong, **extra)
+def of_collective(coll: Collective, c: Counts, n: int, mode: str, seconds: Sequence[float], *,
+                  backend: str, dtype: DType, **extra: Any) -> Dict[str, Any]:
+    """one_mode() for a collective module's counts c on n ranks (nccl-tests' size, count and bytes)."""
+    return one_mode(coll.name, mode, seconds, backend=backend, dtype=dtype, count=c.param,
+                    size=max(c.send, c.recv) * dtype.size, bw_bytes=coll.bw_bytes(c, dtype.size, n),
+                    factor=coll.busbw_factor(n), **extra)
 
 
 UNSTABLE = 0.10   # default: a row whose times span more than 10% of their median

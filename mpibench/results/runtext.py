@@ -12,7 +12,7 @@ from . import nccltests, numbers, tables
 from .output import RunOutput
 
 
-def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, average: str,
+def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, *, average: str,
              blocking: Dict[str, int], modes: Dict[str, str], notes: Sequence[Optional[str]],
              clock: str, timeout: float) -> None:
     """The header's first lines. blocking, modes: {backend: its -z, what it does}; notes: lines
