@@ -192,7 +192,7 @@ def test_netpipe_printed_output_reads_as_sendrecv_rows(peers, tmp_path):
 
 @pytest.mark.usefixtures("procs")
 def test_iperf3_json_rate_between_two_local_ends(peers):
-    server = iperf.serve("127.0.0.1", 5299, 1)
+    server = iperf.serve("127.0.0.1", 5299)
     bps, _, why = iperf.connect("127.0.0.1", "127.0.0.1", 5299, 1)
     iperf.finish(server, 1)
     assert why is None and bps > 1e6, why

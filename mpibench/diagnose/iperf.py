@@ -28,7 +28,7 @@ def address(session, env):
     return reachable_address(env, peers)
 
 
-def serve(bind, port, seconds):
+def serve(bind, port):
     """Start a one-test server bound to bind (a Popen; finish() collects it)."""
     return subprocess.Popen(["iperf3", "-s", "-1", "-J", "-B", bind, "-p", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -77,7 +77,7 @@ def run_pairs(session, env, seconds, port=PORT):
         record = server = None
         ready = a is not None and known[a][1] and known[b][1]
         if ready and session.rank == a:
-            server = serve(known[a][0], port, seconds)
+            server = serve(known[a][0], port)
         session.comm.barrier()
         if b is not None and session.rank == b:
             if ready:

@@ -14,7 +14,7 @@ def header(described: Sequence[str], target: int, g: int, model: str, flat: Opti
     for line in described:
         print(line)
     print(f"# predicting {target} ranks ({target // g} nodes x {g}) with the {model} "
-          f"model (see mpibench predict --help)")
+          f"model (docs/commands/predict.md)")
     if flat:
         print(f"# {flat}: every rank counted as a node of its own")
     if far:
