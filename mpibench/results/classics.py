@@ -52,7 +52,7 @@ def busbw_text(factor: float, formula: str = "") -> str:
 def allreduce(out: RunOutput, records: Records, gathered: Sequence[Sequence[float]], *, backend: str,
               dt: DType, count: int, warmup: int) -> None:
     """gathered[r][k]: rank r's seconds in trial k."""
-    n, factor = len(gathered), ALL_REDUCE.busbw_factor(len(gathered))
+    factor = ALL_REDUCE.busbw_factor(n := len(gathered))
     nbytes, ntrials = count * dt.size, len(gathered[0])
     # One row of the document, in place: the median of the trials and their spread, as
     # run --trials writes it (every trial kept under the row's "trials").
@@ -94,7 +94,7 @@ def allreduce(out: RunOutput, records: Records, gathered: Sequence[Sequence[floa
 def latency(out: RunOutput, records: Records, gathered: Sequence[Tuple[float, float]], *, backend: str,
             dt: DType, count: int, small: int, k: int, warmup: int, blocking: int) -> None:
     """gathered[r]: rank r's (seconds of the one call, seconds of the K calls together)."""
-    n, factor = len(gathered), ALL_REDUCE.busbw_factor(len(gathered))
+    factor = ALL_REDUCE.busbw_factor(n := len(gathered))
     big_bytes, small_bytes = count * dt.size, small * dt.size
     out.set(config={**out.doc["config"], "size": big_bytes, "k": k, "chunk": small_bytes,
                     "dtype": dt.name, "warmup": warmup, "blocking": blocking,
