@@ -6,6 +6,7 @@ in launch/faults.py make a rank stop or signal itself at a named step)."""
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -303,3 +304,45 @@ def test_every_rank_failing_gives_one_verdict_and_two_launcher_lines_at_most():
     assert verdict(done.stdout) == (1, "error", "run"), show(done)
     assert len(_launcher_lines(done.stderr)) <= 2, show(done)
     assert "\0" not in done.stderr + done.stdout, show(done)
+
+
+# ---- 5. a rank that raises inside its timed loop: one verdict, naming it alone ----
+LOOP_ROW = ["run", "-b", "1K", "-e", "1K", "-n", "20", "-w", "1", "-d", "float32"]
+
+
+def check_failed_in_loop(done, js, rank, host):
+    """rank failed at its third timed call: exactly one verdict (1, error), one line naming
+    the rank, its host and its error; no live rank named dead nor a signal's second verdict;
+    the results file records 1."""
+    said = show(done)
+    assert done.returncode == 1, said
+    assert done.stdout.count("mpibench-verdict:") == 1, said
+    assert verdict(done.stdout) == (1, "error", "run"), said
+    failed = [line for line in mpibench_lines(done.stderr) if " failed: " in line]
+    assert failed == [f"mpibench: rank {rank} (host {host}) failed: RuntimeError: test fault switch "
+                      f"MPIBENCH_FAULT=loopcrash made this rank fail inside its timed loop"], said
+    assert "no longer answer" not in done.stderr and "stopped by SIG" not in done.stdout, said
+    doc = json.loads(js.read_text())
+    assert doc["exit"] == {"code": 1, "status": "error"}, doc.get("exit")
+    assert doc["complete"] is False and f"rank {rank} (host {host}) failed" in doc["incomplete"]
+
+
+def test_rank_failing_in_its_timed_loop_is_the_one_verdict(tmp_path):
+    """3 ranks, rank 1 raises at its third timed call while the others wait in the loop:
+    before, rank 1 named them dead (their watchdogs did not answer inside a timed loop) and
+    rank 0 took the launcher's SIGTERM for a new end (a second verdict, 143 in the file)."""
+    js = tmp_path / "r.json"
+    done = mpirun(3, [*LOOP_ROW, "--json", str(js)], env={"MPIBENCH_FAULT": "loopcrash:1:3"},
+                  timeout=120)
+    assert "# TEST SWITCHES ACTIVE: MPIBENCH_FAULT=loopcrash:1:3" in done.stdout, show(done)
+    check_failed_in_loop(done, js, 1, socket.gethostname())
+
+
+@needs_hosts
+def test_rank_failing_in_its_timed_loop_across_two_hosts(tmp_path):
+    """The same on 2 namespace hosts, 2 ranks each: rank 2 (host h2) fails."""
+    js = tmp_path / "r.json"
+    with fakecluster.FakeCluster(hosts=2, rates="1gbit") as c:
+        done = c.mpirun([PYTHON, "-m", "mpibench", *LOOP_ROW, "--json", str(js)], ppn=2,
+                        env=base_env({"MPIBENCH_FAULT": "loopcrash:2:3"}), timeout=150)
+    check_failed_in_loop(done, js, 2, "h2")
