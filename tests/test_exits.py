@@ -346,3 +346,22 @@ def test_rank_failing_in_its_timed_loop_across_two_hosts(tmp_path):
         done = c.mpirun([PYTHON, "-m", "mpibench", *LOOP_ROW, "--json", str(js)], ppn=2,
                         env=base_env({"MPIBENCH_FAULT": "loopcrash:2:3"}), timeout=150)
     check_failed_in_loop(done, js, 2, "h2")
+
+
+# ---- 6. MPI without MPI_THREAD_MULTIPLE: the watchdog watches alone, and says so ----
+def test_mpi_without_thread_multiple_is_said_once_and_hangs_name_no_one_else():
+    """serialized:R makes rank R's MPI grant THREAD_SERIALIZED (Cray MPICH's default): one
+    line says what is lost, a run still ends 0, and a hang ends 124 naming no other rank."""
+    ok, hung = at_once(lambda case: mpirun(2, *case, timeout=120), [
+        (["demo"], {"MPIBENCH_FAULT": "serialized:0,serialized:1"}),
+        (["demo", "--timeout", "4"],
+         {"MPIBENCH_FAULT": "serialized:0,serialized:1,stop:1:demo: all_gather"})])
+    said = [line for line in mpibench_lines(ok.stderr) if "MPI granted" in line]
+    assert said == ["mpibench: MPI granted MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE: the "
+                    "hang watchdog cannot ask the other ranks where they are, so a hang names only "
+                    "the step of the rank that saw it (Cray MPICH: export "
+                    "MPICH_MAX_THREAD_SAFETY=multiple)"], show(ok)
+    assert ok.returncode == 0 and verdict(ok.stdout) == (0, "ok", "demo"), show(ok)
+    assert hung.returncode == 124 and verdict(hung.stdout) == (124, "hang", "demo"), show(hung)
+    assert "the other ranks could not be asked" in hung.stderr, show(hung)
+    assert "no answer within" not in hung.stderr and "never arrived" not in hung.stderr, show(hung)

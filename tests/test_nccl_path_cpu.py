@@ -289,3 +289,18 @@ def test_launch_header_names_each_collective_and_says_graphs_mark_nothing(graph)
     assert ("-G avoids it" in out.lines[0]) == (not graph), out.lines
     assert out.items["launch_cost_us"] == {"nccl": {"all_reduce": pytest.approx(9.0),
                                                   "sendrecv": pytest.approx(21.0)}}
+
+
+@pytest.mark.parametrize("env,after", [
+    ({}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}),
+    ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}),
+    ({"NCCL_ASYNC_ERROR_HANDLING": "1"}, {"NCCL_ASYNC_ERROR_HANDLING": "1"})])
+def test_torch_keeps_a_rank_alive_on_nccl_errors_unless_the_user_chose(env, after):
+    """torch's default (3, SkipCleanUp) SIGABRTs the rank from its watchdog thread before
+    mpibench can report; 2 (CleanUpOnly) aborts the communicators so the next call raises.
+    A mode the user set, under either name torch reads, stays."""
+    from mpibench.launch import torchenv
+    chose = bool(env)
+    env = dict(env)
+    assert torchenv.keep_rank_on_nccl_errors(env) is not chose
+    assert env == after

@@ -50,7 +50,9 @@ class Watchdog:
         # rank 0: on_fault(reason, verdict record) closes the results document when a hang or
         # a signal ends the job, so that what was measured stays; it says what became of it
         self.on_fault = None
-        self.comm = session.comm.world.Dup() if session.comm.kind == "mpi" else None
+        # its own channel needs MPI_THREAD_MULTIPLE; without it this rank watches alone
+        self.comm = (session.comm.world.Dup() if session.comm.kind == "mpi" and session.comm.threads
+                     else None)
         self._lock = threading.Lock()     # one reader of the side channel at a time
         self._probe_id = 0
         self._replies = {}
@@ -140,6 +142,8 @@ class Watchdog:
         snaps = self._probe(("failed", reason))
         failed = [r for r, s in snaps.items() if s[2] == FAILED]
         reports = min(failed) == self.s.rank and not any(s[4] for s in snaps.values())
+        if self.comm is None:       # no one could be asked: no one is named
+            return [], reports
         return [r for r in range(self.s.size) if r not in snaps], reports
 
     def _heard_failure(self, rank, reason):
@@ -257,7 +261,12 @@ class Watchdog:
             return
         self._joined = True
         snaps = self._probe("timeout")
-        lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, self.grace)
+        if self.comm is None and self.s.size > 1:
+            lines = [f"no progress for {self.timeout:g} s at {self.where} on {self.s.where}; "
+                     f"the other ranks could not be asked where they are (no side channel for "
+                     f"the watchdog's thread)"]
+        else:
+            lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, self.grace)
         lines.append(self.abandon(f"timed out: {lines[0]}", TIMEOUT_CODE, rank0_alive=0 in snaps))
         if self.s.rank == min(snaps):
             self._end(lines, TIMEOUT_CODE)
@@ -275,7 +284,12 @@ class Watchdog:
                 self._end([], code)           # a second signal here: no more waiting
             return
         self.signalled = signum
-        if self.s.rank == 0 or self.comm is None:
+        if self.s.rank != 0 and self.comm is None and self.s.comm.kind == "mpi":
+            # MPI without a channel of the watchdog's own (no MPI_THREAD_MULTIPLE): rank 0
+            # cannot be told; end the job without a verdict of this rank's, as it may be the
+            # launcher's kill after another rank's abort
+            self.abort(128 + signum)
+        elif self.s.rank == 0 or self.comm is None:
             self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
