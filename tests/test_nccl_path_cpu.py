@@ -304,3 +304,19 @@ def test_torch_keeps_a_rank_alive_on_nccl_errors_unless_the_user_chose(env, afte
     env = dict(env)
     assert torchenv.keep_rank_on_nccl_errors(env) is not chose
     assert env == after
+
+
+def test_no_unbatched_point_to_point_calls():
+    """On an eagerly made NCCL group torch warns of every plain send/recv ("unbatched P2P op
+    ... serialized") on every rank's stderr: p2p, run's link check and check send through
+    batch_isend_irecv (measure/collectives/sendrecv.py, one_way and exchange)."""
+    import re
+    from conftest import ROOT
+    plain = re.compile(r"\bdist\.(send|recv)\b")
+    found = []
+    for path in sorted((os.path.join(d, f) for d, _, fs in os.walk(os.path.join(ROOT, "mpibench"))
+                        for f in fs if f.endswith(".py"))):
+        for k, line in enumerate(open(path), 1):
+            if plain.search(line):
+                found.append(f"{os.path.relpath(path, ROOT)}:{k}: {line.strip()}")
+    assert not found, found
