@@ -114,14 +114,17 @@ def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> N
 
 
 def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> None:
-    """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
-    during capture (nccl-tests allocates its buffers with it)."""
+    """-G: where the buffers come from, since NCCL's zero-copy NVLS and CollNet take
+    ncclMemAlloc memory registered during capture; whether NCCL registered them is not
+    checked (nccl-tests allocates with ncclMemAlloc in every run, mpibench with -G only)."""
     for name, b in buffers.items():
         text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
-                "as nccl-tests': NCCL registers them during graph capture" if b["registered"] else
-                f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
-                "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
-                "registered during capture (zero-copy NVLS and CollNet)")
+                "which NCCL can register during graph capture; whether it did is not checked. "
+                "nccl-tests allocates with ncclMemAlloc in every run, mpibench with -G only"
+                if b["allocator"] == "ncclMemAlloc" else
+                f"torch's caching allocator ({b['reason']}): not ncclMemAlloc memory, which "
+                "NCCL's zero-copy NVLS and CollNet take; NCCL may copy through its own "
+                "buffers where nccl-tests' would not")
         out.say(f"# -G buffers ({name}): {text}")
     if buffers:
         out.set(graph_buffers=buffers)
