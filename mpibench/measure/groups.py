@@ -16,7 +16,8 @@ def can_split(dist: Any, device: Any) -> bool:
     """Whether the default group splits in one collective (dist.split_group): a device bound
     at init and a backend that supports splitting (NCCL)."""
     default = dist.distributed_c10d._get_default_group()
-    if device is None or getattr(default, "bound_device_id", None) is None:
+    if (device is None or getattr(default, "bound_device_id", None) is None
+            or not hasattr(dist, "split_group")):
         return False
     try:
         return bool(default._get_backend(device).supports_splitting)
