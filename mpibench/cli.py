@@ -176,15 +176,21 @@ def _failed(exc, place, session, comm, name):
     where = session.where if session else f"rank {place.rank} (host {socket.gethostname()})"
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     watch = session.watch if session is not None else None
-    gone, reports = watch.fail() if watch else ([], True)
+    first = watch.failure if watch is not None else None
+    if first is not None:
+        # another rank failed first and is ending the job: this error is most likely its news
+        gone, reports = [], False
+        said = (f"stopped, as rank {first[0]} (host {session.hosts[first[0]]}) failed first: "
+                f"{detail}")
+    else:
+        gone, reports = watch.fail(f"{where} failed: {detail}") if watch else ([], True)
+        said = f"failed: {detail}"
     if gone:   # a backend error here is most likely the news that another rank died
-        detail = (f"{', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no longer "
-                  f"{plural(len(gone), 'answers', 'answer')} (dead or stopped); here: {detail}")
-    verdict.note(f"mpibench: {where} failed: {detail}")
+        said = (f"failed: {', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no "
+                f"longer {plural(len(gone), 'answers', 'answer')} (dead or stopped); here: {detail}")
+    verdict.note(f"mpibench: {where} {said}")
     if os.environ.get("MPIBENCH_DEBUG"):
         traceback.print_exc()       # still handling exc: its traceback
-    if watch is not None and session.rank == 0:
-        watch.abandon(f"{where} failed: {detail}", 1, "error")
     if not reports:                 # a lower rank failed too, or one has reported: it ends the job
         time.sleep(ABORT_WAIT)
     verdict.say(1, name, "error")

@@ -7,6 +7,7 @@ group if the command outlives its timeout, so that no test can hang.
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,10 @@ import pytest
 
 VENV = sys.prefix
 PYTHON = os.path.join(VENV, "bin", "python")
+# the venv's Open MPI, else one on PATH (a module-loaded MPI on a GPU cluster)
 MPIRUN = os.path.join(VENV, "bin", "mpirun")
+if not os.path.exists(MPIRUN):
+    MPIRUN = shutil.which("mpirun") or MPIRUN
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "launch"))       # fakecluster, slurm's recipes
 

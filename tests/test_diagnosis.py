@@ -122,12 +122,14 @@ FIXTURES = {
     "P2P/IPC": "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n",
     "SHM": "gpu1:4011:4090 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n"
            "gpu1:4011:4090 [0] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via SHM/CE/direct\n",
-    "NVLS": "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+    "NVLS": "gpu1:4011:4090 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+            "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
             "gpu1:4011:4090 [0] NCCL INFO NVLS multicast support is available on dev 0 (NVLS_NCHANNELS 16)\n"
             "gpu1:4011:4090 [0] NCCL INFO Connected NVLS tree\n"
             "gpu1:4011:4090 [0] NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, "
             "32 p2p channels, 32 p2p channels per peer\n",
-    "CollNet": "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA\n"
+    "CollNet": "gpu1:4011:4090 [0] NCCL INFO NCCL version 2.26.2+cuda12.8\n"
+               "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA\n"
                "gpu1:4011:4090 [0] NCCL INFO CollNet 00/0 : 0 [send] via COLLNET/SHARP/0/GDRDMA\n",
 }
 HOSTS4 = ["gpu1", "gpu1", "gpu2", "gpu2"]
@@ -148,6 +150,63 @@ def test_nccl_log_pairs_are_per_host_pair():
                                                   ("gpu1", "gpu2"): ["NET/IB"]}
     assert nccllog.parse(FIXTURES["NET/Socket"])["network"] == "Socket"
     assert nccllog.parse_line("gpu1:1:2 [0] NCCL INFO Channel 00/02 :    0   1") is None
+
+
+# Line shapes of several NCCL releases (their src/transport/*.cc INFO formats): 2.18's bus
+# ids in hex, 2.22's device numbers, a plugin whose name holds a space, PXN's "0(1)", p2p's
+# "direct pointer" and "indirect" forms.
+SHAPES = [
+    ("gpu1:1:2 [0] NCCL INFO Channel 00/0 : 1[7000] -> 2[7000] [send] via NET/AWS Libfabric/0/GDRDMA",
+     (1, 2, "NET/AWS Libfabric")),
+    ("gpu2:1:2 [0] NCCL INFO Channel 05/0 : 3[5] -> 1[5] [receive] via NET/AWS Libfabric/5/GDRDMA\r",
+     (3, 1, "NET/AWS Libfabric")),
+    ("gpu1:1:2 [0] NCCL INFO Channel 01/0 : 1[1] -> 2[0] [send] via NET/AWS Libfabric/0(1)/GDRDMA/Shared",
+     (1, 2, "NET/AWS Libfabric")),
+    ("gpu1:1:2 [0] NCCL INFO Channel 02/1 : 0[0] -> 1[1] via P2P/direct pointer/read", (0, 1, "P2P/direct")),
+    ("gpu1:1:2 [0] NCCL INFO Channel 03/1 : 0[0] -> 1[1] via P2P/indirect/2[2]", (0, 1, "P2P/indirect")),
+    ("gpu1:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct", (0, 1, "SHM")),
+]
+
+
+@pytest.mark.parametrize("line,want", SHAPES)
+def test_nccl_channel_lines_of_several_releases(line, want):
+    assert nccllog.parse_line(line) == want
+
+
+NVLS_LINES = ("gpu{h}:4011:4090 [0] NCCL INFO NVLS comm 0x55f5578b4ab0 headRank 0 nHeads 2 "
+              "buffSize 4194304 nvlsPerRankSize 134217728 nvlsTotalSize 268435456\n")
+COLLNET_LINE = "gpu1:4011:4090 [0] NCCL INFO CollNet 00/0 : 0 [send] via COLLNET/SHARP/0/GDRDMA\n"
+BETWEEN = "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA\n"
+
+
+@pytest.mark.parametrize("version,env,used", [
+    ("2.19.3+cuda12.2", "", False), ("2.21.5+cuda12.5", "", False),
+    ("2.22.3+cuda12.5", "", True), ("2.27.7+cuda12.9", "", True),
+    ("2.23.4+cuda12.6", "NCCL_RUNTIME_CONNECT set by environment to 0.", False),
+    ("2.23.4+cuda12.6", "NCCL_CUMEM_ENABLE set by environment to 0.", False),
+    ("2.23.4+cuda12.6", "NCCL_RUNTIME_CONNECT set by environment to 1.", True), (None, "", False)])
+def test_nvls_and_collnet_are_used_only_where_nccl_connects_them_at_first_use(version, env, used):
+    """From 2.22 NCCL connects NVLS and CollNet at their first use (runtime connect, on with
+    cuMem): their lines say they ran. Before, or with it off, every communicator sets them up
+    at init: the report says set up."""
+    text = "".join([f"gpu1:4011:4090 [0] NCCL INFO NCCL version {version}\n" if version else "",
+                    f"gpu1:4011:4090 [0] NCCL INFO {env}\n" if env else "",
+                    BETWEEN, NVLS_LINES.format(h=1), COLLNET_LINE])
+    found = nccllog.by_host_pair([nccllog.parse(text)], HOSTS4)
+    mark = "" if used else nccllog.SET_UP
+    assert found[("gpu1", "gpu1")] == ["NVLS" + mark], found
+    assert found[("gpu1", "gpu2")] == ["CollNet" + mark, "NET/IB"], found
+
+
+def test_nvls_stays_with_a_host_whose_probe_used_only_nvls_inside_it():
+    """gpu2's ranks logged NVLS and no channel between themselves (NCCL_ALGO=NVLS): the host
+    keeps it; gpu1, which logged none, gets none."""
+    text = ("gpu1:4011:4090 [0] NCCL INFO NCCL version 2.24.3+cuda12.6\n" + BETWEEN +
+            "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n" +
+            NVLS_LINES.format(h=2))
+    found = nccllog.by_host_pair([nccllog.parse(text)], HOSTS4)
+    assert found == {("gpu1", "gpu1"): ["P2P/CUMEM"], ("gpu1", "gpu2"): ["NET/IB"],
+                     ("gpu2", "gpu2"): ["NVLS"]}, found
 
 
 REAL_LOGS = Path(ROOT).parent / "shared" / "realworld" / "nccl-tests"
@@ -418,3 +477,19 @@ def test_doctor_on_two_hosts_lists_differences_and_findings(tmp_path):
                for line in done.stdout.splitlines()), done.stdout
     doc = json.loads(js.read_text())
     assert set(doc["doctor"]["hosts"]) == {"h1", "h2"}
+
+
+def test_real_logs_name_the_aws_plugin_and_nvls_set_up_or_used():
+    """04: NCCL 2.22.3 on 2 p5 hosts (aws-ofi-nccl, 'via NET/AWS Libfabric/0/GDRDMA'): the
+    plugin by its whole name, NVLS used. 17: NCCL 2.20.3 on the same hosts: its NVLS lines
+    come from init, so NVLS is only set up."""
+    text, hosts = _real_log("04")
+    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    assert found[("test-nccl-worker-0", "test-nccl-worker-1")] == ["NET/AWS Libfabric"], found
+    assert "NVLS" in found[("test-nccl-worker-1",) * 2], found
+    text, hosts = _real_log("17")
+    assert "NCCL version 2.20.3" in text
+    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    assert found[("test-nccl-worker-0", "test-nccl-worker-1")] == ["NET/AWS Libfabric"], found
+    for h in ("test-nccl-worker-0", "test-nccl-worker-1"):
+        assert "NVLS (set up)" in found[(h, h)] and "NVLS" not in found[(h, h)], found

@@ -6,6 +6,7 @@ in launch/faults.py make a rank stop or signal itself at a named step)."""
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -303,3 +304,64 @@ def test_every_rank_failing_gives_one_verdict_and_two_launcher_lines_at_most():
     assert verdict(done.stdout) == (1, "error", "run"), show(done)
     assert len(_launcher_lines(done.stderr)) <= 2, show(done)
     assert "\0" not in done.stderr + done.stdout, show(done)
+
+
+# ---- 5. a rank that raises inside its timed loop: one verdict, naming it alone ----
+LOOP_ROW = ["run", "-b", "1K", "-e", "1K", "-n", "20", "-w", "1", "-d", "float32"]
+
+
+def check_failed_in_loop(done, js, rank, host):
+    """rank failed at its third timed call: exactly one verdict (1, error), one line naming
+    the rank, its host and its error; no live rank named dead nor a signal's second verdict;
+    the results file records 1."""
+    said = show(done)
+    assert done.returncode == 1, said
+    assert done.stdout.count("mpibench-verdict:") == 1, said
+    assert verdict(done.stdout) == (1, "error", "run"), said
+    failed = [line for line in mpibench_lines(done.stderr) if " failed: " in line]
+    assert failed == [f"mpibench: rank {rank} (host {host}) failed: RuntimeError: test fault switch "
+                      f"MPIBENCH_FAULT=loopcrash made this rank fail inside its timed loop"], said
+    assert "no longer answer" not in done.stderr and "stopped by SIG" not in done.stdout, said
+    doc = json.loads(js.read_text())
+    assert doc["exit"] == {"code": 1, "status": "error"}, doc.get("exit")
+    assert doc["complete"] is False and f"rank {rank} (host {host}) failed" in doc["incomplete"]
+
+
+def test_rank_failing_in_its_timed_loop_is_the_one_verdict(tmp_path):
+    """3 ranks, rank 1 raises at its third timed call while the others wait in the loop:
+    before, rank 1 named them dead (their watchdogs did not answer inside a timed loop) and
+    rank 0 took the launcher's SIGTERM for a new end (a second verdict, 143 in the file)."""
+    js = tmp_path / "r.json"
+    done = mpirun(3, [*LOOP_ROW, "--json", str(js)], env={"MPIBENCH_FAULT": "loopcrash:1:3"},
+                  timeout=120)
+    assert "# TEST SWITCHES ACTIVE: MPIBENCH_FAULT=loopcrash:1:3" in done.stdout, show(done)
+    check_failed_in_loop(done, js, 1, socket.gethostname())
+
+
+@needs_hosts
+def test_rank_failing_in_its_timed_loop_across_two_hosts(tmp_path):
+    """The same on 2 namespace hosts, 2 ranks each: rank 2 (host h2) fails."""
+    js = tmp_path / "r.json"
+    with fakecluster.FakeCluster(hosts=2, rates="1gbit") as c:
+        done = c.mpirun([PYTHON, "-m", "mpibench", *LOOP_ROW, "--json", str(js)], ppn=2,
+                        env=base_env({"MPIBENCH_FAULT": "loopcrash:2:3"}), timeout=150)
+    check_failed_in_loop(done, js, 2, "h2")
+
+
+# ---- 6. MPI without MPI_THREAD_MULTIPLE: the watchdog watches alone, and says so ----
+def test_mpi_without_thread_multiple_is_said_once_and_hangs_name_no_one_else():
+    """serialized:R makes rank R's MPI grant THREAD_SERIALIZED (Cray MPICH's default): one
+    line says what is lost, a run still ends 0, and a hang ends 124 naming no other rank."""
+    ok, hung = at_once(lambda case: mpirun(2, *case, timeout=120), [
+        (["demo"], {"MPIBENCH_FAULT": "serialized:0,serialized:1"}),
+        (["demo", "--timeout", "4"],
+         {"MPIBENCH_FAULT": "serialized:0,serialized:1,stop:1:demo: all_gather"})])
+    said = [line for line in mpibench_lines(ok.stderr) if "MPI granted" in line]
+    assert said == ["mpibench: MPI granted MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE: the "
+                    "hang watchdog cannot ask the other ranks where they are, so a hang names only "
+                    "the step of the rank that saw it (Cray MPICH: export "
+                    "MPICH_MAX_THREAD_SAFETY=multiple)"], show(ok)
+    assert ok.returncode == 0 and verdict(ok.stdout) == (0, "ok", "demo"), show(ok)
+    assert hung.returncode == 124 and verdict(hung.stdout) == (124, "hang", "demo"), show(hung)
+    assert "the other ranks could not be asked" in hung.stderr, show(hung)
+    assert "no answer within" not in hung.stderr and "never arrived" not in hung.stderr, show(hung)

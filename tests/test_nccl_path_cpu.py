@@ -50,7 +50,8 @@ API = [
     (dist.reduce_scatter_tensor, ["output", "input", "op", "group", "async_op"]),
     (dist.batch_isend_irecv, ["p2p_op_list"]),
     (dist.P2POp.__init__, ["op", "tensor", "peer", "group"]),
-    (dist.new_group, ["ranks"]),
+    (dist.new_group, ["ranks", "use_local_synchronization"]),
+    (dist.split_group, ["split_ranks", "group_desc"]),
     (torch.autocast.__init__, ["device_type", "dtype"]),
 ]
 
@@ -70,15 +71,22 @@ def _plan(graph, size=4 << 30):
                 ops=["sum"], iters=20, warmup=5, check=1, graph=graph, probe_iters=20)
 
 
-def test_the_row_deadline_counts_every_replay():
+def test_the_row_deadline_counts_every_replay_and_is_capped():
     """-G 100 -e 4G: 20 iterations replayed 100 times are 2000 calls, not 20; at 1 GB/s of
-    2 x 4 GiB per call they take about 4.8 hours, so the deadline must be longer than that."""
+    2 x 4 GiB per call they take about 4.8 hours. A deadline that long turns hang detection
+    off: the default stops at DEADLINE_CAP, and the header says what --timeout allows it."""
     plain, graphed = _plan(0), _plan(100)
     assert calls_per_row(plain) == 5 + 1 + 20 + 1
     assert calls_per_row(graphed) == 5 + 1 + 20 * 100 + 1
     traffic = 20 * 100 * 2 * (4 << 30) / 1e9
-    assert run.default_timeout(graphed) > traffic
-    assert run.default_timeout(plain) < traffic / 50
+    assert run.traffic_deadline(graphed) > traffic
+    assert run.default_timeout(graphed) == run.DEADLINE_CAP == 1800
+    assert run.default_timeout(plain) == run.traffic_deadline(plain) < traffic / 50
+    assert runtext.watchdog_line(1800, run.traffic_deadline(graphed)) == (
+        "# watchdog: a row that takes over 1800 s is called hung (--timeout); capped: the "
+        "largest row's traffic at 1 GB/s would take 17300 s, --timeout 17300 allows it")
+    assert runtext.watchdog_line(run.default_timeout(plain)) == (
+        "# watchdog: a row that takes over 292 s is called hung (--timeout)")
 
 
 class _Out:
@@ -110,15 +118,51 @@ def test_the_memory_line_reports_device_memory_on_gpus():
                                    "of which buffers 1.0 MiB"), cpu.lines
 
 
-@pytest.mark.parametrize("value,names,said", [
-    ("1", ["nccl"], True), ("true", ["gloo", "nccl"], True), ("0", ["nccl"], False),
-    (None, ["nccl"], False), ("1", ["gloo"], False)])
-def test_blocking_wait_is_named_in_the_header(value, names, said):
-    env = {} if value is None else {"TORCH_NCCL_BLOCKING_WAIT": value}
+@pytest.mark.parametrize("env,names,said", [
+    ({"TORCH_NCCL_BLOCKING_WAIT": "1"}, ["nccl"], "TORCH_NCCL_BLOCKING_WAIT=1"),
+    ({"TORCH_NCCL_BLOCKING_WAIT": "true"}, ["gloo", "nccl"], "TORCH_NCCL_BLOCKING_WAIT=true"),
+    ({"TORCH_NCCL_BLOCKING_WAIT": "T"}, ["nccl"], "TORCH_NCCL_BLOCKING_WAIT=T"),
+    ({"TORCH_NCCL_BLOCKING_WAIT": "Yes"}, ["nccl"], "TORCH_NCCL_BLOCKING_WAIT=Yes"),
+    ({"NCCL_BLOCKING_WAIT": "y"}, ["nccl"], "NCCL_BLOCKING_WAIT=y"),
+    ({"NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_BLOCKING_WAIT": "0"}, ["nccl"], None),
+    ({"NCCL_BLOCKING_WAIT": "0", "TORCH_NCCL_BLOCKING_WAIT": "t"}, ["nccl"], "TORCH_NCCL_BLOCKING_WAIT=t"),
+    ({"TORCH_NCCL_BLOCKING_WAIT": "0"}, ["nccl"], None), ({"TORCH_NCCL_BLOCKING_WAIT": "2"}, ["nccl"], None),
+    ({}, ["nccl"], None), ({"TORCH_NCCL_BLOCKING_WAIT": "1"}, ["gloo"], None)])
+def test_blocking_wait_is_named_in_the_header_as_torch_reads_it(env, names, said):
+    """torch's getCvarBool (c10d/Utils.hpp): TORCH_NCCL_BLOCKING_WAIT, then NCCL_BLOCKING_WAIT,
+    the first set wins; 1, true, t, yes, y in any case are on."""
     note = runtext.blocking_wait_note([SimpleNamespace(name=n) for n in names], env)
-    assert (note is not None) == said
-    if said:
-        assert "point-to-point waits block the host, so -z 0 sendrecv behaves as -z 2" in note
+    assert note == (None if said is None else
+                    f"# {said}: point-to-point waits block the host, so -z 0 sendrecv behaves as "
+                    f"-z 2 (each call waited for before the next)")
+
+
+def _gpu_plan(argv, monkeypatch, env):
+    """run's plan for argv on a backend that says it has CUDA (nothing of CUDA is called)."""
+    from mpibench import cli
+    for name in ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    _, args = cli.parse(["run", *argv])
+    backend = SimpleNamespace(cuda=True, name="nccl", default_blocking=lambda: 0,
+                              unsupported=lambda *a: None, modes=lambda c: c.modes, missing_mode="")
+    return run.build_plan(args, SimpleNamespace(size=2), backend)
+
+
+@pytest.mark.parametrize("env", [{"TORCH_NCCL_BLOCKING_WAIT": "1"}, {"NCCL_BLOCKING_WAIT": "t"}])
+def test_graphs_with_blocking_wait_refuse_sendrecv_in_one_line(env, monkeypatch):
+    """WorkNCCL::wait's blocking loop queries sendrecv's end event, recorded during the
+    capture: CUDA refuses (cudaErrorCapturedEvent). Other collectives return no Work."""
+    from mpibench.errors import UsageError
+    with pytest.raises(UsageError) as got:
+        _gpu_plan(["-G", "2", "--collectives", "all_reduce,sendrecv"], monkeypatch, env)
+    assert str(got.value).startswith(f"-G cannot capture sendrecv with {'='.join(*env.items())}: ")
+    assert got.value.code == 2
+    assert _gpu_plan(["-G", "2", "--collectives", "all_reduce"], monkeypatch, env).graph == 2
+    assert _gpu_plan(["--collectives", "sendrecv"], monkeypatch, env).graph == 0
+    assert _gpu_plan(["-G", "2", "--collectives", "sendrecv"], monkeypatch,
+                     {"TORCH_NCCL_BLOCKING_WAIT": "0", "NCCL_BLOCKING_WAIT": "1"}).graph == 2
 
 
 def test_gpu_and_host_memory_backends_are_named_in_header_and_comparison():
@@ -158,9 +202,9 @@ def test_the_modes_gpu_tests_expect_are_the_registry_s():
 def test_setup_cfg_states_the_lowest_torch_and_why():
     from conftest import ROOT
     text = open(f"{ROOT}/setup.cfg").read()
-    assert "torch>=2.7.1" in text and "non-blocking communicators" in text
-    version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:3])
-    assert version >= (2, 7, 1)
+    assert "torch>=2.8\n" in text and "returning no Work" in text
+    version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    assert version >= (2, 8)
 
 
 @pytest.mark.parametrize("gib,reserve", [(1, 2), (8, 2), (16, 2), (16.5, 3), (24, 3), (40, 4),
@@ -213,23 +257,24 @@ def test_the_header_says_when_maxbytes_was_lowered():
 
 
 def test_graph_buffers_come_from_the_nccl_allocator_or_the_header_says_not():
-    """-G: torch's process groups offer their allocator (gloo refuses it, and mpibench then
-    says the buffers are unregistered); the header and the JSON name where they came from."""
+    """-G: torch's process groups offer their allocator (gloo refuses it); the header and
+    the JSON name where the buffers came from and claim no registration nothing checked."""
     assert hasattr(torch._C._distributed_c10d.Backend, "mem_allocator")
     assert hasattr(torch._C._distributed_c10d.ProcessGroup, "_get_backend")
     out = _Out()
-    runtext.graph_buffers_header(out, {"nccl": {"allocator": "ncclMemAlloc", "registered": True,
+    runtext.graph_buffers_header(out, {"nccl": {"allocator": "ncclMemAlloc", "registered": None,
                                             "reason": None}})
     assert out.lines == ["# -G buffers (nccl): ncclMemAlloc (torch.cuda.MemPool over the NCCL "
-                         "process group's allocator), as nccl-tests': NCCL registers them "
-                         "during graph capture"], out.lines
-    assert out.items["graph_buffers"]["nccl"]["registered"] is True
+                         "process group's allocator), which NCCL can register during graph "
+                         "capture; whether it did is not checked. nccl-tests allocates with "
+                         "ncclMemAlloc in every run, mpibench with -G only"], out.lines
+    assert out.items["graph_buffers"]["nccl"]["registered"] is None
     reason = "RuntimeError: Backend gloo does not support getMemAllocator"
     out = _Out()
     runtext.graph_buffers_header(out, {"gloo": {"allocator": "torch caching allocator",
-                                            "registered": False, "reason": reason}})
-    assert out.lines[0].startswith(f"# -G buffers (gloo): torch's caching allocator, "
-                                   f"unregistered ({reason}): NCCL copies"), out.lines
+                                            "registered": None, "reason": reason}})
+    assert out.lines[0].startswith(f"# -G buffers (gloo): torch's caching allocator ({reason}): "
+                                   f"not ncclMemAlloc memory"), out.lines
     assert out.items["graph_buffers"]["gloo"]["allocator"] == "torch caching allocator"
     out = _Out()
     runtext.graph_buffers_header(out, {})
@@ -245,3 +290,34 @@ def test_launch_header_names_each_collective_and_says_graphs_mark_nothing(graph)
     assert ("-G avoids it" in out.lines[0]) == (not graph), out.lines
     assert out.items["launch_cost_us"] == {"nccl": {"all_reduce": pytest.approx(9.0),
                                                   "sendrecv": pytest.approx(21.0)}}
+
+
+@pytest.mark.parametrize("env,after", [
+    ({}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}),
+    ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}),
+    ({"NCCL_ASYNC_ERROR_HANDLING": "1"}, {"NCCL_ASYNC_ERROR_HANDLING": "1"})])
+def test_torch_keeps_a_rank_alive_on_nccl_errors_unless_the_user_chose(env, after):
+    """torch's default (3, SkipCleanUp) SIGABRTs the rank from its watchdog thread before
+    mpibench can report; 2 (CleanUpOnly) aborts the communicators so the next call raises.
+    A mode the user set, under either name torch reads, stays."""
+    from mpibench.launch import torchenv
+    chose = bool(env)
+    env = dict(env)
+    assert torchenv.keep_rank_on_nccl_errors(env) is not chose
+    assert env == after
+
+
+def test_no_unbatched_point_to_point_calls():
+    """On an eagerly made NCCL group torch warns of every plain send/recv ("unbatched P2P op
+    ... serialized") on every rank's stderr: p2p, run's link check and check send through
+    batch_isend_irecv (measure/collectives/sendrecv.py, one_way and exchange)."""
+    import re
+    from conftest import ROOT
+    plain = re.compile(r"\bdist\.(send|recv)\b")
+    found = []
+    for path in sorted((os.path.join(d, f) for d, _, fs in os.walk(os.path.join(ROOT, "mpibench"))
+                        for f in fs if f.endswith(".py"))):
+        for k, line in enumerate(open(path), 1):
+            if plain.search(line):
+                found.append(f"{os.path.relpath(path, ROOT)}:{k}: {line.strip()}")
+    assert not found, found

@@ -12,6 +12,7 @@ from ..launch.slurm import compress_hostlist
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Engine, Plan
+from ..measure.groups import part_group
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
 from ..results import checktext, inputs, reader, rows
@@ -100,11 +101,10 @@ def execute(session, args):
               "check: start-up")
     report = Report(session, out, args, coll, size, members=members, limits=limits, rates=rates,
                     records=records, versions=versions) if session.rank == 0 else None
-    # 1. inside each host, all hosts at once (every rank creates every group, in order)
+    # 1. inside each host, all hosts at once (one group per host, made in one collective)
     session.watch.arm("check: a process group per host")
-    groups = [backend.dist.new_group(members[h]) for h in names] if ppn > 1 else []
-    if groups:
-        mine = groups[names.index(session.hosts[session.rank])]
+    mine = part_group(backend.dist, backend.device, members, session.rank) if ppn > 1 else None
+    if mine is not None:
         intra = _collective(session, backend, coll, size, ppn, mine, "inside each host")
         gathered = session.comm.gather(intra(args, "inside each host"), root=0)
         if report:

@@ -6,6 +6,7 @@ import os
 from ..diagnose import links, rankfacts, stragglers
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
+from ..launch import torchenv
 from ..launch.bootstrap import TORCH_BACKENDS
 from ..measure.backends import make as make_backend
 from ..measure import launchcost
@@ -88,8 +89,8 @@ def add_arguments(p):
                         "between every pair of hosts (one rank per host, the largest size up to "
                         "4M on CPUs, 256M on GPUs) and name slow links and hosts; 0 = off (default 5)")
     guard.add_timeout(p, "a row: one collective, size and mode, with warm-up and check", None,
-                      "60 s plus the row's bytes at 1 GB/s of bus bandwidth; 300 s for the "
-                      "rendezvous")
+                      "60 s plus the row's bytes at 1 GB/s of bus bandwidth, at most "
+                      f"{DEADLINE_CAP:g} s; 300 s for the rendezvous")
     p.add_argument("--trials", "-N", "--run-cycles", type=options.at_least(1), default=1, metavar="K",
                    help="repeat the whole sweep K times; rows show the median and spread (default 1)")
     p.add_argument("--unstable", type=options.positive_float, default=None, metavar="X",
@@ -167,6 +168,12 @@ def build_plan(args, session, backend):
     if args.cuda_graph and not backend.cuda:
         raise UsageError(f"-G/--cuda-graph needs CUDA GPUs (NCCL); this run uses {backend.name} on CPU")
     collectives = [REGISTRY[n] for n in names]
+    blocking_wait = torchenv.flag(torchenv.BLOCKING_WAIT, os.environ)
+    if args.cuda_graph and blocking_wait and any(c.name == "sendrecv" for c in collectives):
+        # WorkNCCL::wait's blocking loop queries an event recorded during the capture
+        raise UsageError(f"-G cannot capture sendrecv with {'='.join(blocking_wait)}: torch's "
+                         f"blocking wait polls an event recorded in the graph, which CUDA refuses "
+                         f"(cudaErrorCapturedEvent); unset it, or leave sendrecv out of -G runs")
     if args.dtype.strip().lower() != "all" and args.op.strip().lower() != "all":
         for coll, dt in itertools.product(collectives, dtypes):
             for op in (ops if coll.reduces else ["none"]):
@@ -185,14 +192,16 @@ def build_plan(args, session, backend):
                 margin=options.share_margin(args.min_share))
 
 
-def header(session, out, plans, backends, records, versions):
-    """The run's preamble: settings, every rank's device, versions, network variables."""
+def header(session, out, plans, backends, records, versions, uncapped=None):
+    """The run's preamble: settings, every rank's device, versions, network variables;
+    uncapped: the row deadline DEADLINE_CAP cut (None: none was cut)."""
     plan = plans[0]
     blocking = {b.name: p.blocking for b, p in zip(backends, plans)}
     modes = {b.name: blocking_mode_text(b, p.blocking) for b, p in zip(backends, plans)}
     runtext.settings(out, versions, plan, average=AVERAGES[plan.average], blocking=blocking, modes=modes,
                      notes=[runtext.blocking_wait_note(backends, os.environ), runtext.memory_note(backends)],
-                     clock="CUDA events" if backends[0].cuda else "host clock", timeout=session.watch.timeout)
+                     clock="CUDA events" if backends[0].cuda else "host clock", timeout=session.watch.timeout,
+                     uncapped=uncapped)
     rankfacts.describe(session, out, [b.name for b in backends], records, versions,
                      {"sizes": plan.sizes, "iters": plan.iters, "warmup": plan.warmup,
                       "timeout": session.watch.timeout, "check": plan.check,
@@ -237,10 +246,20 @@ def blocking_mode_text(backend, mode):
     return text
 
 
-def default_timeout(plan):
+# The longest row deadline run sets itself: past it a row is called hung unless --timeout
+# says more (-G 100 -e 4G's traffic at 1 GB/s would take 4.8 hours, hang detection off).
+DEADLINE_CAP = 1800.0
+
+
+def traffic_deadline(plan):
     """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
     any working network, short enough that a hang is named within minutes."""
     return float(round(60 + max(calls_per_row(plan), plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
+
+
+def default_timeout(plan):
+    """The row deadline without --timeout: traffic_deadline, at most DEADLINE_CAP."""
+    return min(DEADLINE_CAP, traffic_deadline(plan))
 
 
 def min_bw(explicit):
@@ -272,7 +291,9 @@ def execute(session, args):
     launch = launch_costs(session, backends, plans)
     rates = session.comm.gather(line_rate(), root=0)
     if session.rank == 0:
-        header(session, out, plans, backends, records, versions)
+        traffic = max(traffic_deadline(p) for p in plans)
+        header(session, out, plans, backends, records, versions,
+               uncapped=traffic if args.timeout is None and traffic > DEADLINE_CAP else None)
         runtext.launch_header(out, launch, plans[0].graph)
         runtext.room_header(out, {b.name: r for b, r in zip(backends, rooms)})
         runtext.graph_buffers_header(out, graph_buffers)

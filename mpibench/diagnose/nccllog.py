@@ -6,16 +6,28 @@ line per channel connection when a communicator connects, e.g.
     h1:4011:4090 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
     h1:4011:4090 [0] NCCL INFO CollNet 00/0 : 0 [send] via COLLNET/SHARP/0/GDRDMA
 
-NVLink SHARP in use shows as 'NVLS comm 0x... headRank ...' (its buffers, set up when
-NVLS runs) or 'Connected NVLS tree'. The summary line 'N coll channels, N collnet channels,
-N nvls channels, ...' shows neither: its nvls count says NVLS is supported, and its collnet
-count has been the coll channel count since NCCL 2.21 (init.cc prints comm->nChannels twice).
+A net plugin's name may hold a space ('via NET/AWS Libfabric/0/GDRDMA', aws-ofi-nccl): the
+transport runs to the end of the line.
+
+NVLink SHARP shows as 'NVLS comm 0x... headRank ...' (its buffers) or 'Connected NVLS tree',
+CollNet as 'CollNet 00/0 : 0 [send] via COLLNET/...'. Whether that means used depends on when
+NCCL connects them (init.cc, comm->runtimeConn = cuMemSupport && NCCL_RUNTIME_CONNECT): from
+NCCL 2.22 with runtime connect, at an algorithm's first use (enqueue.cc, algoConnect), so the
+lines say it ran; before 2.22, with NCCL_RUNTIME_CONNECT=0 or without cuMem
+(NCCL_CUMEM_ENABLE=0), at init for every communicator that supports them, so they say only
+that it was set up. The summary line 'N coll channels, N collnet channels, N nvls channels,
+...' shows neither: its nvls count says NVLS is supported, and its collnet count has been the
+coll channel count since NCCL 2.21 (init.cc prints comm->nChannels twice).
 """
 import re
 
 _CHANNEL = re.compile(
     r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[[0-9a-fA-F]+\])? -> (\d+)"
-    r"(?:\[[0-9a-fA-F]+\])?(?: \[(send|receive)\])? via (\S+(?: pointer)?)")
+    r"(?:\[[0-9a-fA-F]+\])?(?: \[(send|receive)\])? via (.+?)\s*$")
+# runtime connect off by the environment (param.cc: "%s set by environment to %lld.")
+_CONNECT_OFF = re.compile(r"NCCL INFO NCCL_(?:RUNTIME_CONNECT|CUMEM_ENABLE) set by environment to 0\b")
+RUNTIME_CONNECT = (2, 22)       # the first NCCL that connects NVLS and CollNet at first use
+SET_UP = " (set up)"            # NVLS or CollNet connected at init: not known to have run
 _COLLNET = re.compile(r"NCCL INFO (?:CollNet|Coll) \d+(?:/\d+)? : (\d+) \[(send|receive)\] via COLLNET/")
 _NVLS_USED = re.compile(r"NCCL INFO (?:Connected NVLS|NVLS comm \S+ headRank )")
 _VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
@@ -26,8 +38,8 @@ _PREFIX = re.compile(r"^(?:\[[^\]]*\](?:<\w+>:)?\s*)?([^\s:]+):\d+:\d+ \[\d+\] N
 def transport_name(via):
     """'NET/IB/0/GDRDMA' -> 'NET/IB'; 'P2P/CUMEM/read' -> 'P2P/CUMEM'; 'SHM/direct/direct' -> 'SHM'."""
     head, *rest = via.split("/")
-    if head == "NET" and rest:      # IB, IBext, IBext_v8: the IB plugin
-        return "NET/IB" if rest[0].startswith("IB") else f"NET/{rest[0]}"
+    if head == "NET" and rest:      # IB, IBext, IBext_v8: the IB plugin; "AWS Libfabric"
+        return "NET/IB" if rest[0].startswith("IB") else f"NET/{rest[0].strip()}"
     if head in ("P2P", "PSM_P2P") and rest:
         return f"P2P/{rest[0].split(' ')[0]}"     # "direct pointer" -> "direct"
     return head                            # SHM, COLLNET, ...
@@ -41,8 +53,8 @@ def parse_line(line):
 
 def parse(text):
     """Everything a log says: connections, NVLS/CollNet use, version, network, hosts."""
-    out = {"connections": set(), "nvls": False, "collnet": False, "version": None,
-           "network": None, "hosts": set()}
+    out = {"connections": set(), "nvls": False, "nvls_hosts": set(), "collnet": False,
+           "version": None, "network": None, "hosts": set(), "connect_off": False}
     for line in text.splitlines():
         if "NCCL" not in line:
             continue
@@ -54,6 +66,10 @@ def parse(text):
             out["collnet"] = True
         elif _NVLS_USED.search(line):
             out["nvls"] = True
+            if p:
+                out["nvls_hosts"].add(p.group(1))
+        elif _CONNECT_OFF.search(line):
+            out["connect_off"] = True
         elif m := _VERSION.search(line):
             out["version"] = m.group(1)
         elif m := _NETWORK.search(line):
@@ -61,21 +77,34 @@ def parse(text):
     return out
 
 
+def connects_at_use(p):
+    """Whether the log's NCCL connects NVLS and CollNet at their first use (2.22 on, runtime
+    connect and cuMem not turned off); False where the log does not say its version."""
+    version = tuple(int(x) for x in re.findall(r"\d+", p["version"] or "")[:2])
+    return len(version) == 2 and version >= RUNTIME_CONNECT and not p["connect_off"]
+
+
 def by_host_pair(parsed, hosts):
     """{(host a, host b): sorted transports} ((h, h): its own GPUs'), hosts[r] rank r's. NVLS
-    and CollNet, used across the communicator, join each pair they can serve."""
+    joins the hosts whose ranks logged it (each pair inside a host when no line names its
+    host), CollNet each pair between hosts; both marked SET_UP where NCCL connects them at
+    init."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
     pairs = {}
     nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))
+    used = all(connects_at_use(p) for p in parsed if p["nvls"] or p["collnet"])
     for p in parsed:
         for src, dst, transport in p["connections"]:
             if src >= len(hosts) or dst >= len(hosts):
                 continue
             a, b = sorted((hosts[src], hosts[dst]), key=order.get)
             pairs.setdefault((a, b), set()).add(transport)
+    nvls_hosts = {h for p in parsed for h in p["nvls_hosts"] if h in order}
+    for h in nvls_hosts:
+        pairs.setdefault((h, h), set())
     for (a, b), found in pairs.items():
-        if nvls and a == b:
-            found.add("NVLS")
+        if nvls and a == b and (a in nvls_hosts or not nvls_hosts):
+            found.add("NVLS" + ("" if used else SET_UP))
         if collnet and a != b:
-            found.add("CollNet")
+            found.add("CollNet" + ("" if used else SET_UP))
     return {k: sorted(v) for k, v in sorted(pairs.items(), key=lambda kv: (order[kv[0][0]], order[kv[0][1]]))}

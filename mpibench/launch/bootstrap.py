@@ -15,7 +15,7 @@ from contextlib import suppress
 
 from .. import __version__
 from ..errors import Exit, UsageError
-from . import faults, gpuhost, netaddr, rails, verdict
+from . import faults, gpuhost, netaddr, rails, torchenv, verdict
 from .comm import Comm, MPIComm, StoreComm, mpi_library_version
 from .session import Session
 from .slurm import compress_hostlist, expand_nodelist
@@ -172,6 +172,8 @@ def _init_pg(session, backend, env, link, timeout):
         how = {"store": tcp}
         by = "single process" if session.size == 1 else "chosen by rank 0, sent through MPI"
         session.rendezvous = f"{addr}:{port} ({by})"
+    if backend == "nccl":
+        torchenv.keep_rank_on_nccl_errors(env)
     dist.init_process_group(backend, rank=session.rank, world_size=session.size, timeout=td,
                             **how, **_eager(session, backend))
     session.pg = True
@@ -220,6 +222,11 @@ def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec
     session.addresses = [f[1] for f in facts]
     _same_start(session, [f[2] for f in facts], argv)
     session.watch = Watchdog(session, timeout)
+    if session.comm.kind == "mpi" and not session.comm.threads and session.rank == 0:
+        verdict.note(f"MPI granted {session.comm.thread_level}, not MPI_THREAD_MULTIPLE: the hang "
+                     f"watchdog cannot ask the other ranks where they are, so a hang names only "
+                     f"the step of the rank that saw it (Cray MPICH: export "
+                     f"MPICH_MAX_THREAD_SAFETY=multiple)")
     try:
         # What the launcher did not say: the ranks that share this host, in rank order.
         here = grouped(session.hosts)[session.hostname]

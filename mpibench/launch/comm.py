@@ -7,6 +7,11 @@ import sys
 import time
 from contextlib import suppress
 
+from . import faults
+
+
+THREAD_LEVELS = {0: "MPI_THREAD_SINGLE", 1: "MPI_THREAD_FUNNELED", 2: "MPI_THREAD_SERIALIZED",
+                 3: "MPI_THREAD_MULTIPLE"}      # MPI's order; mpi4py's constants hold these values
 
 # How long rank 0 waits, when it ends a failed job last, for the other ranks' exits to reach
 # the launcher: a launcher that sees one failed process, the last, adds no text of its own.
@@ -20,6 +25,8 @@ ABORT_WAIT = 30.0
 class Comm:
     kind = "self"
     barrier_kind = "none (one process)"    # what the timing barriers are, for the header
+    threads = True                         # another thread may use it (MPI: THREAD_MULTIPLE)
+    thread_level = ""
     rank = 0
     size = 1
 
@@ -83,6 +90,13 @@ class MPIComm(Comm):
             MPI.Init_thread(MPI.THREAD_MULTIPLE)
         self.MPI, self.world = MPI, MPI.COMM_WORLD
         self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
+        # What MPI granted (Cray MPICH grants THREAD_MULTIPLE only with MPICH_MAX_THREAD_SAFETY
+        # =multiple); below it the watchdog's thread must not call MPI (watchdog.py).
+        # Test switch serialized:RANK: MPI granted THREAD_SERIALIZED.
+        granted = (MPI.THREAD_SERIALIZED if faults.get("serialized", self.rank) is not None
+                   else MPI.Query_thread())
+        self.threads = granted >= MPI.THREAD_MULTIPLE
+        self.thread_level = THREAD_LEVELS.get(granted, str(granted))
         self.allgather, self.gather = self.world.allgather, self.world.gather
         self.bcast = self.world.bcast
         self.barrier = self.world.Barrier

@@ -67,3 +67,6 @@ def trip(kind):
         os.kill(os.getpid(), signal.SIGKILL)
     if kind == "crash":
         raise RuntimeError("test fault switch MPIBENCH_FAULT=crash made this rank fail")
+    if kind == "loopcrash":
+        raise RuntimeError("test fault switch MPIBENCH_FAULT=loopcrash made this rank fail "
+                           "inside its timed loop")

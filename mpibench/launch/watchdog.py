@@ -1,13 +1,18 @@
 """The hang watchdog and signal handler: one thread per rank beside the benchmark.
 
 The main thread says where it is by attribute stores outside the timed loops: arm(where) before
-each step (a fresh deadline), mark(phase) between phases, disarm() when done. In the timed loop
-the thread looks at its deadline only; the mark that ends the loop wakes it to serve the rest.
+each step (a fresh deadline), mark(phase) between phases, disarm() when done. In a timed loop
+the thread looks at its deadline only, and serves the side channel once a second when the loop
+has lasted a second (a rank that failed asks where the others are: one in a long loop must
+answer, not be taken for dead); the mark that ends the loop wakes it to serve the rest.
 - A deadline passes: the thread asks every rank where it is over MPI (a duplicate of COMM_WORLD,
   independent of NCCL/gloo); a rank asked so joins in at once. No answer within the grace: that
   rank is stopped, dead or stuck holding the interpreter; an answer from an earlier step: it never
   arrived. The lowest rank that answered reports once, rank 0 marks the results file incomplete,
   and the job is aborted with exit code 124.
+- A rank fails on its own (fail()): it asks every rank where it is, saying why; rank 0 marks
+  the results file failed (code 1) as soon as it hears, and every rank that heard takes the
+  launcher's SIGTERM that follows the failed rank's abort as part of that end, not a new one.
 - SIGINT / SIGTERM: rank 0 marks the results file incomplete, prints a closing line and ends the
   job with 128 + the signal number; another rank passes its signal on to rank 0 first (and ends
   the job itself if rank 0 does not). Without MPI this rank does it all alone.
@@ -27,8 +32,11 @@ TAG_QUERY, TAG_REPLY, TAG_NOTICE, TAG_ENDING = 7101, 7102, 7103, 7104
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 IDLE_POLL = 0.25     # seconds between looks at the deadline and the side channel
 # The phase of the timed loops: the thread only looks at its deadline then. Serving the side
-# channel would compete with the loop for the MPI progress lock (--backend mpi) and the CPU.
+# channel would compete with the loop for the MPI progress lock (--backend mpi) and the CPU;
+# a loop that has lasted LOOP_SERVE seconds is served once per LOOP_SERVE (one Iprobe), so
+# that a failed rank's question is answered within its grace (at least 2 s).
 TIMED_LOOP = "timed loop"
+LOOP_SERVE = 1.0
 BUSY_POLL = 0.02     # while waiting for answers
 FAILED = "failed"    # the phase of a rank that raised an error of its own
 
@@ -42,7 +50,9 @@ class Watchdog:
         # rank 0: on_fault(reason, verdict record) closes the results document when a hang or
         # a signal ends the job, so that what was measured stays; it says what became of it
         self.on_fault = None
-        self.comm = session.comm.world.Dup() if session.comm.kind == "mpi" else None
+        # its own channel needs MPI_THREAD_MULTIPLE; without it this rank watches alone
+        self.comm = (session.comm.world.Dup() if session.comm.kind == "mpi" and session.comm.threads
+                     else None)
         self._lock = threading.Lock()     # one reader of the side channel at a time
         self._probe_id = 0
         self._replies = {}
@@ -55,6 +65,9 @@ class Watchdog:
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
         self._quiet = False        # another rank is aborting the job: no more MPI calls here
+        self.failure = None        # (rank, reason): the first rank heard to have failed on its own
+        self._recorded = False     # rank 0: a failure is in the results file
+        self._loop = (0, 0.0)      # (step, when the side channel was last served) in a timed loop
         self._rfd, self._wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._saved = None
         # test only: "stop:RANK:WHERE", "sigterm:RANK:WHERE", "sigint:RANK:WHERE" send this
@@ -120,14 +133,27 @@ class Watchdog:
                 self.comm.Free()
             self.comm = None
 
-    def fail(self):
-        """This rank failed on its own: (the ranks that do not answer within the grace, whether
-        this rank reports the failure: none has reported one and no lower rank failed too)."""
+    def fail(self, reason):
+        """This rank failed on its own (reason: where and what, in words); (the ranks that do
+        not answer within the grace, whether this rank reports the failure: none has reported
+        one and no lower rank failed too)."""
         self.mark(FAILED)
-        snaps = self._probe("probe")
+        self._heard_failure(self.s.rank, reason)
+        snaps = self._probe(("failed", reason))
         failed = [r for r, s in snaps.items() if s[2] == FAILED]
         reports = min(failed) == self.s.rank and not any(s[4] for s in snaps.values())
+        if self.comm is None:       # no one could be asked: no one is named
+            return [], reports
         return [r for r in range(self.s.size) if r not in snaps], reports
+
+    def _heard_failure(self, rank, reason):
+        """A rank (this one too) failed on its own and will end the job: rank 0 records code 1
+        in the results file, once."""
+        if self.failure is None:
+            self.failure = (rank, reason)
+        if self.s.rank == 0 and not self._recorded:
+            self._recorded = True
+            self.abandon(reason, 1, "error")
 
     # ---- the thread ----
     def _run(self):
@@ -145,7 +171,7 @@ class Watchdog:
             for signum in data:
                 if signum in SIGNALS:
                     self._on_signal(signum, self.s.rank)
-            if self.phase == TIMED_LOOP:
+            if self.phase == TIMED_LOOP and not self._loop_served():
                 self._owed = True
             elif not self._quiet:       # quiet: another rank is aborting the job
                 self._serve()
@@ -156,6 +182,18 @@ class Watchdog:
             if self._deferred is not None and time.monotonic() > self._deferred[0]:
                 _, lines, code = self._deferred
                 self._end(lines, code)
+
+    def _loop_served(self):
+        """In a timed loop: whether to serve the side channel now (the loop has lasted
+        LOOP_SERVE seconds since it began or was last served)."""
+        now, (step, since) = time.monotonic(), self._loop
+        if step != self.step:
+            self._loop = (self.step, now)
+            return False
+        if now - since < LOOP_SERVE:
+            return False
+        self._loop = (step, now)
+        return True
 
     def _snapshot(self):
         return (self.step, self.where, self.phase, self.s.hostname, verdict.said())
@@ -180,6 +218,8 @@ class Watchdog:
                     self._send((key, self._snapshot()), source, TAG_REPLY)
                     if why == "timeout":
                         self._asked = True           # the job is stuck: handle it here too
+                    elif why[0] == "failed":
+                        self._heard_failure(source, why[1])
                 elif tag == TAG_REPLY:
                     key, snap = msg
                     if key in self._replies:
@@ -221,7 +261,12 @@ class Watchdog:
             return
         self._joined = True
         snaps = self._probe("timeout")
-        lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, self.grace)
+        if self.comm is None and self.s.size > 1:
+            lines = [f"no progress for {self.timeout:g} s at {self.where} on {self.s.where}; "
+                     f"the other ranks could not be asked where they are (no side channel for "
+                     f"the watchdog's thread)"]
+        else:
+            lines = describe_hang(snaps, self.s.size, self.s.hosts, self.timeout, self.grace)
         lines.append(self.abandon(f"timed out: {lines[0]}", TIMEOUT_CODE, rank0_alive=0 in snaps))
         if self.s.rank == min(snaps):
             self._end(lines, TIMEOUT_CODE)
@@ -230,7 +275,8 @@ class Watchdog:
 
     # ---- SIGINT / SIGTERM ----
     def _on_signal(self, signum, origin):
-        if self._quiet:       # another rank is aborting the job: the launcher's kill is part of it
+        # another rank is aborting the job, or a failed one will: the launcher's kill is part of it
+        if self._quiet or self.failure is not None:
             return
         code = 128 + signum
         if self.signalled is not None:
@@ -238,7 +284,12 @@ class Watchdog:
                 self._end([], code)           # a second signal here: no more waiting
             return
         self.signalled = signum
-        if self.s.rank == 0 or self.comm is None:
+        if self.s.rank != 0 and self.comm is None and self.s.comm.kind == "mpi":
+            # MPI without a channel of the watchdog's own (no MPI_THREAD_MULTIPLE): rank 0
+            # cannot be told; end the job without a verdict of this rank's, as it may be the
+            # launcher's kill after another rank's abort
+            self.abort(128 + signum)
+        elif self.s.rank == 0 or self.comm is None:
             self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..launch.session import Session
 from .backends.torchdist import TorchBackend
 from .collectives.base import Call
-from .collectives.sendrecv import exchange, exchange_ops
+from .collectives.sendrecv import exchange, exchange_ops, one_way
 
 Pair = Tuple[int, int]
 
@@ -49,7 +49,7 @@ class PairBench:
             peer = dst if me == src else src
             ops = exchange_ops(dist, send, peer, recv, peer)
             return partial(exchange, dist.batch_isend_irecv, ops)
-        return partial(dist.send, send, dst) if me == src else partial(dist.recv, recv, src)
+        return one_way(dist, dist.isend, send, dst) if me == src else one_way(dist, dist.irecv, recv, src)
 
     def run_round(self, pairs: Sequence[Pair], with_latency: bool = True) -> List[Dict[str, Any]]:
         """Every rank, every round: [{'from', 'to', 'role', 'times': [s per iteration],
@@ -83,7 +83,8 @@ class PairBench:
             return None
         a, b = pair
         buf, peer = self.send_buf[:self.latency_size], b if me == a else a
-        send, recv = partial(self.dist.send, buf, peer), partial(self.dist.recv, buf, peer)
+        dist = self.dist
+        send, recv = one_way(dist, dist.isend, buf, peer), one_way(dist, dist.irecv, buf, peer)
         first, second = (send, recv) if me == a else (recv, send)
 
         def call() -> None:         # one round trip

@@ -4,6 +4,7 @@ from functools import partial
 from typing import Any, List, Optional, Tuple
 
 from ..launch import faults
+from ..launch.watchdog import TIMED_LOOP
 from .collectives.base import poison_value
 from .sizes import parse_size
 
@@ -18,6 +19,8 @@ def install(target: Any, rank: int) -> None:
                 refuse(rank, nbytes)
                 return alloc(nbytes)
             target.alloc = refusing
+        if (at := faults.get("loopcrash", rank)) is not None:
+            _wrap_loop(target, int(at) if at.isdigit() else 1)
         return
     rows = sorted((parse_size(arg), kind) for arg, kind in faults.row_faults(rank))
     early = faults.get("early", rank)
@@ -43,6 +46,26 @@ def _wrap_measure(engine: Any, rows: List[Tuple[int, str]], early: Optional[str]
         seconds, *rest = measure(coll, send_t, recv_t, c, mode, ctx, check_rounds)
         return (seconds / factor, *rest)
     engine.measure = _measure
+
+
+def _wrap_loop(backend: Any, k: int) -> None:
+    """loopcrash:RANK:K: the K-th call this rank makes in its timed loops raises, mid-loop
+    (the loops of warm-up, first call and check are not counted)."""
+    time_loop, made = backend.time_loop, [0]
+
+    def counted(call: Any) -> Any:
+        def call_or_raise() -> Any:
+            made[0] += 1
+            if made[0] == k:
+                faults.trip("loopcrash")
+            return call()
+        return call_or_raise
+
+    def _time_loop(calls: Any, *args: Any, **kwargs: Any) -> Any:
+        if backend.session.watch is not None and backend.session.watch.phase == TIMED_LOOP:
+            calls = [counted(c) for c in calls]
+        return time_loop(calls, *args, **kwargs)
+    backend.time_loop = _time_loop
 
 
 def _wrap_check(engine: Any, corrupt: Optional[str], graphcorrupt: bool) -> None:

@@ -3,6 +3,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from tabulate import tabulate
 
+from ..launch import torchenv
 from ..measure import launchcost
 from ..measure.backends.torchdist import TorchBackend
 from ..measure.engine import Plan
@@ -14,9 +15,10 @@ from .output import RunOutput
 
 def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, *, average: str,
              blocking: Dict[str, int], modes: Dict[str, str], notes: Sequence[Optional[str]],
-             clock: str, timeout: float) -> None:
+             clock: str, timeout: float, uncapped: Optional[float] = None) -> None:
     """The header's first lines. blocking, modes: {backend: its -z, what it does}; notes: lines
-    or None; clock: what times each iteration with -I 1."""
+    or None; clock: what times each iteration with -I 1; uncapped: the deadline the largest
+    row's traffic would have given, where the timeout is a cap below it."""
     sizes = plan.sizes
     step = f"{sizes[1] / sizes[0]:g}" if len(sizes) > 1 else "1"
     blocking_text = (str(plan.blocking) if len(set(blocking.values())) == 1
@@ -35,7 +37,14 @@ def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, *, 
         out.say(f"# per-iteration report: {clock} per iteration; i_* use the slowest rank in "
                 f"each iteration" + (f"; summary skips the first {plan.per_iter_skip} iterations"
                                      if plan.per_iter_skip else ""))
-    out.say(f"# watchdog: a row that takes over {timeout:g} s is called hung (--timeout)")
+    out.say(watchdog_line(timeout, uncapped))
+
+
+def watchdog_line(timeout: float, uncapped: Optional[float] = None) -> str:
+    """The row deadline; uncapped: what the largest row's traffic would have given instead."""
+    return (f"# watchdog: a row that takes over {timeout:g} s is called hung (--timeout)" +
+            (f"; capped: the largest row's traffic at 1 GB/s would take {uncapped:g} s, "
+             f"--timeout {uncapped:g} allows it" if uncapped else ""))
 
 
 def banner(backend: Optional[str] = None, trial: int = 0, trials: int = 0) -> str:
@@ -55,10 +64,11 @@ def call_notes(out: RunOutput, missing: Sequence[Tuple[str, str, Sequence[str]]]
 
 
 def blocking_wait_note(backends: Sequence[TorchBackend], environ: Mapping[str, str]) -> Optional[str]:
-    """The header's line when TORCH_NCCL_BLOCKING_WAIT makes NCCL's p2p waits block the host."""
-    value = environ.get("TORCH_NCCL_BLOCKING_WAIT", "").strip().lower()
-    if value in ("1", "true", "yes", "y") and any(b.name == "nccl" for b in backends):
-        return ("# TORCH_NCCL_BLOCKING_WAIT=1: point-to-point waits block the host, so -z 0 "
+    """The header's line when torch's blocking wait (TORCH_NCCL_BLOCKING_WAIT or the older
+    NCCL_BLOCKING_WAIT, as torch reads them) makes NCCL's p2p waits block the host."""
+    on = torchenv.flag(torchenv.BLOCKING_WAIT, environ)
+    if on and any(b.name == "nccl" for b in backends):
+        return (f"# {on[0]}={on[1]}: point-to-point waits block the host, so -z 0 "
                 "sendrecv behaves as -z 2 (each call waited for before the next)")
     return None
 
@@ -104,14 +114,17 @@ def room_header(out: RunOutput, rooms: Dict[str, Optional[Dict[str, Any]]]) -> N
 
 
 def graph_buffers_header(out: RunOutput, buffers: Dict[str, Dict[str, Any]]) -> None:
-    """-G: where the buffers come from, since NCCL registers only ncclMemAlloc memory
-    during capture (nccl-tests allocates its buffers with it)."""
+    """-G: where the buffers come from, since NCCL's zero-copy NVLS and CollNet take
+    ncclMemAlloc memory registered during capture; whether NCCL registered them is not
+    checked (nccl-tests allocates with ncclMemAlloc in every run, mpibench with -G only)."""
     for name, b in buffers.items():
         text = ("ncclMemAlloc (torch.cuda.MemPool over the NCCL process group's allocator), "
-                "as nccl-tests': NCCL registers them during graph capture" if b["registered"] else
-                f"torch's caching allocator, unregistered ({b['reason']}): NCCL copies "
-                "through its own buffers where nccl-tests' ncclMemAlloc buffers are "
-                "registered during capture (zero-copy NVLS and CollNet)")
+                "which NCCL can register during graph capture; whether it did is not checked. "
+                "nccl-tests allocates with ncclMemAlloc in every run, mpibench with -G only"
+                if b["allocator"] == "ncclMemAlloc" else
+                f"torch's caching allocator ({b['reason']}): not ncclMemAlloc memory, which "
+                "NCCL's zero-copy NVLS and CollNet take; NCCL may copy through its own "
+                "buffers where nccl-tests' would not")
         out.say(f"# -G buffers ({name}): {text}")
     if buffers:
         out.set(graph_buffers=buffers)

@@ -2,14 +2,28 @@
 of them, and the modes each collective has on torch (tests/test_nccl_path_cpu.py checks
 MODES against the collective registry on CPU, so a GPU test never expects a row that a
 correct run does not print)."""
+import functools
 import json
+import os
+import subprocess
 
 import pytest
 
-from conftest import mpirun, show
+from conftest import MPIRUN, PYTHON, mpirun, show
 
 torch = pytest.importorskip("torch")
-NP = torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_count():
+    """The CUDA GPUs torch sees, asked of a child process: the test process itself opens no
+    CUDA context (a GPU in EXCLUSIVE_PROCESS mode admits one process, the rank's)."""
+    if torch.version.cuda is None:          # a CPU build: no CUDA call at all
+        return 0
+    try:
+        return int(ask_torch("print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"))
+    except (AssertionError, OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return 0
 
 # torch.distributed's modes per collective: all_reduce and reduce in place only,
 # all_to_all and sendrecv out of place only
@@ -21,11 +35,23 @@ COLLECTIVES = set(MODES)
 NEEDS_TWO = {"sendrecv"}           # a peer: not run at world size 1
 
 
-def needs(n):
-    """The skip mark for a file whose tests need n GPUs."""
-    seen = (f"torch sees {NP} CUDA GPU{'s' if NP != 1 else ''}" if torch.cuda.is_available()
-            else "no CUDA GPU visible to torch")
-    return pytest.mark.skipif(NP < n, reason=f"needs {n} or more CUDA GPUs, {seen}")
+def ask_torch(script):
+    """The last word a child python prints running script after `import torch` (the test
+    process opens no CUDA context: gpu_count)."""
+    done = subprocess.run([PYTHON, "-c", "import torch\n" + script],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()[-1]
+
+
+def needs(n, launcher=True):
+    """The skip mark for a file whose tests need n GPUs (and, launcher: mpirun)."""
+    found = gpu_count()
+    if found < n:
+        return pytest.mark.skip(reason=f"needs {n} or more CUDA GPUs, torch sees {found}")
+    if launcher and not os.path.exists(MPIRUN):
+        return pytest.mark.skip(reason="needs mpirun: none in the venv's bin/ nor on PATH")
+    return pytest.mark.usefixtures()
 
 
 def gpus(n, args, env=None, timeout=600):

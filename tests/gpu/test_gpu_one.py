@@ -3,20 +3,19 @@
 What needs a GPU but no second one: device selection and eager init, the backend's
 stream, -G capture and replay with its data check, -I 1's CUDA events, bf16/fp16 checks
 on the device, the launch-cost and memory lines, info, doctor's probe, train and verify.
-Skipped, with the reason, where torch sees no GPU. Run on a GPU machine with
-`python -m pytest -q tests/gpu`; tests/gpu/test_gpu_multi.py takes two GPUs and more.
+At world size 1 NCCL launches nothing for an in-place call (ncclLaunchOneRank copies only
+when the output is another buffer), so what must move data here is out of place. Skipped,
+with the reason, where torch sees no GPU or mpirun is missing; the test process itself
+opens no CUDA context. Run on a GPU machine with `python -m pytest -q tests/gpu`;
+tests/gpu/test_gpu_multi.py takes two GPUs and more.
 """
-import ctypes
 import glob
-import os
 import re
-import sys
 
 import pytest
 
-from conftest import check_usage_error, show
-from gpu_helpers import (COLLECTIVES, MODES, NEEDS_TWO, checked_run, doc, graph_args, gpus,
-                         measured, needs, torch)
+from conftest import PYTHON, check_usage_error, run, show
+from gpu_helpers import COLLECTIVES, MODES, NEEDS_TWO, checked_run, doc, graph_args, gpus, measured, needs
 
 pytestmark = [needs(1), pytest.mark.usefixtures("procs")]
 
@@ -54,19 +53,37 @@ def test_two_ranks_on_one_gpu_are_refused_naming_binding_per_task():
     assert "--gpus-per-task=1" in done.stderr, show(done)
 
 
-def test_the_backend_stream_is_non_blocking():
-    """torch's pool streams, which the backend uses, are created cudaStreamNonBlocking (1),
-    as nccl-tests' stream: asked of the CUDA runtime itself."""
+# One rank alone (no launcher): the NCCL backend as run makes it, its stream asked of the
+# CUDA runtime itself.
+STREAM = """
+import ctypes, glob, os, sys
+import torch
+from mpibench.launch import bootstrap, launcher
+from mpibench.measure.backends.torchdist import TorchBackend
+session = bootstrap.start(launcher.detect(os.environ), backend="nccl", timeout=120, argv=[])
+try:
+    backend = TorchBackend(session)
     libs = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libcudart*.so*"))
                   + glob.glob(os.path.join(sys.prefix, "lib", "python*", "site-packages", "nvidia",
                                            "cuda_runtime", "lib", "libcudart.so*")))
-    if not libs:
-        pytest.skip("no libcudart next to torch to ask")
-    cudart = ctypes.CDLL(libs[0])
-    stream = torch.cuda.Stream()
     flags = ctypes.c_uint(99)
-    assert cudart.cudaStreamGetFlags(ctypes.c_void_p(stream.cuda_stream), ctypes.byref(flags)) == 0
-    assert flags.value == 1, flags.value
+    rc = (ctypes.CDLL(libs[0]).cudaStreamGetFlags(ctypes.c_void_p(backend.stream.cuda_stream),
+                                                  ctypes.byref(flags)) if libs else "none")
+    print("STREAM", rc, flags.value, torch.cuda.current_stream() == backend.stream)
+finally:
+    session.close()
+"""
+
+
+def test_the_backend_stream_is_non_blocking_and_current():
+    """The backend's own stream, current from its creation on, is cudaStreamNonBlocking (1),
+    as nccl-tests' stream (torch's pool streams are made so)."""
+    done = run([PYTHON, "-c", STREAM], timeout=300)
+    assert done.returncode == 0, show(done)
+    words = done.stdout.split("STREAM ", 1)[1].split()
+    if words[0] == "none":
+        pytest.skip("no libcudart next to torch to ask")
+    assert words == ["0", "1", "True"], show(done)
 
 
 # ---- run ----------------------------------------------------------------------------------
@@ -119,23 +136,25 @@ def test_per_iteration_events_agree_with_the_row(tmp_path):
 
 
 def test_launch_cost_in_the_header_and_launch_bound_rows(tmp_path):
-    """4 B .. 64 MiB by 16: the small rows may be launch-bound, the 64 MiB row is not."""
+    """all_gather out of place, 16 B .. 256 MiB by 16: the small rows may be launch-bound,
+    the 256 MiB row, a 256 MiB copy on the device, is not. (In place, or all_reduce, which
+    torch has in place only, a lone rank launches no GPU work at all.)"""
     out = tmp_path / "r.json"
-    done = one(["run", "--backend", "nccl", "--collectives", "all_reduce", "-b", "4",
-                "-e", "64M", "-f", "16", "--json", str(out)])
+    done = one(["run", "--backend", "nccl", "--collectives", "all_gather", "--mode", "out",
+                "-b", "16", "-e", "256M", "-f", "16", "--json", str(out)])
     assert done.returncode == 0, show(done)
-    m = re.search(r"^# launch cost \(nccl\), us per call, .*: all_reduce ([0-9.]+);", done.stdout,
+    m = re.search(r"^# launch cost \(nccl\), us per call, .*: all_gather ([0-9.]+);", done.stdout,
                   re.M)
     assert m and float(m.group(1)) > 0, show(done)
     d = doc(out)
-    cost = d["launch_cost_us"]["nccl"]["all_reduce"]
+    cost = d["launch_cost_us"]["nccl"]["all_gather"]
     assert cost == pytest.approx(float(m.group(1)), abs=0.06)
     rows = d["results"]
     for x in measured(rows):
         assert x["launch_bound"] == (x["time_us"] <= 1.5 * cost), x
     if any(x["launch_bound"] for x in measured(rows)):
         assert "# Launch-bound rows" in done.stdout, show(done)
-    assert rows[-1]["size"] == 64 << 20
+    assert rows[-1]["size"] == 256 << 20
     assert not any(x["launch_bound"] for x in measured(rows[-1:])), rows[-1]
 
 
@@ -150,9 +169,9 @@ def test_memory_line_reports_device_memory(tmp_path):
 
 
 def test_blocking_wait_is_named_and_a_graph_of_it_checks_clean(tmp_path):
-    """TORCH_NCCL_BLOCKING_WAIT=1: the header says so; with -G the waits of captured calls
-    (torch polls an event recorded during capture) still end and the check is clean
-    (sendrecv, which needs a peer, is in test_gpu_multi.py)."""
+    """TORCH_NCCL_BLOCKING_WAIT=1: the header says so; with -G all_reduce and all_gather
+    capture and check clean, as torch's synchronous collectives return no Work to wait for
+    (sendrecv's Work, refused with -G, is in test_gpu_multi.py)."""
     out = tmp_path / "r.json"
     done = one(["run", "--backend", "nccl", "--collectives", "all_reduce,all_gather", "-z", "0",
                 "-G", "2", "-c", "1", "--json", str(out)] + SMALL,

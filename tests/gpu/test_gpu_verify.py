@@ -1,19 +1,17 @@
 """`mpibench verify` on real CUDA GPUs; skipped, with the reason, where torch sees fewer
-than two (the bare timer's own test: fewer than one). Every GPU one rank under mpirun, as
-tests/gpu/test_gpu.py."""
+than two (the bare timer's own test: fewer than one) or mpirun is missing. Every GPU one
+rank under mpirun, as tests/gpu/test_gpu_multi.py."""
 import json
 
 import pytest
 
 from conftest import PYTHON, mpirun, run, show
+from gpu_helpers import gpu_count, needs
 
 pytestmark = pytest.mark.usefixtures("procs")
 
-torch = pytest.importorskip("torch")
-NP = torch.cuda.device_count() if torch.cuda.is_available() else 0
-NO_GPU = "no CUDA GPU visible to torch"
-two_gpus = pytest.mark.skipif(NP < 2, reason=f"needs 2 or more CUDA GPUs, torch sees {NP}"
-                              if torch.cuda.is_available() else NO_GPU)
+NP = gpu_count()
+two_gpus = needs(2)
 
 # The bare timer on one GPU, NCCL at world size 1; a stand-in for torch.distributed whose
 # all_reduce also leaves a sleep on another stream (as a call a bug put on the wrong stream
@@ -42,7 +40,7 @@ dist.destroy_process_group()
 """
 
 
-@pytest.mark.skipif(NP < 1, reason=NO_GPU)
+@needs(1, launcher=False)
 def test_bare_timer_waits_for_work_on_every_stream():
     done = run([PYTHON, "-c", BARE_ON_ANOTHER_STREAM], timeout=300)
     assert done.returncode == 0, show(done)

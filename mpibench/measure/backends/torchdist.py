@@ -84,14 +84,15 @@ class TorchBackend:
     # ---- buffers ----
     def graph_allocator(self) -> Dict[str, Any]:
         """-G: the buffers from here on come from NCCL's allocator where torch offers it
-        (docs/gpu.md); {"allocator", "registered", "reason"}."""
+        (docs/gpu.md); {"allocator", "registered", "reason"}: registered is None, as whether
+        NCCL registered them during a capture is not checked."""
         torch = self.torch
         try:
             group = self.dist.distributed_c10d._get_default_group()
             self.pool = torch.cuda.MemPool(group._get_backend(self.device).mem_allocator)
         except (AttributeError, RuntimeError) as exc:
-            return {"allocator": "torch caching allocator", "registered": False, "reason": error_line(exc)}
-        return {"allocator": "ncclMemAlloc", "registered": True, "reason": None}
+            return {"allocator": "torch caching allocator", "registered": None, "reason": error_line(exc)}
+        return {"allocator": "ncclMemAlloc", "registered": None, "reason": None}
 
     def alloc(self, nbytes: int) -> Tensor:
         with (nullcontext() if self.pool is None else self.torch.cuda.use_mem_pool(self.pool, self.device)):

@@ -43,6 +43,14 @@ def exchange_ops(dist: Any, send: Tensor, to: int, recv: Tensor, frm: int) -> Li
     return [dist.P2POp(dist.irecv, recv, frm), dist.P2POp(dist.isend, send, to)]
 
 
+def one_way(dist: Any, op: Any, tensor: Tensor, peer: int) -> Call:
+    """A blocking send or receive (op: dist.isend or dist.irecv) as a batch of one op: on an
+    eagerly made NCCL group a plain send/recv is an unbatched op, which torch warns about on
+    every rank ("unbatched P2P op ... serialized") and may give a 2-rank communicator of its
+    own; a batch runs on the group's communicator, as check's exchanges do."""
+    return partial(exchange, dist.batch_isend_irecv, [dist.P2POp(op, tensor, peer)])
+
+
 def exchange(batch: Any, ops: List[Any]) -> None:
     """The blocking call (p2p's too): start the ops, wait for them all."""
     for w in batch(ops):
