@@ -27,7 +27,7 @@ def table(data, quick=False):
     """The table's lines: one row per case, then the pooled lines."""
     all_cases = cases(data)
     out = ["| dataset | collective | nodes | rows >= 1 MiB | inside or not predicted | predicted "
-           "| median half-width | median error | flat | log-linear |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "| median half-width | median error | flat | log-linear |", "|---" * 10 + "|"]
     for (dataset, coll, variant), inputs, target, rows in all_cases:
         if not rows:
             continue
@@ -36,7 +36,8 @@ def table(data, quick=False):
         out.append(f"| {dataset}{f' ({variant})' if variant else ''} | {coll} | "
                    f"{','.join(map(str, inputs))} -> {target} | {len(rows)} | " + " | ".join(cells) + " |")
     pooled = [x for *_, rs in all_cases for x in rs]
-    out.append(line(f"{len(all_cases)} cases, {len(pooled)} rows pooled, constants {bands.CONSTS}", score(pooled)))
+    out.append(line(f"{len(all_cases)} cases, {len(pooled)} rows pooled, constants {bands.CONSTS}",
+                    score(pooled)))
     if not quick:
         out.append(line("leave one series out", score(leave_one_series_out(all_cases)[0])))
     return out

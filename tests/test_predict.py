@@ -26,10 +26,10 @@ def log(coll, nodes, g=2, slow=1.0, version=None, dtype="float", sizes=SIZES, to
     times that."""
     lines = ([f"# nccl-tests version {version} nccl-headers=22807 nccl-library=22807"] if version else []) + [
         f"# Collective test starting: {coll}_perf",
-        f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {top or sizes[-1]} step: 2(factor) warmup iters: 5 "
-        "iters: 20 agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
-    lines += [f"#  Rank {r:2d} Group  0 Pid {100 + r} on node{r // g:03d} device {r % g:2d} [0x07] NVIDIA H100"
-              for r in range(nodes * g)]
+        f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {top or sizes[-1]} step: 2(factor) warmup "
+        "iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
+    lines += [f"#  Rank {r:2d} Group  0 Pid {100 + r} on node{r // g:03d} device {r % g:2d} [0x07] "
+              f"NVIDIA H100" for r in range(nodes * g)]
     lines += ["#", "#                                                              out-of-place"
               "                       in-place          ",
               "#       size         count      type   redop    root     time   algbw   busbw  #wrong     "
@@ -47,7 +47,8 @@ def log(coll, nodes, g=2, slow=1.0, version=None, dtype="float", sizes=SIZES, to
         redop = "none" if coll in ("all_gather", "all_to_all") else "sum"
         lines.append(f" {s:11d} {count:12d} {dtype:>9} {redop:>7} {-1:7d} {cells} {cells}")
     if trailer:
-        lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {sum(total) / len(total):.4f} ", "#"]
+        lines += ["# Out of bounds values : 0 OK",
+                  f"# Avg bus bandwidth    : {sum(total) / len(total):.4f} ", "#"]
     return "\n".join(lines) + "\n"
 
 
@@ -162,7 +163,8 @@ def test_predict_says_which_test_and_when_it_interpolates(tmp_path):
                  log("all_reduce", 8, sizes=[1 << 26], slow=3.0, trailer=True))
     done = lone(["predict", a, both, "--hosts", "4"])
     assert done.returncode == 0, show(done)
-    assert "tests 1, 2 all hold all_reduce: using test 1 (give --test N for another)" in done.stdout, show(done)
+    assert "tests 1, 2 all hold all_reduce: using test 1 (give --test N for another)" in done.stdout, \
+        show(done)
     assert "# 4 nodes lies within the inputs (2 nodes to 8 nodes): interpolating" in done.stdout, show(done)
     done = lone(["predict", a, both, "--hosts", "4", "--test", "2"])
     assert done.returncode == 0 and "using test 1" not in done.stdout, show(done)
@@ -203,5 +205,6 @@ def test_published_held_out_table_is_the_documented_one():
         assert all(abs(float(x) - float(y)) <= (0.5 if "." in x else 1) for x, y in zip(a[1::2], b[1::2])), \
             (mine, theirs)
     for line in got[-2:]:
-        m = re.search(r": (\d+)% inside or not predicted, (\d+)% predicted, median half-width ([\d.]+)%", line)
+        m = re.search(r": (\d+)% inside or not predicted, (\d+)% predicted, median half-width ([\d.]+)%",
+                      line)
         assert m and int(m[1]) >= 95 and int(m[2]) >= 74 and float(m[3]) <= 40, line

@@ -162,7 +162,8 @@ def group(model: str, coll: str, backend: str, dtype: str, pts: Sequence[Point],
 
 
 def rescore(r: Row, consts: bands.Consts) -> Row:
-    """The row under other constants (calibration): its interval and whether models' disagreement declines it."""
+    """The row under other constants (calibration): its interval, and whether the models'
+    disagreement declines it."""
     lo, hi, declined = bands.interval(r.parts, consts)
     why = r.why if r.why not in (None, "disagree") else ("disagree" if declined else None)
     return r._replace(lo=lo, hi=hi, why=why)

@@ -88,19 +88,19 @@ def load(path, args, notes):
     return doc
 
 
-def belong(docs, only, what="inputs"):
-    """UsageError unless the files ran the same collectives, each with the same types, and the
-    same NCCL and nccl-tests versions where they print them."""
+def belong(docs, only, what="inputs", same=True):
+    """UsageError unless the files ran the same collectives (same: else those they share), each
+    with the same types, and the same NCCL and nccl-tests versions where they print them."""
     def colls(d):
         return {r["collective"] for r in d["results"] if not only or r["collective"] in only}
     held = {p: colls(d) for p, d in docs}
-    if len({frozenset(c) for c in held.values()}) > 1:
+    if same and len({frozenset(c) for c in held.values()}) > 1:
         raise UsageError(f"predict: the {what} hold different collectives: " + "; ".join(
             f"{p} {', '.join(sorted(c)) or 'none'}" for p, c in held.items()) + " (--collectives LIST "
             "picks those they share)")
     for c in sorted(set().union(*held.values())):
         types = {p: sorted({r.get("dtype", r["type"]) for r in d["results"] if r["collective"] == c})
-                 for p, d in docs}
+                 for p, d in docs if c in held[p]}
         if len({tuple(t) for t in types.values()}) > 1:
             raise UsageError(f"predict: the {what} ran {c} with different types: " + "; ".join(
                 f"{p} {', '.join(t)}" for p, t in types.items()))
@@ -122,7 +122,7 @@ def execute(session, args):
     for p, d in checks:
         _measured(p, d, docs, target, g, flat, only)
     if checks:
-        belong(docs + checks, only, "inputs and --measured runs")
+        belong(docs + checks, only, "inputs and --measured runs", same=False)
     wanted = MODE_KEYS.get(args.mode)
     measured = points(docs, wanted, only, 1 if flat else None)
     checked = {}
@@ -145,8 +145,8 @@ def execute(session, args):
               f"{_at(counts[-1], g, flat)}): interpolating")
     else:
         print(f"# {_at(target, g, flat)} assumes that the switches above the measured nodes give what "
-              f"the run at {_at(counts[-1], g, flat)} saw" + (f"; {tier[0]}" if tier else
-                                                            " (--topology FILE checks which switch tier it needs)"))
+              f"the run at {_at(counts[-1], g, flat)} saw" +
+              (f"; {tier[0]}" if tier else " (--topology FILE checks which switch tier it needs)"))
     results = [r for group, pts in measured.items()
                for r in _group(group, pts, checked.get(group[:1] + group[2:]), target, g, flat,
                                args.model, bool(tier and tier[1]))]
@@ -163,12 +163,14 @@ def _at(n, g, flat):
 def _measured(p, d, docs, target, g, flat, only):
     """A --measured run: at the target, with the inputs' ranks per host and one of their collectives."""
     if reader.ranks(d) != target:
-        raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, not the {target} predicted")
+        raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, not the {target} "
+                         f"predicted")
     ppn = per_host(p, d)
     if not flat and ppn is not None and ppn != g:
         raise UsageError(f"predict: --measured {p} ran {ppn} ranks per host, the inputs {g}")
     mine = {r["collective"] for r in d["results"] if not only or r["collective"] in only}
-    fitted = {r["collective"] for _, doc in docs for r in doc["results"] if not only or r["collective"] in only}
+    fitted = {r["collective"] for _, doc in docs for r in doc["results"]
+              if not only or r["collective"] in only}
     if not mine & fitted:
         raise UsageError(f"predict: --measured {p} holds {', '.join(sorted(mine)) or 'no rows'}, the "
                          f"inputs {', '.join(sorted(fitted))}: nothing to compare")

@@ -63,8 +63,8 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], target: int, wh
     """limit: the models' disagreement (x) beyond which a row is not predicted."""
     print("\n".join("#   " + x for x in plain(rows, headers).splitlines()))
     for w in sorted(why):
-        print(f"#   * not predicted at {target} ranks: {WHY[w].format(limit=limit)}; the figure is a guess, without an "
-              f"interval, and the check leaves it out")
+        print(f"#   * not predicted at {target} ranks: {WHY[w].format(limit=limit)}; the figure is a "
+              f"guess, without an interval, and the check leaves it out")
 
 
 def summary(results: List[Checked], target: int, files: str, large: int) -> None:
