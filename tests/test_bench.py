@@ -23,7 +23,9 @@ SCRIPTS = {
     "osu_compare.py": ([PYTHON], r"^\s+1024\s+n/a\s+\d+\.\d\d\s"),
     "predict_scaling.py": ([PYTHON], r"^#\s+256 KiB\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
     "predict_real.py": ([PYTHON],
-                        r"^\| alcf_polaris/\S+_env5 \| all_reduce \| 2,8 -> 540 \(x4\) \| [\d.]+% \|"),
+                        r"^\| alcf_polaris/\S+_env5 \| all_reduce \| 2,8 -> 540 \| \d+ \| \d+% \| \d+% \|"),
+    "predict_calibrate.py": ([PYTHON],
+                             r"^# bands.py's constants \(.*\): \d+% inside or not predicted, \d+% predicted"),
     "train_hosts.py": ([PYTHON], r"^\| 2 hosts x 1 rank \| 1gbit \| \d+ \|"),
     "fabric_plan.py": ([PYTHON], r"^\s+512\s+8\s+\d+\s+\d+\.\d{3}\s+\d+\.\d\d$"),
     "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
@@ -37,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import predict_real  # noqa: E402
 needs_data = pytest.mark.skipif(predict_real.data_dir() is None, reason="shared/realworld/scaling "
                                 "(published runs) is absent beside the repository")
-NEEDS_DATA = {"predict_real.py"}
+NEEDS_DATA = {"predict_real.py", "predict_calibrate.py"}
 
 
 def test_every_bench_script_is_covered():

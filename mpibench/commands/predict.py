@@ -1,11 +1,13 @@
-"""mpibench predict: NCCL's cost model fitted to runs at several node counts (analysis/scaling.py)."""
-from ..analysis import scaling
+"""mpibench predict: NCCL's cost model fitted to runs at several node counts (analysis/scaling.py),
+its intervals widened for what the inputs cannot see (analysis/bands.py, extrapolate.py)."""
+from math import exp
+
+from ..analysis import bands, extrapolate, scaling
+from ..diagnose import topology
 from ..errors import UsageError
-from ..measure.collectives import REGISTRY
-from ..measure.dtypes import DTYPES
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_size
-from ..results import predicttext, reader
+from ..results import logfacts, predicttext, reader
 from ..results.numbers import us
 from .common import options
 
@@ -27,7 +29,12 @@ def add_arguments(p):
     p.add_argument("--mode", choices=("out", "in"), default=None,
                    help="which mode to fit (default out-of-place where the collective has it)")
     p.add_argument("--collectives", default=None, metavar="LIST", help="only these (comma-separated)")
-    options.add_log_options(p, test=False)
+    p.add_argument("--partial", action="store_true",
+                   help="use the rows of a log cut short (rows end before its maxBytes, no trailer)")
+    p.add_argument("--topology", metavar="FILE",
+                   help="the switches in SLURM's topology.conf syntax: targets that need a switch tier "
+                        "no input crossed are not predicted")
+    options.add_log_options(p)
 
 
 def per_host(path, doc):
@@ -60,23 +67,63 @@ def points(named_docs, wanted, only, g):
     return out
 
 
-def match(size, n, keys):
-    """The requested size a row of `size` bytes at n ranks stands for: nccl-tests rounds each
-    rank's share down to elements, then 16 B, so the key is < (16 + element) x n B above it
-    (32 x n covers every type)."""
-    return min((k for k in keys if 0 <= k - size < 32 * n), key=lambda k: k - size, default=size)
+def load(path, args, notes):
+    """One input: its test (--test N, else the first of a repeated collective, said so), refused
+    when cut short unless --partial."""
+    doc = reader.load(path, args.collective)
+    if args.test:
+        doc = reader.pick_test(doc, path, args.test)
+    else:
+        doc, note = reader.first_of_each(doc, path)
+        if note:
+            notes.append(note)
+    facts = logfacts.read(path)
+    sizes = [r.get("requested_size", r["size"]) for r in doc["results"]]
+    if facts and not facts.closed and facts.max_bytes and sizes and max(sizes) < facts.max_bytes:
+        cut = (f"{path} ends at {format_size(max(sizes))}, before its sweep's maxBytes "
+               f"{format_size(facts.max_bytes)}, with no 'Avg bus bandwidth' line: the run was cut short")
+        if not args.partial:
+            raise UsageError(f"predict: {cut} (give --partial to use the rows it has)")
+        notes.append(f"# {cut}: --partial, using its rows")
+    return doc
+
+
+def belong(docs, only, what="inputs", same=True):
+    """UsageError unless the files ran the same collectives (same: else those they share), each
+    with the same types, and the same NCCL and nccl-tests versions where they print them."""
+    def colls(d):
+        return {r["collective"] for r in d["results"] if not only or r["collective"] in only}
+    held = {p: colls(d) for p, d in docs}
+    if same and len({frozenset(c) for c in held.values()}) > 1:
+        raise UsageError(f"predict: the {what} hold different collectives: " + "; ".join(
+            f"{p} {', '.join(sorted(c)) or 'none'}" for p, c in held.items()) + " (--collectives LIST "
+            "picks those they share)")
+    for c in sorted(set().union(*held.values())):
+        types = {p: sorted({r.get("dtype", r["type"]) for r in d["results"] if r["collective"] == c})
+                 for p, d in docs if c in held[p]}
+        if len({tuple(t) for t in types.values()}) > 1:
+            raise UsageError(f"predict: the {what} ran {c} with different types: " + "; ".join(
+                f"{p} {', '.join(t)}" for p, t in types.items()))
+    facts = {p: logfacts.read(p) for p, _ in docs}
+    for key in ("NCCL", "nccl-tests"):
+        seen = {p: f.versions[key] for p, f in facts.items() if f and key in f.versions}
+        if len(set(seen.values())) > 1:
+            raise UsageError(f"predict: the {what} ran different {key} versions: " + "; ".join(
+                f"{p} {v}" for p, v in seen.items()))
 
 
 def execute(session, args):
-    docs = [(p, reader.load(p, args.collective)) for p in args.files]
-    target, g, flat = _target(docs, args)
-    checks = [(p, reader.load(p, args.collective)) for p in args.measured or []]
-    for p, d in checks:
-        if reader.ranks(d) != target:
-            raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, "
-                             f"not the {target} predicted")
-    wanted = MODE_KEYS.get(args.mode)
+    notes = []
     only = set(args.collectives.split(",")) if args.collectives else None
+    docs = [(p, load(p, args, notes)) for p in args.files]
+    belong(docs, only)
+    target, g, flat = _target(docs, args)
+    checks = [(p, load(p, args, notes)) for p in args.measured or []]
+    for p, d in checks:
+        _measured(p, d, docs, target, g, flat, only)
+    if checks:
+        belong(docs + checks, only, "inputs and --measured runs", same=False)
+    wanted = MODE_KEYS.get(args.mode)
     measured = points(docs, wanted, only, 1 if flat else None)
     checked = {}
     for p, d in checks:
@@ -84,15 +131,49 @@ def execute(session, args):
             checked.setdefault(group[:1] + group[2:], []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
-    largest = max(reader.ranks(d) for _, d in docs)
-    far = (f"{target} ranks" if flat else f"{target // g} nodes", int(target / largest)) \
-        if target >= FAR * largest else None
+    counts = sorted({reader.ranks(d) for _, d in docs})
+    if target < counts[0]:
+        raise UsageError(f"predict: {_at(target, g, flat)} is below the smallest input "
+                         f"({_at(counts[0], g, flat)}): predict carries the inputs upward only")
+    tier = _tiers(args.topology, docs, target, g, flat) if args.topology else None
+    far = (_at(target, g, flat), int(target / counts[-1])) if target >= FAR * counts[-1] else None
     predicttext.header([reader.describe(p, d) for p, d in docs], target, g, args.model, flat, far)
+    for line in notes:
+        print(line)
+    if target <= counts[-1]:
+        print(f"# {_at(target, g, flat)} lies within the inputs ({_at(counts[0], g, flat)} to "
+              f"{_at(counts[-1], g, flat)}): interpolating")
+    else:
+        print(f"# {_at(target, g, flat)} assumes that the switches above the measured nodes give what "
+              f"the run at {_at(counts[-1], g, flat)} saw" +
+              (f"; {tier[0]}" if tier else " (--topology FILE checks which switch tier it needs)"))
     results = [r for group, pts in measured.items()
-               for r in _group(group, pts, checked.get(group[:1] + group[2:]), target, g, args.model)]
+               for r in _group(group, pts, checked.get(group[:1] + group[2:]), target, g, flat,
+                               args.model, bool(tier and tier[1]))]
     if checks:
         predicttext.summary(results, target, ", ".join(p for p, _ in checks), scaling.MIB)
     return 0
+
+
+def _at(n, g, flat):
+    """n ranks as the inputs count them: nodes, or ranks where every rank is a node of its own."""
+    return f"{n} ranks" if flat else f"{n // g} nodes"
+
+
+def _measured(p, d, docs, target, g, flat, only):
+    """A --measured run: at the target, with the inputs' ranks per host and one of their collectives."""
+    if reader.ranks(d) != target:
+        raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, not the {target} "
+                         f"predicted")
+    ppn = per_host(p, d)
+    if not flat and ppn is not None and ppn != g:
+        raise UsageError(f"predict: --measured {p} ran {ppn} ranks per host, the inputs {g}")
+    mine = {r["collective"] for r in d["results"] if not only or r["collective"] in only}
+    fitted = {r["collective"] for _, doc in docs for r in doc["results"]
+              if not only or r["collective"] in only}
+    if not mine & fitted:
+        raise UsageError(f"predict: --measured {p} holds {', '.join(sorted(mine)) or 'no rows'}, the "
+                         f"inputs {', '.join(sorted(fitted))}: nothing to compare")
 
 
 def _target(docs, args):
@@ -104,66 +185,94 @@ def _target(docs, args):
     counts = sorted({reader.ranks(d) for _, d in docs})
     if len(counts) < 2:
         raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
-    ppn = {per_host(p, d) for p, d in docs}
-    if None in ppn or len(ppn) > 1:       # one host each, or hosts unknown: a flat model
-        why = "hosts unknown" if None in ppn else f"the inputs differ in ranks per host ({sorted(ppn)})"
+    ppn = {p: per_host(p, d) for p, d in docs}
+    if None not in ppn.values() and len(set(ppn.values())) > 1:
+        raise UsageError("predict: the inputs ran different numbers of ranks (GPUs) per host: " +
+                         "; ".join(f"{p} {n}" for p, n in ppn.items()))
+    if None in ppn.values():        # hosts unknown: a flat model
         if not args.ranks:
-            raise UsageError("predict: " + ("the inputs do not all say their hosts" if None in ppn
-                                             else why) + ": give --ranks")
-        return int(args.ranks), 1, why
-    g = ppn.pop()
+            raise UsageError("predict: the inputs do not all say their hosts: give --ranks")
+        return int(args.ranks), 1, "hosts unknown"
+    g = next(iter(ppn.values()))
     n = int(args.ranks) if args.ranks else int(args.hosts) * g
     if n % g:
         raise UsageError(f"predict: --ranks {n} is not a multiple of the inputs' {g} ranks per host")
     return n, g, None
 
 
-def _target_bytes(coll, dtype, key, n):
-    """S at n ranks for a requested size: nccl-tests' rounding of each rank's share."""
-    model = REGISTRY.get(coll)
-    el = DTYPES[dtype].size if dtype in DTYPES else 4
-    return model.bw_bytes(model.counts(key // el, el, n), el, n) if model else key
+def _tiers(path, docs, target, g, flat):
+    """(line, whether the target needs a switch tier no input crossed) from --topology FILE and
+    the hosts the inputs name."""
+    entries = topology.parse(topology.read_file(path), f"--topology {path}")
+    every = [h for _, hosts, _, _ in entries for h in hosts]
+    for p, d in docs:
+        if flat or (d.get("world") or {}).get("hosts_complete") is False or not reader.hosts(d):
+            raise UsageError(f"predict: --topology needs the hosts of every input, and {p} does not "
+                             f"name them all (its rank lines)")
+    tree = topology.build(entries, every, f"--topology {path}", strict=False)
+    missing = sorted({h for _, d in docs for h in reader.hosts(d)} - set(every))
+    if missing:
+        raise UsageError(f"predict: --topology {path} does not list host {missing[0]} of the inputs")
+    below, level = {}, {}
+    for h in every:
+        for k, s in enumerate(tree.up(tree.leaf[h])):
+            below[s] = below.get(s, 0) + 1
+            level[s] = max(level.get(s, 0), k)
+
+    def crossed(hosts):
+        chains = [tree.up(tree.leaf[h]) for h in hosts]
+        common = set(chains[0]).intersection(*map(set, chains[1:]))
+        return min(level[s] for s in common) if common else max(level.values()) + 1
+    seen = max(crossed(reader.hosts(d)) for _, d in docs)
+    nodes = target // g
+    fits = [level[s] for s in below if below[s] >= nodes]
+    need = min(fits) if fits else None
+    if need is None:
+        return (f"--topology {path} lists {len(every)} hosts, fewer than {nodes}: every row beyond the "
+                f"inputs not predicted (*)", True)
+    if need > seen:
+        return (f"{nodes} nodes need switch tier {need} (leaf switches: 0), the inputs crossed tier "
+                f"{seen} at most: every row not predicted (*)", True)
+    return f"{nodes} nodes fit under tier {need} (leaf switches: 0), which the inputs crossed", False
 
 
-def _group(group, pts, checked, target, g, model):
-    """Fit one collective's points, print the fit and its table; per row --measured
-    measured: (collective, size, error, inside the interval, None for a guess)."""
+def _group(group, pts, checked, target, g, flat, model, tier):
+    """Fit one collective's points, print the fit, its self-check and its table; per row of
+    --measured: (collective, size, error, inside the interval, None for a guess)."""
     coll, backend, dtype, redop, mode = group
     ns = sorted({n for n, *_ in pts})
     title = f"{coll} {dtype}{'' if redop == 'none' else ' ' + redop} {mode.replace('_', '-')} ({backend})"
     if len(ns) < 2:
         predicttext.not_fitted(title)
         return []
+    tab = extrapolate.table(pts)
     keys = sorted({k for n, _, k, _, _ in pts if n == ns[0]})
-    table = {}
-    for n, _, size, _, t in pts:
-        table.setdefault(match(size, n, keys), {})[n] = t
-    f = scaling.fit(model, coll, backend, [(n, gg, s, t) for n, gg, _, s, t in pts])
-    predicttext.fit(title, len(pts), ns, f["errors"], scaling.describe(f))
-    by_key = {match(size, n, keys): (s, t) for _, n, _, size, s, t in checked or []}
-    factor = REGISTRY[coll].busbw_factor(target) if coll in REGISTRY else 1.0
+    by_key = {extrapolate.match(size, n, keys): (s, t) for _, n, _, size, s, t in checked or []}
+    res = extrapolate.group(model, coll, backend, dtype, pts, target, g, sorted(set(tab) | set(by_key)),
+                            {k: v[0] for k, v in by_key.items()}, tier=tier)
+    predicttext.fit(title, len(pts), ns, res.f["errors"], scaling.describe(res.f))
+    if res.check:
+        c = res.check
+        predicttext.held_out(_at(c.held, g, flat), c.error, c.rows, c.held_ok, c.rms)
+    if res.regime:
+        predicttext.regime(*(_at(n, g, flat) for n in res.regime), res.check.error, res.check.rms)
+    factor = extrapolate.bus_bytes(coll, 1.0, target)
     headers = ["size"] + [f"t us n={n}" for n in ns] + [
         f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]
     if checked is not None:
         headers += [f"measured t us n={target}", "error", "inside"]
-    rows, results, unseen = [], [], False
-    for key in sorted(set(table) | set(by_key)):
-        s = by_key[key][0] if key in by_key else _target_bytes(coll, dtype, key, target)
-        if not s:
-            continue
-        t, lo, hi, cand, known = scaling.predict(f, target, g, s)
-        unseen |= not known
-        row = [format_size(key)] + [us(table[key][n]) if n in table.get(key, {}) else "-" for n in ns]
-        row += [us(t), f"{us(lo)}-{us(hi)}" if known else "none", f"{s / t / 1e9 * factor:.4g}",
-                "/".join(cand) + ("" if known else " *")]
-        if checked is not None and key in by_key:
-            got = by_key[key][1]
-            err, inside = t / got - 1, (lo <= got <= hi) if known else None
-            results.append((coll, key, err, inside))
+    rows, results = [], []
+    for r in res.rows:
+        row = [format_size(r.key)] + [us(tab[r.key][n][1]) if n in tab.get(r.key, {}) else "-" for n in ns]
+        row += [us(r.t), "none" if r.why else f"{us(r.lo)}-{us(r.hi)}", f"{r.s / r.t / 1e9 * factor:.4g}",
+                "/".join(r.cand) + (" *" if r.why else "")]
+        if checked is not None and r.key in by_key:
+            got = by_key[r.key][1]
+            err, inside = r.t / got - 1, None if r.why else r.lo <= got <= r.hi
+            results.append((coll, r.key, err, inside))
             row += [us(got), f"{err:+.1%}", {True: "yes", False: "no", None: "-"}[inside]]
         elif checked is not None:
             row += ["-", "-", "-"]
         rows.append(row)
-    predicttext.table(rows, headers, target, unseen)
+    predicttext.table(rows, headers, target, {r.why for r in res.rows if r.why}, exp(bands.DECLINE))
     return results
-

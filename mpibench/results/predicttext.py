@@ -1,6 +1,6 @@
 """What predict prints: its inputs and target, each collective's fit and table, the check's summary."""
 import statistics
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Set, Tuple
 
 from ..measure.sizes import format_size
 from .tables import table as plain
@@ -35,12 +35,36 @@ def fit(title: str, points: int, ns: Sequence[int], errors: Sequence[float],
         print(f"#   {line}")
 
 
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], target: int, unseen: bool) -> None:
+def held_out(where: str, error: float, rows: int, ok: int, rms: float) -> None:
+    print(f"# held out {where}: median |error| {error:.1%} over {rows} rows, predicted from the "
+          f"smaller counts (their fit's rms {rms:.1%} in log), {ok} of {rows} inside their interval or "
+          f"not predicted")
+
+
+def regime(before: str, after: str, error: float, rms: float) -> None:
+    print(f"# regime change between {before} and {after}: the held-out miss ({error:.1%}) is well "
+          f"beyond the fit's residuals (rms {rms:.1%}): predicting from {after} alone (its bus "
+          f"bandwidth held), with the interval that miss implies")
+
+
+WHY = {
+    "unseen": "a candidate NCCL chose at no input size within 4x (an exchange: bytes per peer two input "
+              "counts did not run within 2x), a regime the inputs do not show",
+    "disagree": "the fitted model, the trend over the inputs and the largest input's bus bandwidth "
+                "held disagree there by more than x{limit:.3g}",
+    "same pair": "sendrecv from two counts: each rank sends to one peer on one other node at every count, "
+                 "which says nothing of the paths at more nodes (give three or more counts)",
+    "tier": "the target needs a switch tier no input crossed (--topology)",
+}
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], target: int, why: Set[str],
+          limit: float) -> None:
+    """limit: the models' disagreement (x) beyond which a row is not predicted."""
     print("\n".join("#   " + x for x in plain(rows, headers).splitlines()))
-    if unseen:
-        print(f"#   * not predicted: at {target} ranks a candidate NCCL chose at no input size within 4x (an "
-              f"exchange: bytes per peer two input counts did not run within 2x), a regime the inputs do "
-              f"not show; the figure is a guess, without an interval, and the check leaves it out")
+    for w in sorted(why):
+        print(f"#   * not predicted at {target} ranks: {WHY[w].format(limit=limit)}; the figure is a "
+              f"guess, without an interval, and the check leaves it out")
 
 
 def summary(results: List[Checked], target: int, files: str, large: int) -> None:
