@@ -158,7 +158,8 @@ def collect(root: str = "/", fake: Optional[str] = None) -> Dict[str, Any]:
     gpus = [{"bus": b, "name": names.get(b), "pcie": pcie_link(root, b),
              "nvlink": nvlinks.get(f"GPU {order.index(b)}") if b in order else None}
             for b in gpu_bus]
-    nics, ports = [], hostfacts.rdma_ports(root)
+    nics: List[Dict[str, Any]] = []
+    ports = hostfacts.rdma_ports(root)
     for p in ports:
         bus = _bus_of(root, "sys/class/infiniband", p["device"])
         nics.append({"name": f"{p['device']}/{p['port']}", "state": p["state"], "rate_gbps": p["rate_gbps"],

@@ -90,7 +90,7 @@ def platform_text(plat: Dict[str, Any]) -> str:
 
 
 def _label(e: Entry) -> str:
-    return e["algorithm"] or e["kind"]
+    return str(e["algorithm"] or e["kind"])
 
 
 def range_text(found: Sequence[Entry], plat: Dict[str, Any], collective: str) -> str:

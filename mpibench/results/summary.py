@@ -124,13 +124,19 @@ def path_limit_lines(doc: Dict[str, Any]) -> List[str]:
     if not lim:
         return ["#", f"# share of the path's limit: not shown, the limit is unknown ({paths.get('why')})"]
     cells = [[row["collective"], row.get("backend", ""), row["size"], row["type"], m.replace("_", "-"),
-              f"{bw:.3f}", f"{bw / lim['GBps']:.0%}"]
+              f"{bw:.3f}", _share(bw / lim["GBps"])]
              for row, m, f in measured(doc["results"]) if (bw := f.get("busbw_GBps")) is not None]
-    lines = ["#", f"# busbw against the path's limit: {lim['name']} = {lim['GBps']:.1f} GB/s each way "
-                  f"({lim['host']}, the slowest host{'s' if len(paths.get('hosts', {})) > 1 else ''}"
-                  f" {'inside the host' if lim['via'] != 'NICs' else 'between hosts'})"]
+    nhosts = len(paths.get("hosts", {}))
+    lines = ["#", f"# busbw against the path's limit: {lim['name']} = {lim['GBps']:.1f} GB/s each way, "
+                  f"{'inside the host' if lim['via'] != 'NICs' else 'between hosts'} "
+                  f"({lim['host']}{f', the slowest of {nhosts} hosts' if nhosts > 1 else ''})"]
     return lines + commented(cells, ["collective", "backend", "size", "type", "mode", "busbw GB/s",
                                      f"of {lim['name']}"])
+
+
+def _share(x: float) -> str:
+    """A share as a percentage, two digits where it is below 1% (small sizes, CPUs)."""
+    return f"{x:.0%}" if x >= 0.01 else f"{100 * x:.2g}%"
 
 
 def published_lines(doc: Dict[str, Any]) -> List[str]:
