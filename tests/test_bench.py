@@ -32,6 +32,7 @@ SCRIPTS = {
     "results_io.py": ([PYTHON], r"^\s+100\s+2\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
     "verify_alarms.py": ([PYTHON], r"^# correct harness: exit 1 in 0 of 1 runs"),
     "verdicts.py": ([PYTHON], r"^\| host \| 1 \| \d+ \| \d \| \d \| \d+ \| \d+ \| [\d.]+, [\d.]+ \|$"),
+    "path_facts.py": ([PYTHON], r"^fabricated 8 x H100, 4 NICs\s+[\d.]+\s+[\d.]+$"),
 }
 ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py", "verdicts.py"}
 NEEDS_PEERS = {"verify_hosts.py"}      # iperf3 and NetPIPE, installed as tests/test_verify.py does

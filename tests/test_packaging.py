@@ -54,6 +54,8 @@ def test_wheel_builds_and_runs_without_the_checkout(tmp_path):
     modules = {os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "mpibench", "**", "*.py"),
                                                            recursive=True)}
     assert modules and not modules - names, f"not in the wheel: {sorted(modules - names)}"
+    data = {os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "mpibench", "data", "*"))}
+    assert data and not data - names, f"package data not in the wheel: {sorted(data - names)}"
 
     venv = tmp_path / "fresh"
     sh([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)

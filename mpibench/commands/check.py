@@ -4,7 +4,8 @@ import time
 from functools import partial
 from itertools import count
 
-from ..diagnose import checkverdict, fabricplan, health, hostfacts, rankfacts, tomography, topology
+from ..diagnose import (checkverdict, fabricplan, health, hostfacts, pathlimits, rankfacts, tomography,
+                        topology)
 from ..errors import UsageError
 from ..launch import faults, rails as railbind
 from ..launch.bootstrap import grouped
@@ -15,7 +16,7 @@ from ..measure.engine import Engine, Plan
 from ..measure.groups import part_group
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
-from ..results import checktext, inputs, reader, rows
+from ..results import checktext, inputs, published, reader, rows, runtext
 from ..results.output import open_output
 from .common import guard, options
 
@@ -41,7 +42,9 @@ def add_arguments(p):
     p.add_argument("--expect", metavar="FILE",
                    help='JSON limits per test, e.g. {"intra": {"min_busbw_GBps": 400}, '
                         '"pair": {"min_busbw_GBps": 40, "max_latency_us": 30000}, '
-                        '"job": {...}}; time per call in us')
+                        '"job": {...}}; time per call in us. "published": the floors others '
+                        'published for this platform (GPU model and count per host, hosts) and '
+                        'collective, each naming its source')
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min-share of it")
@@ -85,7 +88,8 @@ def execute(session, args):
     members = grouped(session.hosts)            # {host: its ranks}, in host order
     names = list(members)
     ppn = _ranks_per_host(members)
-    limits = _limits(session, args, coll, size, ppn)
+    paths = pathlimits.gather(session)          # {host: its paths} on rank 0
+    limits = _limits(session, args, coll, size, ppn, paths)
     if args.health:
         guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
         return health.run(session, args, coll, size, members=members, limits=limits,
@@ -100,7 +104,7 @@ def execute(session, args):
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
     report = Report(session, out, args, coll, size, members=members, limits=limits, rates=rates,
-                    records=records, versions=versions) if session.rank == 0 else None
+                    records=records, versions=versions, paths=paths) if session.rank == 0 else None
     # 1. inside each host, all hosts at once (one group per host, made in one collective)
     session.watch.arm("check: a process group per host")
     mine = part_group(backend.dist, backend.device, members, session.rank) if ppn > 1 else None
@@ -143,9 +147,11 @@ def _ranks_per_host(members):
     return next(iter(by_count))
 
 
-def _limits(session, args, coll, size, ppn):
+def _limits(session, args, coll, size, ppn, paths):
     """{test: {limit: value, 'source': text}} from the --expect or --baseline file, read on
-    rank 0 only (inputs.py); {} = relative."""
+    rank 0 only (inputs.py), or --expect published's floors; {} = relative."""
+    if args.expect == "published":
+        return inputs.on_rank0(session, "published", lambda _: _published_floors(paths, coll.name, ppn))
     if args.expect:
         expect = inputs.on_rank0(session, args.expect, checkverdict.read_expect, "--expect")
         return {t: dict(v, source=f"--expect {args.expect}") for t, v in expect.items()}
@@ -161,6 +167,27 @@ def _limits(session, args, coll, size, ppn):
                                                 sizes=aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
     return {t: dict(v, source=src) for t, v in found.items() if t != skipped}
+
+
+def _published_floors(paths, collective, ppn):
+    """--expect published: test 1's floor from one-host figures (with several ranks per host), the
+    whole job's from figures of its host count; a health check's threshold where one matches,
+    else the lowest figure. UsageError when none matches."""
+    section = published.section(paths, [collective])
+    plat, found = section["platform"], section["collectives"][collective]
+    floors = {"job": _floor(found)}
+    if ppn > 1:
+        floors["intra"] = _floor(published.match(published.load(), dict(plat, hosts=1), collective))
+    floors = {t: f for t, f in floors.items() if f}
+    if not floors:
+        raise UsageError(f"--expect published: nothing published matches {published.platform_text(plat)}, "
+                         f"{collective}; give --expect FILE with your own floors")
+    return floors
+
+
+def _floor(found):
+    """A health check's threshold where one is among the figures, else the lowest figure."""
+    return published.floor([e for e in found if e["kind"] == "threshold"] or found)
 
 
 def _intra_retest(session, args, intra, barrier, report):
@@ -272,7 +299,7 @@ class Report:
     """Rank 0: the figures as they come, judged (checkverdict), printed (checktext) and written."""
 
     def __init__(self, session, out, args, coll, size, *, members, limits, rates, records,
-                 versions):
+                 versions, paths):
         """The judge (members: {host: its ranks}, in host order; limits: _limits'; rates: each
         rank's host's line rate), and the header: the test, the job, the thresholds, the files."""
         self.s, self.out, self.say, self.coll = session, out, out.say, coll
@@ -287,6 +314,11 @@ class Report:
                                        args.warmup))
         rankfacts.describe(session, out, [session.backend], records, versions,
                          {"size": size, "iters": args.iters, "warmup": args.warmup})
+        self.paths = pathlimits.section(paths, len(paths) > 1)
+        pub = published.section(paths, [coll.name])
+        runtext.path_header(out, self.paths, pub)
+        self.say(*("# " + x for x in published.lines(pub["collectives"][coll.name], pub["platform"],
+                                                     coll.name)))
         self.say(*checktext.threshold_lines(checkverdict.TESTS, limits, self.ppn, checkverdict.RELATIVE))
         out.announce_files()
         out.set(check=self.judge.doc)     # the judge's figures are the check section
@@ -327,9 +359,10 @@ class Report:
     def finish(self):
         """Print the verdicts; the failure message, or None when everything passed."""
         doc = self.judge.doc
+        links = self.judge.path_findings(self.paths["findings"])
         self.say(*checktext.host_table(doc["hosts"]))
         failing, hostlist = self.judge.failing()
-        self.say(*checktext.verdict_lines(len(self.names), self.judge.counter_warnings(),
+        self.say(*checktext.verdict_lines(len(self.names), self.judge.counter_warnings() + links,
                                           doc.get("transient", []), failing, hostlist,
                                           doc.get("suspects", [])))
         self.out.set()

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from ..diagnose import findings, hostfacts, nccllog, ncclprobe
+from ..diagnose import findings, hostfacts, nccllog, ncclprobe, pathlimits
 from ..launch import bootstrap, faults
 from ..results import doctortext as text
 from ..results.numbers import counted, plural
@@ -35,7 +35,9 @@ def execute(session, args):
     out = open_output(session, "doctor", args)
     root = args.sys_root.replace("{host}", session.hostname)
     session.watch.arm("doctor: every host's facts")
-    gathered = session.comm.gather(hostfacts.collect(session, root), root=0)
+    root, fake = pathlimits.source(session.rank, root)
+    facts = dict(hostfacts.collect(session, root, fake), paths=pathlimits.collect(root, fake))
+    gathered = session.comm.gather(facts, root=0)
     guard.arm(session, args.timeout + args.nccl_timeout + 30,        # the probe's own limit, and more
               "doctor: the NCCL transport check")
     transports = nccl_check(session, args)
@@ -49,7 +51,8 @@ def execute(session, args):
     text.hosts(out, per_host, ranks, session.size, session.launcher, findings.VERSION_KEYS)
     diffs = findings.differences(per_host)
     text.consistency(out, diffs, len(per_host))
-    found = findings.version_findings(diffs) + findings.findings(per_host)
+    found = findings.version_findings(diffs) + findings.findings(per_host) + \
+        [f for h, facts in per_host.items() for f in pathlimits.findings(h, facts["paths"])]
     pairs = None if transports["skipped"] else nccllog.by_host_pair(
         [nccllog.parse(t) for t in transports["logs"] if t], session.hosts)
     text.transports(out, transports["skipped"], pairs, transports["errors"], session.size)

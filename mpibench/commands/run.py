@@ -3,7 +3,7 @@ import argparse
 import itertools
 import os
 
-from ..diagnose import links, rankfacts, stragglers
+from ..diagnose import links, pathlimits, rankfacts, stragglers
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
 from ..launch import torchenv
@@ -16,10 +16,11 @@ from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import sweep
-from ..results import runtext
+from ..results import published, runtext
 from ..results.numbers import counted
 from ..results.rows import UNSTABLE, Collector
-from ..results.summary import closing, comparison as backends_side_by_side, line_rate_lines
+from ..results.summary import (closing, comparison as backends_side_by_side, line_rate_lines,
+                               path_limit_lines, published_lines)
 from ..results.output import open_output
 from .common import guard, options
 
@@ -290,6 +291,7 @@ def execute(session, args):
     records, versions = rankfacts.gather(session)
     launch = launch_costs(session, backends, plans)
     rates = session.comm.gather(line_rate(), root=0)
+    paths = pathlimits.gather(session)
     if session.rank == 0:
         traffic = max(traffic_deadline(p) for p in plans)
         header(session, out, plans, backends, records, versions,
@@ -298,6 +300,8 @@ def execute(session, args):
         runtext.room_header(out, {b.name: r for b, r in zip(backends, rooms)})
         runtext.graph_buffers_header(out, graph_buffers)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
+        runtext.path_header(out, pathlimits.section(paths, len(paths) > 1),
+                            published.section(paths, [c.name for c in plans[0].collectives]))
         if args.trials > 1:
             out.trials = Collector(args.unstable)
             out.set(trials=args.trials)
@@ -339,7 +343,8 @@ def execute(session, args):
             out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
         fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
                                         min_bw(args.min_busbw))
-        out.say(*lines, *line_rate_lines(out.doc), *closing_lines)     # nccl-tests' closing last
+        out.say(*lines, *line_rate_lines(out.doc), *path_limit_lines(out.doc), *published_lines(out.doc),
+                *closing_lines)     # nccl-tests' closing last
         runtext.launch_bound(out)
         out.set(**fields)
         out.finish()

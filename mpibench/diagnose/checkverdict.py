@@ -396,9 +396,24 @@ class Judge:
         return line
 
     def counter_warnings(self):
-        """[(host, counters that moved)] for the hosts that passed all the same."""
-        return [(h, moved) for h in self.names
+        """[(host, 'its counters moved: ...')] for the hosts that passed all the same."""
+        return [(h, f"its counters moved: {moved}") for h in self.names
                 for moved in [self.moved(h)] if moved and self.hosts[h]["verdict"] == "PASS"]
+
+    def path_findings(self, found):
+        """Links below their rating (diagnose/pathlimits.py's findings) joined to the verdicts: a
+        failing host's reasons, else [(host, text)] warnings for the hosts that passed."""
+        warnings = []
+        for f in found:
+            entry = self.hosts.get(f["host"])
+            if entry is None:
+                continue
+            entry.setdefault("links", []).append(f["text"])
+            if entry["verdict"] == "FAIL":
+                entry["reasons"].append(f"link below its rating: {f['text']}")
+            else:
+                warnings.append((f["host"], f"a link below its rating: {f['text']}"))
+        return warnings
 
     def _fail(self, host, reason):
         self.hosts[host]["verdict"] = "FAIL"

@@ -9,6 +9,7 @@ WARNING, ERROR = "warning", "error"
 
 class Finding(tuple):
     """(host, text), unpacked as a pair, with .severity (a warning unless given)."""
+    severity: str
 
     def __new__(cls, host, text, severity=WARNING):
         self = super().__new__(cls, (host, text))

@@ -62,9 +62,11 @@ def rdma_ports(root):
             for dev, port in [name.split("/")]]
 
 
-def link_rates(root="/"):
-    """This host's link rates in Gbit/s: its active RDMA ports', else its up interfaces'."""
-    ports = [p["rate_gbps"] for p in rdma_ports(root) if p["state"] == "ACTIVE" and p["rate_gbps"]]
+def link_rates(root="/", ports=None):
+    """This host's link rates in Gbit/s: its active RDMA ports' (rdma_ports(root) unless given),
+    else its up interfaces'."""
+    ports = [p["rate_gbps"] for p in (rdma_ports(root) if ports is None else ports)
+             if p["state"] == "ACTIVE" and p["rate_gbps"]]
     return ports or [i["speed_mbps"] / 1000 for i in interfaces(root)
                      if i["state"] == "up" and i["speed_mbps"]]
 
@@ -104,6 +106,21 @@ def run_tool(argv, timeout=TIMEOUT):
     return done.stdout, None
 
 
+# nvidia-smi's answers that the test switch hostfacts:RANK:DIR replaces with DIR's files
+TOOL_ARGV = {"gpus": ["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id", "--format=csv,noheader"],
+             "nvlink": ["nvidia-smi", "nvlink", "-s"], "topo": ["nvidia-smi", "topo", "-m"]}
+TOOL_FILES = {"gpus": "nvidia-smi-gpus.csv", "nvlink": "nvidia-smi-nvlink.txt", "topo": "nvidia-smi-topo.txt"}
+
+
+def tool(kind, fake=None):
+    """(nvidia-smi's answer for kind, None) or (None, why): the tool's, or fake's file (a
+    folder the test switch hostfacts:RANK:DIR names)."""
+    if fake is None:
+        return run_tool(TOOL_ARGV[kind])
+    text = read_text(os.path.join(fake, TOOL_FILES[kind]))
+    return (text, None) if text is not None else (None, f"{TOOL_ARGV[kind][0]} not found on PATH")
+
+
 def gpu_links(topology):
     """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
     rows = [line.split() for line in (topology or "").splitlines() if line.strip()]
@@ -113,14 +130,14 @@ def gpu_links(topology):
             if cells[0].startswith("GPU") and cells[0] != "GPU" for cell in cells[1:1 + ngpu] if cell != "X"}
 
 
-def collect(session, root="/"):
+def collect(session, root="/", fake=None):
     """This rank's host facts (every rank collects; rank 0 keeps one per host): GPU models and
-    driver from nvidia-smi, their topology from nvidia-smi topo -m, tool_errors."""
-    text, error = run_tool(["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id",
-                            "--format=csv,noheader"])
+    driver from nvidia-smi, their topology from nvidia-smi topo -m, tool_errors; fake: the
+    folder whose files stand in for nvidia-smi (test switch hostfacts:RANK:DIR)."""
+    text, error = tool("gpus", fake)
     gpus = [parts for line in (text or "").strip().splitlines()
             for parts in [[p.strip() for p in line.split(",")]] if len(parts) >= 3]
-    topo, error = run_tool(["nvidia-smi", "topo", "-m"]) if not error else (None, error)
+    topo, error = tool("topo", fake) if not error else (None, error)
     topo = topo.rstrip() if topo else None
     return {"host": session.hostname, "rank": session.rank, "root": root,
             "versions": rankfacts.versions(),

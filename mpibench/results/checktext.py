@@ -111,9 +111,10 @@ def host_table(hosts: Sequence[Dict[str, Any]]) -> List[str]:
 
 def verdict_lines(hosts: int, warnings: Sequence[Tuple[str, str]], transient: Sequence[Dict[str, str]],
                   failing: Sequence[str], hostlist: str, suspects: Sequence[str]) -> List[str]:
-    """The closing lines: warnings, transient misses, the hosts to drain (scontrol), suspect links."""
+    """The closing lines: warnings (host, what: 'its counters moved: ...'), transient misses, the
+    hosts to drain (scontrol), suspect links."""
     out = ["#"]
-    out += [f"# WARNING {h} passed, but its counters moved: {moved}" for h, moved in warnings]
+    out += [f"# WARNING {h} passed, but {what}" for h, what in warnings]
     out += [f"# TRANSIENT {t['what']}: at first {t['first']}; then {t['again']}; nobody drained "
             f"for it" for t in transient]
     if failing:

@@ -28,10 +28,47 @@ def hosts(out: RunOutput, per_host: Mapping[str, Dict[str, Any]], ranks: Mapping
         lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
                      + ("unknown (/proc/modules unreadable)" if mods is None
                         else ", ".join(mods) or "none loaded"))
+        lines += ["#   paths       " + line if i == 0 else "#               " + line
+                  for i, line in enumerate(path_lines(f["paths"]))]
         if f["topology"]:
             lines.append("#   GPU topology (nvidia-smi topo -m):")
             lines += ["#     " + line for line in f["topology"].splitlines()]
         out.say(*lines)
+
+
+def path_lines(paths: Optional[Dict[str, Any]]) -> List[str]:
+    """A host's paths (diagnose/pathlimits.describe's lines), or why there are none."""
+    if not paths:
+        return ["unknown (not read)"]
+    return _describe(paths)
+
+
+def _pcie(pc: Dict[str, Any]) -> str:
+    return (f"PCIe unknown ({pc['unknown']})" if "unknown" in pc else
+            f"{pc['name']} ({pc['GBps']:.1f} GB/s) of {pc['max_name']}")
+
+
+def _describe(paths: Dict[str, Any]) -> List[str]:
+    """One host's paths (diagnose/pathlimits.collect's), a line each."""
+    lines = []
+    for g in paths["gpus"]:
+        pc, nv = g["pcie"], g["nvlink"]
+        pcie = _pcie(pc)
+        link = ("; NVLink " + (f"{nv['up']} links up x {nv['per_link']:g} GB/s = {nv['GBps']:.0f} GB/s"
+                               if nv["up"] else "no link up") + (f", {nv['down']} down" if nv["down"] else "")
+                if nv else "")
+        nic = f"; nearest NIC {g['nic']} ({g['nic_path']})" if g["nic"] else ""
+        lines.append(f"GPU {g['bus']} {g['name'] or '(model unknown)'}: {pcie}{link}{nic}")
+    for n in paths["nics"]:
+        pc = n["pcie"]
+        pcie = _pcie(pc)
+        rate = f"{n['rate_gbps']:g} Gb/s" if n["rate_gbps"] else "rate unknown"
+        lines.append(f"NIC {n['name']} {n['state']} {rate}: {pcie}")
+    for side, what in (("intra", "inside the host"), ("inter", "between hosts")):
+        lim = paths[side]
+        lines.append(f"limit {what}: " + (f"{lim['name']} = {lim['GBps']:.1f} GB/s" if lim else "unknown"))
+    lines += [f"unknown: {u}" for u in paths["unknown"]]
+    return lines
 
 
 def consistency(out: RunOutput, diffs: Sequence[Tuple[str, Mapping[str, Any]]], nhosts: int) -> None:

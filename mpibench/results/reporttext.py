@@ -57,6 +57,7 @@ def text(docs: Docs) -> str:
         if trial_rows := [r for r in doc["results"] if reader.has_trials(r)]:
             lines += ["#\n# median of the trials per row, and their spread", *tables.trials_table(trial_rows)]
         lines += _hosts(doc, "simple") + summary.comparison_lines(doc) + summary.line_rate_lines(doc)
+        lines += summary.path_limit_lines(doc) + summary.published_lines(doc)
         lines += (traintext.text(doc) if "train" in doc else summary.closing_lines(doc) if doc["results"]
                   else ["# no measured rows (this command measures no collective)"]) + [""]
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from ..measure.backends.torchdist import TorchBackend
 from ..measure.engine import Plan
 from ..measure.modes import MODE_TEXT
 from ..measure.sizes import format_bytes, format_size
-from . import nccltests, numbers, tables
+from . import nccltests, numbers, published, tables
 from .output import RunOutput
 
 
@@ -170,3 +170,20 @@ def launch_bound(out: RunOutput) -> None:
         out.say(f"# {'Launch-bound rows':<20s} : {numbers.counted(len(bound), 'row-mode')}"
                 f" ({format_size(min(bound))} .. {format_size(max(bound))}): "
                 + launchcost.LAUNCH_BOUND_NOTE)
+
+
+def path_header(out: RunOutput, paths: Dict[str, Any], pub: Optional[Dict[str, Any]] = None) -> None:
+    """Each host's path limits (inside the host, between hosts), what is unknown and why, the
+    links below their rating (diagnose/pathlimits.py's section); the platform published figures
+    are matched to."""
+    for host, p in paths["hosts"].items():
+        sides = [f"{what} " + (f"{lim['name']} = {lim['GBps']:.1f} GB/s" if lim else "unknown")
+                 for what, lim in (("inside the host", p["intra"]), ("between hosts", p["inter"]))]
+        out.say(f"# path limits {host} (each way, per GPU inside, per host between): " + ", ".join(sides)
+                + "".join(f"; unknown: {u}" for u in p["unknown"]))
+    out.say(*(f"# {f['host']}: {'ERROR ' if f['severity'] == 'error' else 'WARNING '}{f['text']}"
+              for f in paths["findings"]))
+    out.set(path_limits=paths)
+    if pub is not None:
+        out.say(f"# platform for published figures: {published.platform_text(pub['platform'])}")
+        out.set(published=pub)

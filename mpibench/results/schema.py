@@ -177,6 +177,8 @@ class Document(_Header, total=False):
     out_of_bounds: OutOfBounds      # nccl-tests' closing figure
     min_busbw: MinBusbw             # run --min-busbw or NCCL_TESTS_MIN_BW
     line_rate_gbps: Dict[str, Optional[Annotated[float, Range(0)]]]  # per host, Gbit/s; null: none reported
+    path_limits: Dict[str, Any]     # run, check: hosts (each one's paths), limit, why, findings
+    published: Dict[str, Any]       # run, check: platform, collectives {name: [matching entries]}
     train: Train                    # train: the model, the steps and their figures
     source: Literal["nccl-tests", "NetPIPE"]    # read from that tool's output
     tests: List[Dict[str, Any]]     # a nccl-tests log's tests: test, name, collective, line, ranks, ...

@@ -1,7 +1,7 @@
 """The lines that close a run's output, from its document alone: run's as it ends, report's."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import reader
+from . import published, reader
 from .rows import key as row_key
 from .numbers import figure, share_text
 from .tables import commented, measured
@@ -112,3 +112,42 @@ def line_rate_lines(doc: Dict[str, Any]) -> List[str]:
                   f"({', '.join(slow)}; each host's fastest active RDMA port, else its fastest interface up)"]
     return lines + commented(cells, ["collective", "backend", "size", "type", "mode",
                                      "busbw GB/s", "busbw Gbit/s", "of line rate"])
+
+
+def path_limit_lines(doc: Dict[str, Any]) -> List[str]:
+    """Each row's busbw as a share of the limit of the path it crossed (doc['path_limits']:
+    inside the host with one, between hosts with several; diagnose/pathlimits.py)."""
+    paths = doc.get("path_limits")
+    if not paths:
+        return []
+    lim = paths.get("limit")
+    if not lim:
+        return ["#", f"# share of the path's limit: not shown, the limit is unknown ({paths.get('why')})"]
+    cells = [[row["collective"], row.get("backend", ""), row["size"], row["type"], m.replace("_", "-"),
+              f"{bw:.3f}", _share(bw / lim["GBps"])]
+             for row, m, f in measured(doc["results"]) if (bw := f.get("busbw_GBps")) is not None]
+    nhosts = len(paths.get("hosts", {}))
+    lines = ["#", f"# busbw against the path's limit: {lim['name']} = {lim['GBps']:.1f} GB/s each way, "
+                  f"{'inside the host' if lim['via'] != 'NICs' else 'between hosts'} "
+                  f"({lim['host']}{f', the slowest of {nhosts} hosts' if nhosts > 1 else ''})"]
+    return lines + commented(cells, ["collective", "backend", "size", "type", "mode", "busbw GB/s",
+                                     f"of {lim['name']}"])
+
+
+def _share(x: float) -> str:
+    """A share as a percentage, two digits where it is below 1% (small sizes, CPUs)."""
+    return f"{x:.0%}" if x >= 0.01 else f"{100 * x:.2g}%"
+
+
+def published_lines(doc: Dict[str, Any]) -> List[str]:
+    """What others published for the platform, beside each collective's best busbw (doc['published'])."""
+    pub = doc.get("published")
+    if not pub:
+        return []
+    lines = ["#"]
+    for coll, found in pub["collectives"].items():
+        best = max(((f["busbw_GBps"], row["size"]) for row, _, f in measured(doc["results"])
+                    if row["collective"] == coll and f.get("busbw_GBps") is not None), default=None)
+        lines += ["# " + x for x in published.lines(found, pub["platform"], coll,
+                                                     *(best if best else (None, None)))]
+    return lines
