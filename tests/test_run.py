@@ -42,18 +42,18 @@ ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 # what torch.distributed can express: all_reduce/reduce work in place only,
 # all_to_all/sendrecv out of place only
 COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-               "all_to_all", "sendrecv", "gather", "scatter"]
+               "all_to_all", "sendrecv", "gather", "scatter", "alltoallv"]
 MODES = {"all_reduce": {"in_place"}, "reduce": {"in_place"},
          "all_to_all": {"out_of_place"}, "sendrecv": {"out_of_place"},
          "all_gather": {"out_of_place", "in_place"}, "reduce_scatter": {"out_of_place", "in_place"},
          "broadcast": {"out_of_place", "in_place"}, "gather": {"out_of_place", "in_place"},
-         "scatter": {"out_of_place", "in_place"}}
+         "scatter": {"out_of_place", "in_place"}, "alltoallv": {"out_of_place"}}
 
 
 def busbw_factor(coll, n):
     if coll == "all_reduce":
         return 2 * (n - 1) / n
-    if coll in PER_RANK_CHUNKS:
+    if coll in PER_RANK_CHUNKS or coll == "alltoallv":
         return (n - 1) / n
     return 1.0          # broadcast, reduce, sendrecv
 
@@ -61,6 +61,14 @@ def busbw_factor(coll, n):
 def nccl_counts(coll, size, el, n):
     """(count column, size column, S of algbw) for a requested size, as nccl-tests."""
     count = size // el
+    if coll == "alltoallv":         # the generated pattern at spread 1 (alltoallv.cu's default)
+        per = count // n
+        per -= per % max(16 // el, 1)
+        total = per * n * el
+        # rank 0 sends rank j bytes in proportion to their distance j, 16-byte aligned
+        peer = [int(j * total / (n * (n - 1) // 2)) // 16 * 16 for j in range(n)]
+        moved = sum(b // el for b in peer) * el
+        return per, moved, moved
     if coll in PER_RANK_CHUNKS:
         per = count // n
         per -= per % max(16 // el, 1)        # per-rank chunks rounded down, 16-byte aligned

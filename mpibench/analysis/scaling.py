@@ -122,6 +122,11 @@ def _lm(residuals, x, iters=80, lam=1e-2, most=3.0):
     return x, cost
 
 
+# run by NCCL as a group of sends and receives, one pair per peer; alltoallv's bytes per peer
+# are taken as all_to_all's, S/n: its mean over the peers (exact only for uniform traffic)
+EXCHANGES = ("all_to_all", "sendrecv", "alltoallv")
+
+
 def peers(coll, n, g):
     """(peers across the network, bytes per peer per S) of one rank's exchange."""
     return (float(n > g), 1.0) if coll == "sendrecv" else (float(n - g if n > g else 0), 1.0 / n)
@@ -159,7 +164,7 @@ def fit(model, coll, backend, points, tries=6, resamples=16, seed=0):
     constants), 'members' (other fits: starts and resampled points), 'errors' (best fit's
     predicted / measured - 1 per point), 'chosen' ({candidate: sizes NCCL chose it at})}. An exchange's:
     'points', 'errors', 'bw' ([(peers, best network bytes/s per rank)]), 'trend' (cost/peer ~ peers^trend)"""
-    if coll in ("all_to_all", "sendrecv"):      # exchanges
+    if coll in EXCHANGES:
         f, best = {"coll": coll, "points": points, "model": None}, {}
         for n, g, s, t in points:
             p, per = peers(coll, n, g)

@@ -10,7 +10,8 @@ from ..errors import UsageError
 from ..launch import faults, rails as railbind
 from ..launch.bootstrap import grouped
 from ..launch.slurm import compress_hostlist
-from ..measure.collectives import REGISTRY
+from ..measure.collectives import REGISTRY, traffic
+from ..measure.collectives.alltoallv import AllToAllV
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Engine, Plan
 from ..measure.groups import part_group
@@ -23,7 +24,8 @@ from .common import guard, options
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
 EXITS = "Exit 0 when every host and link passed, 1 when any failed, 2 on bad input."
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")   # no root: symmetric
+# no root, every rank's load alike: symmetric (alltoallv's generated traffic, never a matrix)
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "alltoallv")
 GPU_SIZE = 1 << 30
 CPU_SIZE = 16 << 20
 DTYPE = DTYPES["float32"]
@@ -83,7 +85,7 @@ def check_args(args):
 def execute(session, args):
     from ..measure.backends.torchdist import TorchBackend
     backend = TorchBackend(session)
-    coll = REGISTRY[args.collective]
+    coll = _configured(args.collective, session.size)
     size = args.size or (GPU_SIZE if backend.cuda else CPU_SIZE)
     members = grouped(session.hosts)            # {host: its ranks}, in host order
     names = list(members)
@@ -209,6 +211,17 @@ def _intra_retest(session, args, intra, barrier, report):
         if report:
             report.say_retest(1, report.judge.intra_retest(steps, found))
         k += 1
+
+
+def _configured(name, n):
+    """The collective; alltoallv with its generated traffic at NCCL_TESTS_ALLTOALLV_SPREAD
+    (default 1.0): a matrix would load ranks unequally, and hosts could not be compared."""
+    if name != "alltoallv":
+        return REGISTRY[name]
+    try:
+        return AllToAllV(traffic.from_settings(None, None, None, None, n))
+    except traffic.BadMatrix as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _collective(session, backend, coll, size, n, group, where):

@@ -11,12 +11,13 @@ from ..launch.bootstrap import TORCH_BACKENDS
 from ..measure.backends import make as make_backend
 from ..measure import launchcost
 from ..measure.backends.timing import BLOCKING
-from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY
+from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY, traffic
+from ..measure.collectives.alltoallv import AllToAllV
 from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import sweep
-from ..results import published, runtext
+from ..results import alltoallvtext, inputs, published, runtext
 from ..results.numbers import counted
 from ..results.rows import UNSTABLE, Collector
 from ..results.summary import (closing, comparison as backends_side_by_side, line_rate_lines,
@@ -53,6 +54,17 @@ def add_arguments(p):
                    help="sum, prod, min, max, avg; comma-separated or all (default sum)")
     p.add_argument("-r", "--root", type=options.at_least(0), default=0,
                    help="root of broadcast, reduce, gather and scatter (default 0)")
+    p.add_argument("--alltoallv-spread", default=None, metavar="X",
+                   help="alltoallv's generated traffic, as nccl-tests: 0.0 the same bytes to every "
+                        "peer .. 1.0 more to ranks further away, every rank sending and receiving "
+                        f"the same total (default {traffic.SPREAD_ENV}, else 1.0)")
+    p.add_argument("--alltoallv-matrix", default=None, metavar="FILE",
+                   help="alltoallv's traffic from a square whitespace-separated matrix, bytes "
+                        "rank i sends rank j (row i, column j); -b and -e equal and at least the "
+                        f"most bytes a rank sends or receives (default {traffic.MATRIX_ENV})")
+    p.add_argument("--alltoallv-scale", default=None, metavar="F",
+                   help="multiply the matrix's bytes by F (default "
+                        f"{traffic.SCALE_ENV}, else 1.0)")
     # how the timed loop runs and what it checks and times
     p.add_argument("-z", "--blocking", type=int, choices=(0, 1, 2, 3), default=None,
                    help="as nccl-tests: 0 launch every iteration, wait once at the end; "
@@ -133,7 +145,8 @@ def check_args(args):
     args.json_format = args.json_format or "mpibench"
     args.unstable = args.unstable or UNSTABLE
     min_bw(args.min_busbw)
-    lists(args)
+    names = lists(args)[0]
+    alltoallv_args(args, names)
     sweep(args.minbytes, args.maxbytes or args.minbytes, args.stepfactor, args.stepbytes)
     if args.blocking == 3 and args.cuda_graph:
         raise UsageError("-z 3 cannot go with -G: a CUDA graph replays every call at once, so "
@@ -158,8 +171,110 @@ def lists(args):
             parse_ops(args.op))
 
 
-def build_plan(args, session, backend):
-    """Plan from args; raises UsageError (the same on every rank) for bad input."""
+def matrix_path(args):
+    """The alltoallv matrix file: --alltoallv-matrix, else nccl-tests' variable unless
+    --alltoallv-spread asks for the generated pattern; None: generated."""
+    if args.alltoallv_matrix is not None:
+        return args.alltoallv_matrix
+    return None if args.alltoallv_spread is not None else os.environ.get(traffic.MATRIX_ENV) or None
+
+
+def alltoallv_args(args, names):
+    """The alltoallv options' own errors, found at parse time."""
+    if "alltoallv" not in names:
+        given = [o for o, v in (("--alltoallv-spread", args.alltoallv_spread),
+                                ("--alltoallv-matrix", args.alltoallv_matrix),
+                                ("--alltoallv-scale", args.alltoallv_scale)) if v is not None]
+        if given:
+            raise UsageError(f"{given[0]} shapes alltoallv's traffic: add alltoallv to --collectives")
+        return
+    if args.alltoallv_spread is not None and args.alltoallv_matrix is not None:
+        raise UsageError("give --alltoallv-spread (generated traffic) or --alltoallv-matrix FILE, not both")
+    try:
+        if args.alltoallv_spread is not None:
+            traffic.spread_value(args.alltoallv_spread, "--alltoallv-spread")
+        if args.alltoallv_scale is not None:
+            traffic.scale_value(args.alltoallv_scale, "--alltoallv-scale")
+        if args.alltoallv_scale is not None and matrix_path(args) is None:
+            raise traffic.BadMatrix("--alltoallv-scale scales a matrix: give --alltoallv-matrix FILE too")
+    except traffic.BadMatrix as exc:
+        raise UsageError(str(exc)) from None
+    if (path := matrix_path(args)) is not None and (args.maxbytes is None or args.minbytes != args.maxbytes):
+        where = "--alltoallv-matrix" if args.alltoallv_matrix else traffic.MATRIX_ENV
+        raise UsageError(f"{where} {path}: give -b and -e the same size (e.g. -b 1M -e 1M), at least "
+                         f"the most bytes a rank sends or receives: the matrix sets every size, a "
+                         f"sweep has nothing to vary (as nccl-tests)")
+
+
+def alltoallv_traffic(args, session):
+    """alltoallv's traffic for this job (its matrix read on rank 0), or None when not run."""
+    if "alltoallv" not in lists(args)[0]:
+        return None
+    path = matrix_path(args)
+    where = "--alltoallv-matrix" if args.alltoallv_matrix else traffic.MATRIX_ENV
+
+    def load(file):
+        try:
+            with open(file, encoding="utf-8", errors="replace") as f:
+                text = f.read(64 << 20)
+        except OSError as exc:
+            raise UsageError(f"cannot read {where} {file}: {exc.strerror or exc}") from None
+        try:
+            return traffic.from_settings(args.alltoallv_spread, text, file, args.alltoallv_scale,
+                                         session.size)
+        except traffic.BadMatrix as exc:
+            raise UsageError(f"{where} {exc}") from None
+    if path is not None:
+        found = inputs.on_rank0(session, path, load, where)
+    else:
+        try:
+            found = traffic.from_settings(args.alltoallv_spread, None, None, None, session.size)
+        except traffic.BadMatrix as exc:
+            raise UsageError(str(exc)) from None
+    if not found.generated:
+        send, recv = found.max_elements(session.size, 0, 1)
+        if args.maxbytes < max(send, recv):
+            raise UsageError(f"{where} {path}: -e {args.maxbytes} is below the {max(send, recv)} "
+                             f"bytes a rank sends or receives: give -b and -e at least that "
+                             f"(as nccl-tests)")
+    return found
+
+
+def host_memory():
+    """Bytes of memory this host has available (MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def matrix_fits(session, backends, found):
+    """UsageError (on every rank) when the matrix's busiest rank needs more buffer than a
+    rank's share of its GPU or host memory."""
+    if found is None or found.generated:
+        return
+    send, recv = found.max_elements(session.size, 0, 1)
+    need = send + recv
+    local = session.hosts.count(session.hostname)
+    room = [b.device_total_bytes() for b in backends if b.cuda]
+    mine = min(room) if room else (m // local if (m := host_memory()) is not None else None)
+    every = session.comm.allgather(mine)
+    known = [(m, r) for r, m in enumerate(every) if m is not None]
+    if known and need > min(known)[0]:
+        have, rank = min(known)
+        raise UsageError(f"alltoallv matrix {found.source}: the busiest rank needs {need} bytes of "
+                         f"buffers (sending {send}, receiving {recv}), more than the "
+                         f"{have} bytes rank {rank} (host {session.hosts[rank]}) has "
+                         f"{'on its GPU' if room else 'of its host memory available'}")
+
+
+def build_plan(args, session, backend, alltoallv=None):
+    """Plan from args; raises UsageError (the same on every rank) for bad input; alltoallv:
+    its traffic (None: the registry's, generated at the default spread)."""
     names, dtypes, ops = lists(args)
     maxbytes = args.maxbytes or max(args.minbytes, GPU_MAXBYTES if backend.cuda else CPU_MAXBYTES)
     sizes = sweep(args.minbytes, maxbytes, args.stepfactor, args.stepbytes)
@@ -168,7 +283,7 @@ def build_plan(args, session, backend):
                          f"{counted(session.size, 'rank')} (0..{session.size - 1})")
     if args.cuda_graph and not backend.cuda:
         raise UsageError(f"-G/--cuda-graph needs CUDA GPUs (NCCL); this run uses {backend.name} on CPU")
-    collectives = [REGISTRY[n] for n in names]
+    collectives = [AllToAllV(alltoallv) if n == "alltoallv" and alltoallv else REGISTRY[n] for n in names]
     blocking_wait = torchenv.flag(torchenv.BLOCKING_WAIT, os.environ)
     if args.cuda_graph and blocking_wait and any(c.name == "sendrecv" for c in collectives):
         # WorkNCCL::wait's blocking loop queries an event recorded during the capture
@@ -282,7 +397,9 @@ def min_bw(explicit):
 
 def execute(session, args):
     backends = [make_backend(session, name) for name in args.backend]
-    plans = [build_plan(args, session, backend) for backend in backends]
+    alltoallv = alltoallv_traffic(args, session)
+    matrix_fits(session, backends, alltoallv)
+    plans = [build_plan(args, session, backend, alltoallv) for backend in backends]
     out = open_output(session, "run", args)
     guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
               "start-up (every rank's device and versions)")
@@ -296,6 +413,9 @@ def execute(session, args):
         traffic = max(traffic_deadline(p) for p in plans)
         header(session, out, plans, backends, records, versions,
                uncapped=traffic if args.timeout is None and traffic > DEADLINE_CAP else None)
+        if alltoallv is not None:
+            out.set(alltoallv=alltoallvtext.settings(alltoallv, session.size))
+            out.say(f"# alltoallv traffic: {alltoallv.describe(session.size)}")
         runtext.launch_header(out, launch, plans[0].graph)
         runtext.room_header(out, {b.name: r for b, r in zip(backends, rooms)})
         runtext.graph_buffers_header(out, graph_buffers)

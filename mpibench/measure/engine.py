@@ -268,7 +268,7 @@ class Engine:
                     self.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
                 for size in plan.sizes:
                     c = coll.counts(size // dt.size, dt.size, s.size)
-                    if c.param == 0:
+                    if coll.empty(c):
                         self.out(f"# {format_size(size)} {dt.name}: skipped, less than one "
                                  f"aligned element per rank for {s.size} ranks")
                         continue
@@ -352,6 +352,8 @@ class Engine:
                "dtype": dt.name, "redop": op, "root": self.plan.root if coll.rooted else -1,
                "requested_size": size, "bw_bytes": bw_bytes, "busbw_factor": factor,
                "per_rank_time_us": {}, "per_rank_nwrong": {}}
+        if (moved := coll.per_rank_bytes(c, dt.size, n)) is not None:
+            row["per_rank_bytes"] = {"send": [a for a, _ in moved], "recv": [b for _, b in moved]}
         for mode, key in MODE_KEYS.items():
             if mode not in self.modes_run(coll):
                 row[key] = None

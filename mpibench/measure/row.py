@@ -84,6 +84,7 @@ class Row(_Row, _Classic, total=False):
     in_place: Optional[Figures]     # null: the mode was not measured
     per_rank_time_us: Dict[str, List[Micros]]   # per mode key: every rank's time per call, us
     per_rank_nwrong: Dict[str, List[Optional[int]]]  # per mode key: every rank's wrong elements
+    per_rank_bytes: Dict[str, List[Bytes]]  # alltoallv: "send" and "recv", every rank's bytes, B
     trials: List[Dict[str, Any]]    # --trials: each trial's modes and per-rank figures
     unstable_threshold: float       # --trials: the share of the median a stable row's times span
     test: int                       # a nccl-tests log of several tests: the row's, from 1

@@ -42,10 +42,11 @@ _LABELS = (re.compile(r"\s*\d+: ?"), re.compile(r"\[\d+\] ?"), re.compile(r"[A-Z
 _OWN = re.compile(r"\s*(?:#|\d+\s+\d+\s+\S+\s)")        # a '#' line or a table row
 # nccl-tests checks no in-place result of these (alltoall.cu, sendrecv.cu: reportErrors =
 # in_place ? 0 : 1), so their in-place #wrong is N/A on every row
-_IN_PLACE_UNCHECKED = ("all_to_all", "sendrecv")
+_IN_PLACE_UNCHECKED = ("all_to_all", "sendrecv", "alltoallv")
 # the names files carry: nccl_alltoall.log, allgather_run2.txt, reduce-scatter.out
 _FILE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
                "alltoall": "all_to_all", "a2a": "all_to_all", "bcast": "broadcast",
+               "alltoallv": "alltoallv", "a2av": "alltoallv",
                **{c: c for c in NAMES}}
 _LEAD = ("redop", "root")
 _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
@@ -217,11 +218,38 @@ def _unlabel(lines: List[str]) -> List[str]:
     return lines
 
 
+_SUMMARY = "# NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY:"
+_SUMMARY_RANK = re.compile(r"#\s+rank=\d+\s+send_bytes=")
+
+
+def _rejoin(lines: List[str]) -> List[str]:
+    """alltoallv_perf's rows whole again: with NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1 it prints
+    each mode's per-rank summary inside the row (after its first cells, then after the
+    out-of-place cells). The row's cells go to the line where it started, the summary's rank
+    lines stay as comments, and every line keeps its number (joined ones become blank)."""
+    out: List[str] = []
+    row = -1                          # the line of the row being joined (-1: none)
+    for line in lines:
+        cut = line.find(_SUMMARY)
+        if row >= 0 and _SUMMARY_RANK.match(line.strip()):
+            out.append(line)
+        elif cut > 0 and row < 0:
+            row = len(out)
+            out.append(line[:cut])
+        elif row >= 0 and (cut > 0 or (cut < 0 and line.strip() and not line.lstrip().startswith("#"))):
+            out[row] += " " + (line[:cut] if cut > 0 else line)
+            out.append("")
+            row = row if cut > 0 else -1
+        else:
+            out.append(line)
+    return out
+
+
 def scan(text: str) -> Tuple[List[Test], List[Tuple[List[Test], Optional[Num], int]]]:
     """The tests in text, and the averages printed for several tables at once (mpibench's)."""
     state = State()
     lines = [_TAG.sub(" ", raw) if ">:" in raw else raw for raw in text.splitlines()]
-    for n, line in enumerate(_unlabel(lines), 1):
+    for n, line in enumerate(_rejoin(_unlabel(lines)), 1):
         line = line.strip()
         if not line:
             continue
@@ -422,7 +450,7 @@ def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
     # every rank's line gives the rank count, a pasted tail of them its least
     top = max(lines) + 1 if lines else 1
     lo, hi = float(top), top if set(lines) == set(range(top)) else math.inf
-    for k, at in _ks(rows):
+    for k, at in [] if coll.irregular else _ks(rows):     # alltoallv: size follows no count
         if _spreads(coll):
             if k != int(k) or not lo <= k <= hi:
                 return None, f"line {at}: size / (count x element size) is {k:g}, not the " \

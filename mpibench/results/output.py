@@ -12,7 +12,7 @@ from ..launch import faults
 from ..launch.session import Session
 from ..measure.collectives.base import Collective, Counts
 from ..measure.dtypes import DType
-from . import document, nccltests, tables
+from . import alltoallvtext, document, nccltests, tables
 from .document import now
 from .files import json_parts, render_csv, ResultFile
 from .metrics import MetricsFile
@@ -61,6 +61,8 @@ class RunOutput:
         """Record the row, then print it (nccl-tests' format, or line): what was seen survives a kill."""
         self.record_row(row)
         self.say(tables.row_line(row, self.per_iter) if line is None else line)
+        if line is None and "per_rank_bytes" in row:
+            self.say(*alltoallvtext.summary(row, self.s.hosts, self.doc.get("alltoallv")))
 
     def record_row(self, row: Dict[str, Any]) -> None:
         """Add a row to the document and rewrite the files; print nothing."""

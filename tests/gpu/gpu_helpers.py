@@ -29,7 +29,8 @@ def gpu_count():
 # all_to_all and sendrecv out of place only
 MODES = {"all_reduce": ("in",), "all_gather": ("out", "in"), "reduce_scatter": ("out", "in"),
          "broadcast": ("out", "in"), "reduce": ("in",), "all_to_all": ("out",),
-         "sendrecv": ("out",), "gather": ("out", "in"), "scatter": ("out", "in")}
+         "sendrecv": ("out",), "gather": ("out", "in"), "scatter": ("out", "in"),
+         "alltoallv": ("out",)}
 KEYS = {"out": "out_of_place", "in": "in_place"}
 COLLECTIVES = set(MODES)
 NEEDS_TWO = {"sendrecv"}           # a peer: not run at world size 1

@@ -17,7 +17,7 @@ pytestmark = [needs(1), pytest.mark.usefixtures("procs")]
 
 SMALL = ["-b", "8", "-e", "64K", "-f", "32", "-n", "5", "-w", "1", "--probe-iters", "2"]
 ALL = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all",
-       "gather", "scatter"} | ({"sendrecv"} if NP >= 2 else set())
+       "gather", "scatter", "alltoallv"} | ({"sendrecv"} if NP >= 2 else set())
 
 
 def gpus(args, env=None, timeout=600):

@@ -6,7 +6,7 @@ integer range): a rank's expected output is computed from its own indices alone,
 bounded chunks, never by simulating the other ranks.
 """
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..backends.timing import Call as Call   # re-exported: the collectives bind these
 from ..dtypes import DType
@@ -53,6 +53,7 @@ class Collective:
     chunked = False         # nccl-tests' S is count x n, busbw (n-1)/n: one chunk per rank
     one_sender = False      # only the root's send buffer is an input
     to_each = False         # the sender's chunk j is for rank j
+    irregular = False       # ranks send their peers different counts (size is not count-based)
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
     torch_notes: Dict[Tuple[str, str], str] = {}
@@ -72,6 +73,14 @@ class Collective:
 
     def busbw_factor(self, n: int) -> float:
         return (n - 1) / n if self.chunked else 1.0
+
+    def empty(self, counts: Counts) -> bool:
+        """Whether a row of these counts moves nothing (it is skipped)."""
+        return counts.param == 0
+
+    def per_rank_bytes(self, counts: Counts, elsize: int, n: int) -> Optional[List[Tuple[int, int]]]:
+        """(bytes sent, bytes received) of every rank where ranks differ in them, else None."""
+        return None
 
     # ---- correctness check: fill inputs, then count wrong outputs ----
     def fill(self, send: Tensor, recv: Tensor, ctx: "Ctx") -> None:
@@ -125,8 +134,9 @@ def index(ctx: Ctx, start: int, stop: int) -> Tensor:
 
 # ---------- values for collectives that move data without reducing ----------
 
-def data_values(ctx: Ctx, src: int, i: Tensor, dst: Any = 0) -> Tensor:
-    """Position-sensitive values a rank src sends (dst: for all_to_all, whom to)."""
+def data_values(ctx: Ctx, src: Any, i: Tensor, dst: Any = 0) -> Tensor:
+    """Position-sensitive values a rank src sends (dst: for all_to_all, whom to); src and dst
+    may be tensors of ranks, one per element of i."""
     return (src * 7 + dst * 13 + i + ctx.seed) % ctx.dtype.period
 
 
