@@ -27,8 +27,10 @@ FAST, SLOW = 0.045, 0.180          # seconds per 2 MiB call at 400 and 100 Mbit/
 # ---- pure logic ----
 def test_calls_are_slow_only_beyond_the_limit_and_the_peers_noise():
     assert intermittent.scatter([1.0] * 9 + [2.0]) == 1.0 and intermittent.scatter([1.0] * 5) == 0
-    n = intermittent.noise([[1.0, 1.0, 1.1, 1.0], [1.0, 1.2, 1.0, 1.0], [1.0] * 4])
-    assert n == pytest.approx(0.1)
+    peers = [[1.0, 1.0, 1.1, 1.0], [1.0, 1.6, 1.0, 1.0], [1.0, 1.0, 1.0, 1.5]]
+    assert intermittent.noise(peers, "pair") == pytest.approx(0.5)      # the median scatter
+    assert intermittent.noise(peers[:1], "pair") == intermittent.FLOOR["pair"]     # at least
+    assert intermittent.noise([], "intra") == intermittent.FLOOR["intra"]
     m = intermittent.calls([1.0, 1.2, 1.3, 1.5, 3.0], 1.25, 0.1)
     assert (m["slow"], m["fast"], m["calls"], m["slow_s"]) == (2, 2, 5, [1.5, 3.0])
     assert intermittent.calls([9.0], None, 0)["slow"] == 0
@@ -109,7 +111,7 @@ def test_a_flapping_link_is_intermittent_and_drains_nobody():
     assert re.match(r"# INTERMITTENT h1 rail 0: failed 8 of 20 calls, in 2 of 2 measurements; "
                     r"slow calls 0.012 GB/s, the others 0.047 GB/s \(slowest 0.012, fastest "
                     r"0.047\), spread \+-67%; slow: below min_busbw_GBps 0.0233 \(0.8 x the "
-                    r"median pair of 2, .*\) by more than the peers' noise \(0%\); nobody "
+                    r"median pair of 2, .*\) by more than the peers' noise \(25%\); nobody "
                     r"drained for it$", line), line
     assert "INTERMITTENT rail 0: not drained for it" in judge.hosts["h1"]["reasons"]
 

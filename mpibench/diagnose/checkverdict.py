@@ -226,7 +226,8 @@ class Judge:
         lim = self.limits.get("intra") or relative(self.figures["intra"], "host", "the retest decides")
         self.doc["config"]["thresholds"]["intra"] = lim
         lim_s = intermittent.limit_seconds(lim, self.intra_bytes)
-        self.intra_noise = {h: intermittent.noise([self.intra_times[x][0] for x in recs if x != h])
+        self.intra_noise = {h: intermittent.noise([self.intra_times[x][0] for x in recs if x != h],
+                                                     "intra")
                             for h in recs}
         self.intra_calls = {h: [intermittent.calls(self.intra_times[h][0], lim_s, self.intra_noise[h])]
                             for h in recs}
@@ -362,7 +363,7 @@ class Judge:
             apart = [t for q, ts in self.path_times.items() if not {p[0], p[1]} & {q[0], q[1]}
                      for t in ts]
             others = apart or [t for q, ts in self.path_times.items() if q != p for t in ts]
-            noises[p] = intermittent.noise(others)
+            noises[p] = intermittent.noise(others, "pair")
         return ({p: [intermittent.calls(t, lim_s, noises[p]) for t in ts]
                  for p, ts in self.path_times.items()}, noises)
 
@@ -545,7 +546,7 @@ class Judge:
             lim = {"min_busbw_GBps": RELATIVE * self.job_bytes / mid / 1e9 if mid > 0 else None,
                    "source": f"{RELATIVE:g} x its first measurement's faster quarter"}
         peers = [t for ts in list(self.intra_times.values()) + list(self.path_times.values()) for t in ts]
-        n = intermittent.noise(peers)
+        n = intermittent.noise(peers, "job")
         lim_s = intermittent.limit_seconds(lim, self.job_bytes)
         return [intermittent.calls(t, lim_s, n) for t in self.job_times], n, lim
 
