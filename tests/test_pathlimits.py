@@ -142,7 +142,7 @@ def test_platforms_match_by_model_count_and_hosts():
     two = published.match(entries, published.platform(["NVIDIA B200"], 8, 2), "all_gather")
     assert [e["busbw_GBps"] for e in two] == [250]
     nothing = published.range_text([], published.platform([], 0, 1), "all_reduce")
-    assert nothing.startswith("published: nothing matches 0 x no single GPU model, one host, all_reduce")
+    assert nothing.startswith("published: nothing matches no GPUs, one host, all_reduce")
     assert published.floor(found)["min_busbw_GBps"] == 370.0
 
 
@@ -184,7 +184,7 @@ def test_run_shows_shares_of_the_limit_findings_and_the_published_range(faulty, 
 def test_run_on_this_machine_says_what_is_unknown_and_that_nothing_matches():
     done = mpirun(2, ["run", "--collectives", "all_reduce", "-e", "1K", "-n", "2", "-w", "1"])
     assert done.returncode == 0, show(done)
-    assert "published: nothing matches 0 x no single GPU model, one host, all_reduce" in done.stdout
+    assert "published: nothing matches no GPUs, one host, all_reduce" in done.stdout
     assert ("share of the path's limit: not shown, the limit is unknown" in done.stdout), show(done)
 
 
@@ -229,4 +229,4 @@ def test_check_expect_published_takes_its_floor_from_the_source_and_joins_the_fi
 @pytest.mark.usefixtures("procs")
 def test_check_expect_published_with_nothing_matching_is_one_clear_line():
     done = mpirun(2, ["check", "-b", "1K", "-n", "1", "-w", "0", "--expect", "published"])
-    check_usage_error(done, "--expect published: nothing published matches 0 x no single GPU model", 60)
+    check_usage_error(done, "--expect published: nothing published matches no GPUs, one host", 60)

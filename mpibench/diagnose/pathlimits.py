@@ -142,20 +142,21 @@ def collect(root: str = "/", fake: Optional[str] = None) -> Dict[str, Any]:
     """This host's paths: gpus, nics (each with its PCIe link), unknown (why), intra and inter
     limits ({'GBps', 'name'} or None)."""
     unknown: List[str] = []
-    text, why = hostfacts.tool("gpus", fake)
-    names = {_bus_key(p[2]): p[0] for line in (text or "").splitlines()
-             for p in [[x.strip() for x in line.split(",")]] if len(p) >= 3}
     buses = _pci_devices(root)
     gpu_bus = [b for b in buses if _is_gpu(root, b)]
-    gpu_bus += [b for b in names if b not in gpu_bus and b in buses]
+    # nvidia-smi takes tens of ms to start: asked only where an NVIDIA GPU is on the bus
+    nvidia = any(hostfacts.read_text(os.path.join(root, PCI, b, "vendor")) == GPU_VENDORS[0] for b in gpu_bus)
+    text, why = hostfacts.tool("gpus", fake) if nvidia or fake else (None, None)
+    names = {_bus_key(p[2]): p[0] for line in (text or "").splitlines()
+             for p in [[x.strip() for x in line.split(",")]] if len(p) >= 3}
     nvlinks: Dict[str, Dict[str, Any]] = {}
-    if gpu_bus:
+    if nvidia:
         nv_text, nv_why = hostfacts.tool("nvlink", fake) if why is None else (None, why)
         nvlinks = parse_nvlink(nv_text)
         if nv_why:
             unknown.append(f"NVLink and GPU models: {nv_why}")
     order = list(names)          # nvidia-smi's GPU n is the n-th of its query
-    gpus = [{"bus": b, "name": names.get(b), "pcie": pcie_link(root, b),
+    gpus: List[Dict[str, Any]] = [{"bus": b, "name": names.get(b), "pcie": pcie_link(root, b),
              "nvlink": nvlinks.get(f"GPU {order.index(b)}") if b in order else None}
             for b in gpu_bus]
     nics: List[Dict[str, Any]] = []
@@ -173,7 +174,7 @@ def collect(root: str = "/", fake: Optional[str] = None) -> Dict[str, Any]:
     paths = {n["bus"]: device_path(root, n["bus"]) for n in nics if n["bus"]}
     for g in gpus:
         mine = device_path(root, g["bus"])
-        near = sorted(((closeness(mine, p), n["name"]) for n in nics if (p := paths.get(n["bus"]))),
+        near = sorted(((closeness(mine, route), n["name"]) for n in nics if (route := paths.get(n["bus"]))),
                       key=lambda x: ("PXB", "PHB", "SYS").index(x[0]))
         g["nic"], g["nic_path"] = (near[0][1], near[0][0]) if near else (None, None)
     devices = [x for x in gpus + nics if x.get("bus")]

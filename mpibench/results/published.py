@@ -85,8 +85,11 @@ def match(entries: Sequence[Entry], plat: Dict[str, Any], collective: str) -> Li
 
 
 def platform_text(plat: Dict[str, Any]) -> str:
-    return (f"{plat['gpus_per_host']} x {plat['gpu'] or 'no single GPU model'}, "
-            f"{'one host' if plat['hosts'] == 1 else str(plat['hosts']) + ' hosts'}")
+    """'8 x NVIDIA H100 80GB HBM3, one host'; 'no GPUs, ...'; 'GPUs of several models, ...'."""
+    n = plat["gpus_per_host"]
+    gpus = (f"{n} x {plat['gpu']}" if plat["gpu"] and n else "no GPUs" if not n and not plat["gpu"]
+            else "GPUs of several models or counts")
+    return f"{gpus}, {'one host' if plat['hosts'] == 1 else str(plat['hosts']) + ' hosts'}"
 
 
 def _label(e: Entry) -> str:

@@ -1,9 +1,10 @@
 """What `run` prints around nccl-tests' rows: its header before them, its summary after."""
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tabulate import tabulate
 
 from ..launch import torchenv
+from ..launch.slurm import compress_hostlist
 from ..measure import launchcost
 from ..measure.backends.torchdist import TorchBackend
 from ..measure.engine import Plan
@@ -176,11 +177,15 @@ def path_header(out: RunOutput, paths: Dict[str, Any], pub: Optional[Dict[str, A
     """Each host's path limits (inside the host, between hosts), what is unknown and why, the
     links below their rating (diagnose/pathlimits.py's section); the platform published figures
     are matched to."""
+    alike: Dict[str, List[str]] = {}          # hosts with the same limits share a line
     for host, p in paths["hosts"].items():
         sides = [f"{what} " + (f"{lim['name']} = {lim['GBps']:.1f} GB/s" if lim else "unknown")
                  for what, lim in (("inside the host", p["intra"]), ("between hosts", p["inter"]))]
-        out.say(f"# path limits {host} (each way, per GPU inside, per host between): " + ", ".join(sides)
-                + "".join(f"; unknown: {u}" for u in p["unknown"]))
+        text = ", ".join(sides) + "".join(f"; unknown: {u}" for u in p["unknown"])
+        alike.setdefault(text, []).append(host)
+    for text, hosts in alike.items():
+        out.say(f"# path limits {compress_hostlist(hosts)} (each way, per GPU inside, per host between): "
+                + text)
     out.say(*(f"# {f['host']}: {'ERROR ' if f['severity'] == 'error' else 'WARNING '}{f['text']}"
               for f in paths["findings"]))
     out.set(path_limits=paths)

@@ -136,7 +136,7 @@ def path_limit_lines(doc: Dict[str, Any]) -> List[str]:
 
 def _share(x: float) -> str:
     """A share as a percentage, two digits where it is below 1% (small sizes, CPUs)."""
-    return f"{x:.0%}" if x >= 0.01 else f"{100 * x:.2g}%"
+    return f"{x:.0%}" if x >= 0.01 else f"{100 * x:.2f}%" if x >= 1e-4 else "<0.01%"
 
 
 def published_lines(doc: Dict[str, Any]) -> List[str]:
