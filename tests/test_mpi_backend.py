@@ -27,7 +27,7 @@ def test_every_dtype_and_op_checks_clean(tmp_path, np):
     assert {row["type"] for row in rows} == MPI_DTYPES
     assert {row["collective"] for row in rows} == {"all_reduce", "all_gather", "reduce_scatter",
                                                    "broadcast", "reduce", "all_to_all", "sendrecv",
-                                                   "gather", "scatter"}
+                                                   "gather", "scatter", "alltoallv"}
     assert {row["redop"] for row in rows if row["collective"] == "all_reduce"} == \
         {"sum", "prod", "min", "max"}
     # MPI's all_reduce and reduce run out of place too; its reduce_scatter in place does not.

@@ -151,7 +151,7 @@ def test_printed_output_of_every_collective_reads_back(tmp_path):
     printed, saved = reader.load(str(text)), json.loads(path.read_text())
     assert {r["collective"] for r in saved["results"]} == {
         "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all",
-        "sendrecv", "gather", "scatter"}
+        "sendrecv", "gather", "scatter", "alltoallv"}
     assert len(printed["results"]) == len(saved["results"]), show(done)
     for p, s in zip(printed["results"], saved["results"]):
         assert [p[k] for k in ("collective", "size", "count", "type", "redop", "root")] == \
@@ -171,7 +171,7 @@ def test_printed_output_of_every_collective_reads_back(tmp_path):
     # the header lines nccl-tests' tools look for
     lines = done.stdout.splitlines()
     assert re.match(r"# mpibench version \S+ torch \S+ nccl-library=none$", lines[0]), lines[0]
-    assert sum(line.startswith("# Collective test starting: ") for line in lines) == 9
+    assert sum(line.startswith("# Collective test starting: ") for line in lines) == 10
     assert len([line for line in lines if re.match(r"#  Rank +\d+ Group +0 Pid +\d+ on ", line)]) == 2
     report = lone(["report", str(text)])
     assert report.returncode == 0, show(report)

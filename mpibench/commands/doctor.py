@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from ..diagnose import findings, hostfacts, nccllog, ncclprobe, pathlimits
+from ..diagnose import findings, hostfacts, nccldiag, nccllog, ncclprobe, pathlimits
 from ..launch import bootstrap, faults
 from ..results import doctortext as text
 from ..results.numbers import counted, plural
@@ -58,6 +58,10 @@ def execute(session, args):
     text.transports(out, transports["skipped"], pairs, transports["errors"], session.size)
     if pairs is not None:
         found += findings.transport_findings(pairs, per_host)
+    diag = transports["diagnostics"]
+    lines = nccldiag.parse("\n".join(transports["outputs"])) if diag["run"] else []
+    text.diagnostics(out, diag, lines)
+    found += nccldiag.findings(lines, transports["where"])
     severity = [f.severity == findings.ERROR for f in found]
     text.findings(out, found, severity)
     errors = sum(severity)
@@ -67,7 +71,9 @@ def execute(session, args):
                                  for f in found],
                     "nccl_transports": None if pairs is None else
                     [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
-                    "nccl_check": {k: v for k, v in transports.items() if k != "logs"}})
+                    "nccl_diagnostics": dict(diag, lines=[vars(x) for x in lines]),
+                    "nccl_check": {k: v for k, v in transports.items()
+                                   if k not in ("logs", "outputs", "diagnostics")}})
     out.finish()
     return guard.verdict(session, _failure(transports["errors"], errors))
 
@@ -86,21 +92,26 @@ def _failure(not_run, errors):
 
 def nccl_check(session, args):
     """Every rank: a fresh process runs a short NCCL all_reduce with NCCL_DEBUG=INFO into
-    its own log file. Returns {'skipped': why or None, 'logs': [text per rank] (rank 0),
-    'errors': [why the check failed to run, per failing rank] (every rank)}."""
-    empty = {"skipped": None, "logs": [], "errors": []}
+    its own log file, and with NCCL 2.31's diagnostics on where every rank has it. Returns
+    {'skipped': why or None, 'logs': [text per rank], 'outputs': [stdout per rank] (rank 0),
+    'errors': [why the check failed to run, per failing rank] (every rank), 'where': [(host,
+    CUDA device) per rank], 'diagnostics': {'run': bool, 'why': why not, 'nccl': versions}}."""
+    versions = session.comm.allgather(_nccl_version(args))
+    diag = _diagnostics(versions)
+    empty = {"skipped": None, "logs": [], "outputs": [], "errors": [], "where": [], "diagnostics": diag}
     bad = [(r, why) for r, why in enumerate(session.comm.allgather(_cannot_check(session, args)))
            if why]
     if bad:
         r, why = bad[0]
         where = "" if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): "
-        return dict(empty, skipped=where + why)
+        return dict(empty, skipped=where + why, diagnostics=_not_run(diag, where + why))
     planted = faults.get("ncclcheck", session.rank)     # test switch: the GPUs this rank sees
     gpus = None if planted is None else (planted.split("/") if planted else [f"gpu-{session.rank}"])
     device, why = bootstrap.gpu_index(session, os.environ, gpus)
     whys = [w for w in session.comm.allgather(why) if w]
     if whys:
-        return dict(empty, skipped=whys[0])
+        return dict(empty, skipped=whys[0], diagnostics=_not_run(diag, whys[0]))
+    placed = session.comm.allgather((session.hostname, device))
     # rank 0 serves the probes' rendezvous; each rank's probe process joins it
     store, addr, port = bootstrap.rank0_store(
         session, os.environ, datetime.timedelta(seconds=args.nccl_timeout), join=False)
@@ -110,7 +121,8 @@ def nccl_check(session, args):
         log = os.path.join(folder, "nccl.log")
         env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
                    MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {device}",
-                   MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout))
+                   MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout),
+                   **(nccldiag.VARIABLES if diag["run"] else {}))
         try:
             done = subprocess.run([sys.executable, "-m", ncclprobe.__name__], env=env,
                                   capture_output=True, text=True, timeout=args.nccl_timeout + 30)
@@ -118,8 +130,10 @@ def nccl_check(session, args):
                 tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
                 error = (f"the NCCL check failed on rank {session.rank} ({session.hostname}), exit "
                          f"{done.returncode}: {tail}")
-        except subprocess.TimeoutExpired:
+            said = done.stdout
+        except subprocess.TimeoutExpired as exc:
             error = f"the NCCL check did not finish on rank {session.rank} ({session.hostname})"
+            said = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
         try:
             text = pathlib.Path(log).read_text(errors="replace")
         except OSError:
@@ -127,9 +141,39 @@ def nccl_check(session, args):
     finally:    # not TemporaryDirectory: its ignore_cleanup_errors needs Python 3.10
         shutil.rmtree(folder, ignore_errors=True)
     logs = session.comm.gather(text, root=0) or []      # [] but on rank 0
+    outputs = session.comm.gather(said, root=0) or []
     errors = [e for e in session.comm.allgather(error) if e]
     del store
-    return dict(empty, logs=logs, errors=errors)
+    return dict(empty, logs=logs, outputs=outputs, errors=errors, where=placed)
+
+
+def _nccl_version(args):
+    """This rank's NCCL as torch reports it (a tuple), or None: none, or --no-nccl."""
+    if args.no_nccl:
+        return None
+    try:
+        import torch
+        version = torch.cuda.nccl.version()
+    except Exception:               # a CPU build of torch has no NCCL to ask
+        return None
+    return tuple(version) if isinstance(version, tuple) else None
+
+
+def _diagnostics(versions):
+    """Whether NCCL's own diagnostics run: every rank has NCCL >= 2.31."""
+    known = sorted({nccldiag.version_text(v) for v in versions})
+    need = f"NCCL's diagnostics (NCCL_RUN_RAS_DIAGNOSTICS, NCCL_RUN_DIAGNOSTICS) need NCCL >= " \
+           f"{'.'.join(map(str, nccldiag.MIN_VERSION))}"
+    if all(nccldiag.version_ok(v) for v in versions):
+        return {"run": True, "why": None, "nccl": known}
+    return {"run": False, "why": f"{need}; this job's: {', '.join(known)}", "nccl": known}
+
+
+def _not_run(diag, why):
+    """The diagnostics' state when the whole NCCL check does not run."""
+    if not diag["run"]:
+        return dict(diag, why=f"{diag['why']}; the NCCL check did not run either ({why})")
+    return dict(diag, run=False, why=f"the NCCL check did not run ({why})")
 
 
 def _cannot_check(session, args):

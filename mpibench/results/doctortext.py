@@ -108,3 +108,14 @@ def findings(out: RunOutput, found: Sequence[Tuple[Optional[str], str]], error: 
         out.say(f"#\n# {counted(errors, 'problem')} that {plural(errors, 'breaks', 'break')} runs (ERROR), "
                 f"{counted(len(found) - errors, 'warning')}" + ("; exit 1" if errors else ""))
 
+
+
+def diagnostics(out: RunOutput, diag: Mapping[str, Any], lines: Sequence[Any]) -> None:
+    """NCCL's own diagnostics (NCCL >= 2.31): the lines it printed, or why they did not run."""
+    out.say("#\n# NCCL diagnostics (NCCL_RUN_RAS_DIAGNOSTICS=1, NCCL_RUN_DIAGNOSTICS=1):")
+    if not diag["run"]:
+        out.say(f"#   not run: {diag['why']}")
+        return
+    if not lines:
+        out.say("#   NCCL printed no NCCL DIAG line")
+    out.say(*(f"#   [{x.level}] {x.check}: {x.text}" for x in lines))

@@ -532,8 +532,9 @@ def resolve(test: Test, hint: Optional[str], source: Optional[Path]) -> Tuple[st
             raise Unreadable(f"the table at line {test.line} is not {coll} "
                              f"(named by {how}): {why}")
         return coll, _exact(span), how
+    # alltoallv only by name: its rows fit every alltoall's, it fits no rows of its own
     fits = {c.name: span for c in REGISTRY.values()
-            if (span := ranks_for(c, rows, layout, lines)[0]) is not None}
+            if not c.irregular and (span := ranks_for(c, rows, layout, lines)[0]) is not None}
     how = "its rows (redop, root, size / count, busbw / algbw)"
     modes, groups = [r.modes for r in rows], layout[1]
     # in-place #wrong N/A on every row and out of place checked: one of _IN_PLACE_UNCHECKED
