@@ -121,6 +121,8 @@ def test_predict_prints_regime_change_and_declines_same_pair_sendrecv(tmp_path):
     done = lone(["predict", *files[:2], "--hosts", "8", "--measured", files[2]])
     assert done.returncode == 0, show(done)
     assert "sendrecv from two counts" in done.stdout, show(done)
+    assert "# no held-out check: two counts (2 nodes, 4 nodes) cannot test their own trend" \
+        in done.stdout, show(done)
     assert re.search(r", 0 rows, 0 of 0 inside the interval, \d+ more not predicted|no rows predicted",
                      done.stdout), show(done)
 

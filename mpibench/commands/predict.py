@@ -254,6 +254,8 @@ def _group(group, pts, checked, target, g, flat, model, tier):
     if res.check:
         c = res.check
         predicttext.held_out(_at(c.held, g, flat), c.error, c.rows, c.held_ok, c.rms)
+    elif len(ns) == 2 and target > ns[-1] and not tier:
+        predicttext.unchecked(_at(ns[0], g, flat), _at(ns[1], g, flat))
     if res.regime:
         predicttext.regime(*(_at(n, g, flat) for n in res.regime), res.check.error, res.check.rms)
     factor = extrapolate.bus_bytes(coll, 1.0, target)

@@ -41,6 +41,12 @@ def held_out(where: str, error: float, rows: int, ok: int, rms: float) -> None:
           f"not predicted")
 
 
+def unchecked(smaller: str, largest: str) -> None:
+    print(f"# no held-out check: two counts ({smaller}, {largest}) cannot test their own trend, and a "
+          f"change of regime beyond {largest} (a drop at the next switch tier) would not show in them; "
+          f"give a third count or --topology")
+
+
 def regime(before: str, after: str, error: float, rms: float) -> None:
     print(f"# regime change between {before} and {after}: the held-out miss ({error:.1%}) is well "
           f"beyond the fit's residuals (rms {rms:.1%}): predicting from {after} alone (its bus "
