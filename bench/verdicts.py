@@ -37,6 +37,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from statistics import median
@@ -44,7 +45,7 @@ from statistics import median
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "tests"), os.path.join(HERE, "..", "launch")]
 from launch_helpers import RATE, check_on_hosts  # noqa: E402
-from fakecluster import FakeCluster, Flapper, rate_bits, split_leaves  # noqa: E402
+from fakecluster import FakeCluster, rate_bits, split_leaves  # noqa: E402
 
 KINDS = ("healthy", "host", "rail", "uplink", "inside", "flap2", "flap10")
 STEADY = ("host", "rail", "uplink", "inside")
@@ -126,10 +127,29 @@ def scenario(kind, severity, rng, load):
     return s
 
 
-def flapper(cluster, host, period, slow_first):
+class Flapper:
     """One host link's tc rate switched between the rate and a quarter of it every period s."""
-    quarter = f"{rate_bits(RATE) / 4 / 1e6:.0f}mbit"
-    return Flapper(cluster, host, [quarter, RATE] if slow_first else [RATE, quarter], period)
+
+    def __init__(self, cluster, host, period, slow_first):
+        quarter = f"{rate_bits(RATE) / 4 / 1e6:.0f}mbit"
+        self.c, self.host, self.period = cluster, host, period
+        self.rates = [quarter, RATE] if slow_first else [RATE, quarter]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        k = 0
+        while not self.stop.wait(self.period if k else 0):
+            self.c.set_rate(self.host, self.rates[k % 2])
+            k += 1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
 
 
 @contextmanager
@@ -161,7 +181,7 @@ def run_one(s, args, tmp):
         spec = ",".join(f"{h}:{s['ppn']}" for h in c.hosts)
         if s["load"]:
             load = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        flap = flapper(c, *s["flap"]) if s["flap"] else None
+        flap = Flapper(c, s["flap"][0], s["flap"][1], s["flap"][2]) if s["flap"] else None
         t0 = time.perf_counter()
         try:
             if flap:

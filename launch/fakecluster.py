@@ -549,30 +549,6 @@ def split_leaves(names: list[str], count: int) -> dict[str, list[str]]:
     return out
 
 
-class Flapper:
-    """One host link's tc rate switched between two rates every period seconds, beside a job
-    (a link that flaps); a context manager: it starts on entry and stops on exit."""
-
-    def __init__(self, cluster: "FakeCluster", host: str, rates: list[str], period: float):
-        self.c, self.host, self.rates, self.period = cluster, host, rates, period
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        k = 0
-        while not self.stop.wait(self.period if k else 0):
-            self.c.set_rate(self.host, self.rates[k % 2])
-            k += 1
-
-    def __enter__(self) -> "Flapper":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

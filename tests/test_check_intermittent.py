@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -16,7 +17,7 @@ from mpibench.diagnose import checkverdict, fabricplan, intermittent, tomography
 from mpibench.results import checktext, metrics
 
 from launch_helpers import RATE, QUARTER, check_on_hosts
-from fakecluster import FakeCluster, Flapper, rate_bits  # noqa: E402
+from fakecluster import FakeCluster, rate_bits  # noqa: E402
 
 needs_hosts = pytest.mark.usefixtures("hosts")
 SIZE = 1 << 21
@@ -210,6 +211,29 @@ def _run(tmp_path, cluster, extra_env=None, ppn=1, floor=True):
                                        "--json", out], extra_env, timeout=240)
     doc = json.loads(out.read_text())["check"] if out.exists() else None
     return r, doc
+
+
+class Flapper:
+    """Switches one host link's tc rate between two rates every period seconds, beside the job."""
+
+    def __init__(self, cluster, host, rates, period):
+        self.c, self.host, self.rates, self.period = cluster, host, rates, period
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        k = 0
+        while not self.stop.wait(self.period if k else 0):
+            self.c.set_rate(self.host, self.rates[k % 2])
+            k += 1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
 
 
 @needs_hosts
