@@ -368,15 +368,6 @@ class FakeCluster:
         _sh(["ip", "netns", "add", ns])
         self._made.append(ns)
 
-    def set_rate(self, host: str, rate: str, iface: str = "eth0") -> None:
-        """Change one host link's tc rate, both directions, while the cluster runs (a link
-        that flaps: a test switches it back and forth beside the job)."""
-        i, r = self.hosts.index(host), self.ifaces.index(iface)
-        port = f"port{i + 1}" if r == 0 else f"p{r}x{i + 1}"
-        self._shape(self.netns(host), iface, rate)
-        self._shape(self.netns(self.switch_name), port, rate)
-        self.port_rates[(host, iface)] = rate
-
     @staticmethod
     def _shape(ns: str, dev: str, rate: str) -> None:
         bps = rate_bits(rate)

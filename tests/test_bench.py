@@ -31,8 +31,7 @@ SCRIPTS = {
     "verify_hosts.py": ([PYTHON], r"^# 2 rounds, 3 iterations after 1 warm-up$"),
     "results_io.py": ([PYTHON], r"^\s+100\s+2\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s"),
     "verify_alarms.py": ([PYTHON], r"^# correct harness: exit 1 in 0 of 1 runs"),
-    "verdicts.py": ([PYTHON], r"^\| host \| 0\.5 \| 1 \| \d \| [\d.]+ \([\d.]+-[\d.]+\) \| \d+ \| "
-                              r"\d+ of \d+ \(<= [\d.]+\) \| \d+ \| \d+ \| [\d.]+, [\d.]+ \| [\d.]+ \|$"),
+    "verdicts.py": ([PYTHON], r"^\| host \| 1 \| \d+ \| \d \| \d \| \d+ \| \d+ \| [\d.]+, [\d.]+ \|$"),
     "path_facts.py": ([PYTHON], r"^fabricated 8 x H100, 4 NICs\s+[\d.]+\s+[\d.]+$"),
 }
 ON_HOSTS = {"predict_scaling.py", "train_hosts.py", "verify_hosts.py", "verdicts.py"}
@@ -69,21 +68,3 @@ def quick(script):
     assert re.search(table, done.stdout, re.M), show(done)
     assert "Traceback" not in done.stderr, show(done)
     print(f"{script} --quick: {done.elapsed:.1f} s")
-
-
-def test_clopper_pearson_intervals_are_the_exact_ones():
-    import verdicts
-    cp = verdicts.clopper_pearson
-    assert cp(0, 50)[0] == 0 and cp(0, 50)[1] == pytest.approx(1 - 0.025 ** (1 / 50), abs=1e-9)
-    assert cp(20, 20)[1] == 1 and cp(20, 20)[0] == pytest.approx(0.025 ** (1 / 20), abs=1e-9)
-    lo, hi = cp(5, 10)          # the beta quantiles B(0.025; 5, 6) and B(0.975; 6, 5)
-    assert (round(lo, 4), round(hi, 4)) == (0.1871, 0.8129)
-    lo, hi = cp(19, 20)
-    assert (round(lo, 4), round(hi, 4)) == (0.7513, 0.9987)
-    assert cp(0, 0) == (0.0, 1.0)
-    # the interval narrows with n and always holds the observed share
-    for n in (5, 20, 80):
-        for k in range(n + 1):
-            lo, hi = cp(k, n)
-            assert lo <= k / n <= hi
-    assert cp(10, 20)[1] - cp(10, 20)[0] > cp(40, 80)[1] - cp(40, 80)[0]

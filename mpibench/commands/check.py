@@ -129,7 +129,7 @@ def execute(session, args):
     gathered = session.comm.gather(job(args, "the whole job"), root=0)
     if report:
         report.job(gathered)
-    if session.comm.bcast(bool(report and report.judge.job_again()), root=0):
+    if session.comm.bcast(bool(report and report.judge.job_failed), root=0):
         gathered = session.comm.gather(job(args, "the whole job, again"), root=0)
         if report:
             report.say_retest(3, [report.judge.job_retest(gathered)])
@@ -238,11 +238,9 @@ def _collective(session, backend, coll, size, n, group, where):
         session.watch.arm(f"check: {coll.name} {where}")
         engine.plan.warmup = args.warmup
         seconds, each = engine.time_calls(call, args.iters, barrier)
-        test = "job" if group is None else "intra"
-        slow, flap = faults.slowdown(session.rank, test, next(calls) == 0), faults.flap(session.rank, test)
-        each = [t * slow * (flap if i % 2 else 1.0) for i, t in enumerate(each)]
-        return {"host": session.hostname, "seconds": seconds * slow if flap == 1.0 else sum(each) / len(each),
-                "times": each, "bw_bytes": coll.bw_bytes(c, DTYPE.size, n),
+        slow = faults.slowdown(session.rank, "job" if group is None else "intra", next(calls) == 0)
+        return {"host": session.hostname, "seconds": seconds * slow,
+                "times": [t * slow for t in each], "bw_bytes": coll.bw_bytes(c, DTYPE.size, n),
                 "factor": coll.busbw_factor(n), "count": c.param,
                 "size": max(c.send, c.recv) * DTYPE.size, "mode": MODE_KEYS[mode]}
     return timed
@@ -284,19 +282,7 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
     rounds = fabricplan.FabricRounds(fabric) if report else None
     reader_rank = session.local_rank == 0
     calls = count()                 # test-only: slowonce stretches the first round's times alone
-    def plan():
-        """Rank 0: (the next round's pairs, whether a pause comes first), or None when done."""
-        if todo := rounds.next_round():
-            return todo, False
-        if extra := report.judge.pair_extra(fabric, rounds.verdict()):
-            rounds.add_round(extra)
-            return extra, True
-        return None
-    while step := session.comm.bcast(plan() if rounds else None, root=0):
-        todo, pause = step
-        if pause:       # a link slow in one measurement, or named: followed a while longer
-            session.watch.arm("check: a pause before a pair round on links with slow calls")
-            time.sleep(checkverdict.EXTRA_PAUSE)
+    while todo := session.comm.bcast(rounds.next_round() if rounds else None, root=0):
         ranks = [(members[names[a]][i], members[names[b]][i])
                  for a, b in todo for i in range(len(members[names[a]]))]
         session.watch.arm(f"check: round of {len(todo)} host pairs x {len(ranks) // len(todo)} rails")
@@ -391,7 +377,7 @@ class Report:
         failing, hostlist = self.judge.failing()
         self.say(*checktext.verdict_lines(len(self.names), self.judge.counter_warnings() + links,
                                           doc.get("transient", []), failing, hostlist,
-                                          doc.get("suspects", []), doc.get("intermittent", [])))
+                                          doc.get("suspects", [])))
         self.out.set()
         self.out.finish()
         return self.judge.failure()

@@ -12,7 +12,7 @@ from ..measure.iterstats import slowest, spread_pct
 from ..results import numbers
 from ..results.checktext import bw, limit_text, retest_text, spread_text
 from ..results.document import finite, parse
-from . import hostfacts, intermittent, pairs
+from . import hostfacts, pairs
 
 TESTS = ("intra", "pair", "job")
 LIMITS = ("min_busbw_GBps", "max_latency_us")
@@ -20,8 +20,6 @@ RELATIVE = 0.8          # relative mode: fail below this share of the median hos
 RETESTS = 4        # suspect hosts measured again alone, one at a time; any more together
 ROUNDS = 3         # a suspect host is condemned when it misses in each of this many retests,
 PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine lasts about one
-EXTRA = 2          # pair rounds after the plan's, on links with slow calls not yet decided
-EXTRA_PAUSE = 2.0  # seconds before each: with the rounds, a fault is followed over ~8 s
 MOVED = "; counters moved: "
 
 
@@ -152,17 +150,6 @@ def joint(recs):
                        times=slowest([r["times"] for r in recs]) if recs[0].get("times") else None))
 
 
-def _times(gathered, host):
-    """Each call's seconds of host's ranks timed together: the slowest rank's."""
-    return fig_times([r for r in gathered if r and r["host"] == host])
-
-
-def fig_times(gathered):
-    """Each call's seconds of ranks timed together: the slowest rank's ([] when not timed)."""
-    recs = [r for r in gathered if r and r.get("times")]
-    return slowest([r["times"] for r in recs]) if recs else []
-
-
 def per_host(gathered):
     """{host: joint figure of its ranks} from the records of the ranks that took part."""
     by = {}
@@ -203,45 +190,23 @@ class Judge:
         self.figures = {"intra": [], "pair": [], "job": []}
         self.doc = {"config": dict(config, thresholds={t: limits.get(t) for t in TESTS}),
                     "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
-                    "figures": self.figures, "intra_retest": [], "transient": [],
-                    "intermittent": []}
+                    "figures": self.figures, "intra_retest": [], "transient": []}
         self.pair_limit = limits.get("pair")
         self.job_failed = None
         self.suspects = {}        # host: why it missed inside the host at first
         self.pending = {}         # suspect: its misses in the retests so far (None: passed)
-        self.intra_times = {}     # host: [each call's seconds] per measurement inside it
-        self.path_times = {}      # (a, b, rail): [each call's seconds] per measurement
-        self.job_times = []       # the whole job's, per measurement
-        self.extra = 0            # pair rounds added after the plan's
-        self.retested = set()     # links measured again in them
 
     def intra(self, gathered):
         """Test 1: each host's figure against its floor (a host below is a suspect); the busbws."""
-        recs = per_host(gathered)
-        for h, fig in recs.items():
+        for h, fig in per_host(gathered).items():
             self.hosts[h]["intra"] = fig
-        self.intra_times = {h: [_times(gathered, h)] for h in recs}
-        self.intra_bytes = next(r["bw_bytes"] for r in gathered if r)
         self.figures["intra"] = [self.hosts[h]["intra"]["busbw_GBps"] for h in self.names]
         lim = self.limits.get("intra") or relative(self.figures["intra"], "host", "the retest decides")
         self.doc["config"]["thresholds"]["intra"] = lim
-        lim_s = intermittent.limit_seconds(lim, self.intra_bytes)
-        self.intra_noise = {h: intermittent.noise([self.intra_times[x][0] for x in recs if x != h],
-                                                     "intra")
-                            for h in recs}
-        self.intra_calls = {h: [intermittent.calls(self.intra_times[h][0], lim_s, self.intra_noise[h])]
-                            for h in recs}
         self.suspects = {h: why for h in self.names
-                         for why in [reason(self.hosts[h]["intra"], lim) or self._slow_calls(h, lim)]
-                         if why}
+                         for why in [reason(self.hosts[h]["intra"], lim)] if why}
         self.pending = {h: [] for h in self.suspects}
         return self.figures["intra"]
-
-    def _slow_calls(self, h, lim):
-        """Why a host that met its floor is measured again: calls beyond it and its peers' noise."""
-        m, n = self.intra_calls[h][0], self.intra_noise[h]
-        return (f"{m['slow']} of {m['calls']} calls below {limit_text(lim)} by more than the other "
-                f"hosts' noise ({n * 100:.0f}%)") if m["slow"] and m["fast"] else None
 
     def intra_retests(self):
         """The next retest round's steps, each the hosts tested while the others wait: with a
@@ -261,44 +226,26 @@ class Judge:
         """One retest round's records (per step, every rank's or None), settled; a line per step."""
         figs = [per_host(g) for g in found]
         lim, lines = self.doc["config"]["thresholds"]["intra"], []
-        alone = 0.0                 # the reference's own scatter alone, where it was measured
         if steps[0][0] not in self.suspects:          # the reference, measured alone
             ref, f = steps[0][0], figs[0][steps[0][0]]
-            alone = intermittent.scatter(_times(found[0], ref))
             lim = {"min_busbw_GBps": RELATIVE * f["busbw_GBps"],
                    "source": f"{RELATIVE:g} x {ref} alone"}
             lines.append(retest_text(f"{ref} alone", f, None, "the reference"))
         self.doc["intra_retest"].append({"threshold": lim, "steps": steps, "figures": figs})
         last = len(self.doc["intra_retest"]) == ROUNDS
-        for hosts, per, g in zip(steps, figs, found):
+        for hosts, per in zip(steps, figs):
             for h in (x for x in hosts if x in self.pending):
                 how = "alone" if len(hosts) == 1 else f"with {len(hosts) - 1} other suspects"
                 self.hosts[h].setdefault("intra_retest", []).append(per[h])
-                self.intra_times[h].append(_times(g, h))
-                self.intra_calls[h].append(intermittent.calls(
-                    self.intra_times[h][-1], intermittent.limit_seconds(lim, self.intra_bytes),
-                    max(self.intra_noise[h], alone)))
                 lines.append(self._settle(f"{h} inside the host", f"{h} {how}", f", {how}",
                                           self.suspects[h], per[h], lim, self.pending[h], last))
         for h in list(self.pending):
             if not self.pending[h][-1]:               # settled as transient
                 del self.pending[h]
-                self._intra_intermittent(h, lim)
             elif last:
                 self._fail(h, f"inside the host: {self.suspects[h]}; "
                               + "; ".join(self.pending.pop(h)))
         return lines
-
-    def _intra_intermittent(self, h, lim):
-        """A settled suspect whose measurements had slow calls twice or more, and fast ones:
-        INTERMITTENT, said as such in place of transient (nobody drained for it)."""
-        if intermittent.classify(self.intra_calls[h]) != "intermittent":
-            return
-        what = f"{h} inside the host"
-        self.doc["transient"] = [t for t in self.doc["transient"] if t["what"] != what]
-        self.doc["intermittent"].append(intermittent.record(
-            what, "intra", self.intra_times[h], self.intra_calls[h], self.intra_noise[h] * 100,
-            self.intra_bytes, lim))
 
     def _settle(self, what, where, how, first, fig, lim, misses, last):
         """One retest's line: a miss beyond the spread is appended to misses, else None (transient)."""
@@ -323,8 +270,6 @@ class Judge:
                     for i in range(self.ppn)]
             figs[(a, b)] = [figure({"bw_bytes": self.size, "seconds": median(each), "times": each,
                                     "factor": 1}) for each in ends]
-            for i, each in enumerate(ends):
-                self.path_times.setdefault((a, b, i), []).append(list(each))
         if self.pair_limit is None:       # relative: the first round sets the reference
             self.pair_limit = relative(
                 [f["busbw_GBps"] for per in figs.values() for f in per],
@@ -353,64 +298,6 @@ class Judge:
             self.figures["pair"].append(f["busbw_GBps"])
         return oks
 
-    def _path_calls(self):
-        """{path: [calls() of each measurement]}, against the pair limit and, for each path,
-        the noise of the paths that share no host with it (else of every other path); and
-        {path: that noise}."""
-        lim_s = intermittent.limit_seconds(self.pair_limit, self.size)
-        noises = {}
-        for p in self.path_times:
-            apart = [t for q, ts in self.path_times.items() if not {p[0], p[1]} & {q[0], q[1]}
-                     for t in ts]
-            others = apart or [t for q, ts in self.path_times.items() if q != p for t in ts]
-            noises[p] = intermittent.noise(others, "pair")
-        return ({p: [intermittent.calls(t, lim_s, noises[p]) for t in ts]
-                 for p, ts in self.path_times.items()}, noises)
-
-    def _link_classes(self, fabric):
-        """(measured, noises, blame, {link blamed for slow calls: its class over every
-        measurement of the paths through it})."""
-        measured, noises = self._path_calls()
-        blamed = intermittent.blame(measured, lambda p: fabric.path(*p))
-        links = blamed["named"] + [x for t in blamed["ties"] for x in t]
-        return measured, noises, blamed, {x: intermittent.classify(
-            [m for p, ms in measured.items() if x in fabric.path(*p) for m in ms]) for x in links}
-
-    def pair_extra(self, fabric, verdict):
-        """The host pairs of one more round (every rail), EXTRA at most, or []: for each link
-        with slow calls not yet decided (in one measurement only), or that the verdict names
-        and no later measurement has confirmed, a path through it again; a host's link with a
-        host it has not met where one is free (which of the two is slow, that decides)."""
-        if self.extra >= EXTRA or self.pair_limit is None:
-            return []
-        measured, _, _, classes = self._link_classes(fabric)
-        # a link seen slow once is measured once more; one the verdict names, EXTRA times
-        todo = [x for x, c in classes.items() if c == "once" and x not in self.retested] + [
-            x for x in verdict["named"] if classes.get(x) != "intermittent"]
-        self.retested.update(todo)
-        busy, out = set(), []
-        met = {}
-        for a, b, _ in self.path_times:
-            met[(a, b)] = met.get((a, b), 0) + 1
-        for x in dict.fromkeys(todo):
-            if x[0] == "nic":
-                h = x[1]
-                if h in busy:
-                    continue
-                free = [b for b in range(fabric.n) if b != h and b not in busy]
-                free.sort(key=lambda b: (met.get(tuple(sorted((h, b))), 0), b))
-                pair = tuple(sorted((h, free[0]))) if free else None
-            else:
-                paths = sorted((p for p in measured if x in fabric.path(*p)
-                                and p[0] not in busy and p[1] not in busy),
-                               key=lambda p: -sum(m["slow"] for m in measured[p]))
-                pair = paths[0][:2] if paths else None
-            if pair:
-                out.append(pair)
-                busy.update(pair)
-        self.extra += bool(out)
-        return out
-
     def moved(self, host, ports=None, lead=""):
         """lead and a host's counter changes over every round on ports (None: all), rises summed; or ''."""
         out, sums = [], {}          # a counter's rises summed where it first rose
@@ -432,42 +319,8 @@ class Judge:
                          for p in self.hosts[host]["pairs"]
                          if not p["passed"] and (rail is None or p["rail"] == rail))
 
-    def _pair_intermittent(self, verdict, fabric):
-        """The links whose paths had slow calls in two measurements or more, and fast calls
-        (INTERMITTENT, recorded); the verdict without them (they drain nobody)."""
-        if self.pair_limit is None:
-            return verdict
-        measured, noises, blamed, classes = self._link_classes(fabric)
-        flaky = {x for x, c in classes.items() if c == "intermittent"}
-        groups = [[x] for x in blamed["named"] if x in flaky] + [
-            t for t in blamed["ties"] if set(t) <= flaky]
-        for group in groups:
-            paths = [p for p in self.path_times if group[0] in fabric.path(*p)]
-            names = [fabric.name(x) for x in group]
-            self.doc["intermittent"].append(intermittent.record(
-                " or ".join(names) + (" (a tie: every path with slow calls crosses each)"
-                                      if len(group) > 1 else ""),
-                "pair", [t for p in paths for t in self.path_times[p]],
-                [m for p in paths for m in measured[p]], median(noises[p] for p in paths) * 100,
-                self.size, self.pair_limit))
-            if len(group) == 1 and group[0][0] == "nic":
-                self.hosts[fabric.names[group[0][1]]]["reasons"].append(
-                    f"INTERMITTENT rail {group[0][2]}: not drained for it")
-        flaky = {x for g in groups for x in g}
-
-        def clear(path):
-            return not flaky & set(fabric.path(*path))
-        named = [x for x in verdict["named"] if x not in flaky]
-        nics = {x[1] for x in flaky if x[0] == "nic"}
-        return dict(verdict, named=named, failed_hosts=[h for h in verdict["failed_hosts"] if h not in nics],
-                    ties=[t for t in verdict["ties"] if not flaky & set(t)],
-                    unexplained=[p for p in verdict["unexplained"] if clear(p)],
-                    transient=[p for p in verdict["transient"] if clear(p)])
-
     def pair_verdict(self, verdict, fabric):
-        """The failed hosts and rails, the suspect links and switches of fabricplan's verdict;
-        the intermittent links apart."""
-        verdict = self._pair_intermittent(verdict, fabric)
+        """The failed hosts and rails, the suspect links and switches of fabricplan's verdict."""
         self._fail_hosts(verdict["failed_hosts"])
         names = fabric.names
         suspects = self._named_links(verdict, fabric)
@@ -531,49 +384,12 @@ class Judge:
         self.doc["job"] = fig = joint(gathered)
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
         self.job_failed = reason(fig, self.limits.get("job"))
-        self.job_times = [fig_times(gathered)]
-        self.job_bytes = gathered[0]["bw_bytes"]
         return fig
-
-    def _job_calls(self):
-        """(calls() of each job measurement, the peers' noise, the limit judged against): the
-        job's limit, else RELATIVE x its first measurement's median call; the noise of the
-        tests inside the hosts and between them."""
-        lim = self.limits.get("job")
-        if lim is None:         # its faster quarter: the median of a flapping series may be slow
-            first = sorted(self.job_times[0])
-            mid = first[len(first) // 4] if first else 0
-            lim = {"min_busbw_GBps": RELATIVE * self.job_bytes / mid / 1e9 if mid > 0 else None,
-                   "source": f"{RELATIVE:g} x its first measurement's faster quarter"}
-        peers = [t for ts in list(self.intra_times.values()) + list(self.path_times.values()) for t in ts]
-        n = intermittent.noise(peers, "job")
-        lim_s = intermittent.limit_seconds(lim, self.job_bytes)
-        return [intermittent.calls(t, lim_s, n) for t in self.job_times], n, lim
-
-    def job_again(self):
-        """Whether the whole job is measured once more: it missed its limit, or some of its
-        calls fell beyond it (and the peers' noise) while others met it."""
-        if self.job_failed:
-            return True
-        if not self.job_times[0] or len(self.job_times[0]) < 2:
-            return False
-        (m,), _, _ = self._job_calls()
-        return bool(m["slow"] and m["fast"])
 
     def job_retest(self, gathered):
         """The whole job measured again: its line (job_failed stays if it missed beyond its spread)."""
         first, fig, misses = self.job_failed, joint(gathered), []
         self.doc["job_retest"] = fig
-        self.job_times.append(fig_times(gathered))
-        measured, n, lim = self._job_calls()
-        if intermittent.classify(measured) == "intermittent":
-            self.doc["intermittent"].append(intermittent.record(
-                "the whole job", "job", self.job_times, measured, n * 100, self.job_bytes, lim))
-            self.job_failed = None
-            return retest_text("the whole job again", fig, lim, "INTERMITTENT, slow calls in "
-                               "both measurements, fast ones besides")
-        if not first:
-            return retest_text("the whole job again", fig, None, "no call beyond the noise twice")
         line = self._settle("the whole job", "the whole job again", "", first, fig,
                             self.limits["job"], misses, True)
         self.job_failed = misses[0] and f"{first}; {misses[0]}"
@@ -617,10 +433,6 @@ class Judge:
         if suspects:
             problems.append(f"{len(suspects)} suspect {numbers.plural(len(suspects), 'link')} or "
                             f"{numbers.plural(len(suspects), 'switch', 'switches')}: " + "; ".join(suspects))
-        flaky = self.doc["intermittent"]
-        if flaky:
-            problems.append(f"{len(flaky)} intermittent: " + "; ".join(
-                f"{x['what']} (failed {x['failed']} of {x['of']} calls)" for x in flaky))
         if self.job_failed:
             problems.append(f"the whole job: {self.job_failed}")
         return "check FAILED: " + "; ".join(problems) if problems else None

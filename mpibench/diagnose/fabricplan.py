@@ -147,11 +147,6 @@ class FabricRounds:
             self.tested.update(pairs)
         return pairs
 
-    def add_round(self, pairs):
-        """A round planned elsewhere (the judge's, on links with slow calls), tested next."""
-        self.rounds.append(pairs)
-        self.tested.update(pairs)
-
     def record(self, results):
         self.results += [(a, b, r, ok) for (a, b), oks in results.items() for r, ok in enumerate(oks)]
         self._verdict = None

@@ -65,7 +65,7 @@ def localise(fabric, results):
         ties, unexplained, thin = [], [], []
     else:
         cands, cover, order, unexplained = _candidates(failed, good)
-        named, ties = greedy(cands, cover, order)
+        named, ties = _greedy(cands, cover, order)
         # thin: a named link one failed path alone accuses (its other failed paths hold another
         # named link): a healthy host whose one good partner a passing disturbance slowed
         named_set = set(named)
@@ -97,7 +97,7 @@ def _candidates(failed, good):
     return cands, cover, {x: k for k, x in enumerate(cover)}, unexplained
 
 
-def greedy(cands, cover, order):
+def _greedy(cands, cover, order):
     """(named, ties): the link on the most unexplained failed paths first; two on the same, a tie."""
     named, ties = [], []
     covered = [not c for c in cands]

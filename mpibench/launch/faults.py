@@ -58,19 +58,6 @@ def slowdown(rank, test, first):
     return 1.0
 
 
-def flap(rank, test):
-    """The factor by which flap:RANK:TEST[/F] stretches every second call of each of this
-    rank's measurements of TEST (1.0: off): a fault that comes and goes within a series."""
-    for kind, r, arg in _entries():
-        name, _, factor = arg.partition("/")
-        if kind == "flap" and r == rank and name == test:
-            try:
-                return max(1.0, float(factor or 4))
-            except ValueError:
-                return 4.0
-    return 1.0
-
-
 def trip(kind):
     """Make the fault happen (kind None: nothing)."""
     if kind == "hang":

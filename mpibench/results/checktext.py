@@ -109,34 +109,20 @@ def host_table(hosts: Sequence[Dict[str, Any]]) -> List[str]:
                                     "(% of line rate)", "verdict", "reason"])
 
 
-def intermittent_line(x: Mapping[str, Any]) -> str:
-    """'# INTERMITTENT h1 rail 0: failed 7 of 30 calls in 2 of 4 measurements, ...'."""
-    gb = {k: bw(x[k]) for k in ("slow_GBps", "fast_GBps", "slowest_GBps", "fastest_GBps")}
-    return (f"# INTERMITTENT {x['what']}: failed {x['failed']} of {x['of']} calls, in "
-            f"{x['with_slow_calls']} of {x['measurements']} measurements; slow calls "
-            f"{gb['slow_GBps']} GB/s, the others {gb['fast_GBps']} GB/s (slowest {gb['slowest_GBps']}, "
-            f"fastest {gb['fastest_GBps']})" + spread_text(x)
-            + f"; slow: below {limit_text(x['threshold'])} by more than the peers' noise "
-            f"({x['noise_pct']:.0f}%); nobody drained for it")
-
-
 def verdict_lines(hosts: int, warnings: Sequence[Tuple[str, str]], transient: Sequence[Dict[str, str]],
-                  failing: Sequence[str], hostlist: str, suspects: Sequence[str],
-                  intermittent: Sequence[Mapping[str, Any]] = ()) -> List[str]:
-    """The closing lines: warnings (host, what: 'its counters moved: ...'), transient misses,
-    intermittent faults, the hosts to drain (scontrol), suspect links."""
+                  failing: Sequence[str], hostlist: str, suspects: Sequence[str]) -> List[str]:
+    """The closing lines: warnings (host, what: 'its counters moved: ...'), transient misses, the
+    hosts to drain (scontrol), suspect links."""
     out = ["#"]
     out += [f"# WARNING {h} passed, but {what}" for h, what in warnings]
     out += [f"# TRANSIENT {t['what']}: at first {t['first']}; then {t['again']}; nobody drained "
             f"for it" for t in transient]
-    out += [intermittent_line(x) for x in intermittent]
     if failing:
         out += [f"# FAILING HOSTS ({len(failing)} of {hosts}): {hostlist}",
                 f'scontrol update NodeName={hostlist} State=DRAIN Reason="mpibench check failed"']
     else:
-        out.append(f"# every host passed ({hosts})" if not suspects and not intermittent else
-                   f"# no host to drain ({hosts} hosts): only the links and switches below are suspect"
-                   if suspects else f"# no host to drain ({hosts} hosts): only what comes and goes, above")
+        out.append(f"# every host passed ({hosts})" if not suspects else
+                   f"# no host to drain ({hosts} hosts): only the links and switches below are suspect")
     if suspects:
         out.append(f"# SUSPECT LINKS AND SWITCHES ({len(suspects)}, for the fabric team): "
                    + "; ".join(suspects))

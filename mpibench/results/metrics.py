@@ -43,10 +43,6 @@ METRICS = {
     "mpibench_check_rail_passed": "check: 1 when the host's rail passed, else 0",
     "mpibench_check_suspect": "check: 1 for each link or switch the verdict suspects; kind "
                               "host_rail, uplink, rail_switch, tie or path",
-    "mpibench_check_intermittent_failed_calls": "check: the slow calls of a fault that comes and "
-                                                "goes (INTERMITTENT); test intra, pair or job",
-    "mpibench_check_intermittent_calls": "check: the calls measured on what an INTERMITTENT fault "
-                                         "is named on (the failed ones among them)",
     "mpibench_health_passed": "check --health: 1 when the host is healthy, else 0",
     "mpibench_train_step_seconds": "train: median synced step time",
     "mpibench_train_tokens_per_second": "train: tokens per second over every rank",
@@ -193,7 +189,6 @@ def _check(doc: Doc, add: Add) -> None:
     size, coll = config.get("size"), config.get("collective")
     if "failing_hosts" in check:
         add("mpibench_check_passed", int(not check["failing_hosts"] and not check.get("suspects")
-                                         and not check.get("intermittent")
                                          and not (doc.get("exit") or {}).get("code")))
     for h in check.get("hosts", []):
         add("mpibench_check_host_passed", int(h["verdict"] == "PASS"), node=h["host"],
@@ -212,9 +207,6 @@ def _check(doc: Doc, add: Add) -> None:
                 node=h["host"], rail=rail)
     for name in check.get("suspects", []):
         add("mpibench_check_suspect", 1, link=name, kind=_kind(name))
-    for x in check.get("intermittent", []):
-        add("mpibench_check_intermittent_failed_calls", x["failed"], what=x["what"], test=x["kind"])
-        add("mpibench_check_intermittent_calls", x["of"], what=x["what"], test=x["kind"])
 
 
 def _kind(name: str) -> str:
