@@ -143,6 +143,10 @@ class Watchdog:
         failed = [r for r, s in snaps.items() if s[2] == FAILED]
         reports = min(failed) == self.s.rank and not any(s[4] for s in snaps.values())
         if self.comm is None:       # no one could be asked: no one is named
+            if self.s.rank != 0 and self._alone_mpi():
+                # its error may be the news of another rank's abort: the launcher's kill, if
+                # it comes within the grace, ends this rank without a second verdict
+                time.sleep(self.grace)
             return [], reports
         return [r for r in range(self.s.size) if r not in snaps], reports
 
@@ -274,9 +278,20 @@ class Watchdog:
             self._deferred = (time.monotonic() + self.grace + 5, lines, TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
+    def _alone_mpi(self):
+        """MPI without a channel of the watchdog's own (no MPI_THREAD_MULTIPLE), several ranks."""
+        return self.comm is None and self.s.size > 1 and self.s.comm.kind == "mpi"
+
     def _on_signal(self, signum, origin):
+        if self._quiet:
+            return
+        if self.s.rank != 0 and self._alone_mpi():
+            # rank 0 cannot be told; end the job without a verdict of this rank's, as it may be
+            # the launcher's kill after another rank's abort (and a failure here its news)
+            self.abort(128 + signum)
+            return
         # another rank is aborting the job, or a failed one will: the launcher's kill is part of it
-        if self._quiet or self.failure is not None:
+        if self.failure is not None:
             return
         code = 128 + signum
         if self.signalled is not None:
@@ -284,12 +299,7 @@ class Watchdog:
                 self._end([], code)           # a second signal here: no more waiting
             return
         self.signalled = signum
-        if self.s.rank != 0 and self.comm is None and self.s.comm.kind == "mpi":
-            # MPI without a channel of the watchdog's own (no MPI_THREAD_MULTIPLE): rank 0
-            # cannot be told; end the job without a verdict of this rank's, as it may be the
-            # launcher's kill after another rank's abort
-            self.abort(128 + signum)
-        elif self.s.rank == 0 or self.comm is None:
+        if self.s.rank == 0 or self.comm is None:
             self.stop_for(signum, origin)
         else:
             self._send((signum, self.s.rank), 0, TAG_NOTICE)
