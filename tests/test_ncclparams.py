@@ -94,6 +94,15 @@ def test_a_value_differing_across_ranks_is_a_finding_naming_ranks_and_hosts():
     assert ncclparams.findings({}, WHERE) == []
 
 
+def test_why_values_were_not_read_names_the_ranks_unless_all_share_it():
+    old = dict(rank(None), why="NCCL 2.28.5 has no parameter API (2.30+) in /x/libnccl.so.2")
+    assert ncclparams.reasons([rank({}), rank({}), rank({})], WHERE) is None
+    assert ncclparams.reasons([None, None, None], WHERE) == "the probe did not print them"
+    assert ncclparams.reasons([rank({}), old, None], WHERE) == (
+        "NCCL 2.28.5 has no parameter API (2.30+) in /x/libnccl.so.2 on rank 1 (node01); "
+        "the probe did not print them on rank 2 (node02)")
+
+
 class Said:
     def __init__(self):
         self.lines = []

@@ -89,9 +89,8 @@ def _effective(transports):
         return {"read": False, "why": ncclparams.why_not(transports["skipped"]), "ranks": []}
     got = ncclparams.collect(transports["outputs"])
     differ, ignored = ncclparams.compare(got, transports["where"])
-    whys = sorted({g["why"] for g in got if g and g["why"]}
-                  | ({"the probe did not print them"} if None in got else set()))
-    return {"read": any(g and g["values"] is not None for g in got), "why": "; ".join(whys) or None,
+    return {"read": any(g and g["values"] is not None for g in got),
+            "why": ncclparams.reasons(got, transports["where"]),
             "ranks": got, "differ": differ,
             "ignored": [{"rank": r, "key": k, "env": e, "effective": v} for r, k, e, v in ignored]}
 

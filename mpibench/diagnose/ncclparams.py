@@ -118,6 +118,21 @@ def compare(ranks: Sequence[Optional[Mapping[str, Any]]], where: Sequence[Tuple[
     return {k: v for k, v in seen.items() if len(v) > 1}, ignored
 
 
+def reasons(ranks: Sequence[Optional[Mapping[str, Any]]], where: Sequence[Tuple[str, int]]) -> Optional[str]:
+    """Why ranks did not read their values, each reason once with its ranks (none named when
+    it holds for every rank), or None when every rank read them."""
+    why: Dict[str, List[int]] = {}
+    for r, got in enumerate(ranks):
+        said = "the probe did not print them" if got is None else got.get("why")
+        if said:
+            why.setdefault(said, []).append(r)
+    if not why:
+        return None
+    if len(why) == 1 and len(next(iter(why.values()))) == len(ranks):
+        return next(iter(why))
+    return "; ".join(f"{w} on {_name(rs, where)}" for w, rs in why.items())
+
+
 def _name(ranks: Sequence[int], where: Sequence[Tuple[str, int]]) -> str:
     hosts = [where[r][0] if r < len(where) else "?" for r in ranks]
     return ", ".join(f"rank {r} ({h})" for r, h in zip(ranks, hosts))
