@@ -127,3 +127,14 @@ def test_doctor_prints_counts_differences_and_ignored_settings():
     out = Said()
     doctortext.effective(out, {"read": False, "why": "no libnccl loaded: torch without CUDA"}, WHERE)
     assert out.lines[1:] == ["#   not read: no libnccl loaded: torch without CUDA"]
+
+
+def test_with_a_cpu_torch_doctor_says_no_libnccl_is_loaded():
+    import torch
+    if torch.version.cuda is not None:
+        pytest.skip(f"this torch ({torch.__version__}) is built with CUDA")
+    from mpibench.commands import doctor
+    params = doctor._effective({"skipped": "no CUDA GPU visible to torch (NCCL needs one)"})
+    out = Said()
+    doctortext.effective(out, params, [])
+    assert out.lines[1:] == ["#   not read: no libnccl loaded: torch without CUDA"]
