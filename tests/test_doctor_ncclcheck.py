@@ -24,6 +24,7 @@ def test_doctor_exits_1_when_its_nccl_check_fails_to_run(tmp_path):
     lines = mpibench_lines(done.stderr)
     assert len(lines) == 1 and "2 checks failed to run" in lines[0], show(done)
     assert "Traceback" not in done.stderr, show(done)
+    assert "#   not read: the probe did not print them" in done.stdout, show(done)
     doc = json.loads(out.read_text())
     assert len(doc["doctor"]["nccl_check"]["errors"]) == 2
 
@@ -33,3 +34,6 @@ def test_doctor_exits_0_when_the_nccl_check_is_skipped():
     done = mpirun(2, ["doctor"], timeout=180)
     assert done.returncode == 0, show(done)
     assert "not checked: no CUDA GPU" in done.stdout, show(done)
+    # NCCL's effective parameters: one line says why they are not read (CPU torch, no libnccl)
+    section = done.stdout.split("# NCCL effective parameters")[1].split("#\n")[0].splitlines()[1:]
+    assert section == ["#   not read: no libnccl loaded: torch without CUDA"], show(done)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from ..diagnose import findings, hostfacts, nccldiag, nccllog, ncclprobe, pathlimits
+from ..diagnose import findings, hostfacts, nccldiag, nccllog, ncclparams, ncclprobe, pathlimits
 from ..launch import bootstrap, faults
 from ..results import doctortext as text
 from ..results.numbers import counted, plural
@@ -62,6 +62,9 @@ def execute(session, args):
     lines = nccldiag.parse("\n".join(transports["outputs"])) if diag["run"] else []
     text.diagnostics(out, diag, lines)
     found += nccldiag.findings(lines, transports["where"])
+    params = _effective(transports)
+    text.effective(out, params, transports["where"])
+    found += ncclparams.findings(params.get("differ", {}), transports["where"])
     severity = [f.severity == findings.ERROR for f in found]
     text.findings(out, found, severity)
     errors = sum(severity)
@@ -72,10 +75,24 @@ def execute(session, args):
                     "nccl_transports": None if pairs is None else
                     [{"hosts": list(k), "transports": v} for k, v in pairs.items()],
                     "nccl_diagnostics": dict(diag, lines=[vars(x) for x in lines]),
+                    "nccl_params": params,
                     "nccl_check": {k: v for k, v in transports.items()
                                    if k not in ("logs", "outputs", "diagnostics")}})
     out.finish()
     return guard.verdict(session, _failure(transports["errors"], errors))
+
+
+def _effective(transports):
+    """NCCL's effective parameters per rank as its probe read them, what differs across ranks
+    and from the environment, or why they were not read (rank 0)."""
+    if transports["skipped"]:
+        return {"read": False, "why": ncclparams.why_not(transports["skipped"]), "ranks": []}
+    got = ncclparams.collect(transports["outputs"])
+    differ, ignored = ncclparams.compare(got, transports["where"])
+    return {"read": any(g and g["values"] is not None for g in got),
+            "why": ncclparams.reasons(got, transports["where"]),
+            "ranks": got, "differ": differ,
+            "ignored": [{"rank": r, "key": k, "env": e, "effective": v} for r, k, e, v in ignored]}
 
 
 def _failure(not_run, errors):

@@ -1,7 +1,8 @@
 """A short NCCL all_reduce in a fresh process for doctor's transport check: NCCL reads
 NCCL_DEBUG and NCCL_DEBUG_FILE once per process, so each rank of doctor starts one with
 them set, as MPIBENCH_PROBE="addr port rank size device" python -m mpibench.diagnose.ncclprobe
-(device: bootstrap.gpu_index's for the rank); its log says which transports were used.
+(device: bootstrap.gpu_index's for the rank); its log says which transports were used, and
+it prints NCCL's effective parameters (ncclparams.MARK) once NCCL has started.
 """
 import datetime
 import os
@@ -26,6 +27,8 @@ def main():
         dist.all_reduce(x)
     torch.cuda.synchronize()
     ok = int(x[0].item()) == size
+    from .ncclparams import report
+    print(report(), flush=True)     # NCCL's effective parameters, now that it has started
     dist.destroy_process_group()
     return 0 if ok else 3
 

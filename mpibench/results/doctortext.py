@@ -119,3 +119,30 @@ def diagnostics(out: RunOutput, diag: Mapping[str, Any], lines: Sequence[Any]) -
     if not lines:
         out.say("#   NCCL printed no NCCL DIAG line")
     out.say(*(f"#   [{x.level}] {x.check}: {x.text}" for x in lines))
+
+
+def effective(out: RunOutput, params: Mapping[str, Any], where: Sequence[Tuple[str, int]]) -> None:
+    """NCCL's effective parameters (NCCL >= 2.30): how many were read where, what differs across
+    ranks and from the environment, or one line saying why they were not read."""
+    out.say("#\n# NCCL effective parameters (NCCL >= 2.30's parameter API):")
+    if not params["read"]:
+        out.say(f"#   not read: {params['why']}")
+        return
+
+    def rank(r: int) -> str:
+        return f"rank {r} ({where[r][0]})" if r < len(where) else f"rank {r}"
+    read = [(r, g) for r, g in enumerate(params["ranks"]) if g and g["values"] is not None]
+    keys = {k for _, g in read for k in g["values"]}
+    files = sorted({f"{g['path']} (NCCL {g['version'] or '?'}, {g['found']})" for _, g in read})
+    out.say(f"#   {counted(len(keys), 'parameter')} read on {counted(len(read), 'rank')} from "
+            + "; ".join(files))
+    if params["why"]:
+        out.say(f"#   not read on some ranks: {params['why']}")
+    for key, values in params["differ"].items():
+        out.say(f"#   DIFFERS {key}: " + "; ".join(f"{v!r} on " + ", ".join(map(rank, rs))
+                                                  for v, rs in values.items()))
+    if not params["differ"]:
+        out.say("#   every effective value is the same on every rank that read them")
+    for x in params["ignored"]:
+        out.say(f"#   {x['key']}: the environment says {x['env']!r}, NCCL uses {x['effective']!r} "
+                f"on {rank(x['rank'])}")
