@@ -70,6 +70,23 @@ def cases(data):
     return out
 
 
+def falls(data):
+    """[(fall per doubling, series, smaller, larger count)] of the bus bandwidth between successive
+    counts of every series, as bands.fall takes it over sizes >= 1 MiB: the largest is bands.TIER."""
+    out = []
+    for dataset, coll, variant, files, g in series(data):
+        named = [(str(p), reader.load(str(p), coll)) for p in files.values()]
+        for pts in points(named, None, {coll}, None).values():
+            tab, ns = extrapolate.table(pts), sorted({n for n, *_ in pts})
+            large = {k: v for k, v in tab.items() if k >= MIB}
+            bus = {k: {n: extrapolate.bus_bytes(coll, s, n) / t for n, (s, t) in v.items()}
+                   for k, v in large.items()}
+            for a, b in zip(ns, ns[1:]):
+                if bands.fall(bus, a, b) is not None:
+                    out.append((bands.fall(bus, a, b), (dataset, coll, variant), a // g, b // g))
+    return sorted(out)
+
+
 def _case(coll, named, check, target, g):
     got = []
     measured = points([check], None, {coll}, g)
@@ -135,6 +152,9 @@ def main():
     pooled = [x for *_, rs in all_cases for x in rs]
     print(f"# {len(all_cases)} held-out cases, {len(pooled)} rows >= 1 MiB")
     print(line(f"bands.py's constants {bands.CONSTS}", score(pooled, bands.CONSTS)))
+    top = falls(data)[-1]
+    print(f"# largest fall of the bus bandwidth per doubling between successive counts: {top[0]:.2f} "
+          f"({'/'.join(x for x in top[1] if x)}, {top[2]} to {top[3]} nodes; bands.TIER {bands.TIER})")
     if args.quick:
         return
     best = choose(pooled)

@@ -69,12 +69,13 @@ def synthetic(coll, drop=0.6, counts=(2, 4, 8), g=2):
     return pts
 
 
-@pytest.mark.parametrize("coll", ["sendrecv", "all_gather", "all_to_all"])
-def test_regime_change_on_a_synthetic_drop(coll):
+@pytest.mark.parametrize("coll", ["sendrecv", "all_gather", "all_to_all", "all_reduce"])
+def test_regime_change_on_a_synthetic_drop(coll, monkeypatch):
     """Flat at 2 and 4 nodes, 40% slower at 8: given all three, the held-out check misses 8 nodes
     by ~40% against a fit of a few percent, says `regime change` between 4 and 8 and predicts 32
-    from 8 alone. Given only 2 and 4, sendrecv's rows at 8 are declined (the same pair of nodes
-    at every count); a ring's two counts cannot show the drop (docs/commands/predict.md, limits).
+    from 8 alone. Given only 2 and 4, every row at 8 is inside its interval or declined: sendrecv's
+    are declined (the same pair of nodes at every count), the others' slow side allows the fall
+    flat inputs cannot rule out (bands.TIER per doubling); without that allowance they miss.
     Without the drop, sendrecv and all_gather pass their held-out check."""
     pts = synthetic(coll)
     keys = sorted({k for _, _, k, _, _ in pts})
@@ -82,16 +83,42 @@ def test_regime_change_on_a_synthetic_drop(coll):
     assert res.check and res.check.held == 16 and res.check.error > 0.3, res.check
     assert bands.regime_change(res.check.miss, res.check.rms) and res.regime == (8, 16), res.check
     assert all(r.cand == ("flat",) and r.why is None for r in res.rows)
-    if coll != "sendrecv":
-        return
     two = [x for x in pts if x[0] < 16]
     at8 = {s: t for n, _, s, _, t in pts if n == 16}
-    got = extrapolate.group("nccl", coll, "nccl", "float32", two, 16, 2, keys).rows
-    assert got and all(r.why or r.lo <= at8[r.key] <= r.hi for r in got), \
-        [(r.key, r.t, r.lo, r.hi, r.why, at8[r.key]) for r in got]
+    got = extrapolate.group("nccl", coll, "nccl", "float32", two, 16, 2, keys)
+    assert got.flat is not None and got.rows and all(r.why or r.lo <= at8[r.key] <= r.hi for r in got.rows), \
+        [(r.key, r.t, r.lo, r.hi, r.why, at8[r.key]) for r in got.rows]
+    assert all(r.why == "same pair" for r in got.rows) == (coll == "sendrecv")
+    far = extrapolate.group("nccl", coll, "nccl", "float32", two, 256, 2, keys).rows
+    assert far and all(r.why for r in far), [(r.key, r.why) for r in far]   # x0.57 per doubling, 5 doublings
+    monkeypatch.setattr(bands, "TIER", 0.0)
+    bare = extrapolate.group("nccl", coll, "nccl", "float32", two, 16, 2, keys).rows
+    assert any(not r.why and not r.lo <= at8[r.key] <= r.hi for r in bare) == (coll != "sendrecv")
     for other in ("sendrecv", "all_gather"):
         steady = extrapolate.group("nccl", other, "nccl", "float32", synthetic(other, 1.0), 64, 2, keys)
         assert steady.check and not steady.regime and steady.check.error < 0.1, steady.check
+
+
+def test_flat_inputs_fall_per_doubling():
+    """bands.fall: the median fall of the bus bandwidth per doubling over the sizes both counts ran;
+    the slow side of an interval is at least Parts.slow and declines beyond DECLINE."""
+    bus = {1: {2: 10.0, 8: 2.5}, 2: {2: 10.0, 8: 10.0}, 3: {2: 10.0, 8: 5.0}, 4: {2: 1.0}}
+    assert abs(bands.fall(bus, 2, 8) - 0.6931 / 2) < 1e-3 and bands.fall({4: {2: 1.0}}, 2, 8) is None
+    lo, hi, out = bands.interval(bands.Parts(1.0, 0.1, 0.5, 0.0, 0.0, 0.56))
+    assert abs(lo - 0.8825) < 1e-3 and abs(hi - 1.7507) < 1e-3 and not out
+    assert bands.interval(bands.Parts(1.0, 0.1, 0.5, 0.0, 0.0, bands.DECLINE + 0.1))[2]
+
+
+@needs_scaling
+def test_tier_is_the_largest_fall_of_the_shared_series():
+    """bands.TIER is what bench/predict_calibrate.py finds: the largest fall of the bus bandwidth
+    per doubling between successive counts of any shared series; no shared case it predicts from
+    two counts is flat, so the pooled table does not depend on it."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import predict_calibrate
+    got = predict_calibrate.falls(SCALING)
+    assert round(got[-1][0], 2) == bands.TIER, got[-1]
+    assert got[0][0] < bands.FLAT, got[0]      # flat pairs exist in published runs: the rule is not idle
 
 
 def test_intervals_widen_with_the_distance_and_the_disagreement():
@@ -125,6 +152,15 @@ def test_predict_prints_regime_change_and_declines_same_pair_sendrecv(tmp_path):
         in done.stdout, show(done)
     assert re.search(r", 0 rows, 0 of 0 inside the interval, \d+ more not predicted|no rows predicted",
                      done.stdout), show(done)
+    gather = [write(tmp_path, f"G{n}.txt", log("all_gather", n, slow=1 / 0.6 if n == 8 else 1.0))
+              for n in (2, 4, 8)]
+    done = lone(["predict", *gather[:2], "--hosts", "8", "--measured", gather[2]])
+    assert done.returncode == 0, show(done)
+    assert re.search(r"^# flat inputs: from 2 nodes to 4 nodes the bus bandwidth at sizes >= 1 MiB "
+                     r"goes x1\.17 per doubling .* allows x0\.571 per doubling \(1 to 8 nodes\)",
+                     done.stdout, re.M), show(done)
+    assert ", sizes >= 1 MiB: median |error| 35.7%, max 35.8% (all_gather 2 MiB), 7 rows, 7 of 7 " \
+        "inside the interval" in done.stdout, show(done)
 
 
 @pytest.mark.usefixtures("procs")
@@ -180,6 +216,8 @@ def test_predict_topology_declines_a_tier_no_input_crossed(tmp_path):
                  "SwitchName=leaf1 Nodes=node[008-015]\nSwitchName=spine Switches=leaf0,leaf1\n")
     done = lone(["predict", a, b, "--hosts", "8", "--topology", topo])
     assert done.returncode == 0 and "8 nodes fit under tier 0" in done.stdout, show(done)
+    assert "# flat inputs" not in done.stdout, show(done)       # the topology rules the next tier out
+    assert "# flat inputs" in lone(["predict", a, b, "--hosts", "8"]).stdout
     done = lone(["predict", a, b, "--hosts", "16", "--topology", topo])
     assert done.returncode == 0, show(done)
     assert "16 nodes need switch tier 1 (leaf switches: 0), the inputs crossed tier 0 at most" in done.stdout

@@ -2,10 +2,12 @@
 fits the counts it saw; at a count it did not see the interval also widens with how far the
 target lies beyond the largest input and with how much plausible models disagree there (the
 fitted model, the trend of log time over log nodes, the largest input's bus bandwidth held).
-A row whose models disagree by more than DECLINE is not predicted. The constants were chosen
+A row whose models disagree by more than DECLINE is not predicted. Two counts whose bus
+bandwidth does not fall (FLAT) cannot show a fall beyond them: their slow side allows TIER per
+doubling. The constants were chosen
 by bench/predict_calibrate.py over every held-out case of ../shared/realworld/scaling
 (docs/commands/predict.md says which data chose what)."""
-from math import exp, hypot, log
+from math import exp, hypot, log, log2
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 WIDEN = 0.15        # log half-width per e-fold of target / largest input
@@ -13,6 +15,8 @@ SPREAD = 0.05       # share of the models' disagreement (|log| of the farthest f
 DECLINE = 2.0       # |log| disagreement beyond which a row is declined (*): x7.4
 REGIME = 3.0        # a held-out miss this many times the fit's rms (log) ...
 REGIME_MIN = 0.15   # ... and at least this (|log|, ~16%) is a change of regime
+FLAT = 0.05         # two counts whose bus bandwidth falls less than this (log) per doubling are flat:
+TIER = 0.56         # their slow side allows this fall per doubling, the largest of the shared series
 Consts = Tuple[float, float, float]
 CONSTS: Consts = (WIDEN, SPREAD, DECLINE)
 
@@ -25,6 +29,7 @@ class Parts(NamedTuple):
     far: float
     spread: float
     floor: float = 0.0       # a |log| the interval is at least (a held-out miss)
+    slow: float = 0.0        # a |log| the slow side is at least (a fall flat inputs cannot rule out)
 
 
 def loglinear(times: Dict[int, float], target: int) -> Optional[float]:
@@ -42,16 +47,27 @@ def flat(time: float, bus_then: float, bus_at: float) -> float:
     return time * bus_at / bus_then
 
 
-def parts(t: float, lo: float, hi: float, others: Sequence[float], far: float, floor: float = 0.0) -> Parts:
+def parts(t: float, lo: float, hi: float, others: Sequence[float], far: float, floor: float = 0.0,
+          slow: float = 0.0) -> Parts:
     fit = max(log(hi / t), log(t / lo)) if lo > 0 else 0.0
-    return Parts(t, fit, max(far, 0.0), max([abs(log(o / t)) for o in others if o > 0] or [0.0]), floor)
+    return Parts(t, fit, max(far, 0.0), max([abs(log(o / t)) for o in others if o > 0] or [0.0]), floor,
+                 slow)
 
 
 def interval(p: Parts, consts: Consts = CONSTS) -> Tuple[float, float, bool]:
-    """(low, high, declined): the fit's band and the widening in quadrature, at least the floor."""
+    """(low, high, declined): the fit's band and the widening in quadrature, at least the floor;
+    the slow side at least p.slow; declined where the models or that fall exceed DECLINE."""
     widen, share, decline = consts
     h = max(hypot(p.fit, widen * p.far + share * p.spread), p.floor)
-    return p.t * exp(-h), p.t * exp(h), p.far > 0 and p.spread > decline
+    return p.t * exp(-h), p.t * exp(max(h, p.slow)), p.far > 0 and max(p.spread, p.slow) > decline
+
+
+def fall(bus: Dict[int, Dict[int, float]], a: int, b: int) -> Optional[float]:
+    """The median fall (log) per doubling of the count of the bus bandwidth from count a to b over
+    the sizes that ran at both ({size: {count: bus bandwidth}}); None where none did."""
+    got = [log(v[a] / v[b]) / log2(b / a) for v in bus.values()
+           if a in v and b in v and v[a] > 0 and v[b] > 0]
+    return median(got) if got else None
 
 
 def half_width(lo: float, hi: float, t: float) -> float:

@@ -70,8 +70,9 @@ def fit(model: str, coll: str, backend: str, pts: Sequence[Point]) -> dict:
 
 def rows(f: dict, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[float, float]]], target: int,
          g: int, keys: Sequence[int], sizes: Optional[Dict[int, float]] = None,
-         consts: bands.Consts = bands.CONSTS, floor: float = 0.0) -> List[Row]:
-    """The rows at target for each key; sizes: S per key where known (a measured run's)."""
+         consts: bands.Consts = bands.CONSTS, floor: float = 0.0, slow: float = 0.0) -> List[Row]:
+    """The rows at target for each key; sizes: S per key where known (a measured run's); floor
+    and slow: bands.Parts'."""
     out = []
     for key in keys:
         s = (sizes or {}).get(key) or target_bytes(coll, dtype, key, target)
@@ -85,11 +86,11 @@ def rows(f: dict, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[float, f
                           bus_bytes(coll, s, target)) if largest else None
         others = [x for x in (trend, flat) if x]
         far = log(target / max(n for v in tab.values() for n in v))
-        p = bands.parts(t, lo, hi, others, far, floor)
+        p = bands.parts(t, lo, hi, others, far, floor, slow)
         lo, hi, declined = bands.interval(p, consts)
         why = None if known else "unseen"
         if declined and why is None:
-            why = "disagree"
+            why = "disagree" if p.spread > consts[2] else "flat"
         out.append(Row(key, s, t, lo, hi, tuple(cand), why, p, flat, trend))
     return out
 
@@ -138,32 +139,47 @@ class Group(NamedTuple):
     check: Optional[Check]
     regime: Optional[Tuple[int, int]]       # the counts between which the trend broke
     rows: List[Row]
+    flat: Optional[float] = None            # two flat counts: their fall per doubling (bands.FLAT)
+
+
+def flat_fall(coll: str, tab: Dict[int, Dict[int, Tuple[float, float]]], a: int, b: int) -> Optional[float]:
+    """How much the bus bandwidth falls per doubling from a to b ranks, over the sizes >= 1 MiB
+    (all where none is), where that is below bands.FLAT; else None."""
+    large = {k: v for k, v in tab.items() if k >= scaling.MIB} or tab
+    got = bands.fall({k: {n: bus_bytes(coll, s, n) / t for n, (s, t) in v.items() if t > 0}
+                      for k, v in large.items()}, a, b)
+    return got if got is not None and got < bands.FLAT else None
 
 
 def group(model: str, coll: str, backend: str, dtype: str, pts: Sequence[Point], target: int, g: int,
           keys: Sequence[int], sizes: Optional[Dict[int, float]] = None, consts: bands.Consts = bands.CONSTS,
-          tier: bool = False) -> Group:
+          tier: Optional[bool] = None) -> Group:
     """One collective at target: the fit, the held-out check, the rows (docs/commands/predict.md).
-    tier: the target needs a switch tier no input crossed (every row declined)."""
+    tier: the target needs a switch tier no input crossed (True: every row declined), or none
+    (False: two flat counts get no allowance for a fall at the next tier); None: not known."""
     f = fit(model, coll, backend, pts)
     tab, ns = table(pts), sorted({n for n, *_ in pts})
     check = held_out(model, coll, backend, dtype, pts, g, consts)
-    regime = None
+    regime, flat = None, None
     if check and bands.regime_change(check.miss, check.rms):
         regime = (ns[-2], ns[-1])
         got = flat_rows(coll, dtype, tab, ns[-1], target, keys, check.miss, sizes, consts)
     else:
-        got = rows(f, coll, dtype, tab, target, g, keys, sizes, consts, check.miss if check else 0.0)
+        # two counts of the same bus bandwidth show nothing of how it falls beyond them
+        flat = flat_fall(coll, tab, *ns) if len(ns) == 2 and target > ns[-1] and tier is None else None
+        slow = 0.0 if flat is None else bands.TIER * log(target / ns[-1], 2)
+        got = rows(f, coll, dtype, tab, target, g, keys, sizes, consts, check.miss if check else 0.0, slow)
         if coll == "sendrecv" and target > ns[-1] and not check:
-            got = [r._replace(why=r.why or "same pair") for r in got]
+            got = [r._replace(why="same pair" if r.why in (None, "flat") else r.why) for r in got]
     if tier and target > ns[-1]:
         got = [r._replace(why=r.why or "tier") for r in got]
-    return Group(f, check, regime, got)
+    return Group(f, check, regime, got, flat)
 
 
 def rescore(r: Row, consts: bands.Consts) -> Row:
     """The row under other constants (calibration): its interval, and whether the models'
     disagreement declines it."""
     lo, hi, declined = bands.interval(r.parts, consts)
-    why = r.why if r.why not in (None, "disagree") else ("disagree" if declined else None)
+    why = r.why if r.why not in (None, "disagree", "flat") else (
+        ("disagree" if r.parts.spread > consts[2] else "flat") if declined else None)
     return r._replace(lo=lo, hi=hi, why=why)

@@ -1,6 +1,6 @@
 """mpibench predict: NCCL's cost model fitted to runs at several node counts (analysis/scaling.py),
 its intervals widened for what the inputs cannot see (analysis/bands.py, extrapolate.py)."""
-from math import exp
+from math import exp, log2
 
 from ..analysis import bands, extrapolate, scaling
 from ..diagnose import topology
@@ -149,7 +149,7 @@ def execute(session, args):
               (f"; {tier[0]}" if tier else " (--topology FILE checks which switch tier it needs)"))
     results = [r for group, pts in measured.items()
                for r in _group(group, pts, checked.get(group[:1] + group[2:]), target, g, flat,
-                               args.model, bool(tier and tier[1]))]
+                               args.model, tier[1] if tier else None)]
     if checks:
         predicttext.summary(results, target, ", ".join(p for p, _ in checks), scaling.MIB)
     return 0
@@ -254,8 +254,11 @@ def _group(group, pts, checked, target, g, flat, model, tier):
     if res.check:
         c = res.check
         predicttext.held_out(_at(c.held, g, flat), c.error, c.rows, c.held_ok, c.rms)
-    elif len(ns) == 2 and target > ns[-1] and not tier:
+    elif len(ns) == 2 and target > ns[-1] and tier is None:
         predicttext.unchecked(_at(ns[0], g, flat), _at(ns[1], g, flat))
+    if res.flat is not None:
+        predicttext.flat(_at(ns[0], g, flat), _at(ns[1], g, flat), res.flat, bands.FLAT, bands.TIER,
+                         log2(target / ns[-1]), _at(target, g, flat))
     if res.regime:
         predicttext.regime(*(_at(n, g, flat) for n in res.regime), res.check.error, res.check.rms)
     factor = extrapolate.bus_bytes(coll, 1.0, target)

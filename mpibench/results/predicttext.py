@@ -1,5 +1,6 @@
 """What predict prints: its inputs and target, each collective's fit and table, the check's summary."""
 import statistics
+from math import exp
 from typing import Any, List, Optional, Sequence, Set, Tuple
 
 from ..measure.sizes import format_size
@@ -47,6 +48,17 @@ def unchecked(smaller: str, largest: str) -> None:
           f"give a third count or --topology")
 
 
+def flat(smaller: str, largest: str, fall: float, limit: float, tier: float, doublings: float,
+         target: str) -> None:
+    """fall: the inputs' fall of the bus bandwidth per doubling (log); limit: below it they are
+    flat; tier: the fall per doubling each interval allows."""
+    print(f"# flat inputs: from {smaller} to {largest} the bus bandwidth at sizes >= 1 MiB goes "
+          f"x{exp(-fall):.3g} per doubling (above x{exp(-limit):.3g} is flat), which shows nothing of "
+          f"how it falls beyond {largest}; each interval's slow side allows x{exp(-tier):.3g} per "
+          f"doubling ({doublings:.3g} to {target}), the largest fall of the published runs predict was "
+          f"calibrated on")
+
+
 def regime(before: str, after: str, error: float, rms: float) -> None:
     print(f"# regime change between {before} and {after}: the held-out miss ({error:.1%}) is well "
           f"beyond the fit's residuals (rms {rms:.1%}): predicting from {after} alone (its bus "
@@ -60,6 +72,7 @@ WHY = {
                 "held disagree there by more than x{limit:.3g}",
     "same pair": "sendrecv from two counts: each rank sends to one peer on one other node at every count, "
                  "which says nothing of the paths at more nodes (give three or more counts)",
+    "flat": "flat inputs, and the fall they cannot rule out exceeds x{limit:.3g}",
     "tier": "the target needs a switch tier no input crossed (--topology)",
 }
 
