@@ -90,7 +90,7 @@ def test_regime_change_on_a_synthetic_drop(coll, monkeypatch):
         [(r.key, r.t, r.lo, r.hi, r.why, at8[r.key]) for r in got.rows]
     assert all(r.why == "same pair" for r in got.rows) == (coll == "sendrecv")
     far = extrapolate.group("nccl", coll, "nccl", "float32", two, 256, 2, keys).rows
-    assert far and all(r.why for r in far), [(r.key, r.why) for r in far]   # x0.57 per doubling, 5 doublings
+    assert far and all(r.why for r in far), [(r.key, r.why) for r in far]   # x0.571 per doubling, 5 doublings
     monkeypatch.setattr(bands, "TIER", 0.0)
     bare = extrapolate.group("nccl", coll, "nccl", "float32", two, 16, 2, keys).rows
     assert any(not r.why and not r.lo <= at8[r.key] <= r.hi for r in bare) == (coll != "sendrecv")
@@ -101,12 +101,13 @@ def test_regime_change_on_a_synthetic_drop(coll, monkeypatch):
 
 def test_flat_inputs_fall_per_doubling():
     """bands.fall: the median fall of the bus bandwidth per doubling over the sizes both counts ran;
-    the slow side of an interval is at least Parts.slow and declines beyond DECLINE."""
+    the slow side of an interval is at least Parts.slow, declined where the fall beyond the largest
+    input's bus bandwidth (Parts.fall) exceeds DECLINE."""
     bus = {1: {2: 10.0, 8: 2.5}, 2: {2: 10.0, 8: 10.0}, 3: {2: 10.0, 8: 5.0}, 4: {2: 1.0}}
     assert abs(bands.fall(bus, 2, 8) - 0.6931 / 2) < 1e-3 and bands.fall({4: {2: 1.0}}, 2, 8) is None
-    lo, hi, out = bands.interval(bands.Parts(1.0, 0.1, 0.5, 0.0, 0.0, 0.56))
+    lo, hi, out = bands.interval(bands.Parts(1.0, 0.1, 0.5, 0.0, 0.0, 0.56, 0.56))
     assert abs(lo - 0.8825) < 1e-3 and abs(hi - 1.7507) < 1e-3 and not out
-    assert bands.interval(bands.Parts(1.0, 0.1, 0.5, 0.0, 0.0, bands.DECLINE + 0.1))[2]
+    assert bands.interval(bands.Parts(1.0, 0.1, 0.5, 0.0, 0.0, 0.1, bands.DECLINE + 0.1))[2]
 
 
 @needs_scaling
@@ -157,7 +158,8 @@ def test_predict_prints_regime_change_and_declines_same_pair_sendrecv(tmp_path):
     done = lone(["predict", *gather[:2], "--hosts", "8", "--measured", gather[2]])
     assert done.returncode == 0, show(done)
     assert re.search(r"^# flat inputs: from 2 nodes to 4 nodes the bus bandwidth at sizes >= 1 MiB "
-                     r"goes x1\.17 per doubling .* allows x0\.571 per doubling \(1 to 8 nodes\)",
+                     r"goes x1\.17 per doubling .* 7 of 7 rows widened .* x0\.571 per doubling "
+                     r"\(1 to 8 nodes\)",
                      done.stdout, re.M), show(done)
     assert ", sizes >= 1 MiB: median |error| 35.7%, max 35.8% (all_gather 2 MiB), 7 rows, 7 of 7 " \
         "inside the interval" in done.stdout, show(done)

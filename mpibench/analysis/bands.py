@@ -2,9 +2,9 @@
 fits the counts it saw; at a count it did not see the interval also widens with how far the
 target lies beyond the largest input and with how much plausible models disagree there (the
 fitted model, the trend of log time over log nodes, the largest input's bus bandwidth held).
-A row whose models disagree by more than DECLINE is not predicted. Two counts whose bus
-bandwidth does not fall (FLAT) cannot show a fall beyond them: their slow side allows TIER per
-doubling. The constants were chosen
+A row whose models disagree by more than DECLINE is not predicted. Two counts whose bus bandwidth
+does not fall (FLAT) show nothing of how it falls beyond them: the slow side of their rows
+reaches the largest input's bus bandwidth falling TIER per doubling. The constants were chosen
 by bench/predict_calibrate.py over every held-out case of ../shared/realworld/scaling
 (docs/commands/predict.md says which data chose what)."""
 from math import exp, hypot, log, log2
@@ -29,7 +29,8 @@ class Parts(NamedTuple):
     far: float
     spread: float
     floor: float = 0.0       # a |log| the interval is at least (a held-out miss)
-    slow: float = 0.0        # a |log| the slow side is at least (a fall flat inputs cannot rule out)
+    slow: float = 0.0        # a |log| the slow side is at least (a fall flat inputs cannot rule out) ...
+    fall: float = 0.0        # ... which from the largest input's bus bandwidth is this (|log|)
 
 
 def loglinear(times: Dict[int, float], target: int) -> Optional[float]:
@@ -48,10 +49,10 @@ def flat(time: float, bus_then: float, bus_at: float) -> float:
 
 
 def parts(t: float, lo: float, hi: float, others: Sequence[float], far: float, floor: float = 0.0,
-          slow: float = 0.0) -> Parts:
+          slow: float = 0.0, fall: float = 0.0) -> Parts:
     fit = max(log(hi / t), log(t / lo)) if lo > 0 else 0.0
     return Parts(t, fit, max(far, 0.0), max([abs(log(o / t)) for o in others if o > 0] or [0.0]), floor,
-                 slow)
+                 slow, fall)
 
 
 def interval(p: Parts, consts: Consts = CONSTS) -> Tuple[float, float, bool]:
@@ -59,13 +60,18 @@ def interval(p: Parts, consts: Consts = CONSTS) -> Tuple[float, float, bool]:
     the slow side at least p.slow; declined where the models or that fall exceed DECLINE."""
     widen, share, decline = consts
     h = max(hypot(p.fit, widen * p.far + share * p.spread), p.floor)
-    return p.t * exp(-h), p.t * exp(max(h, p.slow)), p.far > 0 and max(p.spread, p.slow) > decline
+    return p.t * exp(-h), p.t * exp(max(h, p.slow)), p.far > 0 and max(p.spread, p.fall) > decline
+
+
+def per_doubling(ratio: float, a: float, b: float) -> float:
+    """A ratio between counts a and b as a fall (log) per doubling of the count."""
+    return log(ratio) / log2(b / a)
 
 
 def fall(bus: Dict[int, Dict[int, float]], a: int, b: int) -> Optional[float]:
-    """The median fall (log) per doubling of the count of the bus bandwidth from count a to b over
-    the sizes that ran at both ({size: {count: bus bandwidth}}); None where none did."""
-    got = [log(v[a] / v[b]) / log2(b / a) for v in bus.values()
+    """The median fall per doubling of the bus bandwidth from count a to b over the sizes that
+    ran at both ({size: {count: bus bandwidth}}); None where none did."""
+    got = [per_doubling(v[a] / v[b], a, b) for v in bus.values()
            if a in v and b in v and v[a] > 0 and v[b] > 0]
     return median(got) if got else None
 

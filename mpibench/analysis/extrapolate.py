@@ -2,7 +2,7 @@
 for what the inputs cannot rule out there (bands.py), the held-out check of the largest input
 and, where that check finds a change of regime, the prediction from the largest input alone.
 `predict` prints these rows; bench/predict_calibrate.py scores them."""
-from math import exp, log
+from math import exp, log, log2
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..measure.collectives import REGISTRY
@@ -70,9 +70,10 @@ def fit(model: str, coll: str, backend: str, pts: Sequence[Point]) -> dict:
 
 def rows(f: dict, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[float, float]]], target: int,
          g: int, keys: Sequence[int], sizes: Optional[Dict[int, float]] = None,
-         consts: bands.Consts = bands.CONSTS, floor: float = 0.0, slow: float = 0.0) -> List[Row]:
-    """The rows at target for each key; sizes: S per key where known (a measured run's); floor
-    and slow: bands.Parts'."""
+         consts: bands.Consts = bands.CONSTS, floor: float = 0.0, unchecked: bool = False) -> List[Row]:
+    """The rows at target for each key; sizes: S per key where known (a measured run's); floor:
+    bands.Parts'; unchecked: two flat counts, no topology: each row's slow side reaches the largest
+    input's bus bandwidth falling bands.TIER per doubling."""
     out = []
     for key in keys:
         s = (sizes or {}).get(key) or target_bytes(coll, dtype, key, target)
@@ -85,8 +86,11 @@ def rows(f: dict, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[float, f
         flat = bands.flat(seen[largest][1], bus_bytes(coll, seen[largest][0], largest),
                           bus_bytes(coll, s, target)) if largest else None
         others = [x for x in (trend, flat) if x]
-        far = log(target / max(n for v in tab.values() for n in v))
-        p = bands.parts(t, lo, hi, others, far, floor, slow)
+        top = max(n for v in tab.values() for n in v)
+        far, fall = log(target / top), 0.0
+        if unchecked and flat and target > top:
+            fall = bands.TIER * log2(target / top)
+        p = bands.parts(t, lo, hi, others, far, floor, max(fall - log(t / flat), 0.0) if fall else 0.0, fall)
         lo, hi, declined = bands.interval(p, consts)
         why = None if known else "unseen"
         if declined and why is None:
@@ -139,12 +143,17 @@ class Group(NamedTuple):
     check: Optional[Check]
     regime: Optional[Tuple[int, int]]       # the counts between which the trend broke
     rows: List[Row]
-    flat: Optional[float] = None            # two flat counts: their fall per doubling (bands.FLAT)
+    fall: Optional[float] = None            # two flat counts: how their bus bandwidth falls per doubling
+
+    @property
+    def flat(self) -> List[Row]:
+        """The rows whose slow side two flat counts widened (bands.TIER)."""
+        return [r for r in self.rows if r.parts.fall > 0]
 
 
 def flat_fall(coll: str, tab: Dict[int, Dict[int, Tuple[float, float]]], a: int, b: int) -> Optional[float]:
-    """How much the bus bandwidth falls per doubling from a to b ranks, over the sizes >= 1 MiB
-    (all where none is), where that is below bands.FLAT; else None."""
+    """How the bus bandwidth falls per doubling from a to b ranks over the sizes >= 1 MiB (all
+    where none is), where that is below bands.FLAT: flat counts; else None."""
     large = {k: v for k, v in tab.items() if k >= scaling.MIB} or tab
     got = bands.fall({k: {n: bus_bytes(coll, s, n) / t for n, (s, t) in v.items() if t > 0}
                       for k, v in large.items()}, a, b)
@@ -160,20 +169,20 @@ def group(model: str, coll: str, backend: str, dtype: str, pts: Sequence[Point],
     f = fit(model, coll, backend, pts)
     tab, ns = table(pts), sorted({n for n, *_ in pts})
     check = held_out(model, coll, backend, dtype, pts, g, consts)
-    regime, flat = None, None
+    regime, fall = None, None
     if check and bands.regime_change(check.miss, check.rms):
         regime = (ns[-2], ns[-1])
         got = flat_rows(coll, dtype, tab, ns[-1], target, keys, check.miss, sizes, consts)
     else:
-        # two counts of the same bus bandwidth show nothing of how it falls beyond them
-        flat = flat_fall(coll, tab, *ns) if len(ns) == 2 and target > ns[-1] and tier is None else None
-        slow = 0.0 if flat is None else bands.TIER * log(target / ns[-1], 2)
-        got = rows(f, coll, dtype, tab, target, g, keys, sizes, consts, check.miss if check else 0.0, slow)
+        # two flat counts show nothing of how the bus bandwidth falls beyond them
+        fall = flat_fall(coll, tab, *ns) if len(ns) == 2 and target > ns[-1] and tier is None else None
+        got = rows(f, coll, dtype, tab, target, g, keys, sizes, consts, check.miss if check else 0.0,
+                   fall is not None)
         if coll == "sendrecv" and target > ns[-1] and not check:
             got = [r._replace(why="same pair" if r.why in (None, "flat") else r.why) for r in got]
     if tier and target > ns[-1]:
         got = [r._replace(why=r.why or "tier") for r in got]
-    return Group(f, check, regime, got, flat)
+    return Group(f, check, regime, got, fall)
 
 
 def rescore(r: Row, consts: bands.Consts) -> Row:
