@@ -6,7 +6,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..launch import faults
 from ..measure.collectives import NAMES, REGISTRY
@@ -171,6 +171,13 @@ def _row(tokens: List[str], layout: Layout, n: int) -> Cells:
     size, count, label, rest = int(tokens[0]), int(tokens[1]), tokens[2], tokens[3:]
     if _NUMBER.match(label):
         raise Unreadable(f"line {n}: {label!r} where the type should be")
+    redop, root = _lead(lead, rest, n)
+    modes, bws = _figures(groups, rest, n)
+    return Cells(size, count, label, redop, root, modes, bws, n)
+
+
+def _lead(lead: List[str], rest: List[str], n: int) -> Tuple[Optional[str], int]:
+    """(redop, root) from the cells before the figures, taken off rest."""
     redop, root = None, -1
     for col in lead:
         if col == "redop":       # empty before 2.13 for collectives without one
@@ -180,6 +187,11 @@ def _row(tokens: List[str], layout: Layout, n: int) -> Cells:
             raise Unreadable(f"line {n}: no root where the column names have one")
         else:
             root = int(rest.pop(0))
+    return redop, root
+
+
+def _figures(groups: List[List[str]], rest: List[str], n: int) -> Tuple[Dict[str, Any], List[Bws]]:
+    """Each mode's figures from the cells after the lead ones, every cell used."""
     modes, bws = {}, []
     keyed = list(zip(("out_of_place", "in_place"), groups))
     if len(keyed) == 2 and len(rest) == len(groups[1]) and rest[:1] != ["n/a"]:
@@ -199,7 +211,7 @@ def _row(tokens: List[str], layout: Layout, n: int) -> Cells:
         raise Unreadable(f"line {n}: {len(rest)} figures more than the column names have")
     if not modes:
         raise Unreadable(f"line {n}: neither mode measured")
-    return Cells(size, count, label, redop, root, modes, bws, n)
+    return modes, bws
 
 
 def _next_header(state: State) -> None:
@@ -333,49 +345,72 @@ def _continues(test: Test, row: Cells) -> bool:
 
 def _comment_line(state: State, line: str, n: int) -> None:
     """A '#' line: rank line, average, column names, test name, title, sweep or a test's end."""
-    if m := _RANK.match(line):
-        # rank lines come in a header, each rank once: one elsewhere means lines of two
-        # runs mixed, and a rank count read from them would be wrong
-        header, rank = state.header, int(m.group(1))
-        if header.used and not header.ours and _checking():
-            raise Unreadable(f"line {n}: a rank line after its run's table, with no "
-                             f"header (# nThread ...) before it")
-        if rank in header.ranks and not header.ours and _checking():
-            raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
-        header.ranks[rank] = m.group(2)
-    elif m := _AVERAGE.match(line):
-        _average_line(state, m, n)
-    elif _COLUMNS.match(line):          # a test: its name and command from the header
-        header = state.header
-        test = Test(header.name, header.command, header, _layout(line, n), n,
-                    state.backend or "nccl", header.ours or bool(state.backend))
-        header.used, header.name = True, None
-        # mpibench prints its tables one after the other; nccl-tests' runs may share a stream
-        state.open = [test] if test.ours else state.open + [test]
-        state.tests.append(test)
-        state.group.append(test)
-    elif m := _NAME.match(line):
-        _next_header(state)
-        state.header.name = m.group(1)
-    elif _MPIBENCH.match(line):          # mpibench's title
-        state.header, state.open, state.group = Header(ours=True), [], []
-    elif backend := _BACKEND.match(line):        # mpibench's, whatever its header looks like
-        state.backend = backend.group(1)
-    elif _SETTINGS.match(line):
-        _next_header(state)
-        if m := _SWEEP.search(line):
-            if state.header.sweep and _checking():
-                raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
-                                 f"table of the run whose header is at line "
-                                 f"{state.header.sweep_line}: two runs wrote into this "
-                                 f"log at once; split it by run")
-            state.header.sweep_line = n
-            state.header.sweep = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
-    elif (reduced := _REDUCED.match(line)) and state.header.sweep:
-        low, _, step, kind = state.header.sweep
-        state.header.sweep = low, int(reduced.group(1)), step, kind
-    elif _CONCLUDED.match(line):
-        state.open = []
+    for pattern, handle in _COMMENTS:
+        if (m := pattern.match(line)) and handle(state, m, n) is not False:
+            return
+
+
+def _rank_line(state: State, m: "re.Match[str]", n: int) -> None:
+    # rank lines come in a header, each rank once: one elsewhere means lines of two
+    # runs mixed, and a rank count read from them would be wrong
+    header, rank = state.header, int(m.group(1))
+    if header.used and not header.ours and _checking():
+        raise Unreadable(f"line {n}: a rank line after its run's table, with no "
+                         f"header (# nThread ...) before it")
+    if rank in header.ranks and not header.ours and _checking():
+        raise Unreadable(f"line {n}: rank {rank} listed twice in one header")
+    header.ranks[rank] = m.group(2)
+
+
+def _columns_line(state: State, m: "re.Match[str]", n: int) -> None:
+    """A test: its name and command from the header."""
+    header = state.header
+    test = Test(header.name, header.command, header, _layout(m.string, n), n,
+                state.backend or "nccl", header.ours or bool(state.backend))
+    header.used, header.name = True, None
+    # mpibench prints its tables one after the other; nccl-tests' runs may share a stream
+    state.open = [test] if test.ours else state.open + [test]
+    state.tests.append(test)
+    state.group.append(test)
+
+
+def _name_line(state: State, m: "re.Match[str]", n: int) -> None:
+    _next_header(state)
+    state.header.name = m.group(1)
+
+
+def _title_line(state: State, m: "re.Match[str]", n: int) -> None:
+    """mpibench's title."""
+    state.header, state.open, state.group = Header(ours=True), [], []
+
+
+def _backend_line(state: State, m: "re.Match[str]", n: int) -> None:
+    """mpibench's, whatever its header looks like."""
+    state.backend = m.group(1)
+
+
+def _settings_line(state: State, m: "re.Match[str]", n: int) -> None:
+    _next_header(state)
+    if sweep := _SWEEP.search(m.string):
+        if state.header.sweep and _checking():
+            raise Unreadable(f"line {n}: a second run's header (# nThread ...) before the "
+                             f"table of the run whose header is at line "
+                             f"{state.header.sweep_line}: two runs wrote into this "
+                             f"log at once; split it by run")
+        state.header.sweep_line = n
+        state.header.sweep = int(sweep.group(1)), int(sweep.group(2)), int(sweep.group(3)), sweep.group(4)
+
+
+def _reduced_line(state: State, m: "re.Match[str]", n: int) -> Optional[bool]:
+    if not state.header.sweep:
+        return False
+    low, _, step, kind = state.header.sweep
+    state.header.sweep = low, int(m.group(1)), step, kind
+    return None
+
+
+def _concluded_line(state: State, m: "re.Match[str]", n: int) -> None:
+    state.open = []
 
 
 def _average_line(state: State, m: "re.Match[str]", n: int) -> None:
@@ -399,6 +434,12 @@ def _average_line(state: State, m: "re.Match[str]", n: int) -> None:
         elif group:
             state.shared.append((group, value, n))
     state.group, state.open = [], []
+
+
+_COMMENTS: Tuple[Tuple["re.Pattern[str]", Callable[[State, "re.Match[str]", int], Optional[bool]]], ...] = (
+    (_RANK, _rank_line), (_AVERAGE, _average_line), (_COLUMNS, _columns_line), (_NAME, _name_line),
+    (_MPIBENCH, _title_line), (_BACKEND, _backend_line), (_SETTINGS, _settings_line),
+    (_REDUCED, _reduced_line), (_CONCLUDED, _concluded_line))
 
 
 # ---- what each test is: collective and ranks ----
@@ -449,37 +490,53 @@ def ranks_for(coll: Collective, rows: List[Cells], layout: Layout,
         return None, why
     # every rank's line gives the rank count, a pasted tail of them its least
     top = max(lines) + 1 if lines else 1
-    lo, hi = float(top), top if set(lines) == set(range(top)) else math.inf
+    sized = _by_sizes(coll, rows, float(top), top if set(lines) == set(range(top)) else math.inf)
+    if isinstance(sized, str):
+        return None, sized
+    rated = _by_ratios(coll, rows, layout, lines, *sized)
+    if isinstance(rated, str):
+        return None, rated
+    lo, hi = rated
+    return (math.ceil(lo), math.floor(hi) if hi < math.inf else None), None
+
+
+def _by_sizes(coll: Collective, rows: List[Cells], lo: float, hi: float) -> Union[Tuple[float, float], str]:
+    """The rank counts lo..hi narrowed by size / (count x element size), or why none fits."""
     for k, at in [] if coll.irregular else _ks(rows):     # alltoallv: size follows no count
         if _spreads(coll):
             if k != int(k) or not lo <= k <= hi:
-                return None, f"line {at}: size / (count x element size) is {k:g}, not the " \
-                             f"rank count" + (f" {int(lo)}" if lo == hi else "")
+                return f"line {at}: size / (count x element size) is {k:g}, not the " \
+                       f"rank count" + (f" {int(lo)}" if lo == hi else "")
             lo = hi = k
         elif k != 1:
-            return None, f"line {at}: size is {k:g} x count x element size, not 1 x"
-    # busbw / algbw: a * (n-1)/n where the factor varies with n, else the constant a
+            return f"line {at}: size is {k:g} x count x element size, not 1 x"
+    return lo, hi
+
+
+def _by_ratios(coll: Collective, rows: List[Cells], layout: Layout, lines: Dict[int, str], lo: float,
+               hi: float) -> Union[Tuple[float, float], str]:
+    """The rank counts lo..hi narrowed by busbw / algbw: a * (n-1)/n where the factor varies with
+    n, else the constant a; or why none fits."""
     two, three = coll.busbw_factor(2), coll.busbw_factor(3)
     varies = two != three
     a = 2 * two if varies else two
     if varies and _scaled_algbw(coll, rows, layout):
         a, varies = 1.0, False               # before June 2020: busbw = algbw
+    eps = 1e-9
     for rlo, rhi, at in _ratio_bounds(rows):
-        eps = 1e-9
         if not varies:
             if not rlo - eps <= a <= rhi + eps:
-                return None, f"line {at}: busbw / algbw is {rlo:.4g}-{rhi:.4g}, not {a:g}"
+                return f"line {at}: busbw / algbw is {rlo:.4g}-{rhi:.4g}, not {a:g}"
             continue
         # a (n-1)/n in [rlo, rhi]  <=>  1/(1 - rlo/a) <= n <= 1/(1 - rhi/a)
         nlo = 1 / (1 - rlo / a) if rlo < a else math.inf
         nhi = 1 / (1 - rhi / a) if rhi < a else math.inf
         lo, hi = max(lo, nlo - eps), min(hi, nhi + eps)
         if lo == math.inf or (hi < math.inf and math.ceil(lo) > math.floor(hi)):
-            return None, f"line {at}: busbw / algbw is {rlo:.4g}-{rhi:.4g}, which " \
-                         f"{'' if a == 1 else format(a, 'g')}(n-1)/n gives for no rank count" + \
-                         (f" n = {int(lo)} (its rank lines)" if lines and lo == hi else
-                          " the other rows allow")
-    return (math.ceil(lo), math.floor(hi) if hi < math.inf else None), None
+            return f"line {at}: busbw / algbw is {rlo:.4g}-{rhi:.4g}, which " \
+                   f"{'' if a == 1 else format(a, 'g')}(n-1)/n gives for no rank count" + \
+                   (f" n = {int(lo)} (its rank lines)" if lines and lo == hi else " the other rows allow")
+    return lo, hi
 
 
 def _scaled_algbw(coll: Collective, rows: List[Cells], layout: Layout) -> bool:
@@ -510,29 +567,36 @@ def _named_by_file(source: Optional[Path]) -> Optional[str]:
 
 def resolve(test: Test, hint: Optional[str], source: Optional[Path]) -> Tuple[str, Optional[int], str]:
     """(collective, ranks or None, how the collective was known)."""
-    rows, layout, lines = test.rows, test.layout, test.header.ranks
     for name, how in ((test.name, "the log"), (hint, "--collective"),
                       (test.command, "the command line in the log"),
                       (_named_by_file(source), "the file's name")):
-        if not name:
-            continue
-        coll = collective_name(name)
-        if coll not in REGISTRY:
-            if how == "the log":            # a test mpibench has no model of: read as printed
-                top = max(lines) + 1 if lines else 0
-                return coll, top if lines and set(lines) == set(range(top)) else None, how
-            if how == "--collective":
-                raise Unreadable(f"--collective {name}: not a collective mpibench knows "
-                                 f"({', '.join(REGISTRY)})")
-            continue
-        span, why = ranks_for(REGISTRY[coll], rows, layout, lines)
-        if span is None and how == "the file's name":
-            continue                      # a weaker sign than the rows: they decide
-        if span is None:
-            raise Unreadable(f"the table at line {test.line} is not {coll} "
-                             f"(named by {how}): {why}")
-        return coll, _exact(span), how
-    # alltoallv only by name: its rows fit every alltoall's, it fits no rows of its own
+        if name and (got := _by_name(test, name, how)):
+            return got
+    return _by_rows(test)
+
+
+def _by_name(test: Test, name: str, how: str) -> Optional[Tuple[str, Optional[int], str]]:
+    """The collective a name gives, checked against the rows; None where the name does not decide."""
+    lines = test.header.ranks
+    coll = collective_name(name)
+    if coll not in REGISTRY:
+        if how == "the log":            # a test mpibench has no model of: read as printed
+            top = max(lines) + 1 if lines else 0
+            return coll, top if lines and set(lines) == set(range(top)) else None, how
+        if how == "--collective":
+            raise Unreadable(f"--collective {name}: not a collective mpibench knows ({', '.join(REGISTRY)})")
+        return None
+    span, why = ranks_for(REGISTRY[coll], test.rows, test.layout, lines)
+    if span is None and how == "the file's name":
+        return None                     # a weaker sign than the rows: they decide
+    if span is None:
+        raise Unreadable(f"the table at line {test.line} is not {coll} (named by {how}): {why}")
+    return coll, _exact(span), how
+
+
+def _by_rows(test: Test) -> Tuple[str, Optional[int], str]:
+    """The one collective the rows fit (alltoallv only by name: its rows fit every alltoall's)."""
+    rows, layout, lines = test.rows, test.layout, test.header.ranks
     fits = {c.name: span for c in REGISTRY.values()
             if not c.irregular and (span := ranks_for(c, rows, layout, lines)[0]) is not None}
     how = "its rows (redop, root, size / count, busbw / algbw)"
@@ -619,6 +683,57 @@ def check_average(rows: Iterable[Cells], average: Optional[Num], line: int, what
 
 
 # ---- the document ----
+def _test_rows(t: Test, i: int, many: bool, coll: str, ranks: Optional[int],
+               scaled: bool) -> List[Dict[str, Any]]:
+    """One table's rows as document rows (i: its number, written where the log has several)."""
+    model = REGISTRY.get(coll)
+    out = []
+    for r in t.rows:
+        if scaled and ranks:      # algbw printed x (n-1)/n -> size / time, as now
+            for m in r.modes.values():
+                if m["algbw_GBps"] is not None:
+                    m["algbw_GBps"] *= ranks / (ranks - 1)
+        redop = r.redop if (model is None or model.reduces) and r.redop is not None else "none"
+        row = row_of(coll, r.size, r.count, r.label, redop, r.root, r.modes, ranks)
+        row["backend"] = t.backend
+        if many:
+            row["test"] = i
+        out.append(row)
+    return out
+
+
+def _test_info(t: Test, i: int, coll: str, ranks: Optional[int], how: str, scaled: bool) -> Dict[str, Any]:
+    """The document's record of one table: what it is, how it was named and read."""
+    hosts = [t.header.ranks[k] for k in sorted(t.header.ranks)]
+    avg = t.average
+    return {"test": i, "name": t.name or t.command, "collective": coll,
+            "named_by": how, "line": t.line, "rows": len(t.rows),
+            "hosts_complete": ranks is not None and len(t.header.ranks) == ranks,
+            "ranks": ranks, "hosts": list(dict.fromkeys(hosts)),
+            "algbw": "printed x (n-1)/n (before June 2020), read as size / time" if scaled else "size / time",
+            "average_bus_bandwidth": None if avg is None or avg[0] is None else avg[0][0]}
+
+
+def _average(tests: List[Test], shared: List[Tuple[List[Test], Optional[Num], int]],
+             infos: List[Dict[str, Any]]) -> Optional[float]:
+    """The log's one average: a shared line's over every table, or the one table's own."""
+    average = None
+    for group, value, line in shared:
+        check_average([r for t in group for r in t.rows], value, line, f"the {len(group)} tables above it")
+        if sum(1 for t in group if t.rows) == len(tests) and value is not None:
+            average = value[0]
+    if len(tests) == 1 and average is None:
+        average = infos[0]["average_bus_bandwidth"]
+    return average
+
+
+def _command(ours: bool, info: Dict[str, Any]) -> str:
+    if ours:
+        return "mpibench (printed output)"
+    first = info["name"] or info["collective"]
+    return f"nccl-tests {first if first.endswith(('_perf', '_mpi')) else first + '_perf'}"
+
+
 def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = None) -> Dict[str, Any]:
     """Printed output (source: its path) -> results document with 'tests'; Unreadable with the line."""
     tests, shared = scan(text)
@@ -631,44 +746,15 @@ def parse_text(text: str, hint: Optional[str] = None, source: Optional[Path] = N
         coll, ranks, how = resolve(t, hint, source)
         model = REGISTRY.get(coll)
         scaled = model is not None and _scaled_algbw(model, t.rows, t.layout)
-        avg = t.average
-        if avg is not None:
-            check_average(t.rows, avg[0], avg[1], f"the table at line {t.line}")
-        for r in t.rows:
-            if scaled and ranks:      # algbw printed x (n-1)/n -> size / time, as now
-                for m in r.modes.values():
-                    if m["algbw_GBps"] is not None:
-                        m["algbw_GBps"] *= ranks / (ranks - 1)
-            redop = r.redop if (model is None or model.reduces) and r.redop is not None else "none"
-            out = row_of(coll, r.size, r.count, r.label, redop, r.root, r.modes, ranks)
-            out["backend"] = t.backend
-            if len(tests) > 1:
-                out["test"] = i
-            rows.append(out)
-        hosts = [t.header.ranks[k] for k in sorted(t.header.ranks)]
-        infos.append({"test": i, "name": t.name or t.command, "collective": coll,
-                      "named_by": how, "line": t.line, "rows": len(t.rows),
-                      "hosts_complete": ranks is not None and len(t.header.ranks) == ranks,
-                      "ranks": ranks, "hosts": list(dict.fromkeys(hosts)),
-                      "algbw": "printed x (n-1)/n (before June 2020), read as size / time"
-                      if scaled else "size / time",
-                      "average_bus_bandwidth": None if avg is None or avg[0] is None
-                      else avg[0][0]})
-    average = None
-    for group, value, line in shared:
-        check_average([r for t in group for r in t.rows], value, line,
-                      f"the {len(group)} tables above it")
-        if sum(1 for t in group if t.rows) == len(tests) and value is not None:
-            average = value[0]
-    if len(tests) == 1 and average is None:
-        average = infos[0]["average_bus_bandwidth"]
+        if t.average is not None:
+            check_average(t.rows, t.average[0], t.average[1], f"the table at line {t.line}")
+        rows += _test_rows(t, i, len(tests) > 1, coll, ranks, scaled)
+        infos.append(_test_info(t, i, coll, ranks, how, scaled))
+    average = _average(tests, shared, infos)
     ranks = infos[0]["ranks"] if len({x["ranks"] for x in infos}) == 1 else None
     hosts = list(dict.fromkeys(h for x in infos for h in x["hosts"]))
-    first = infos[0]["name"] or infos[0]["collective"]
     ours = any(t.ours for t in tests)
-    command = "mpibench (printed output)" if ours else \
-        f"nccl-tests {first if first.endswith(('_perf', '_mpi')) else first + '_perf'}"
-    doc = document(rows, hosts, ranks, command, None,
+    doc = document(rows, hosts, ranks, _command(ours, infos[0]), None,
                    "read from " + ("mpibench's" if ours else "nccl-tests'") + " printed output")
     doc.update(tests=infos, average_bus_bandwidth=average)
     if doc.get("world") and not all(x["hosts_complete"] for x in infos):
