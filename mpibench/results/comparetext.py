@@ -91,25 +91,23 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
     judged: List[List[Tuple[float, str]]] = [[] for _ in paths[1:]]    # (ratio, verdict) per file
     lines, failures = [], []
     for k in common:
-        coll, backend, dtype, redop, root, setting, size, mode = k
-        base = figs[0][k]
-        line = [coll, backend or file_backends, dtype, redop] + ([setting] if settings else []) + \
-            [format_size(size), mode.replace("_", "-"), f"{base[0]:.4g}"]
-        for i, f in enumerate(figs[1:]):
-            ratio, word = verdict(base, f[k], noise)
-            judged[i].append((ratio, word))
-            line += [f"{f[k][0]:.4g}", f"{ratio:.3f}", word]
-            if min_share is not None and ratio < min_share:
-                failures.append(f"{paths[i + 1]}: {coll} {dtype} {format_size(size)} "
-                                f"{mode.replace('_', '-')} at {ratio:.3f}x the baseline")
+        line, below_share = _row(k, paths, figs, noise, min_share, judged, settings, file_backends)
         lines.append(line)
+        failures += below_share
     tags = [f" {i}" if len(paths) > 2 else "" for i in range(1, len(paths))]
     print(table(lines, ["collective", "backend", "type", "redop"] + (["setting"] if settings else [])
                 + ["size", "mode", "base GB/s"]
                 + [f"{h}{t}" for t in tags for h in ("GB/s", "ratio", "verdict")]))
     if any(figs[0][k][3] == "algbw" for k in common):
         print("# one-rank rows: algbw compared (busbw is not defined for one rank)")
-    for p, mine in zip(paths[1:], judged):      # each file's verdicts and geometric mean ratio
+    _totals(paths, figs, common, judged)
+    return failures
+
+
+def _totals(paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], common: Sequence[Key],
+            judged: List[List[Tuple[float, str]]]) -> None:
+    """Each file's verdicts and geometric mean ratio, and the rows not in every file."""
+    for p, mine in zip(paths[1:], judged):
         words = [word for _, word in mine]
         geo = exp(sum(log(r) for r, _ in mine) / len(mine))
         print(f"# {p} vs {paths[0]}: {words.count('faster')} faster, {words.count('slower')} slower, "
@@ -118,7 +116,25 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
     for p, f in zip(paths, figs):
         if missing := len(set(f) - set(common)):
             print(f"# {numbers.counted(missing, 'row-mode')} of {p} not in every file: not compared")
-    return failures
+
+
+def _row(k: Key, paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], noise: float,
+         min_share: Optional[float], judged: List[List[Tuple[float, str]]], settings: bool,
+         file_backends: str) -> Tuple[List[str], List[str]]:
+    """One row's cells, each file's (ratio, verdict) added to judged; and its lines below --min-share."""
+    coll, backend, dtype, redop, root, setting, size, mode = k
+    base = figs[0][k]
+    line = [coll, backend or file_backends, dtype, redop] + ([setting] if settings else []) + \
+        [format_size(size), mode.replace("_", "-"), f"{base[0]:.4g}"]
+    failures = []
+    for i, f in enumerate(figs[1:]):
+        ratio, word = verdict(base, f[k], noise)
+        judged[i].append((ratio, word))
+        line += [f"{f[k][0]:.4g}", f"{ratio:.3f}", word]
+        if min_share is not None and ratio < min_share:
+            failures.append(f"{paths[i + 1]}: {coll} {dtype} {format_size(size)} "
+                            f"{mode.replace('_', '-')} at {ratio:.3f}x the baseline")
+    return line, failures
 
 
 def below(failures: Sequence[str], min_share: float) -> None:

@@ -11,29 +11,35 @@ def hosts(out: RunOutput, per_host: Mapping[str, Dict[str, Any]], ranks: Mapping
             f"launcher {launcher}")
     out.announce_files()
     for host, f in per_host.items():
-        v, cvd = f["versions"], f["cuda_visible_devices"]
-        lines = [f"#\n# host {host} ({plural(len(ranks[host]), 'rank')} {', '.join(map(str, ranks[host]))})",
-                 "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]
-        models = ", ".join(sorted({g["name"] for g in f["gpus"]}))
-        gpu = (f"{len(f['gpus'])} x {models}, driver {f['driver']}" if f["gpus"]
-               else "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else ""))
-        lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
-        lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in f["env"].items()) if f["env"]
-                                          else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
-        nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
-        lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
-        ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}"
-                 for p in f["rdma"]]
-        mods = f["rdma_modules"]
-        lines.append("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
-                     + ("unknown (/proc/modules unreadable)" if mods is None
-                        else ", ".join(mods) or "none loaded"))
-        lines += ["#   paths       " + line if i == 0 else "#               " + line
-                  for i, line in enumerate(path_lines(f["paths"]))]
-        if f["topology"]:
-            lines.append("#   GPU topology (nvidia-smi topo -m):")
-            lines += ["#     " + line for line in f["topology"].splitlines()]
-        out.say(*lines)
+        out.say(*_host(host, f, ranks[host], version_keys))
+
+
+def _host(host: str, f: Dict[str, Any], ranks: List[int], version_keys: Sequence[str]) -> List[str]:
+    """One host's facts: versions, GPUs, variables, interfaces, RDMA, paths, GPU topology."""
+    v, cvd = f["versions"], f["cuda_visible_devices"]
+    lines = [f"#\n# host {host} ({plural(len(ranks), 'rank')} {', '.join(map(str, ranks))})",
+             "#   versions    " + ", ".join(f"{k} {v.get(k) or '-'}" for k in version_keys)]
+    models = ", ".join(sorted({g["name"] for g in f["gpus"]}))
+    gpu = (f"{len(f['gpus'])} x {models}, driver {f['driver']}" if f["gpus"]
+           else "none" + (f" ({f['tool_errors'][0]})" if f["tool_errors"] else ""))
+    lines.append(f"#   GPUs        {gpu}; CUDA_VISIBLE_DEVICES {'unset' if cvd is None else cvd}")
+    lines.append("#   variables   " + (" ".join(f"{k}={val}" for k, val in f["env"].items()) if f["env"]
+                                      else "no NCCL_/GLOO_/UCX_/OMPI_MCA_ variables set"))
+    nics = [f"{i['name']} {i['state']} {i['speed_mbps'] or '-'} Mb/s" for i in f["interfaces"]]
+    lines.append("#   interfaces  " + (", ".join(nics) or f"none under {f['root']}sys/class/net"))
+    lines.append(_rdma(f["rdma"], f["rdma_modules"]))
+    lines += ["#   paths       " + line if i == 0 else "#               " + line
+              for i, line in enumerate(path_lines(f["paths"]))]
+    if f["topology"]:
+        lines.append("#   GPU topology (nvidia-smi topo -m):")
+        lines += ["#     " + line for line in f["topology"].splitlines()]
+    return lines
+
+
+def _rdma(rdma: List[Dict[str, Any]], mods: Optional[List[str]]) -> str:
+    ports = [f"{p['device']}/{p['port']} {p['state']} {p['rate'] or '-'} {p['link_layer']}" for p in rdma]
+    return ("#   RDMA        " + (", ".join(ports) or "no devices") + "; modules "
+            + ("unknown (/proc/modules unreadable)" if mods is None else ", ".join(mods) or "none loaded"))
 
 
 def path_lines(paths: Optional[Dict[str, Any]]) -> List[str]:

@@ -75,52 +75,58 @@ def _num(obj: Dict[str, Any], key: str) -> Optional[float]:
 
 def parse_json(doc: Dict[str, Any]) -> Dict[str, Any]:
     """nccl-tests' -J document -> results document."""
-    args = doc.get("args") if isinstance(doc.get("args"), list) else []
+    args: List[Any] = doc["args"] if isinstance(doc.get("args"), list) else []
     devices = doc["config"].get("devices") or []
     if not isinstance(devices, list) or not all(isinstance(d, dict) for d in devices):
         raise Unreadable("config.devices is not a list of objects")
-    rows, ranks = [], len(devices) or None
-    for i, r in enumerate(doc["results"]):
-        where = f"results[{i}]"
-        if not isinstance(r, dict):
-            raise Unreadable(f"{where} is not an object")
-        name = r.get("experiment_name") or (args[0] if args else None)
-        if not name:
-            raise Unreadable(f"{where}: no experiment_name and no program in args: which collective?")
-        modes: Dict[str, Dict[str, Any]] = {}
-        try:
-            for key in MODES:
-                if (m := r.get(key)) is None:
-                    continue
-                if not isinstance(m, dict):
-                    raise Unreadable(f"{key} is not an object")
-                t, wrong, alg, bus = (_num(m, k) for k in ("time" if "time" in m else "cpu_time",
-                                                           "nwrong", "alg_bw", "bus_bw"))
-                modes[key] = mode_figures(t, alg, bus, None if wrong is None else int(wrong))
-                if (p := r.get(key + "_per_iter")) is not None:   # -I 1: kept once its summary is numbers
-                    if not isinstance(p, dict):
-                        raise Unreadable(f"{key}_per_iter is not an object")
-                    if missing := next((k for k in PER_ITER_SUMMARY if _num(p, k) is None), None):
-                        raise Unreadable(f"{key}_per_iter: {missing} is missing")
-                    modes[key]["per_iter"] = p
-            root = int(str(r.get("root", "-1")).strip())
-            size, count = r.get("size"), r.get("count")
-            if not isinstance(size, int) or not isinstance(count, int) or isinstance(size, bool):
-                raise Unreadable("size and count must be whole numbers")
-            label, redop = r.get("type"), r.get("redop")
-            if not isinstance(label, str) or not isinstance(redop, str):
-                raise Unreadable("type and redop must be text")
-        except (Unreadable, ValueError, TypeError) as exc:
-            raise Unreadable(f"{where}: {exc}") from None
-        rows.append(row_of(collective_name(name), size, count, label, redop, root, modes, ranks))
+    ranks = len(devices) or None
+    rows = [_json_row(r, f"results[{i}]", args, ranks) for i, r in enumerate(doc["results"])]
     hosts = [d.get("hostname") for d in devices if isinstance(d.get("hostname"), str)]
     name = rows[0]["collective"] if rows else "?"
     start = doc.get("start_time") if isinstance(doc.get("start_time"), str) else None
     out = document(rows, hosts, ranks, f"nccl-tests {name}_perf", start,
-                    f"read from nccl-tests' -J JSON (version {doc.get('version')})")
+                   f"read from nccl-tests' -J JSON (version {doc.get('version')})")
     avg = doc.get("average_bus_bandwidth")
     out["average_bus_bandwidth"] = _num(avg, "bandwidth") if isinstance(avg, dict) else None
     return out
+
+
+def _json_row(r: Any, where: str, args: List[Any], ranks: Optional[int]) -> Dict[str, Any]:
+    """One of -J's results as a document row; Unreadable naming where it is."""
+    if not isinstance(r, dict):
+        raise Unreadable(f"{where} is not an object")
+    name = r.get("experiment_name") or (args[0] if args else None)
+    if not name:
+        raise Unreadable(f"{where}: no experiment_name and no program in args: which collective?")
+    try:
+        modes: Dict[str, Dict[str, Any]] = {key: _json_mode(r, key, m) for key in MODES
+                                            if (m := r.get(key)) is not None}
+        root = int(str(r.get("root", "-1")).strip())
+        size, count = r.get("size"), r.get("count")
+        if not isinstance(size, int) or not isinstance(count, int) or isinstance(size, bool):
+            raise Unreadable("size and count must be whole numbers")
+        label, redop = r.get("type"), r.get("redop")
+        if not isinstance(label, str) or not isinstance(redop, str):
+            raise Unreadable("type and redop must be text")
+    except (Unreadable, ValueError, TypeError) as exc:
+        raise Unreadable(f"{where}: {exc}") from None
+    return row_of(collective_name(name), size, count, label, redop, root, modes, ranks)
+
+
+def _json_mode(r: Dict[str, Any], key: str, m: Any) -> Dict[str, Any]:
+    """One mode's figures, with its per-iteration object (-I 1) once its summary is numbers."""
+    if not isinstance(m, dict):
+        raise Unreadable(f"{key} is not an object")
+    t, wrong, alg, bus = (_num(m, k) for k in ("time" if "time" in m else "cpu_time",
+                                               "nwrong", "alg_bw", "bus_bw"))
+    mode = mode_figures(t, alg, bus, None if wrong is None else int(wrong))
+    if (p := r.get(key + "_per_iter")) is not None:
+        if not isinstance(p, dict):
+            raise Unreadable(f"{key}_per_iter is not an object")
+        if missing := next((k for k in PER_ITER_SUMMARY if _num(p, k) is None), None):
+            raise Unreadable(f"{key}_per_iter: {missing} is missing")
+        mode["per_iter"] = p
+    return mode
 
 
 # ---- writing the -J schema ----

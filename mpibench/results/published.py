@@ -6,7 +6,7 @@ floors."""
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..measure.sizes import format_size
 
@@ -21,30 +21,48 @@ def problems(entry: Any) -> List[str]:
     and a source with url and date ([] when it is whole)."""
     if not isinstance(entry, dict):
         return ["not an object"]
-    out = []
+    return [why for rule in _RULES if (why := rule(entry))]
+
+
+def _platform(entry: Entry) -> Optional[str]:
     plat = entry.get("platform")
     if not isinstance(plat, dict) or set(PLATFORM_KEYS) - set(plat):
-        out.append(f"platform needs {', '.join(PLATFORM_KEYS)}")
-    elif not (isinstance(plat["gpu"], str) and isinstance(plat["gpus_per_host"], int)
-              and isinstance(plat["hosts"], int) and plat["hosts"] >= 1):
-        out.append("platform's gpu is a name, gpus_per_host and hosts whole numbers")
-    if not isinstance(entry.get("collective"), str):
-        out.append("no collective")
+        return f"platform needs {', '.join(PLATFORM_KEYS)}"
+    if not (isinstance(plat["gpu"], str) and isinstance(plat["gpus_per_host"], int)
+            and isinstance(plat["hosts"], int) and plat["hosts"] >= 1):
+        return "platform's gpu is a name, gpus_per_host and hosts whole numbers"
+    return None
+
+
+def _busbw(entry: Entry) -> Optional[str]:
     bw = entry.get("busbw_GBps")
     if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0:
-        out.append("busbw_GBps must be a number above 0")
-    if entry.get("unit") != "GB/s":
-        out.append("unit must be GB/s (nccl-tests' busbw)")
-    if entry.get("kind") not in KINDS:
-        out.append(f"kind must be one of {', '.join(KINDS)}")
+        return "busbw_GBps must be a number above 0"
+    return None
+
+
+def _size(entry: Entry) -> Optional[str]:
     size = entry.get("size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-        out.append("size must be bytes or null")
+        return "size must be bytes or null"
+    return None
+
+
+def _source(entry: Entry) -> Optional[str]:
     src = entry.get("source")
     if not isinstance(src, dict) or not all(isinstance(src.get(k), str) and src[k]
                                             for k in ("name", "url", "date")):
-        out.append("source needs name, url and date")
-    return out
+        return "source needs name, url and date"
+    return None
+
+
+_RULES: Tuple[Callable[[Entry], Optional[str]], ...] = (
+    _platform,
+    lambda e: None if isinstance(e.get("collective"), str) else "no collective",
+    _busbw,
+    lambda e: None if e.get("unit") == "GB/s" else "unit must be GB/s (nccl-tests' busbw)",
+    lambda e: None if e.get("kind") in KINDS else f"kind must be one of {', '.join(KINDS)}",
+    _size, _source)
 
 
 def load(path: str = PATH) -> List[Entry]:

@@ -58,26 +58,28 @@ def merge(trial_rows: List[Dict[str, Any]], threshold: float = UNSTABLE) -> Dict
         row[field] = {mode: [fold(x) for x in zip(*(t[field][mode] for t in trial_rows))]
                       for mode in first[field]}
     for mode in MODES:
-        if first[mode] is None:
-            row[mode] = None
-            continue
-        times = [t[mode]["time_us"] for t in trial_rows]
-        mid, avg = median(times), mean(times)
-        span = (max(times) - min(times)) / mid if mid > 0 else 0.0
-        alg = algbw(row["bw_bytes"], mid / 1e6)
-        wrongs = [t[mode]["nwrong"] for t in trial_rows]
-        busbws = [t[mode]["busbw_GBps"] for t in trial_rows]
-        row[mode] = {"time_us": mid, "algbw_GBps": alg, "busbw_GBps": busbw(alg, row["busbw_factor"]),
-                     "nwrong": None if all(w is None for w in wrongs) else sum(w or 0 for w in wrongs),
-                     "in_flight": first[mode].get("in_flight"),
-                     "spread": {"trials": len(trial_rows), "time_us_min": min(times),
-                                "time_us_max": max(times),
-                                "cv": pstdev(times) / avg if avg > 0 else 0.0, "range": span,
-                                "busbw_GBps_min": None if None in busbws else min(busbws),
-                                "busbw_GBps_max": None if None in busbws else max(busbws)},
-                     "unstable": span > threshold}
+        modes = [t[mode] for t in trial_rows]
+        row[mode] = None if first[mode] is None else _merged_mode(row, modes, threshold)
     row["unstable_threshold"] = threshold
     return row
+
+
+def _merged_mode(row: Dict[str, Any], modes: List[Dict[str, Any]], threshold: float) -> Dict[str, Any]:
+    """One mode's figures over the trials: the median time, its spread, unstable beyond threshold."""
+    times = [m["time_us"] for m in modes]
+    mid, avg = median(times), mean(times)
+    span = (max(times) - min(times)) / mid if mid > 0 else 0.0
+    alg = algbw(row["bw_bytes"], mid / 1e6)
+    wrongs = [m["nwrong"] for m in modes]
+    busbws = [m["busbw_GBps"] for m in modes]
+    return {"time_us": mid, "algbw_GBps": alg, "busbw_GBps": busbw(alg, row["busbw_factor"]),
+            "nwrong": None if all(w is None for w in wrongs) else sum(w or 0 for w in wrongs),
+            "in_flight": modes[0].get("in_flight"),
+            "spread": {"trials": len(modes), "time_us_min": min(times), "time_us_max": max(times),
+                       "cv": pstdev(times) / avg if avg > 0 else 0.0, "range": span,
+                       "busbw_GBps_min": None if None in busbws else min(busbws),
+                       "busbw_GBps_max": None if None in busbws else max(busbws)},
+            "unstable": span > threshold}
 
 
 class Collector:

@@ -199,27 +199,43 @@ def check(value: Any, kind: Any, where: str = "") -> None:
             raise Bad(f"{where}: {value!r} is not {' or '.join(map(str, params))}")
         return
     if isinstance(kind, type) and issubclass(kind, dict) and hasattr(kind, "__required_keys__"):
-        if not isinstance(value, dict):
-            raise Bad(f"{where or 'the top level'}: {_kind(value)}, expected an object")
-        if missing := sorted(kind.__required_keys__ - value.keys()):
-            raise Bad(f"{where or 'file'}: missing {missing[0]!r}")
-        for key, hint in _hints(kind).items():
-            if key in value:
-                check(value[key], hint, f"{where}.{key}" if where else key)
-        return
+        return _check_record(value, kind, where)
     base = get_origin(kind) or kind
     if isinstance(value, bool) != (base is bool) or not isinstance(value, _KINDS.get(base, base)):
         raise Bad(f"{where}: {_kind(value)}, expected {_NAMES[base]}")
-    if base is list:
-        if bounds is not None and len(value) < bounds.low:
-            raise Bad(f"{where}: fewer than {bounds.low:g} items")
-        for i, item in enumerate(value):
-            check(item, params[0], f"{where}[{i}]")
-    elif base is dict:
+    if base in (list, dict):
+        _check_items(value, params, bounds, where)
+    elif base in (int, float):
+        _check_number(value, bounds, where)
+
+
+def _check_items(value: Any, params: Any, bounds: Any, where: str) -> None:
+    """A list's items (at least its Range's low) or an object's values, each of its type."""
+    if isinstance(value, dict):
         for key, item in value.items():
             check(item, params[1], f"{where}.{key}")
-    elif base in (int, float) and (isinstance(value, float) and not math.isfinite(value) or
-                                   bounds is not None and not bounds.low <= value <= bounds.high):
+        return
+    if bounds is not None and len(value) < bounds.low:
+        raise Bad(f"{where}: fewer than {bounds.low:g} items")
+    for i, item in enumerate(value):
+        check(item, params[0], f"{where}[{i}]")
+
+
+def _check_record(value: Any, kind: Any, where: str) -> None:
+    """A TypedDict: an object with its required keys, each key it names of its type."""
+    if not isinstance(value, dict):
+        raise Bad(f"{where or 'the top level'}: {_kind(value)}, expected an object")
+    if missing := sorted(kind.__required_keys__ - value.keys()):
+        raise Bad(f"{where or 'file'}: missing {missing[0]!r}")
+    for key, hint in _hints(kind).items():
+        if key in value:
+            check(value[key], hint, f"{where}.{key}" if where else key)
+
+
+def _check_number(value: float, bounds: Any, where: str) -> None:
+    """Finite and within the bounds of its Range, if any."""
+    if isinstance(value, float) and not math.isfinite(value) or \
+            bounds is not None and not bounds.low <= value <= bounds.high:
         low, high = bounds or (-math.inf, math.inf)
         raise Bad(f"{where}: {value} is out of range ({low:g} to {high:g})")
 
