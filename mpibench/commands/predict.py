@@ -258,7 +258,7 @@ def _group(group, pts, checked, target, g, flat, model, tier):
         predicttext.unchecked(_at(ns[0], g, flat), _at(ns[1], g, flat))
     if res.flat:
         predicttext.flat(_at(ns[0], g, flat), _at(ns[1], g, flat), res.fall, bands.FLAT, bands.TIER,
-                         log2(target / ns[-1]), _at(target, g, flat), len(res.flat), len(res.rows))
+                         log2(target / ns[-1]), _at(target, g, flat))
     if res.regime:
         predicttext.regime(*(_at(n, g, flat) for n in res.regime), res.check.error, res.check.rms)
     factor = extrapolate.bus_bytes(coll, 1.0, target)

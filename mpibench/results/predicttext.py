@@ -49,14 +49,14 @@ def unchecked(smaller: str, largest: str) -> None:
 
 
 def flat(smaller: str, largest: str, fall: float, limit: float, tier: float, doublings: float,
-         target: str, carried: int, rows: int) -> None:
+         target: str) -> None:
     """fall: the inputs' fall of the bus bandwidth per doubling (log); limit: below it they are
-    flat; tier: the fall per doubling the slow side allows; carried: rows it widened."""
+    flat; tier: the fall per doubling the slow side allows."""
     print(f"# flat inputs: from {smaller} to {largest} the bus bandwidth at sizes >= 1 MiB goes "
           f"x{exp(-fall):.3g} per doubling (above x{exp(-limit):.3g} is flat), which shows nothing of "
-          f"how it falls beyond {largest}: the slow side of {carried} of {rows} rows widened to reach its "
-          f"bus bandwidth at x{exp(-tier):.3g} per doubling ({doublings:.3g} to {target}), the largest "
-          f"fall of the published runs predict was calibrated on")
+          f"how it falls beyond {largest}: each interval's slow side reaches its bus bandwidth at "
+          f"x{exp(-tier):.3g} per doubling ({doublings:.3g} to {target}), the largest fall of the "
+          f"published runs predict was calibrated on")
 
 
 def regime(before: str, after: str, error: float, rms: float) -> None:
