@@ -24,6 +24,7 @@ from conftest import (MPIRUN, PYTHON, at_once, base_env, check_usage_error, lone
 
 from mpibench.diagnose import stragglers  # noqa: E402
 from mpibench.measure import sizes  # noqa: E402
+from mpibench.measure.collectives import REGISTRY  # noqa: E402
 from mpibench.results import tables  # noqa: E402
 from mpibench.errors import UsageError  # noqa: E402
 
@@ -41,13 +42,17 @@ PER_RANK_CHUNKS = {"all_gather", "reduce_scatter", "all_to_all", "gather", "scat
 ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 # what torch.distributed can express: all_reduce/reduce work in place only,
 # all_to_all/sendrecv out of place only
-COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-               "all_to_all", "sendrecv", "gather", "scatter", "alltoallv"]
+COLLECTIVES = list(REGISTRY)       # what each one is expected to do is written out below, apart
 MODES = {"all_reduce": {"in_place"}, "reduce": {"in_place"},
          "all_to_all": {"out_of_place"}, "sendrecv": {"out_of_place"},
          "all_gather": {"out_of_place", "in_place"}, "reduce_scatter": {"out_of_place", "in_place"},
          "broadcast": {"out_of_place", "in_place"}, "gather": {"out_of_place", "in_place"},
          "scatter": {"out_of_place", "in_place"}, "alltoallv": {"out_of_place"}}
+
+
+def test_every_collective_has_its_expectations():
+    """A collective added to the registry needs its modes and bus factor written out here."""
+    assert set(MODES) == set(COLLECTIVES) and PER_RANK_CHUNKS | ROOTED <= set(COLLECTIVES)
 
 
 def busbw_factor(coll, n):

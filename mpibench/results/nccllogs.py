@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..launch import faults
-from ..measure.collectives import NAMES, REGISTRY
+from ..measure.collectives import REGISTRY
 from ..measure.collectives.base import Collective
 from ..measure.dtypes import DTYPES
 from .nccltests import Unreadable, collective_name, document, mode_figures, row_of
@@ -40,14 +40,8 @@ _BARE = re.compile(rf"(?:{_SIGN}|Using devices|\(B\)\s+\(elements\)|out-of-place
 # clush ("host: "); Open MPI's --tag-output is _TAG.
 _LABELS = (re.compile(r"\s*\d+: ?"), re.compile(r"\[\d+\] ?"), re.compile(r"[A-Za-z][\w.-]*: "))
 _OWN = re.compile(r"\s*(?:#|\d+\s+\d+\s+\S+\s)")        # a '#' line or a table row
-# nccl-tests checks no in-place result of these (alltoall.cu, sendrecv.cu: reportErrors =
-# in_place ? 0 : 1), so their in-place #wrong is N/A on every row
-_IN_PLACE_UNCHECKED = ("all_to_all", "sendrecv", "alltoallv")
 # the names files carry: nccl_alltoall.log, allgather_run2.txt, reduce-scatter.out
-_FILE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-               "alltoall": "all_to_all", "a2a": "all_to_all", "bcast": "broadcast",
-               "alltoallv": "alltoallv", "a2av": "alltoallv",
-               **{c: c for c in NAMES}}
+_FILE_NAMES = {name: c.name for c in REGISTRY.values() for name in (c.name, *c.aliases)}
 _LEAD = ("redop", "root")
 _SPREAD = ["out", "in"]     # mpibench's "rank spread" columns, after all of nccl-tests' own
 
@@ -473,7 +467,7 @@ def _pattern(coll: Collective, rows: List[Cells], layout: Layout) -> Optional[st
             return "no root column"
         if r.redop in ("", "none") and coll.reduces:
             return f"line {r.line}: no reduction op"
-        if r.redop not in (None, "", "none") and not coll.reduces and coll.name != "sendrecv":
+        if r.redop not in (None, "", "none") and not coll.reduces and not coll.any_redop:
             return f"line {r.line}: reduction op {r.redop}"
         if r.redop is None and coll.reduces:
             return "no redop column"
@@ -542,7 +536,7 @@ def _by_ratios(coll: Collective, rows: List[Cells], layout: Layout, lines: Dict[
 def _scaled_algbw(coll: Collective, rows: List[Cells], layout: Layout) -> bool:
     """Whether all_gather or reduce_scatter printed algbw x (n-1)/n (busbw = algbw), as before
     June 2020: no #wrong column (before 2.13), size / count giving n > 1, digits ruling out (n-1)/n."""
-    if coll.name not in ("all_gather", "reduce_scatter") or \
+    if not coll.algbw_scaled_before_2020 or \
             any("#wrong" in g for g in layout[1]):
         return False
     ks = {k for k, _ in _ks(rows)}
@@ -601,11 +595,12 @@ def _by_rows(test: Test) -> Tuple[str, Optional[int], str]:
             if not c.irregular and (span := ranks_for(c, rows, layout, lines)[0]) is not None}
     how = "its rows (redop, root, size / count, busbw / algbw)"
     modes, groups = [r.modes for r in rows], layout[1]
-    # in-place #wrong N/A on every row and out of place checked: one of _IN_PLACE_UNCHECKED
+    # in-place #wrong N/A on every row and out of place checked: nccl-tests checks no in-place
+    # result of these
     if len(fits) > 1 and len(groups) > 1 and "#wrong" in groups[1] and \
             all(m.get("in_place", {"nwrong": None})["nwrong"] is None for m in modes) and \
             any(m.get("out_of_place", {}).get("nwrong") is not None for m in modes):
-        fits = {k: v for k, v in fits.items() if k in _IN_PLACE_UNCHECKED}
+        fits = {k: v for k, v in fits.items() if not REGISTRY[k].in_place_checked}
         how = "its rows and its in-place #wrong (N/A on every row)"
     if len(fits) == 1:
         (coll, span), = fits.items()

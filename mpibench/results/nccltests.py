@@ -9,6 +9,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
+from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.modes import MODES
 from .document import finite, new
@@ -32,7 +33,7 @@ def collective_name(program: object) -> str:
     name = os.path.basename(str(program))
     for suffix in ("_mpi", "_perf"):
         name = name[:-len(suffix)] if name.endswith(suffix) else name
-    return "all_to_all" if name == "alltoall" else name        # nccl-tests' name
+    return next((c.name for c in REGISTRY.values() if c.program == name), name)     # nccl-tests' name
 
 
 def document(rows: List[Dict[str, Any]], hosts: List[str], ranks: Optional[int], command: str,

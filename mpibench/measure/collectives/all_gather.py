@@ -7,6 +7,8 @@ from .base import Call, Collective, Counts, Ctx, Tensor, align_down, data_values
 
 class AllGather(Collective):
     name = "all_gather"
+    aliases = ("allgather",)
+    algbw_scaled_before_2020 = True
     chunked = True
 
     def counts(self, count: int, elsize: int, n: int) -> Counts:

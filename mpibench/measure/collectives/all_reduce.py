@@ -7,6 +7,7 @@ from .base import Call, Collective, Ctx, Tensor, index, mpi_send, reduce_result
 
 class AllReduce(Collective):
     name = "all_reduce"
+    aliases = ("allreduce",)
     reduces = True
     modes = ("in",)           # torch.distributed.all_reduce works in place only
     mpi_modes = ("out", "in")

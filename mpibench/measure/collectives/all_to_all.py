@@ -7,6 +7,9 @@ from .base import Call, Collective, Counts, Ctx, Tensor, align_down, data_values
 
 class AllToAll(Collective):
     name = "all_to_all"
+    program = "alltoall"
+    aliases = ("alltoall", "a2a")
+    in_place_checked = False   # alltoall.cu: reportErrors = in_place ? 0 : 1
     modes = ("out",)          # no in-place all_to_all in torch.distributed
     chunked = True
     to_each = True

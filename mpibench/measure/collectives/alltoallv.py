@@ -25,6 +25,8 @@ def layout(traffic: Traffic, rank: int, n: int, total: int, elsize: int) -> Layo
 
 class AllToAllV(Collective):
     name = "alltoallv"
+    aliases = ("a2av",)
+    in_place_checked = False
     modes = ("out",)          # no in-place all_to_all_single (nccl-tests checks none either)
     chunked = True            # busbw factor (n-1)/n
     irregular = True          # size is not count x element size x n

@@ -54,6 +54,11 @@ class Collective:
     one_sender = False      # only the root's send buffer is an input
     to_each = False         # the sender's chunk j is for rank j
     irregular = False       # ranks send their peers different counts (size is not count-based)
+    program = ""            # nccl-tests' program, without _perf (default: the name)
+    aliases: Tuple[str, ...] = ()    # other names log files carry (nccl_alltoall.log, bcast.out)
+    in_place_checked = True  # nccl-tests checks the in-place result (else #wrong N/A in place)
+    any_redop = False       # nccl-tests prints a redop cell though it reduces nothing
+    algbw_scaled_before_2020 = False  # algbw printed x (n-1)/n before June 2020 (busbw = algbw)
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
     torch_notes: Dict[Tuple[str, str], str] = {}

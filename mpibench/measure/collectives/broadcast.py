@@ -7,6 +7,7 @@ from .base import Call, Collective, Ctx, Tensor, data_values, index
 
 class Broadcast(Collective):
     name = "broadcast"
+    aliases = ("bcast",)
     rooted = True
     one_sender = True
     torch_notes = dict.fromkeys((("nccl", "out"), ("gloo", "out")), (

@@ -7,6 +7,8 @@ from .base import Call, Collective, Counts, Ctx, Tensor, align_down, index, redu
 
 class ReduceScatter(Collective):
     name = "reduce_scatter"
+    aliases = ("reducescatter",)
+    algbw_scaled_before_2020 = True
     reduces = True
     # MPI's in-place Reduce_scatter_block leaves the result at the start of the buffer,
     # not at this rank's chunk as nccl-tests' in-place row does: out-of-place only.

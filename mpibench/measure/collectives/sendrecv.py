@@ -7,6 +7,8 @@ from .base import Call, Collective, Ctx, Tensor, data_values, index
 
 class SendRecv(Collective):
     name = "sendrecv"
+    in_place_checked = False   # sendrecv.cu: reportErrors = in_place ? 0 : 1
+    any_redop = True
     modes = ("out",)          # sending and receiving one buffer at once would race
     min_ranks = 2
     ring = True               # a rank's time is its link from rank-1: it names no host
