@@ -3,6 +3,7 @@ from math import exp, log
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
+from ..launch import verdict
 from ..measure.sizes import format_size
 from . import numbers, reader, rows as rowkeys
 from .reader import Bandwidth
@@ -14,7 +15,7 @@ Key = Tuple[Any, ...]                   # rows.key()
 Found = Tuple[Dict[Key, Bandwidth], List[Tuple[int, str]]]   # figures()
 
 
-def verdict(base: Bandwidth, other: Bandwidth, noise: float) -> Tuple[float, str]:
+def judge(base: Bandwidth, other: Bandwidth, noise: float) -> Tuple[float, str]:
     """'faster' / 'slower' / 'within noise' for two reader.bandwidth() tuples."""
     ratio = other[0] / base[0]
     if base[1] != base[2] and other[1] != other[2]:      # both have a trials' range
@@ -44,19 +45,20 @@ def nothing_in_common(paths: Sequence[str], docs: Sequence[Doc]) -> int:
         raise UsageError(f"no rows in common between {' and '.join(paths)} (rows line up by "
                          f"collective, backend, dtype, op, root, setting, size and mode)")
     preamble(paths, docs, [], [])           # each file's description
-    print(f"# no measured rows in {', '.join(empty)}: nothing to compare")
+    verdict.out(f"# no measured rows in {', '.join(empty)}: nothing to compare")
     return 0
 
 
 def preamble(paths: Sequence[str], docs: Sequence[Doc], notes: Sequence[str], found: Sequence[Found]) -> None:
     """Each file's description, the tests used, and the rows too slow to print."""
     for line in [reader.describe(p, d) for p, d in zip(paths, docs)] + list(notes):
-        print(line)
+        verdict.out(line)
     for p, (_, zero) in zip(paths, found):
         if sizes := sorted({s for s, _ in zero}):
-            print(f"# {p}: {numbers.counted(len(zero), 'row-mode')} not compared: its bandwidth is printed "
-                  f"as 0.00 (below 0.005 GB/s) at {', '.join(format_size(s) for s in sizes[:6])}"
-                  + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else ""))
+            at = ", ".join(format_size(s) for s in sizes[:6])
+            verdict.out(f"# {p}: {numbers.counted(len(zero), 'row-mode')} not compared: its bandwidth is "
+                        f"printed as 0.00 (below 0.005 GB/s) at {at}"
+                        + (f" and {len(sizes) - 6} more" if len(sizes) > 6 else ""))
 
 
 def train_steps(paths: Sequence[str], docs: Sequence[Doc], min_share: Optional[float]) -> List[str]:
@@ -71,9 +73,9 @@ def train_steps(paths: Sequence[str], docs: Sequence[Doc], min_share: Optional[f
                      numbers.pct(s.get("exposed_share")), numbers.pct(s.get("hidden_share")), f"{share:.3f}"])
         if i and min_share is not None and share < min_share:
             failures.append(f"{path}: train throughput at {share:.3f}x the baseline")
-    print("# train: throughput against the first file")
-    print("\n".join(commented(rows, ["file", "model", "parallel", "ranks", "hosts", "step ms",
-                                     "tokens/s", "exposed", "hidden", "vs base"])))
+    verdict.out("# train: throughput against the first file")
+    verdict.out("\n".join(commented(rows, ["file", "model", "parallel", "ranks", "hosts", "step ms",
+                                           "tokens/s", "exposed", "hidden", "vs base"])))
     return failures
 
 
@@ -81,10 +83,10 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
          common: Sequence[Key], noise: float, min_share: Optional[float]) -> List[str]:
     """Print the rows in common, each file's ratio, verdict and counts; return those below --min-share."""
     both_trials = all(any(reader.has_trials(r) for r in d["results"]) for d in docs)
-    print("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
-                         if both_trials else
-                         f"a ratio within 1 +- {noise:g} is within noise (no trials in "
-                         f"every file; run --trials K for a measured spread)"))
+    verdict.out("# noise: " + ("a difference counts when the trials' busbw ranges do not overlap"
+                               if both_trials else
+                               f"a ratio within 1 +- {noise:g} is within noise (no trials in "
+                               f"every file; run --trials K for a measured spread)"))
     settings = any(k[5] for k in common)
     file_backends = "/".join(dict.fromkeys(d["results"][0].get("backend", "?")
                                            for d in docs if d["results"]))
@@ -95,11 +97,11 @@ def rows(paths: Sequence[str], docs: Sequence[Doc], figs: Sequence[Dict[Key, Ban
         lines.append(line)
         failures += below_share
     tags = [f" {i}" if len(paths) > 2 else "" for i in range(1, len(paths))]
-    print(table(lines, ["collective", "backend", "type", "redop"] + (["setting"] if settings else [])
-                + ["size", "mode", "base GB/s"]
-                + [f"{h}{t}" for t in tags for h in ("GB/s", "ratio", "verdict")]))
+    verdict.out(table(lines, ["collective", "backend", "type", "redop"] + (["setting"] if settings else [])
+                      + ["size", "mode", "base GB/s"]
+                      + [f"{h}{t}" for t in tags for h in ("GB/s", "ratio", "verdict")]))
     if any(figs[0][k][3] == "algbw" for k in common):
-        print("# one-rank rows: algbw compared (busbw is not defined for one rank)")
+        verdict.out("# one-rank rows: algbw compared (busbw is not defined for one rank)")
     _totals(paths, figs, common, judged)
     return failures
 
@@ -110,12 +112,12 @@ def _totals(paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], common: 
     for p, mine in zip(paths[1:], judged):
         words = [word for _, word in mine]
         geo = exp(sum(log(r) for r, _ in mine) / len(mine))
-        print(f"# {p} vs {paths[0]}: {words.count('faster')} faster, {words.count('slower')} slower, "
-              f"{words.count('within noise')} within noise of {len(common)} rows; geometric mean ratio "
-              f"{geo:.3f}")
+        verdict.out(f"# {p} vs {paths[0]}: {words.count('faster')} faster, {words.count('slower')} slower, "
+                    f"{words.count('within noise')} within noise of {len(common)} rows; geometric mean ratio "
+                    f"{geo:.3f}")
     for p, f in zip(paths, figs):
         if missing := len(set(f) - set(common)):
-            print(f"# {numbers.counted(missing, 'row-mode')} of {p} not in every file: not compared")
+            verdict.out(f"# {numbers.counted(missing, 'row-mode')} of {p} not in every file: not compared")
 
 
 def _row(k: Key, paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], noise: float,
@@ -128,7 +130,7 @@ def _row(k: Key, paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], noi
         [format_size(size), mode.replace("_", "-"), f"{base[0]:.4g}"]
     failures = []
     for i, f in enumerate(figs[1:]):
-        ratio, word = verdict(base, f[k], noise)
+        ratio, word = judge(base, f[k], noise)
         judged[i].append((ratio, word))
         line += [f"{f[k][0]:.4g}", f"{ratio:.3f}", word]
         if min_share is not None and ratio < min_share:
@@ -139,4 +141,4 @@ def _row(k: Key, paths: Sequence[str], figs: Sequence[Dict[Key, Bandwidth]], noi
 
 def below(failures: Sequence[str], min_share: float) -> None:
     for line in failures:
-        print(f"# BELOW {min_share:g}x: {line}")
+        verdict.out(f"# BELOW {min_share:g}x: {line}")

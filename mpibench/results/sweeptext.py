@@ -1,6 +1,7 @@
 """What sweep prints: what it runs, each setting as it starts and ends, the settings compared."""
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from ..launch import verdict
 from ..measure.sizes import format_size
 from . import numbers, reader
 from .tables import commented
@@ -8,23 +9,23 @@ from .tables import commented
 
 def header(nsettings: int, swept: Sequence[str], command: Sequence[str], openmpi: bool,
            announcement: str, folder: str) -> None:
-    print(f"# mpibench sweep: {numbers.counted(nsettings, 'setting')} of "
-          f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
-    print(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
-                                              if openmpi else ""))
-    print(f"{announcement}; each setting's results in {folder}/")
+    verdict.out(f"# mpibench sweep: {numbers.counted(nsettings, 'setting')} of "
+                f"{', '.join(swept)}; columns below are {'/'.join(swept)}")
+    verdict.out(f"# command: {' '.join(command)}" + ("  (Open MPI: variables forwarded with -x)"
+                                                    if openmpi else ""))
+    verdict.out(f"{announcement}; each setting's results in {folder}/")
 
 
 def setting(which: str, name: str) -> None:
-    print(f"#\n# setting {which}: {name}", flush=True)
+    verdict.out(f"#\n# setting {which}: {name}")
 
 
 def setting_done(which: str, record: Dict[str, Any], part: Optional[Dict[str, Any]], ok: bool,
                  rc: Optional[int], why: Optional[str]) -> None:
-    print(f"# setting {which}: " + (
-        f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok and part else
-        f"FAILED (exit code {rc}{', ' + why if why else ''}"
-        f"{', ' + record['error'] if 'error' in record else ''})"), flush=True)
+    verdict.out(f"# setting {which}: " + (
+              f"done in {record['elapsed_s']:.1f} s, {len(part['results'])} rows" if ok and part else
+              f"FAILED (exit code {rc}{', ' + why if why else ''}"
+              f"{', ' + record['error'] if 'error' in record else ''})"))
 
 
 def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], wanted: Optional[str]) -> None:
@@ -51,4 +52,4 @@ def summary(doc: Dict[str, Any], names: Sequence[str], labels: Dict[str, str], w
         lines += ["#\n# train steps per setting"] + commented(
             trained, ["setting", "step ms", "tokens/s", "exposed", "hidden"])
     for line in lines:
-        print(line)
+        verdict.out(line)
