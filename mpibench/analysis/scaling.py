@@ -85,14 +85,17 @@ class Model:
         for (a, p), (i, e, b, two) in zip(self.cands, feats[0]):
             k = 3 * self.protos.index(p)
             out.append(c[k] + c[k + 1] * i + c[k + 2] * e + b / self.bandwidth(x, c, a, p, two))
-        return (np.array(out) * feats[1]).sum(axis=0)
+        t: Array = (np.array(out) * feats[1]).sum(axis=0)
+        return t
 
-    def bandwidth(self, x: Array, c: Array, a: str, p: str, two: Union[float, Array] = 0.0) -> Array:
+    def bandwidth(self, x: Array, c: Array, a: str, p: str,
+                  two: Union[float, Array] = 0.0) -> Union[float, Array]:
         """a's B (c: exp(x)) x p's share of it (a logistic, below 1), x its factor on 1-2 nodes (two)."""
         np_ = len(self.protos)
         eff = 1.0 if p == "Simple" else \
             1.0 / (1.0 + np.exp(-x[3 * np_ + len(self.algos) + self.protos.index(p)]))
-        return c[3 * np_ + self.algos.index(a)] * np.exp(x[-1] * two) * eff
+        b: Union[float, Array] = c[3 * np_ + self.algos.index(a)] * np.exp(x[-1] * two) * eff
+        return b
 
     def start(self, pts: Sequence[Tuple[int, int, float]], secs: Array) -> Array:
         """Initial constants: the smallest time as latency, the largest bytes / time as bandwidth."""
@@ -213,7 +216,8 @@ def fit(model: str, coll: str, backend: str, points: Sequence[Point], tries: int
     feats = m.features(pts, bus)
 
     def res(x: Array, idx: Union[slice, "npt.NDArray[np.int64]"] = slice(None)) -> Array:
-        return np.log(m.time(x, (feats[0][..., idx], feats[1][:, idx])) / secs[idx])
+        r: Array = np.log(m.time(x, (feats[0][..., idx], feats[1][:, idx])) / secs[idx])
+        return r
 
     rng = np.random.default_rng(seed)
     x0 = m.start(pts, secs)

@@ -115,7 +115,8 @@ class MPIComm(Comm):
         return self.world.gather(obj, root=root)
 
     def bcast(self, obj: T, root: int = 0) -> T:
-        return self.world.bcast(obj, root=root)
+        got: T = self.world.bcast(obj, root=root)
+        return got
 
     def polite_barrier(self, spin: float = 0.002, nap: float = 0.0002) -> None:
         """A barrier that stops burning a core after `spin` seconds of waiting: MPI's
@@ -180,7 +181,8 @@ class StoreComm(Comm):
         if self.rank == root:
             self.store.set(tag, pickle.dumps(obj))  # type: ignore[arg-type]  # bytes: see gather
             return obj
-        return pickle.loads(self.store.get(tag))
+        got: T = pickle.loads(self.store.get(tag))
+        return got
 
     def barrier(self) -> None:
         self._barriers += 1

@@ -53,7 +53,7 @@ def reachable_address(env: Mapping[str, str], peers: Sequence[str]) -> str:
         try:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.connect((peer, 9))   # UDP connect sends nothing
-                addr = s.getsockname()[0]
+                addr: str = s.getsockname()[0]
             if not addr.startswith("127."):
                 return addr
         except OSError:
