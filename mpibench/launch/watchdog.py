@@ -24,15 +24,14 @@ import threading
 import time
 from collections import Counter
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
+                    Union)
 
 from . import faults, verdict
-from .comm import MPIComm
+from .comm import Comm, MPIComm
 
 if TYPE_CHECKING:
     from mpi4py import MPI
-
-    from .session import Session
 
 TIMEOUT_CODE = 124
 TAG_QUERY, TAG_REPLY, TAG_NOTICE, TAG_ENDING = 7101, 7102, 7103, 7104
@@ -47,6 +46,20 @@ LOOP_SERVE = 1.0
 BUSY_POLL = 0.02     # while waiting for answers
 FAILED = "failed"    # the phase of a rank that raised an error of its own
 
+
+class Watched(Protocol):
+    """What the watchdog reads of its rank's Session (session.py)."""
+    comm: Comm
+    rank: int
+    size: int
+    hosts: List[str]
+    hostname: str
+
+    @property
+    def where(self) -> str: ...
+    def out(self, text: str = "") -> None: ...
+
+
 # A rank's answer to "where are you?": (step, where, phase, host, whether it said its verdict)
 Snapshot = Tuple[int, str, str, str, bool]
 # why a rank asks: "timeout", or ("failed", reason)
@@ -54,7 +67,7 @@ Why = Union[str, Tuple[str, str]]
 
 
 class Watchdog:
-    def __init__(self, session: "Session", timeout: float) -> None:
+    def __init__(self, session: Watched, timeout: float) -> None:
         self.s, self.timeout = session, timeout
         self.step = 0
         self.where, self.phase = "start-up", ""
