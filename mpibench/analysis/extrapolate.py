@@ -9,7 +9,7 @@ from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from . import bands, scaling
 
-Point = Tuple[int, int, int, float, float]      # ranks, ranks per host, requested size, S, seconds
+Point = Tuple[int, int, int, int, float]        # ranks, ranks per host, requested size, S, seconds
 
 
 class Row(NamedTuple):
@@ -64,11 +64,11 @@ def bus_bytes(coll: str, s: float, n: int) -> float:
     return s * (REGISTRY[coll].busbw_factor(n) if coll in REGISTRY else 1.0)
 
 
-def fit(model: str, coll: str, backend: str, pts: Sequence[Point]) -> dict:
+def fit(model: str, coll: str, backend: str, pts: Sequence[Point]) -> scaling.Fit:
     return scaling.fit(model, coll, backend, [(n, g, s, t) for n, g, _, s, t in pts])
 
 
-def rows(f: dict, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[float, float]]], target: int,
+def rows(f: scaling.Fit, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[float, float]]], target: int,
          g: int, keys: Sequence[int], sizes: Optional[Dict[int, float]] = None,
          consts: bands.Consts = bands.CONSTS, floor: float = 0.0, unchecked: bool = False) -> List[Row]:
     """The rows at target for each key; sizes: S per key where known (a measured run's); floor:
@@ -87,10 +87,11 @@ def rows(f: dict, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[float, f
                           bus_bytes(coll, s, target)) if largest else None
         others = [x for x in (trend, flat) if x]
         top = max(n for v in tab.values() for n in v)
-        far, fall = log(target / top), 0.0
+        far, fall, drop = log(target / top), 0.0, 0.0
         if unchecked and flat and target > top:
             fall = bands.TIER * log2(target / top)
-        p = bands.parts(t, lo, hi, others, far, floor, max(fall - log(t / flat), 0.0) if fall else 0.0, fall)
+            drop = max(fall - log(t / flat), 0.0)
+        p = bands.parts(t, lo, hi, others, far, floor, drop, fall)
         lo, hi, declined = bands.interval(p, consts)
         why = None if known else "unseen"
         if declined and why is None:
@@ -139,7 +140,7 @@ def held_out(model: str, coll: str, backend: str, dtype: str, pts: Sequence[Poin
 
 
 class Group(NamedTuple):
-    f: dict
+    f: scaling.Fit
     check: Optional[Check]
     regime: Optional[Tuple[int, int]]       # the counts between which the trend broke
     rows: List[Row]

@@ -1,14 +1,22 @@
 """A host x host matrix drawn as a heatmap PNG (matplotlib, optional)."""
 from importlib.util import find_spec
+from typing import TYPE_CHECKING, Optional, Sequence
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+Matrix = Sequence[Sequence[Optional[float]]]    # [from][to]; None: not measured
 
 
-def unavailable():
+def unavailable() -> Optional[str]:
     """Why no heatmap can be drawn here (None when matplotlib is installed)."""
     return None if find_spec("matplotlib") else \
         "--png needs matplotlib, which is not installed (pip install matplotlib)"
 
 
-def draw_on(fig, ax, labels, matrix, title, unit="GB/s", cmap="viridis"):
+def draw_on(fig: "Figure", ax: "Axes", labels: Sequence[str], matrix: Matrix, title: str,
+            unit: str = "GB/s", cmap: str = "viridis") -> None:
     """The heatmap on one axes of a figure; cmap 'viridis_r' makes small values (latency) bright."""
     values = [[float("nan") if v is None else v for v in row] for row in matrix]
     top = max((v for row in matrix for v in row if v is not None), default=1.0)
@@ -27,7 +35,7 @@ def draw_on(fig, ax, labels, matrix, title, unit="GB/s", cmap="viridis"):
     fig.colorbar(image, ax=ax, label=unit)
 
 
-def save(fig, path):
+def save(fig: "Figure", path: str) -> None:
     """Write the figure to path (already reserved) through a temporary file."""
     import matplotlib.pyplot as plt
     from ..results.files import replace_atomically
@@ -37,7 +45,7 @@ def save(fig, path):
         plt.close(fig)
 
 
-def draw(path, labels, matrix, title, unit="GB/s"):
+def draw(path: str, labels: Sequence[str], matrix: Matrix, title: str, unit: str = "GB/s") -> None:
     """One heatmap in its own picture at path."""
     import matplotlib
     matplotlib.use("Agg")

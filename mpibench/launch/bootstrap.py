@@ -10,26 +10,36 @@ import hashlib
 import json
 import os
 import socket
-from collections import namedtuple
 from contextlib import suppress
+from typing import (TYPE_CHECKING, Any, Dict, Hashable, List, Mapping, MutableMapping, NamedTuple,
+                    Optional, Sequence, Tuple, TypeVar)
 
 from .. import __version__
 from ..errors import Exit, UsageError
 from . import faults, gpuhost, netaddr, rails, torchenv, verdict
 from .comm import Comm, MPIComm, StoreComm, mpi_library_version
+from .launcher import Placement
 from .session import Session
 from .slurm import compress_hostlist, expand_nodelist
 from .watchdog import Watchdog
+
+if TYPE_CHECKING:
+    from torch.distributed import Store, TCPStore
+
+H = TypeVar("H", bound=Hashable)
 
 TORCH_BACKENDS = ("nccl", "gloo")
 
 
 # The side channel between the ranks, made before the Session: the communicator; without
 # MPI also the rendezvous store and its "addr:port".
-Link = namedtuple("Link", "comm store address", defaults=(None, None))
+class Link(NamedTuple):
+    comm: Comm
+    store: Optional["Store"] = None
+    address: Optional[str] = None
 
 
-def connect(place):
+def connect(place: Placement) -> Link:
     """The ranks' side channel (a Link). The caller holds it from here on, so that a failure
     before start() returns can still abort the job through it."""
     env = os.environ
@@ -50,14 +60,16 @@ def connect(place):
             raise UsageError(f"{' and '.join(missing)} not set: without an MPI launcher the ranks "
                              f"need a rendezvous address (torchrun sets it)")
         timeout = datetime.timedelta(seconds=float(env.get("MPIBENCH_INIT_TIMEOUT", "300")))
-        store, _, _ = next(dist.rendezvous(f"tcp://{addr}:{port}", place.rank, place.size,
+        size = place.size
+        assert size is not None         # torchrun and srun say it (launcher.detect)
+        store, _, _ = next(dist.rendezvous(f"tcp://{addr}:{port}", place.rank, size,
                                            timeout=timeout))
-        return Link(StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, place.size),
+        return Link(StoreComm(dist.PrefixStore("mpibench-comm", store), place.rank, size),
                     store, f"{addr}:{port}")
     return Link(Comm())
 
 
-def _slurm_master(env):
+def _slurm_master(env: Mapping[str, str]) -> Tuple[str, str]:
     """(addr, port) of the rendezvous under plain srun, which gives no MPI: MASTER_ADDR and
     MASTER_PORT where set, else the step's first node and a port from the job id."""
     addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
@@ -73,7 +85,7 @@ def _slurm_master(env):
     return addr, port
 
 
-def _agreed_backend(session, name):
+def _agreed_backend(session: Session, name: str) -> str:
     """The backend --backend names (auto: nccl with CUDA and NCCL, else gloo), checked and compared
     on every rank before any rendezvous: auto decided by one rank alone would leave a host whose
     torch sees no GPU in a gloo rendezvous while the others wait in NCCL's."""
@@ -102,36 +114,37 @@ def _agreed_backend(session, name):
     return backend
 
 
-def grouped(values):
+def grouped(values: Sequence[H]) -> Dict[H, List[int]]:
     """{value: [ranks]} in order of first appearance."""
     return {v: [r for r, x in enumerate(values) if x == v] for v in dict.fromkeys(values)}
 
 
-def _hosts_of(session, ranks):
+def _hosts_of(session: Session, ranks: Sequence[int]) -> str:
     hosts = list(dict.fromkeys(session.hosts[r] for r in ranks))
     return f"host{'s' if len(hosts) > 1 else ''} {compress_hostlist(hosts)}"
 
 
-def _warn_if_gpus_unseen(session):
+def _warn_if_gpus_unseen(session: Session) -> None:
     """Rank 0 warns in one line of the hosts with NVIDIA GPUs where torch has no CUDA."""
     seen = gpuhost.no_cuda() if session.local_rank == 0 else None   # once per host
     told = session.comm.gather((session.hostname, seen), root=0)
-    per_host = {h: seen for h, seen in told if seen} if session.rank == 0 else None
+    per_host = {h: seen for h, seen in told if seen} if told is not None else None   # rank 0
     if per_host:
         verdict.note(gpuhost.no_cuda_line(per_host))     # it starts with "mpibench: "
 
 
-def gpu_index(session, env, gpus=None):
+def gpu_index(session: Session, env: Mapping[str, str],
+              gpus: Optional[List[str]] = None) -> Tuple[Optional[int], Optional[str]]:
     """(this rank's CUDA device index, error or None), agreed by every rank so that no two ranks
     of a host drive one GPU. gpus: the ids of those this rank sees (default: visible_gpus())."""
     gpus = gpuhost.visible_gpus() if gpus is None else gpus
     index, error = gpuhost.device_index(session.local_rank, len(gpus), env)
-    mine = None if error else (session.hostname, gpus[index], len(gpus), index)
+    mine = None if index is None else (session.hostname, gpus[index], len(gpus), index)
     told = session.comm.allgather(mine)
     return index, error or gpuhost.shared_gpu([t or (None, None, 0, None) for t in told], env)
 
 
-def _same_start(session, prints, argv):
+def _same_start(session: Session, prints: List[str], argv: Optional[Sequence[str]]) -> None:
     """UsageError on every rank if the ranks were started with different arguments or versions."""
     if len(set(prints)) <= 1:
         return
@@ -146,21 +159,23 @@ def _same_start(session, prints, argv):
                      "and arguments: " + "; ".join(parts))
 
 
-def _ranks(ranks):
+def _ranks(ranks: Sequence[int]) -> str:
     shown = ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
     return f"rank{'s' if len(ranks) > 1 else ''} {shown}"
 
 
-def _eager(session, backend):
+def _eager(session: Session, backend: str) -> Dict[str, Any]:
     """init_process_group's device_id (torch >= 2.3) for NCCL: the communicator is then created
     at once, not by the first collective (which may sit in a CUDA graph's capture or a timed row)."""
     return {"device_id": session.device} if backend == "nccl" and session.device is not None else {}
 
 
-def _init_pg(session, backend, env, link, timeout):
+def _init_pg(session: Session, backend: str, env: MutableMapping[str, str], link: Link,
+             timeout: float) -> None:
     import torch.distributed as dist
     # the backend's own timeout, well above the watchdog's so that the watchdog speaks first
     td = datetime.timedelta(seconds=max(1800.0, 2 * timeout + 60))
+    how: Dict[str, Any]     # init_process_group's store, or its init_method
     if link.store is not None:                     # torchrun / srun: the store already exists
         how = {"store": dist.PrefixStore("mpibench-pg", link.store)}
         session.rendezvous = f"{link.address} ({session.launcher})"
@@ -179,28 +194,33 @@ def _init_pg(session, backend, env, link, timeout):
     session.pg = True
 
 
-def rank0_store(session, env, timeout, join=True):
+def rank0_store(session: Session, env: Mapping[str, str], timeout: datetime.timedelta,
+                join: bool = True) -> Tuple[Optional["TCPStore"], str, int]:
     """(store, addr, port) of a TCPStore rank 0 opens where the other hosts reach it; the others
     join it (join=False: only learn where it is, store None). Exit on every rank if it cannot."""
     import torch.distributed as dist
-    store, found = None, None
+    store: Optional["TCPStore"] = None
+    found: Optional[Tuple[Optional[str], Optional[int], Optional[str]]] = None   # (addr, port, error)
     if session.rank == 0:
         try:
             peers = [a for a, h in zip(session.addresses, session.hosts) if a and h != session.hostname]
-            addr = netaddr.reachable_address(env, peers)
-            store = dist.TCPStore(addr, 0, session.size, True, timeout=timeout, wait_for_workers=False)
-            found = (addr, store.port, None)
+            ours = netaddr.reachable_address(env, peers)
+            store = dist.TCPStore(ours, 0, session.size, True, timeout=timeout, wait_for_workers=False)
+            found = (ours, store.port, None)
         except Exception as exc:
             found = (None, None, f"rank 0 could not open the rendezvous store: {exc}")
-    addr, port, error = session.comm.bcast(found, root=0)
+    told = session.comm.bcast(found, root=0)
+    assert told is not None         # rank 0's
+    addr, port, error = told
     if error:
         raise Exit(error, 1)
+    assert addr is not None and port is not None
     if store is None and join:
         store = dist.TCPStore(addr, port, session.size, False, timeout=timeout)
     return store, addr, port
 
 
-def _primary_address():
+def _primary_address() -> Optional[str]:
     addr = None
     with suppress(OSError):
         addr = socket.gethostbyname(socket.gethostname())
@@ -209,7 +229,9 @@ def _primary_address():
     return addr
 
 
-def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec=None):
+def start(place: Placement, backend: Optional[str] = "auto", timeout: float = 300.0,
+          argv: Optional[Sequence[str]] = None, link: Optional[Link] = None,
+          rails_spec: Optional[str] = None) -> Session:
     """Build the Session. backend: auto|nccl|gloo, or None for no process group; timeout: the
     watchdog's per step; argv: the same on every rank; rails_spec: else the environment's."""
     env = os.environ
@@ -230,8 +252,8 @@ def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec
     try:
         # What the launcher did not say: the ranks that share this host, in rank order.
         here = grouped(session.hosts)[session.hostname]
-        session.local_rank = here.index(session.rank) if session.local_rank is None else session.local_rank
-        session.local_size = len(here) if session.local_size is None else session.local_size
+        session.local_rank = here.index(session.rank) if place.local_rank is None else place.local_rank
+        session.local_size = len(here) if place.local_size is None else place.local_size
 
         if faults.get("raise", session.rank) is not None:
             raise RuntimeError("test fault switch MPIBENCH_FAULT=raise made this rank fail")
@@ -248,6 +270,7 @@ def start(place, backend="auto", timeout=300.0, argv=None, link=None, rails_spec
         if backend == "nccl":
             index, error = gpu_index(session, env)
             session.agree(error)
+            assert index is not None        # no rank had an error
             torch.cuda.set_device(index)
             session.device = torch.device("cuda", index)
         session.watch.arm(f"rendezvous ({backend} process group)")

@@ -6,8 +6,14 @@ import pickle
 import sys
 import time
 from contextlib import suppress
+from typing import TYPE_CHECKING, Callable, List, NoReturn, Optional, TypeVar
 
 from . import faults
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
+
+T = TypeVar("T")     # whatever a rank sends: any object pickle takes
 
 
 THREAD_LEVELS = {0: "MPI_THREAD_SINGLE", 1: "MPI_THREAD_FUNNELED", 2: "MPI_THREAD_SERIALIZED",
@@ -30,42 +36,44 @@ class Comm:
     rank = 0
     size = 1
 
-    def allgather(self, obj):
-        return self.gather(obj, root=self.rank)
+    def allgather(self, obj: T) -> List[T]:
+        gathered = self.gather(obj, root=self.rank)
+        assert gathered is not None         # every rank is the root of its own
+        return gathered
 
-    def gather(self, obj, root=0):
+    def gather(self, obj: T, root: int = 0) -> Optional[List[T]]:
         return [obj]
 
-    def bcast(self, obj, root=0):
+    def bcast(self, obj: T, root: int = 0) -> T:
         return obj
 
-    def barrier(self):
+    def barrier(self) -> None:
         pass
 
-    def polite_barrier(self):
+    def polite_barrier(self) -> None:
         """A barrier for ranks that may wait long: see MPIComm."""
         self.barrier()
 
-    def abort(self, code):
+    def abort(self, code: int) -> None:
         _hard_exit(code)
 
-    def finish(self, code):
+    def finish(self, code: int) -> int:
         """End a job every rank ended together with a non-zero code (see MPIComm)."""
         return code
 
 
-def _flush():
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with suppress(Exception):
             stream.flush()
 
 
-def _hard_exit(code):
+def _hard_exit(code: int) -> NoReturn:
     _flush()
     os._exit(code)
 
 
-def mpi_library_version():
+def mpi_library_version() -> str:
     """The MPI library's own version line; MPI allows asking before MPI_Init."""
     try:
         import mpi4py
@@ -81,8 +89,9 @@ def mpi_library_version():
 class MPIComm(Comm):
     kind = "mpi"
     barrier_kind = "MPI_Barrier"
+    barrier: Callable[[], None]       # MPI_Barrier itself: the timing barriers call it directly
 
-    def __init__(self):
+    def __init__(self) -> None:
         import mpi4py
         mpi4py.rc.thread_level = "multiple"   # the hang watchdog talks MPI from its own thread
         from mpi4py import MPI
@@ -97,11 +106,19 @@ class MPIComm(Comm):
                    else MPI.Query_thread())
         self.threads = granted >= MPI.THREAD_MULTIPLE
         self.thread_level = THREAD_LEVELS.get(granted, str(granted))
-        self.allgather, self.gather = self.world.allgather, self.world.gather
-        self.bcast = self.world.bcast
         self.barrier = self.world.Barrier
 
-    def polite_barrier(self, spin=0.002, nap=0.0002):
+    def allgather(self, obj: T) -> List[T]:
+        return self.world.allgather(obj)
+
+    def gather(self, obj: T, root: int = 0) -> Optional[List[T]]:
+        return self.world.gather(obj, root=root)
+
+    def bcast(self, obj: T, root: int = 0) -> T:
+        got: T = self.world.bcast(obj, root=root)
+        return got
+
+    def polite_barrier(self, spin: float = 0.002, nap: float = 0.0002) -> None:
         """A barrier that stops burning a core after `spin` seconds of waiting: MPI's
         busy-polling would take the CPU from ranks still measuring on the same host."""
         req = self.world.Ibarrier()
@@ -110,14 +127,14 @@ class MPIComm(Comm):
             if time.perf_counter() > until:
                 time.sleep(nap)
 
-    def abort(self, code):
+    def abort(self, code: int) -> None:
         _flush()
         # Abort kills every process at once; give the launcher a moment to forward the
         # lines just written (the message naming the failed rank, the verdict line).
         time.sleep(1.0)
         self.world.Abort(code)
 
-    def finish(self, code):
+    def finish(self, code: int) -> int:
         """End a job that every rank ended together with a non-zero code, without the launcher's
         text: the other ranks finalize and exit 0 at once, rank 0 last with the code, which it
         returns (under Open MPI 4 rank 0 aborts). Why, as measured: docs/exit-codes.md."""
@@ -143,35 +160,37 @@ class StoreComm(Comm):
     kind = "store"
     barrier_kind = "TCPStore counter (add, then wait for the last rank's key)"
 
-    def __init__(self, store, rank, size):
+    def __init__(self, store: "Store", rank: int, size: int) -> None:
         self.store, self.rank, self.size = store, rank, size
         self._seq = self._barriers = 0      # gathers and broadcasts, and barriers, so far
 
-    def _next(self):
+    def _next(self) -> str:
         self._seq += 1
         return f"mpibench/{self._seq}"
 
-    def gather(self, obj, root=0):
+    def gather(self, obj: T, root: int = 0) -> Optional[List[T]]:
         tag = self._next()
-        self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))
+        # torch's stub has str for Store.set's value; the store takes bytes as well
+        self.store.set(f"{tag}/{self.rank}", pickle.dumps(obj))  # type: ignore[arg-type]
         if self.rank != root:
             return None
         return [pickle.loads(v) for v in self.store.multi_get([f"{tag}/{r}" for r in range(self.size)])]
 
-    def bcast(self, obj, root=0):
+    def bcast(self, obj: T, root: int = 0) -> T:
         tag = self._next()
         if self.rank == root:
-            self.store.set(tag, pickle.dumps(obj))
+            self.store.set(tag, pickle.dumps(obj))  # type: ignore[arg-type]  # bytes: see gather
             return obj
-        return pickle.loads(self.store.get(tag))
+        got: T = pickle.loads(self.store.get(tag))
+        return got
 
-    def barrier(self):
+    def barrier(self) -> None:
         self._barriers += 1
         tag = f"mpibench-barrier/{self._barriers}"
         if self.store.add(tag, 1) < self.size:
             self.store.wait([tag + "/open"])
             return
-        self.store.set(tag + "/open", b"1")
+        self.store.set(tag + "/open", b"1")  # type: ignore[arg-type]  # bytes: see gather
         if self._barriers > 1:
             before = f"mpibench-barrier/{self._barriers - 1}"
             self.store.delete_key(before)

@@ -6,17 +6,18 @@ code has no test branch."""
 import os
 import signal
 import time
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 
-def _spec():
+def _spec() -> str:
     return os.environ.get("MPIBENCH_FAULT", "").strip()
 
 
-def active():
+def active() -> bool:
     return bool(_spec()) and os.environ.get("MPIBENCH_TESTING") == "1"
 
 
-def notice():
+def notice() -> Optional[Tuple[str, Dict[str, Union[str, bool]]]]:
     """(header line, results-document record) when MPIBENCH_FAULT is set, else None."""
     spec, on = _spec(), active()
     if not spec:
@@ -26,7 +27,7 @@ def notice():
     return line, {"MPIBENCH_FAULT": spec, "active": on}
 
 
-def _entries():
+def _entries() -> Iterator[Tuple[str, int, str]]:
     if not active():
         return
     for item in _spec().split(","):
@@ -35,17 +36,17 @@ def _entries():
             yield parts[0].strip(), int(parts[1]), (parts[2] if len(parts) == 3 else "")
 
 
-def get(kind, rank):
+def get(kind: str, rank: int) -> Optional[str]:
     """The fault's argument ('' when it has none) if KIND is switched on for RANK, else None."""
     return next((arg for k, r, arg in _entries() if k == kind and r == rank), None)
 
 
-def row_faults(rank):
+def row_faults(rank: int) -> List[Tuple[str, str]]:
     """[(size as written, kind)] of the row faults (hang, die, crash) switched on for RANK."""
     return [(arg, kind) for kind, r, arg in _entries() if kind in ("hang", "die", "crash") and r == rank]
 
 
-def slowdown(rank, test, first):
+def slowdown(rank: int, test: str, first: bool) -> float:
     """The factor by which slow:RANK:TEST[/F] (every measurement) or slowonce:RANK:TEST[/F]
     (the rank's first measurement of TEST only) stretch this rank's times (1.0: off)."""
     for kind, r, arg in _entries():
@@ -58,7 +59,7 @@ def slowdown(rank, test, first):
     return 1.0
 
 
-def trip(kind):
+def trip(kind: Optional[str]) -> None:
     """Make the fault happen (kind None: nothing)."""
     if kind == "hang":
         while True:

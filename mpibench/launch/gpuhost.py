@@ -5,9 +5,13 @@ the host alike."""
 import glob
 import os
 import subprocess
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+# what no_cuda() finds: what says the host has GPUs, what torch sees, whether its build is CPU-only
+NoCuda = Tuple[str, str, bool]
 
 
-def nvidia_devices():
+def nvidia_devices() -> Optional[str]:
     """What says this host has NVIDIA GPUs ('/dev/nvidia0, /dev/nvidia1' or 'nvidia-smi lists
     2 GPUs'), or None. nvidia-smi -L where no device files show (a container may lack them)."""
     found = sorted(glob.glob("/dev/nvidia[0-9]*"))
@@ -23,7 +27,7 @@ def nvidia_devices():
     return f"nvidia-smi lists {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
 
 
-def torch_view():
+def torch_view() -> str:
     """What torch on this rank sees, in a few words: its version and build, the GPUs."""
     import torch
     import torch.distributed as dist
@@ -43,7 +47,7 @@ def torch_view():
 DEVICE_VAR = "NCCL_TESTS_DEVICE"     # nccl-tests' variable, with its meaning
 
 
-def visible_gpus():
+def visible_gpus() -> List[str]:
     """What identifies each GPU torch sees here, in index order: its UUID (two ranks bound
     to different GPUs both see theirs as device 0; the UUID tells them apart)."""
     import torch
@@ -53,7 +57,7 @@ def visible_gpus():
             for i in range(torch.cuda.device_count())]
 
 
-def device_index(local_rank, count, env):
+def device_index(local_rank: int, count: int, env: Mapping[str, str]) -> Tuple[Optional[int], Optional[str]]:
     """(this rank's CUDA device index, error or None): NCCL_TESTS_DEVICE=K, else the local rank
     modulo the GPUs it sees (fewer than its host's ranks where bound per task, e.g. srun --gpu-bind)."""
     if not count:
@@ -67,10 +71,11 @@ def device_index(local_rank, count, env):
     return int(given), None
 
 
-def shared_gpu(told, env):
+def shared_gpu(told: Sequence[Tuple[Optional[str], Optional[str], int, Optional[int]]],
+               env: Mapping[str, str]) -> Optional[str]:
     """The error when two ranks of a host would drive one GPU, else None. told[r]: rank r's
     (host, GPU id, count it sees, index chosen)."""
-    first = {}
+    first: Dict[Tuple[Optional[str], str], int] = {}
     for r, (host, gpu, count, index) in enumerate(told):
         if gpu is None:
             continue
@@ -86,7 +91,7 @@ def shared_gpu(told, env):
     return None
 
 
-def no_cuda():
+def no_cuda() -> Optional[NoCuda]:
     """(what says the host has GPUs, what torch sees, whether torch is a CPU-only build) when
     this host has NVIDIA GPUs and torch here has no CUDA (only then imported), else None."""
     devices = nvidia_devices()
@@ -98,7 +103,7 @@ def no_cuda():
     return devices, torch_view(), torch.version.cuda is None
 
 
-def no_cuda_line(per_host):
+def no_cuda_line(per_host: Mapping[str, NoCuda]) -> str:
     """The one warning line for {host: no_cuda()} of the hosts it named."""
     hosts = list(per_host)
     devices, view, cpu_only = per_host[hosts[0]]

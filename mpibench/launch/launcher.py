@@ -6,7 +6,7 @@ inside a SLURM allocation leaves a stale SLURM_PROCID=0 on every rank, and a use
 exported RANK by hand.
 """
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional, Tuple
 
 from ..errors import UsageError
 
@@ -22,14 +22,14 @@ class Placement:
     size: Optional[int]            # None: ask MPI
     local_rank: Optional[int] = None
     local_size: Optional[int] = None
-    sources: dict = field(default_factory=dict)   # variable names that gave each field
+    sources: Dict[str, Optional[str]] = field(default_factory=dict)   # the variables that gave each field
 
     @property
-    def uses_mpi(self):
+    def uses_mpi(self) -> bool:
         return self.launcher in MPI_LAUNCHERS
 
 
-def _int(env, name):
+def _int(env: Mapping[str, str], name: str) -> Optional[int]:
     value = env.get(name)
     if value is None or value == "":
         return None
@@ -42,7 +42,7 @@ def _int(env, name):
     return number
 
 
-def _first(env, *names):
+def _first(env: Mapping[str, str], *names: str) -> Tuple[Optional[int], Optional[str]]:
     for name in names:
         value = _int(env, name)
         if value is not None:

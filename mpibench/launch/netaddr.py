@@ -2,13 +2,14 @@
 import fcntl
 import socket
 import struct
+from typing import Dict, List, Mapping, Sequence
 
 _SIOCGIFADDR = 0x8915
 
 
-def interface_addresses():
+def interface_addresses() -> Dict[str, str]:
     """{interface: IPv4 address} for every interface that has one."""
-    out = {}
+    out: Dict[str, str] = {}
     try:
         names = [name for _, name in socket.if_nameindex()]
     except OSError:
@@ -23,7 +24,7 @@ def interface_addresses():
     return out
 
 
-def match_ifname(spec, names):
+def match_ifname(spec: str, names: Sequence[str]) -> List[str]:
     """Interfaces chosen by an NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME value, in NCCL's
     syntax: comma-separated prefixes; '^' excludes them; '=' asks for exact names."""
     spec = spec.strip()
@@ -35,7 +36,7 @@ def match_ifname(spec, names):
             if any(name == item if exact else name.startswith(item) for item in items) != exclude]
 
 
-def reachable_address(env, peers):
+def reachable_address(env: Mapping[str, str], peers: Sequence[str]) -> str:
     """This host's address for the other hosts (peers: theirs), honouring *_SOCKET_IFNAME in env."""
     if not peers:
         return "127.0.0.1"
@@ -52,7 +53,7 @@ def reachable_address(env, peers):
         try:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.connect((peer, 9))   # UDP connect sends nothing
-                addr = s.getsockname()[0]
+                addr: str = s.getsockname()[0]
             if not addr.startswith("127."):
                 return addr
         except OSError:

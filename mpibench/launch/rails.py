@@ -2,13 +2,14 @@
 rank i to interface i, as GPU i uses NIC i on a rail-optimised node, through the
 GLOO_SOCKET_IFNAME that gloo and the rendezvous address (netaddr) follow."""
 import os
+from typing import List, MutableMapping, Optional, Tuple
 
 from . import netaddr
 
 VAR = "MPIBENCH_RAILS"
 
 
-def parse(spec):
+def parse(spec: Optional[str]) -> Optional[List[str]]:
     """'eth0,eth1' -> ['eth0', 'eth1'] (None for unset or empty); ValueError on a repeated or empty name."""
     if not spec or not spec.strip():
         return None
@@ -21,7 +22,8 @@ def parse(spec):
     return names
 
 
-def bind(local_rank, local_size, env, hostname, spec=None):
+def bind(local_rank: int, local_size: int, env: MutableMapping[str, str], hostname: str,
+         spec: Optional[str] = None) -> Tuple[Optional[Tuple[int, str]], Optional[str]]:
     """Point this rank at its rail (spec: check's --rails, else env's VAR): (rail index,
     interface) or None without rails, and an error text (or None) for Session.agree."""
     try:

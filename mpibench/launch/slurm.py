@@ -1,8 +1,9 @@
 """SLURM host lists, expanded without calling scontrol (it may not be on the compute node)."""
 import re
+from typing import Dict, List, Optional, Sequence
 
-def _expand_range(spec):
-    out = []
+def _expand_range(spec: str) -> List[str]:
+    out: List[str] = []
     for item in spec.split(","):
         if "-" in item:
             lo, hi = item.split("-", 1)
@@ -12,9 +13,9 @@ def _expand_range(spec):
     return out
 
 
-def expand_nodelist(text):
+def expand_nodelist(text: str) -> List[str]:
     """'h[1-3],gpu[01-02]x' -> ['h1', 'h2', 'h3', 'gpu01x', 'gpu02x']."""
-    nodes = []
+    nodes: List[str] = []
     # the comma-separated parts; a comma inside brackets stays in its part
     for part in re.findall(r"(?:[^,\[]|\[[^\]]*\]?)+", text.strip()):
         m = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
@@ -27,25 +28,25 @@ def expand_nodelist(text):
     return nodes
 
 
-def compress_hostlist(hosts):
+def compress_hostlist(hosts: Sequence[str]) -> str:
     """The inverse of expand_nodelist: ['n03', 'n17', 'n18'] -> 'n[03,17-18]'; a range only where
     expanding it gives back the same spellings (zero padding included)."""
-    groups = {}
+    groups: Dict[str, List[Optional[str]]] = {}
     for name in dict.fromkeys(hosts):
         m = re.fullmatch(r"(.*?)(\d+)", name)
         prefix, digits = m.groups() if m else (name, None)
         groups.setdefault(prefix, []).append(digits)
     parts = []
-    for prefix, numbers in groups.items():
-        if None in numbers:
+    for prefix, found in groups.items():
+        if None in found:
             parts.append(prefix)
-            numbers = [d for d in numbers if d is not None]
+        numbers = [d for d in found if d is not None]
         if not numbers:
             continue
         if len(numbers) == 1:
             parts.append(prefix + numbers[0])
             continue
-        spans = []
+        spans: List[List[str]] = []
         for d in sorted(numbers, key=lambda d: (int(d), d)):
             # d extends the last span when it follows it, padded as the span's start
             if spans and int(d) == int(spans[-1][1]) + 1 and str(int(d)).zfill(len(spans[-1][0])) == d:

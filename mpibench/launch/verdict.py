@@ -9,12 +9,13 @@ watchdog's thread can end the job (a signal, a hang) while the main thread still
 import sys
 import threading
 from contextlib import suppress
+from typing import Any, Dict, Optional
 
 STATUS = {0: "ok", 1: "failed", 2: "usage", 124: "hang", 130: "interrupted", 143: "terminated"}
 PREFIX = "mpibench-verdict:"
 
 
-def record(code, status=None):
+def record(code: int, status: Optional[str] = None) -> Dict[str, Any]:
     """The verdict as the results file holds it."""
     return {"code": code, "status": status or STATUS.get(code, "signal" if code > 128 else "failed")}
 
@@ -24,7 +25,7 @@ _lock = threading.RLock()
 _said = False
 
 
-def out(text):
+def out(text: str) -> None:
     """Write one line to stdout, unless this rank has said its verdict (then nothing)."""
     with _lock:
         if not _said:
@@ -32,23 +33,23 @@ def out(text):
             sys.stdout.flush()
 
 
-def note(text):
+def note(text: object) -> None:
     """One line to stderr, flushed, marked as mpibench's (progress notes and errors)."""
     text = str(text)
     sys.stderr.write((text if text.startswith("mpibench") else f"mpibench: {text}") + "\n")
     sys.stderr.flush()
 
 
-def said():
+def said() -> bool:
     return _said
 
 
-def say(code, command, status=None):
+def say(code: int, command: Optional[str], status: Optional[str] = None) -> None:
     """Print the verdict line, once (a closed stdout is no error); after it nothing more."""
     say_in_place(f"{PREFIX} exit={code} status={record(code, status)['status']} command={command or '-'}")
 
 
-def say_in_place(text):
+def say_in_place(text: str) -> None:
     """Print text as the last line instead of the verdict line, for a program that reads one
     (SLURM's health check, node-problem-detector); the exit code and results carry the verdict."""
     global _said

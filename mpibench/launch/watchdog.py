@@ -24,8 +24,14 @@ import threading
 import time
 from collections import Counter
 from contextlib import suppress
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
+                    Union)
 
 from . import faults, verdict
+from .comm import Comm, MPIComm
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 TIMEOUT_CODE = 124
 TAG_QUERY, TAG_REPLY, TAG_NOTICE, TAG_ENDING = 7101, 7102, 7103, 7104
@@ -41,31 +47,52 @@ BUSY_POLL = 0.02     # while waiting for answers
 FAILED = "failed"    # the phase of a rank that raised an error of its own
 
 
+class Watched(Protocol):
+    """What the watchdog reads of its rank's Session (session.py)."""
+    comm: Comm
+    rank: int
+    size: int
+    hosts: List[str]
+    hostname: str
+
+    @property
+    def where(self) -> str: ...
+    def out(self, text: str = "") -> None: ...
+
+
+# A rank's answer to "where are you?": (step, where, phase, host, whether it said its verdict)
+Snapshot = Tuple[int, str, str, str, bool]
+# why a rank asks: "timeout", or ("failed", reason)
+Why = Union[str, Tuple[str, str]]
+
+
 class Watchdog:
-    def __init__(self, session, timeout):
+    def __init__(self, session: Watched, timeout: float) -> None:
         self.s, self.timeout = session, timeout
         self.step = 0
         self.where, self.phase = "start-up", ""
-        self.deadline = None
+        self.deadline: Optional[float] = None
         # rank 0: on_fault(reason, verdict record) closes the results document when a hang or
         # a signal ends the job, so that what was measured stays; it says what became of it
-        self.on_fault = None
+        self.on_fault: Optional[Callable[[str, Dict[str, Any]], str]] = None
         # its own channel needs MPI_THREAD_MULTIPLE; without it this rank watches alone
-        self.comm = (session.comm.world.Dup() if session.comm.kind == "mpi" and session.comm.threads
-                     else None)
+        comm = session.comm
+        self.comm = comm.world.Dup() if isinstance(comm, MPIComm) and comm.threads else None
         self._lock = threading.Lock()     # one reader of the side channel at a time
         self._probe_id = 0
-        self._replies = {}
-        self._sends = []
+        self._replies: Dict[Tuple[int, int], Dict[int, Snapshot]] = {}
+        self._sends: List["MPI.Request"] = []
         self._joined = False       # a timeout is being handled
         self._asked = False        # another rank timed out and asked us
-        self.signalled = None      # the first SIGINT/SIGTERM this rank received
+        self.signalled: Optional[int] = None   # the first SIGINT/SIGTERM this rank received
         self._ending = threading.Lock()   # one end of the job per rank
-        self._deferred = None      # (when, lines, code): end the job ourselves unless aborted first
+        # (when, lines, code): end the job ourselves unless aborted first
+        self._deferred: Optional[Tuple[float, List[str], int]] = None
         self._stop = False
         self._owed = False         # the thread skipped the side channel during a timed loop
         self._quiet = False        # another rank is aborting the job: no more MPI calls here
-        self.failure = None        # (rank, reason): the first rank heard to have failed on its own
+        # (rank, reason): the first rank heard to have failed on its own
+        self.failure: Optional[Tuple[int, str]] = None
         self._recorded = False     # rank 0: a failure is in the results file
         self._loop = (0, 0.0)      # (step, when the side channel was last served) in a timed loop
         self._rfd, self._wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -84,12 +111,12 @@ class Watchdog:
         self._thread.start()
 
     @property
-    def grace(self):
+    def grace(self) -> float:
         """How long a rank may take to answer 'where are you?' before it counts as gone."""
         return min(10.0, max(2.0, self.timeout / 10))
 
     # ---- main thread: where this rank is (attribute stores only) ----
-    def arm(self, where, phase="setting up"):
+    def arm(self, where: str, phase: str = "setting up") -> None:
         self.where = where
         self.deadline = time.monotonic() + self.timeout
         self.mark(phase)
@@ -97,7 +124,7 @@ class Watchdog:
             if at in where:
                 os.kill(os.getpid(), sig)
 
-    def mark(self, phase):
+    def mark(self, phase: str) -> None:
         self.step += 1
         self.phase = phase
         # out of a timed loop in which the thread skipped the side channel: wake it at once,
@@ -106,15 +133,18 @@ class Watchdog:
             self._owed = False
             self._wake()
 
-    def _wake(self):
+    def _wake(self) -> None:
         with suppress(OSError):
             os.write(self._wfd, b"\0")        # 0 is no signal: the thread only wakes
 
-    def disarm(self):
+    def disarm(self) -> None:
         self.deadline = None
 
-    def close(self):
-        """Stop watching (end of the command); signals go back to what they were."""
+    def close(self) -> None:
+        """Stop watching (end of the command); signals go back to what they were. Once: a
+        second call does nothing."""
+        if self._stop:
+            return
         self.deadline = None
         self._stop = True
         self._wake()                      # now, not at its next poll
@@ -133,7 +163,7 @@ class Watchdog:
                 self.comm.Free()
             self.comm = None
 
-    def fail(self, reason):
+    def fail(self, reason: str) -> Tuple[List[int], bool]:
         """This rank failed on its own (reason: where and what, in words); (the ranks that do
         not answer within the grace, whether this rank reports the failure: none has reported
         one and no lower rank failed too)."""
@@ -150,7 +180,7 @@ class Watchdog:
             return [], reports
         return [r for r in range(self.s.size) if r not in snaps], reports
 
-    def _heard_failure(self, rank, reason):
+    def _heard_failure(self, rank: int, reason: str) -> None:
         """A rank (this one too) failed on its own and will end the job: rank 0 records code 1
         in the results file, once."""
         if self.failure is None:
@@ -160,7 +190,7 @@ class Watchdog:
             self.abandon(reason, 1, "error")
 
     # ---- the thread ----
-    def _run(self):
+    def _run(self) -> None:
         while not self._stop:
             try:
                 ready, _, _ = select.select([self._rfd], [], [], IDLE_POLL)
@@ -187,7 +217,7 @@ class Watchdog:
                 _, lines, code = self._deferred
                 self._end(lines, code)
 
-    def _loop_served(self):
+    def _loop_served(self) -> bool:
         """In a timed loop: whether to serve the side channel now (the loop has lasted
         LOOP_SERVE seconds since it began or was last served)."""
         now, (step, since) = time.monotonic(), self._loop
@@ -199,10 +229,10 @@ class Watchdog:
         self._loop = (step, now)
         return True
 
-    def _snapshot(self):
+    def _snapshot(self) -> Snapshot:
         return (self.step, self.where, self.phase, self.s.hostname, verdict.said())
 
-    def _serve(self):
+    def _serve(self) -> None:
         """Answer questions, take notices, collect answers; never blocks."""
         if self.comm is None:
             return
@@ -236,12 +266,13 @@ class Watchdog:
                     self._quiet = True
                     return
 
-    def _send(self, obj, dest, tag):
+    def _send(self, obj: object, dest: int, tag: int) -> None:
         with suppress(Exception):
+            assert self.comm is not None
             self._sends.append(self.comm.isend(obj, dest=dest, tag=tag))
             self._sends = [r for r in self._sends if not r.Test()]
 
-    def _probe(self, why):
+    def _probe(self, why: Why) -> Dict[int, Snapshot]:
         """{rank: its _snapshot()} of every rank that answers within the grace."""
         me = self.s.rank
         if self.comm is None or self.s.size == 1:
@@ -260,7 +291,7 @@ class Watchdog:
         return self._replies.pop(key)
 
     # ---- a deadline passed ----
-    def _timeout(self):
+    def _timeout(self) -> None:
         if self._joined:
             return
         self._joined = True
@@ -278,11 +309,11 @@ class Watchdog:
             self._deferred = (time.monotonic() + self.grace + 5, lines, TIMEOUT_CODE)
 
     # ---- SIGINT / SIGTERM ----
-    def _alone_mpi(self):
+    def _alone_mpi(self) -> bool:
         """MPI without a channel of the watchdog's own (no MPI_THREAD_MULTIPLE), several ranks."""
         return self.comm is None and self.s.size > 1 and self.s.comm.kind == "mpi"
 
-    def _on_signal(self, signum, origin):
+    def _on_signal(self, signum: int, origin: int) -> None:
         if self._quiet:
             return
         if self.s.rank != 0 and self._alone_mpi():
@@ -307,7 +338,7 @@ class Watchdog:
                               [f"mpibench: {self.s.where} got {signal.Signals(signum).name}; rank 0 "
                                f"did not end the job, so this rank does"], code)
 
-    def stop_for(self, signum, origin):
+    def stop_for(self, signum: int, origin: int) -> None:
         """Rank 0 (or a lone rank): end the job for rank `origin`'s signal: closing line, results kept."""
         code = 128 + signum
         reason = (f"stopped by {signal.Signals(signum).name} on rank {origin} "
@@ -315,7 +346,8 @@ class Watchdog:
         self.s.out(f"# {reason}: {self.abandon(reason, code)}")
         self._end([], code)
 
-    def abandon(self, reason, code=1, status=None, rank0_alive=True):
+    def abandon(self, reason: str, code: int = 1, status: Optional[str] = None,
+                rank0_alive: bool = True) -> str:
         """Rank 0: mark the results incomplete; what happened to them, in words."""
         if self.s.rank == 0 and self.on_fault is not None:
             return self.on_fault(reason, verdict.record(code, status))
@@ -326,7 +358,7 @@ class Watchdog:
                     "(\"complete\": false)")
         return "rank 0 keeps the results file"
 
-    def _end(self, lines, code):
+    def _end(self, lines: List[str], code: int) -> None:
         if not self._ending.acquire(blocking=False):
             while True:                 # another thread of this rank is ending the job
                 time.sleep(3600)
@@ -335,7 +367,7 @@ class Watchdog:
         verdict.say(code, getattr(self.s, "command", None))
         self.abort(code)
 
-    def abort(self, code):
+    def abort(self, code: int) -> None:
         """End the job with MPI_Abort, telling the other ranks first: one still polling MPI when
         this one dies reports Open MPI's "Socket closed" error (docs/exit-codes.md)."""
         if self.comm is not None:       # (not under self._lock: _serve may hold it here)
@@ -350,7 +382,8 @@ class Watchdog:
         self.s.comm.abort(code)
 
 
-def describe_hang(snaps, size, hosts, timeout, grace):
+def describe_hang(snaps: Mapping[int, Snapshot], size: int, hosts: Sequence[str], timeout: float,
+                  grace: float) -> List[str]:
     """Lines naming the ranks that never arrived (from the answers in snaps)."""
     top = max(s[0] for s in snaps.values())
     (where, phase), _ = Counter((s[1], s[2]) for s in snaps.values() if s[0] == top).most_common(1)[0]

@@ -282,7 +282,8 @@ class Engine:
                                                    plan.check if not inexact else 0)
                     self.watch.arm(name, "gathering the row's times")
                     gathered = s.comm.gather(local, root=0)
-                    if self.report is not None:
+                    if self.report is not None:        # rank 0, which gathered
+                        assert gathered is not None
                         row = self._row(coll, dt, op, size, c, gathered)
                         wrong_total += sum(m.get("nwrong") or 0 for k in MODES if (m := row.get(k)))
                         self.report.add_row(row)
@@ -386,5 +387,6 @@ class Engine:
         times = self.b.time_each(call, plan.probe_iters, s.comm.polite_barrier)
         gathered = s.comm.gather(times, root=0)
         if self.report is not None:
+            assert gathered is not None
             self.report.add_probe(gathered, plan.margin, coll=coll, dt=dt, op=op, size=size, c=c, mode=mode)
 

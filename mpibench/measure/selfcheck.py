@@ -6,6 +6,7 @@ import time
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..launch.comm import MPIComm
 from ..launch.session import Session
 from . import baretimer, launchcost
 from .backends.torchdist import TorchBackend
@@ -69,10 +70,12 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     # torch.distributed, or MPI through a communicator of its own. The barrier mpibench's
     # loop has; GPUs: a stream of its own (baretimer.py says why).
     bufs = {s: backend.typed(backend.alloc(s), FLOAT32) for s in sizes}
-    comm = session.comm.world.Dup() if backend.name == "mpi" else None
+    mpi = session.comm if backend.name == "mpi" else None
+    assert mpi is None or isinstance(mpi, MPIComm)      # the mpi backend needs an MPI launcher
+    comm = mpi.world.Dup() if mpi is not None else None
     stream = backend.torch.cuda.Stream(backend.device) if backend.cuda else None
     bare: Dict[int, Callable[[int], float]] = {s: (
-        partial(baretimer.mpi_seconds, session.comm.MPI, comm, b.numpy()) if comm
+        partial(baretimer.mpi_seconds, mpi.MPI, comm, b.numpy()) if mpi is not None and comm
         else partial(baretimer.torch_seconds, backend.dist, b, barrier=session.comm.barrier,
                      stream=stream)) for s, b in bufs.items()}
     plans = {s: all_reduce_plan(backend, [s], iters, warmup) for s in sizes}
@@ -91,8 +94,10 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
                         if warmup:      # untimed calls, a loop of their own
                             bare[s](warmup)
                         mine = bare[s](iters)
+                assert mine is not None     # both orders time the bare loop
                 gathered = session.comm.gather(mine, root=0)
                 if session.rank == 0:
+                    assert gathered is not None
                     got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
                     got[s]["rows"].append(rows[0])
                     got[s]["bare"].append(sum(gathered) / len(gathered))

@@ -1,7 +1,7 @@
 """Input files of multi-rank commands, read on rank 0 only, the outcome agreed by all: a
 path may exist only where the job was started (a login node's home, a local /tmp), and a
 rank failing to read it alone would leave the others waiting."""
-from typing import Callable, Optional, TypeVar
+from typing import Callable, Optional, TypeVar, cast
 
 from ..errors import UsageError
 from ..launch import faults
@@ -26,4 +26,4 @@ def on_rank0(session: Session, path: str, load: Callable[[str], T], option: Opti
     value, error = session.comm.bcast((value, error), root=0)
     if error:
         raise UsageError(error)
-    return value
+    return cast(T, value)       # load's result: rank 0 had no error

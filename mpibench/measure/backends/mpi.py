@@ -10,6 +10,7 @@ from operator import methodcaller
 from typing import Any, Optional, Sequence
 
 from ...errors import UsageError
+from ...launch.comm import MPIComm
 from ...launch.session import Session
 from ..collectives.base import Call, Collective, Ctx, Tensor
 from ..dtypes import DType
@@ -30,8 +31,10 @@ class MPIBackend(TorchBackend):
                              f"started by {session.launcher}")
         import torch
         super().__init__(session, self.name, torch.device("cpu"))
-        MPI = session.comm.MPI
-        self.comm = session.comm.world.Dup()
+        side = session.comm
+        assert isinstance(side, MPIComm)       # kind "mpi"
+        MPI = side.MPI
+        self.comm = side.world.Dup()
         self.ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
 
     def unsupported(self, coll: Collective, dtype: DType, op: str) -> Optional[str]:

@@ -32,7 +32,9 @@ class TorchBackend:
         import torch
         import torch.distributed as dist
         self.torch, self.dist, self.session = torch, dist, session
-        self.name: str = name or session.backend
+        backend = name or session.backend
+        assert backend is not None      # made for a session with a process group, or named
+        self.name: str = backend
         self.device = device or session.device
         self.cuda = self.device is not None and self.device.type == "cuda"
         self.pool: Any = None     # -G: the buffers' torch.cuda.MemPool (graph_allocator)
@@ -87,6 +89,7 @@ class TorchBackend:
         (docs/gpu.md); {"allocator", "registered", "reason"}: registered is None, as whether
         NCCL registered them during a capture is not checked."""
         torch = self.torch
+        assert self.device is not None      # CUDA's
         try:
             group = self.dist.distributed_c10d._get_default_group()
             self.pool = torch.cuda.MemPool(group._get_backend(self.device).mem_allocator)
