@@ -179,7 +179,7 @@ def group(model: str, coll: str, backend: str, dtype: str, pts: Sequence[Point],
         fall = flat_fall(coll, tab, *ns) if len(ns) == 2 and target > ns[-1] and tier is None else None
         got = rows(f, coll, dtype, tab, target, g, keys, sizes, consts, check.miss if check else 0.0,
                    fall is not None)
-        if coll == "sendrecv" and target > ns[-1] and not check:
+        if scaling.of(coll).one_peer and target > ns[-1] and not check:
             got = [r._replace(why="same pair" if r.why in (None, "flat") else r.why) for r in got]
     if tier and target > ns[-1]:
         got = [r._replace(why=r.why or "tier") for r in got]

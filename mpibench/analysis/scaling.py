@@ -14,6 +14,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypedDict, U
 import numpy as np
 import numpy.typing as npt
 
+from ..measure.collectives import REGISTRY
+from ..measure.collectives.base import Collective
 from ..measure.sizes import format_size
 
 MIB = 1 << 20
@@ -36,7 +38,7 @@ def nccl_estimate(a: str, p: str, coll: str, n: int, g: int, s: float, bus: floa
     base, intra, inter = NCCL_LAT[a, p]
     if e and a == "ring":       # across nodes each step also pays the network's post overhead
         intra = max(intra, 3.0 if p == "Simple" else 1.0)
-    ring_ar = e and (a, p, coll) == ("ring", "Simple", "all_reduce")
+    ring_ar = e and (a, p) == ("ring", "Simple") and of(coll).ring_passes == 2
     lat = (base + i * intra + e * inter) * (1.4 if ring_ar else 1)
     eff = {("ring", "LL"): 0.25, ("tree", "LL"): 0.92 / 3.8, ("tree", "Simple"): 0.92}.get((a, p), 1.0)
     return lat + s * share / (1000 * bus * eff)
@@ -47,11 +49,9 @@ def shape(algo: str, coll: str, n: int, g: int) -> Tuple[float, float, float]:
     nodes = max(n // g, 1)
     if algo == "tree":      # all_reduce: up then down a tree of nodes, a chain in each node
         return 2.0 * (g - 1), 2.0 * ceil(log2(nodes)) if nodes > 1 else 0.0, 2.0
-    k = 2 if coll == "all_reduce" else 1
-    steps, inter = k * (n - 1), k * (nodes - 1)
-    share = {"all_reduce": 2.0 * (n - 1) / n, "all_gather": (n - 1) / n,
-             "reduce_scatter": (n - 1) / n}.get(coll, 1.0)
-    return float(steps - inter), float(inter), share
+    c = of(coll)
+    steps, inter = c.ring_passes * (n - 1), c.ring_passes * (nodes - 1)
+    return float(steps - inter), float(inter), c.busbw_factor(n) if c.nccl_ring else 1.0
 
 
 class Model:
@@ -60,9 +60,10 @@ class Model:
 
     def __init__(self, model: str, coll: str, backend: str) -> None:
         self.coll, nccl = coll, str(backend).startswith("nccl")
-        self.algos = ["ring", "tree"] if coll == "all_reduce" and nccl else ["ring"]   # trees are NCCL's
+        tree = of(coll).nccl_tree
+        self.algos = ["ring", "tree"] if tree and nccl else ["ring"]   # trees are NCCL's
         if model in ("ring", "tree"):
-            self.algos = [model] if model == "ring" or coll == "all_reduce" else ["ring"]
+            self.algos = [model] if model == "ring" or tree else ["ring"]
         self.protos = ["LL", "Simple"] if nccl else ["Simple"]
         self.cands = [(a, p) for a in self.algos for p in self.protos]
 
@@ -151,14 +152,14 @@ def _lm(residuals: Callable[[Array], Array], x: Array, iters: int = 80, lam: flo
     return x, cost
 
 
-# run by NCCL as a group of sends and receives, one pair per peer; alltoallv's bytes per peer
-# are taken as all_to_all's, S/n: its mean over the peers (exact only for uniform traffic)
-EXCHANGES = ("all_to_all", "sendrecv", "alltoallv")
+def of(coll: str) -> Collective:
+    """The registry's collective of that name; one of no known shape (a log's other test) else."""
+    return REGISTRY.get(coll) or Collective()
 
 
 def peers(coll: str, n: int, g: int) -> Tuple[float, float]:
     """(peers across the network, bytes per peer per S) of one rank's exchange."""
-    return (float(n > g), 1.0) if coll == "sendrecv" else (float(n - g if n > g else 0), 1.0 / n)
+    return (float(n > g), 1.0) if of(coll).one_peer else (float(n - g if n > g else 0), 1.0 / n)
 
 
 def _local(f: "Fit", n: int, g: int, s: float,
@@ -196,7 +197,7 @@ def fit(model: str, coll: str, backend: str, points: Sequence[Point], tries: int
     constants), 'members' (other fits: starts and resampled points), 'errors' (best fit's
     predicted / measured - 1 per point), 'chosen' ({candidate: sizes NCCL chose it at})}. An exchange's:
     'points', 'errors', 'bw' ([(peers, best network bytes/s per rank)]), 'trend' (cost/peer ~ peers^trend)"""
-    if coll in EXCHANGES:
+    if of(coll).exchange:
         f: Fit = {"coll": coll, "points": points, "model": None}
         fastest: Dict[float, float] = {}
         for n, g, s, t in points:

@@ -9,6 +9,7 @@ class AllGather(Collective):
     name = "all_gather"
     aliases = ("allgather",)
     algbw_scaled_before_2020 = True
+    nccl_ring = True
     chunked = True
 
     def counts(self, count: int, elsize: int, n: int) -> Counts:

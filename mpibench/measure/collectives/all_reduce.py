@@ -8,6 +8,7 @@ from .base import Call, Collective, Ctx, Tensor, index, mpi_send, reduce_result
 class AllReduce(Collective):
     name = "all_reduce"
     aliases = ("allreduce",)
+    nccl_ring, ring_passes, nccl_tree = True, 2, True     # a reduce-scatter then an all-gather
     reduces = True
     modes = ("in",)           # torch.distributed.all_reduce works in place only
     mpi_modes = ("out", "in")

@@ -10,6 +10,7 @@ class AllToAll(Collective):
     program = "alltoall"
     aliases = ("alltoall", "a2a")
     in_place_checked = False   # alltoall.cu: reportErrors = in_place ? 0 : 1
+    exchange = True
     modes = ("out",)          # no in-place all_to_all in torch.distributed
     chunked = True
     to_each = True

@@ -27,6 +27,7 @@ class AllToAllV(Collective):
     name = "alltoallv"
     aliases = ("a2av",)
     in_place_checked = False
+    exchange = True             # bytes per peer taken as all_to_all's, S/n: their mean over the peers
     modes = ("out",)          # no in-place all_to_all_single (nccl-tests checks none either)
     chunked = True            # busbw factor (n-1)/n
     irregular = True          # size is not count x element size x n

@@ -59,6 +59,12 @@ class Collective:
     in_place_checked = True  # nccl-tests checks the in-place result (else #wrong N/A in place)
     any_redop = False       # nccl-tests prints a redop cell though it reduces nothing
     algbw_scaled_before_2020 = False  # algbw printed x (n-1)/n before June 2020 (busbw = algbw)
+    # how NCCL runs it, for predict's model (docs/commands/predict.md)
+    nccl_ring = False       # a ring whose slowest link carries the bus factor's share of S (else 1 S)
+    ring_passes = 1         # times around the ring: (n-1) steps each
+    nccl_tree = False       # NCCL also runs it as a tree
+    exchange = False        # a group of sends and receives, one pair per peer ...
+    one_peer = False        # ... to one peer only (S to it; else S/n to each)
     # {(backend, mode): text}: where torch's call differs from nccl-tests' for this
     # collective; said in the header and the JSON, for those who compare the rows
     torch_notes: Dict[Tuple[str, str], str] = {}

@@ -9,6 +9,7 @@ class ReduceScatter(Collective):
     name = "reduce_scatter"
     aliases = ("reducescatter",)
     algbw_scaled_before_2020 = True
+    nccl_ring = True
     reduces = True
     # MPI's in-place Reduce_scatter_block leaves the result at the start of the buffer,
     # not at this rank's chunk as nccl-tests' in-place row does: out-of-place only.

@@ -9,6 +9,7 @@ class SendRecv(Collective):
     name = "sendrecv"
     in_place_checked = False   # sendrecv.cu: reportErrors = in_place ? 0 : 1
     any_redop = True
+    exchange = one_peer = True
     modes = ("out",)          # sending and receiving one buffer at once would race
     min_ranks = 2
     ring = True               # a rank's time is its link from rank-1: it names no host
