@@ -4,6 +4,7 @@ per host, pair and rail, the hosts to drain and the suspect links; a miss is mea
 before it is condemned (docs/commands/check.md, "Nothing condemned on one measurement").
 """
 from statistics import mean, median
+from typing import TYPE_CHECKING, Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ..launch.slurm import compress_hostlist
@@ -14,6 +15,9 @@ from ..results.checktext import bw, limit_text, retest_text, spread_text
 from ..results.document import finite, parse
 from . import hostfacts, pairs
 
+if TYPE_CHECKING:
+    from .tomography import Fabric
+
 TESTS = ("intra", "pair", "job")
 LIMITS = ("min_busbw_GBps", "max_latency_us")
 RELATIVE = 0.8          # relative mode: fail below this share of the median host or pair
@@ -21,9 +25,12 @@ RETESTS = 4        # suspect hosts measured again alone, one at a time; any more
 ROUNDS = 3         # a suspect host is condemned when it misses in each of this many retests,
 PAUSE = 1.0        # seconds apart: a burst of other work on a shared machine lasts about one
 MOVED = "; counters moved: "
+Figure = Dict[str, Any]     # time_us, algbw_GBps, busbw_GBps, spread_pct, best_us (figure())
+Limits = Mapping[str, Any]  # min_busbw_GBps and/or max_latency_us, and their source
+HostPair = Tuple[int, int]  # host indices
 
 
-def read_expect(path):
+def read_expect(path: str) -> Dict[str, Dict[str, float]]:
     """--expect FILE: {test: {limit: value}} of TESTS and LIMITS; anything else, UsageError."""
     try:
         with open(path, "rb") as f:
@@ -55,7 +62,7 @@ def read_expect(path):
     return {test: dict(limits) for test, limits in doc.items()}
 
 
-def relative(values, what, few):
+def relative(values: Sequence[Optional[float]], what: str, few: str) -> Dict[str, Any]:
     """RELATIVE x the median `what` (few: what decides when too few say which is slow)."""
     known = [v for v in values if v is not None]
     return {"min_busbw_GBps": RELATIVE * median(known) if known else None,
@@ -63,7 +70,7 @@ def relative(values, what, few):
                 "" if len(values) >= 3 else f" of {len(values)}, too few to say which is slow: {few}")}
 
 
-def below(figure, limits):
+def below(figure: Optional[Mapping[str, Any]], limits: Optional[Limits]) -> Optional[str]:
     """Why a figure {'busbw_GBps', 'time_us'} misses its limits, or None when it meets them."""
     if figure is None or limits is None:
         return None
@@ -77,7 +84,9 @@ def below(figure, limits):
     return "; ".join(why) or None
 
 
-def baseline_limits(doc, path, *, collective, size, ranks_per_host, world, share, sizes=()):
+def baseline_limits(doc: Mapping[str, Any], path: str, *, collective: str, size: int, ranks_per_host: int,
+                    world: int, share: float, sizes: Collection[int] = ()
+                    ) -> Tuple[Dict[str, Dict[str, float]], Optional[str]]:
     """Limits from an earlier `check`, or a run or nccl-tests result of the whole job or one
     host (sizes: the size aligned for the ranks); UsageError for one of something else."""
     where = f"--baseline {path}"
@@ -128,7 +137,7 @@ def baseline_limits(doc, path, *, collective, size, ranks_per_host, world, share
     return {t: {"min_busbw_GBps": share * max(bws)} for t in tests}, None
 
 
-def figure(rec):
+def figure(rec: Mapping[str, Any]) -> Figure:
     """The figures of one timed collective; from its per-call 'times', their spread and best."""
     alg = algbw(rec["bw_bytes"], rec["seconds"])
     times = rec.get("times")
@@ -137,38 +146,39 @@ def figure(rec):
             "best_us": min(times) * 1e6 if times else None}
 
 
-def fastest(fig):
+def fastest(fig: Figure) -> Figure:
     """The figure its fastest call alone would give (itself when calls were not timed)."""
     if not fig.get("best_us") or not fig["busbw_GBps"]:
         return fig
     return dict(fig, time_us=fig["best_us"], busbw_GBps=fig["busbw_GBps"] * fig["time_us"] / fig["best_us"])
 
 
-def joint(recs):
+def joint(recs: Sequence[Mapping[str, Any]]) -> Figure:
     """The figure of ranks timed together: their mean time (nccl-tests' -a 1), each call the slowest's."""
     return figure(dict(recs[0], seconds=mean(r["seconds"] for r in recs),
                        times=slowest([r["times"] for r in recs]) if recs[0].get("times") else None))
 
 
-def per_host(gathered):
+def per_host(gathered: Iterable[Optional[Mapping[str, Any]]]) -> Dict[str, Figure]:
     """{host: joint figure of its ranks} from the records of the ranks that took part."""
-    by = {}
+    by: Dict[str, List[Mapping[str, Any]]] = {}
     for rec in filter(None, gathered):
         by.setdefault(rec["host"], []).append(rec)
     return {h: joint(recs) for h, recs in by.items()}
 
 
-def sure(fig, lim):
+def sure(fig: Figure, lim: Optional[Limits]) -> bool:
     """Whether a miss is beyond the figure's own spread: even its fastest call misses.
     Other work on a host only slows calls; a lasting fault slows every one."""
     return below(fastest(fig), lim) is not None
 
 
-def reason(fig, lim):
+def reason(fig: Figure, lim: Optional[Limits]) -> Optional[str]:
     """Why a figure misses its limits, how far and against what spread; None when it meets them."""
     why = below(fig, lim)
     if why is None:
         return None
+    assert lim is not None
     low, high = lim.get("min_busbw_GBps"), lim.get("max_latency_us")      # the miss, as a share
     miss = max(0.0, 1 - fig["busbw_GBps"] / low if low and fig["busbw_GBps"] is not None else 0.0,
                fig["time_us"] / high - 1 if high else 0.0)
@@ -180,23 +190,26 @@ class Judge:
     """The figures, the thresholds and the verdicts of one check; self.doc is its
     document. config: collective, size, ranks_per_host, world, hosts, iters, warmup."""
 
-    def __init__(self, config, members, limits, rates):
+    def __init__(self, config: Mapping[str, Any], members: Mapping[str, List[int]],
+                 limits: Mapping[str, Dict[str, Any]], rates: Mapping[str, Optional[float]]) -> None:
+        self.names: List[str]
         self.names, self.ppn, self.size = config["hosts"], config["ranks_per_host"], config["size"]
         self.members, self.limits = members, limits
-        self.hosts = {h: {"host": h, "ranks": members[h], "line_rate_gbps": rates[h],
-                          "intra": None, "pairs": [], "verdict": "PASS", "reasons": [],
-                          "rails_failed": []}
-                      for h in self.names}
-        self.figures = {"intra": [], "pair": [], "job": []}
-        self.doc = {"config": dict(config, thresholds={t: limits.get(t) for t in TESTS}),
-                    "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
-                    "figures": self.figures, "intra_retest": [], "transient": []}
+        self.hosts: Dict[str, Dict[str, Any]] = {
+            h: {"host": h, "ranks": members[h], "line_rate_gbps": rates[h], "intra": None, "pairs": [],
+                "verdict": "PASS", "reasons": [], "rails_failed": []}
+            for h in self.names}
+        self.figures: Dict[str, List[Optional[float]]] = {"intra": [], "pair": [], "job": []}
+        self.doc: Dict[str, Any] = {"config": dict(config, thresholds={t: limits.get(t) for t in TESTS}),
+                                    "hosts": list(self.hosts.values()), "rounds": [], "suspect_links": [],
+                                    "figures": self.figures, "intra_retest": [], "transient": []}
         self.pair_limit = limits.get("pair")
-        self.job_failed = None
-        self.suspects = {}        # host: why it missed inside the host at first
-        self.pending = {}         # suspect: its misses in the retests so far (None: passed)
+        self.job_failed: Optional[str] = None
+        self.suspects: Dict[str, str] = {}        # host: why it missed inside the host at first
+        # suspect: its misses in the retests so far (None: passed)
+        self.pending: Dict[str, List[Optional[str]]] = {}
 
-    def intra(self, gathered):
+    def intra(self, gathered: Iterable[Optional[Mapping[str, Any]]]) -> List[Optional[float]]:
         """Test 1: each host's figure against its floor (a host below is a suspect); the busbws."""
         for h, fig in per_host(gathered).items():
             self.hosts[h]["intra"] = fig
@@ -208,7 +221,7 @@ class Judge:
         self.pending = {h: [] for h in self.suspects}
         return self.figures["intra"]
 
-    def intra_retests(self):
+    def intra_retests(self) -> List[List[str]]:
         """The next retest round's steps, each the hosts tested while the others wait: with a
         relative floor first the passed host nearest the median (the new floor's reference),
         then RETESTS suspects alone, any more together; [] when done."""
@@ -222,7 +235,8 @@ class Judge:
             steps += [[passed[len(passed) // 2]]] if passed else []
         return steps + [[h] for h in sus[:RETESTS]] + ([sus[RETESTS:]] if sus[RETESTS:] else [])
 
-    def intra_retest(self, steps, found):
+    def intra_retest(self, steps: Sequence[Sequence[str]],
+                     found: Sequence[Iterable[Optional[Mapping[str, Any]]]]) -> List[str]:
         """One retest round's records (per step, every rank's or None), settled; a line per step."""
         figs = [per_host(g) for g in found]
         lim, lines = self.doc["config"]["thresholds"]["intra"], []
@@ -244,10 +258,11 @@ class Judge:
                 del self.pending[h]
             elif last:
                 self._fail(h, f"inside the host: {self.suspects[h]}; "
-                              + "; ".join(self.pending.pop(h)))
+                              + "; ".join(filter(None, self.pending.pop(h))))
         return lines
 
-    def _settle(self, what, where, how, first, fig, lim, misses, last):
+    def _settle(self, what: str, where: str, how: str, first: Optional[str], fig: Figure, lim: Limits,
+                misses: List[Optional[str]], last: bool) -> str:
         """One retest's line: a miss beyond the spread is appended to misses, else None (transient)."""
         why = reason(fig, lim)
         best = f"its fastest call ({bw(fastest(fig)['busbw_GBps'])} GB/s)"
@@ -260,10 +275,12 @@ class Judge:
         self.doc["transient"].append({"what": what, "first": first, "again": again})
         return again + ": transient, not condemned"
 
-    def pair_round(self, todo, records, seconds, moved):
+    def pair_round(self, todo: Sequence[HostPair], records: Iterable[Iterable[Mapping[str, Any]]],
+                   seconds: float, moved: Mapping[str, List[Dict[str, Any]]]
+                   ) -> Tuple[Dict[HostPair, List[bool]], Dict[HostPair, List[Figure]]]:
         """One round's pairs judged: {(a, b): [passed per rail]}, {(a, b): [figure per rail]}."""
         times = pairs.slower_end(records)
-        figs = {}
+        figs: Dict[HostPair, List[Figure]] = {}
         for a, b in todo:
             # each rail's ranks (ra, rb): both ends record the pair as such, both ways at once
             ends = [times[(self.members[self.names[a]][i], self.members[self.names[b]][i])]
@@ -281,7 +298,7 @@ class Judge:
         self.doc.setdefault("counters_moved", []).append({h: c for h, c in moved.items() if c})
         return result, figs
 
-    def _judge_pair(self, pair, per):
+    def _judge_pair(self, pair: HostPair, per: Sequence[Figure]) -> List[bool]:
         """Each rail of one pair against the pair limit, on both hosts' records: it fails only
         when even its fastest call misses (else a miss is within its spread, noted)."""
         k = len(self.doc["rounds"]) + 1
@@ -298,9 +315,10 @@ class Judge:
             self.figures["pair"].append(f["busbw_GBps"])
         return oks
 
-    def moved(self, host, ports=None, lead=""):
+    def moved(self, host: str, ports: Optional[Collection[str]] = None, lead: str = "") -> str:
         """lead and a host's counter changes over every round on ports (None: all), rises summed; or ''."""
-        out, sums = [], {}          # a counter's rises summed where it first rose
+        out: List[Dict[str, Any]] = []
+        sums: Dict[Tuple[str, str], Dict[str, Any]] = {}      # a counter's rises summed where it first rose
         for per_round in self.doc.get("counters_moved", []):
             for c in hostfacts.on_ports(per_round.get(host, []), ports):
                 key = (c["port"], c["what"])
@@ -310,8 +328,9 @@ class Judge:
                     out.append(sums.setdefault(key, dict(c)) if "moved" in c else c)
         return lead + hostfacts.describe_changes(out) if out else ""
 
-    def _failed_with(self, host, rail=None):
+    def _failed_with(self, host: str, rail: Optional[int] = None) -> str:
         """'h4 (0.015 GB/s), h2 (0.016 GB/s)': whom a host (or one rail of it) failed with."""
+        assert self.pair_limit is not None
         timed = "max_latency_us" in self.pair_limit
         return ", ".join(f"{p['partner']} ({bw(p['busbw_GBps'])} GB/s"
                          + (f", {p['time_us']:.0f} us" if timed else "")
@@ -319,13 +338,13 @@ class Judge:
                          for p in self.hosts[host]["pairs"]
                          if not p["passed"] and (rail is None or p["rail"] == rail))
 
-    def pair_verdict(self, verdict, fabric):
+    def pair_verdict(self, verdict: Mapping[str, Any], fabric: "Fabric") -> None:
         """The failed hosts and rails, the suspect links and switches of fabricplan's verdict."""
         self._fail_hosts(verdict["failed_hosts"])
         names = fabric.names
         suspects = self._named_links(verdict, fabric)
 
-        def path(a, b, r):
+        def path(a: int, b: int, r: int) -> str:
             return f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
         for tie in verdict["ties"]:
             pair = next((verdict["deciders"].get(x) for x in tie if verdict["deciders"].get(x)), None)
@@ -351,26 +370,28 @@ class Judge:
             "named": [fabric.name(x) for x in verdict["named"]],
             "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]}
 
-    def _fail_hosts(self, failed_hosts):
+    def _fail_hosts(self, failed_hosts: Iterable[int]) -> None:
         """Fail the hosts every rail of which failed, saying with whom and what that proves."""
         passed_somewhere = {h for h in self.names if any(p["passed"] for p in self.hosts[h]["pairs"])}
         for i in failed_hosts:
             h = self.names[i]
             failed = {p["partner"] for p in self.hosts[h]["pairs"] if not p["passed"]}
             proven = failed & passed_somewhere
+            assert self.pair_limit is not None
             self._fail(h, f"between hosts: below {limit_text(self.pair_limit)} with "
                        + self._failed_with(h)
                        + (f"; {len(proven)} of {len(failed)} passed with other hosts" if proven
                           else "; none passed with another host to compare")
                        + self.moved(h, lead=MOVED))
 
-    def _named_links(self, verdict, fabric):
+    def _named_links(self, verdict: Mapping[str, Any], fabric: "Fabric") -> List[str]:
         """The names of the named links but a failed host's; a failed rail makes its host RAIL."""
         drained = set(verdict["failed_hosts"])
         named = [x for x in verdict["named"] if x[0] != "nic" or x[1] not in drained]
         for _, i, rail in (x for x in named if x[0] == "nic"):
             h, nic = fabric.names[i], fabric.nics.get((i, rail))
             self.hosts[h]["rails_failed"].append(rail)
+            assert self.pair_limit is not None
             self.hosts[h]["reasons"].append(
                 f"rail {rail}" + (f" ({nic})" if nic else "") + f": below "
                 f"{limit_text(self.pair_limit)} with {self._failed_with(h, rail)}; its "
@@ -379,28 +400,29 @@ class Judge:
                 self.hosts[h]["verdict"] = "RAIL"
         return [fabric.name(x) for x in named]
 
-    def job(self, gathered):
+    def job(self, gathered: Sequence[Mapping[str, Any]]) -> Figure:
         """Test 3: the whole job's figure, judged (a miss is measured again: job_retest)."""
         self.doc["job"] = fig = joint(gathered)
         self.figures["job"] = [fig["busbw_GBps"]] if fig["busbw_GBps"] else []
         self.job_failed = reason(fig, self.limits.get("job"))
         return fig
 
-    def job_retest(self, gathered):
+    def job_retest(self, gathered: Sequence[Mapping[str, Any]]) -> str:
         """The whole job measured again: its line (job_failed stays if it missed beyond its spread)."""
-        first, fig, misses = self.job_failed, joint(gathered), []
+        misses: List[Optional[str]] = []
+        first, fig = self.job_failed, joint(gathered)
         self.doc["job_retest"] = fig
         line = self._settle("the whole job", "the whole job again", "", first, fig,
                             self.limits["job"], misses, True)
         self.job_failed = misses[0] and f"{first}; {misses[0]}"
         return line
 
-    def counter_warnings(self):
+    def counter_warnings(self) -> List[Tuple[str, str]]:
         """[(host, 'its counters moved: ...')] for the hosts that passed all the same."""
         return [(h, f"its counters moved: {moved}") for h in self.names
                 for moved in [self.moved(h)] if moved and self.hosts[h]["verdict"] == "PASS"]
 
-    def path_findings(self, found):
+    def path_findings(self, found: Iterable[Mapping[str, Any]]) -> List[Tuple[str, str]]:
         """Links below their rating (diagnose/pathlimits.py's findings) joined to the verdicts: a
         failing host's reasons, else [(host, text)] warnings for the hosts that passed."""
         warnings = []
@@ -415,17 +437,17 @@ class Judge:
                 warnings.append((f["host"], f"a link below its rating: {f['text']}"))
         return warnings
 
-    def _fail(self, host, reason):
+    def _fail(self, host: str, reason: str) -> None:
         self.hosts[host]["verdict"] = "FAIL"
         self.hosts[host]["reasons"].append(reason)
 
-    def failing(self):
+    def failing(self) -> Tuple[List[str], str]:
         """The hosts to drain, and their hostlist (both into the document)."""
         failing = [h for h in self.names if self.hosts[h]["verdict"] == "FAIL"]
         self.doc.update(failing_hosts=failing, hostlist=compress_hostlist(failing))
         return failing, self.doc["hostlist"]
 
-    def failure(self):
+    def failure(self) -> Optional[str]:
         """check's failure message, or None when every host and link passed."""
         failing, suspects = self.doc["failing_hosts"], self.doc.get("suspects", [])
         problems = [f"{len(failing)} {numbers.plural(len(failing), 'host')} failed: "

@@ -1,23 +1,25 @@
 """From every host's hostfacts.collect() to what matters: differences between hosts and
 findings with advice, each (host or None, text) with a severity: ERROR when it breaks runs
 or their figures, else WARNING (doctor's exit code comes from the worst)."""
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
 from ..launch.netaddr import match_ifname
 
 VERSION_KEYS = ("python", "torch", "nccl", "mpi4py", "mpi")
 WARNING, ERROR = "warning", "error"
 
 
-class Finding(tuple):
+class Finding(Tuple[Optional[str], str]):
     """(host, text), unpacked as a pair, with .severity (a warning unless given)."""
     severity: str
 
-    def __new__(cls, host, text, severity=WARNING):
+    def __new__(cls, host: Optional[str], text: str, severity: str = WARNING) -> "Finding":
         self = super().__new__(cls, (host, text))
         self.severity = severity
         return self
 
 
-def version_findings(diffs):
+def version_findings(diffs: Iterable[Tuple[str, Mapping[str, Any]]]) -> List[Finding]:
     """ERROR for every version that differs between hosts (a rank may fail or disagree)."""
     return [Finding(None, f"{label.split(' ', 1)[1]} differs between hosts (" +
                     ", ".join(f"{h} {v or '-'}" for h, v in values.items()) +
@@ -25,7 +27,7 @@ def version_findings(diffs):
             for label, values in diffs if label.startswith("version ")]
 
 
-def comparable(facts):
+def comparable(facts: Mapping[str, Any]) -> Dict[str, Any]:
     """The facts of one host that should be equal on every host, as {label: value}."""
     out = {**{f"version {k}": facts["versions"].get(k) for k in VERSION_KEYS},
            "GPU model": ", ".join(sorted({g["name"] for g in facts["gpus"]})) or None,
@@ -40,7 +42,7 @@ def comparable(facts):
     return out
 
 
-def differences(per_host):
+def differences(per_host: Mapping[str, Mapping[str, Any]]) -> List[Tuple[str, Dict[str, Any]]]:
     """[(label, {host: value})] for every fact that differs between hosts."""
     tables = {h: comparable(f) for h, f in per_host.items()}
     return [(label, values) for label in dict.fromkeys(k for t in tables.values() for k in t)
@@ -48,7 +50,7 @@ def differences(per_host):
             if len(set(map(str, values.values()))) > 1]
 
 
-def findings(per_host, multi_host=None):
+def findings(per_host: Mapping[str, Mapping[str, Any]], multi_host: Optional[bool] = None) -> List[Finding]:
     """[(host or None, text)]: problems found, each with advice, one line each."""
     multi_host = len(per_host) > 1 if multi_host is None else multi_host
     out = []
@@ -63,7 +65,7 @@ def findings(per_host, multi_host=None):
     return out
 
 
-def _rdma_findings(h, f, multi_host):
+def _rdma_findings(h: str, f: Mapping[str, Any], multi_host: bool) -> List[Finding]:
     """Host h's RDMA: ports not ACTIVE, no device or modules, RoCE, mixed layers or rates."""
     active = [p for p in f["rdma"] if p["state"] == "ACTIVE"]
     out = [Finding(h, f"RDMA device {p['device']} port {p['port']} is {p['state']}, not "
@@ -94,7 +96,7 @@ def _rdma_findings(h, f, multi_host):
     return out
 
 
-def _name_findings(h, f):
+def _name_findings(h: str, f: Mapping[str, Any]) -> List[Finding]:
     """Variables of host h that name none of its interfaces or RDMA devices."""
     names = [i["name"] for i in f["interfaces"]] + ["lo"]
     out = [Finding(h, f"{var}={spec} names no interface of this host (it has "
@@ -111,7 +113,7 @@ def _name_findings(h, f):
     return out
 
 
-def _switched_off(h, env):
+def _switched_off(h: str, env: Mapping[str, str]) -> List[Finding]:
     """NCCL transports that host h's variables turn off (P2P, InfiniBand/RoCE, SHM)."""
     return [Finding(h, f"{var}={env[var]} is set: {what}; unset it unless on purpose") for var, what in (
         ("NCCL_P2P_DISABLE", "GPU peer-to-peer (NVLink/PCIe P2P) is off: traffic inside the host "
@@ -121,7 +123,7 @@ def _switched_off(h, env):
         if env.get(var, "0").strip() not in ("", "0")]
 
 
-def _gpu_findings(h, f):
+def _gpu_findings(h: str, f: Mapping[str, Any]) -> List[Finding]:
     """Host h's GPUs joined by PCIe only, and GPU tools that failed where GPUs are expected."""
     out = []
     if len(f["gpus"]) > 1 and f["gpu_links"] and "NV#" not in f["gpu_links"]:
@@ -132,7 +134,8 @@ def _gpu_findings(h, f):
                   for error in f["tool_errors"] if f["versions"].get("nccl") or f["gpus"]]
 
 
-def _slower_than_others(per_host, ports, state, rate, what, fmt):
+def _slower_than_others(per_host: Mapping[str, Mapping[str, Any]], ports: str, state: str, rate: str,
+                        what: str, fmt: Callable[[Optional[float]], str]) -> List[Finding]:
     """Hosts whose fastest port in that state (of f[ports], its rate) is below another's."""
     values = {h: max((p[rate] for p in f[ports] if p["state"] == state and p[rate]), default=None)
               for h, f in per_host.items()}
@@ -142,7 +145,8 @@ def _slower_than_others(per_host, ports, state, rate, what, fmt):
             for h, v in values.items() if v and v < top]
 
 
-def transport_findings(pairs, per_host):
+def transport_findings(pairs: Mapping[Tuple[str, str], Sequence[str]],
+                       per_host: Mapping[str, Mapping[str, Any]]) -> List[Finding]:
     """Findings from the transports NCCL used: sockets where RDMA exists, no P2P inside hosts."""
     out = []
     for (a, b), used in pairs.items():

@@ -1,14 +1,22 @@
 """`check --health`: one host's health check, as docs/commands/check.md ("One node's health
 check") says: check's test inside the host and doctor's findings, one line, a drain."""
+import argparse
 import os
 import subprocess
 import sys
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Union
 
 from ..errors import CheckFailed, UsageError
 from ..launch import faults, verdict
 from ..results.output import open_output
 from . import checkverdict, findings, hostfacts
+
+if TYPE_CHECKING:
+    from ..launch.session import Session
+    from ..measure.backends.timing import Call
+    from ..measure.collectives.base import Collective
+    from ..results.output import RunOutput
 
 MODES = ("nhc", "npd")
 TIMEOUT = 40.0          # the watchdog's limit: well inside HealthCheckProgram's 60 s
@@ -17,7 +25,21 @@ PREFIX = "mpibench:"    # drain reasons start with it, so that sites can find th
 SLOWED = 1e4             # the test-only fault: the test inside the host at 1/10000 of its speed
 
 
-def add_arguments(p):
+class Timed(Protocol):
+    """A test's collective timed: (args, where, barrier=None) -> its record (a group's barrier: that
+    group alone)."""
+    def __call__(self, args: argparse.Namespace, where: str, /,
+                 barrier: Optional["Call"] = None) -> Dict[str, Any]: ...
+
+
+class Retesting(Protocol):
+    """What check's retest rounds need of rank 0's report."""
+    judge: checkverdict.Judge
+
+    def say_retest(self, test: int, lines: Sequence[str]) -> None: ...
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--health", nargs="?", const="nhc", choices=MODES, default=None,
                    help="this host's health check (test inside the host and doctor's "
                         "findings; one line; exit 0 healthy, 1 not): nhc (default) prints "
@@ -27,22 +49,26 @@ def add_arguments(p):
                    help="with --health: report, drain nothing")
 
 
-def check_args(args):
+def check_args(args: argparse.Namespace) -> None:
     if args.report_only and not args.health:
         raise UsageError("--report-only goes with --health")
     if args.health and args.baseline:
         raise UsageError("--health takes --expect (its \"intra\" limits), not --baseline")
 
 
-def run(session, args, coll, size, *, members, limits, make_intra, retest):
+def run(session: "Session", args: argparse.Namespace, coll: "Collective", size: int, *,
+        members: Mapping[str, List[int]], limits: Mapping[str, Dict[str, Any]],
+        make_intra: Callable[[], Timed], retest: Callable[[Timed, Optional[Retesting]], None]) -> int:
     """Every rank of one host: the test inside it (make_intra()), measured again by retest()
     before a miss condemns it; rank 0 judges, prints the line, drains. 0, or CheckFailed."""
     if len(members) > 1:
         raise UsageError(f"check --health tests one host; this job has {len(members)}: "
                          f"start it on each host alone (sbatch/healthcheck.sh)")
     out = open_output(session, "check", args)
+    assert session.watch is not None
     session.watch.arm("check --health: this host's facts")
-    facts = judge = None
+    facts: Optional[Dict[str, Any]] = None
+    judge: Optional[checkverdict.Judge] = None
     if session.rank == 0:
         facts = hostfacts.collect(session)
         judge = checkverdict.Judge({"collective": coll.name, "size": size, "ranks_per_host": session.size,
@@ -53,10 +79,11 @@ def run(session, args, coll, size, *, members, limits, make_intra, retest):
         session.watch.arm("check --health: inside the host")
         timed = make_intra()
 
-        def intra(a, where, barrier=None):
+        def intra(a: argparse.Namespace, where: str, barrier: Optional["Call"] = None) -> Dict[str, Any]:
             return _slowed(session, timed(a, where, barrier))
         gathered = session.comm.gather(intra(args, "inside the host"), root=0)
         if judge:
+            assert gathered is not None
             judge.intra(gathered)
         # what check's retest rounds need of rank 0's report: the judge; their words are
         # kept in the results file (the health check prints one line)
@@ -69,15 +96,17 @@ def run(session, args, coll, size, *, members, limits, make_intra, retest):
     return 0
 
 
-def _slowed(session, t):
+def _slowed(session: "Session", t: Dict[str, Any]) -> Dict[str, Any]:
     """Test-only: slowhost:RANK[:HOST] stretches every call of this rank's test."""
     if faults.get("slowhost", session.rank) not in ("", session.hostname):    # off, or another host's
         return t
     return dict(t, seconds=t["seconds"] * SLOWED, times=[x * SLOWED for x in t["times"]])
 
 
-def _verdict(session, out, args, judge, facts):
+def _verdict(session: "Session", out: Optional["RunOutput"], args: argparse.Namespace,
+             judge: Optional[checkverdict.Judge], facts: Optional[Dict[str, Any]]) -> bool:
     """Rank 0: the verdict, the line, the drain; True when the host is not healthy."""
+    assert out is not None and judge is not None and facts is not None
     host = session.hostname
     entry = judge.hosts[host]
     errors = [f[1] for f in findings.findings({host: facts}, True) if f.severity == findings.ERROR]
@@ -100,7 +129,7 @@ def _verdict(session, out, args, judge, facts):
     return bool(reasons)
 
 
-def line(mode, node, reason):
+def line(mode: str, node: str, reason: Optional[str]) -> str:
     """The one line: NHC's, or node-problem-detector's (at most NPD_WIDTH characters)."""
     if mode == "npd":
         text = f"{PREFIX} {node} " + (f"unhealthy: {reason}" if reason else "healthy")
@@ -108,7 +137,7 @@ def line(mode, node, reason):
     return f"{node} | " + (f"ERROR: {PREFIX} {reason}" if reason else "Healthy")
 
 
-def drain(node, reason):
+def drain(node: str, reason: str) -> Union[bool, str]:
     """scontrol drains the node with the reason; True when it did, else why not (text)."""
     argv = ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}"]
     try:

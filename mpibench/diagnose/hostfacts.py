@@ -6,8 +6,13 @@ tool is recorded, never raised."""
 import os
 import shutil
 import subprocess
+from typing import (TYPE_CHECKING, Any, Callable, Collection, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, Set, Tuple, TypeVar, overload)
 
 from . import rankfacts
+
+if TYPE_CHECKING:
+    from ..launch.session import Session
 
 RDMA_MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_ib", "mlx4_ib", "irdma",
                 "bnxt_re", "efa", "qedr", "rdma_rxe", "siw", "nvidia_peermem", "nv_peer_mem")
@@ -22,7 +27,7 @@ NET_ERRORS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_erro
               "rx_over_errors", "tx_carrier_errors", "tx_aborted_errors")
 
 
-def read_text(path):
+def read_text(path: str) -> Optional[str]:
     try:
         with open(path) as f:
             return f.read().strip()
@@ -30,29 +35,40 @@ def read_text(path):
         return None
 
 
-def listdir(path):
+def listdir(path: str) -> List[str]:
     try:
         return sorted(os.listdir(path))
     except OSError:
         return []
 
 
-def number(text, kind=int):
+Number = TypeVar("Number", int, float)
+
+
+@overload
+def number(text: Optional[str]) -> Optional[int]: ...
+@overload
+def number(text: Optional[str], kind: Callable[[str], Number]) -> Optional[Number]: ...
+
+
+def number(text: Optional[str], kind: Callable[[str], float] = int) -> Optional[float]:
     """text as a number of kind, None where it is none."""
+    if text is None:
+        return None
     try:
         return kind(text)
     except (TypeError, ValueError):
         return None
 
 
-def interfaces(root):
+def interfaces(root: str) -> List[Dict[str, Any]]:
     """[{'name', 'state', 'speed_mbps'}] from /sys/class/net (loopback left out)."""
     return [{"name": name, "state": p["state"], "speed_mbps": speed if speed and speed > 0 else None}
             for name, p in snapshot(root, counters=False).items() if "/" not in name
             for speed in [number(p["speed"])]]
 
 
-def rdma_ports(root):
+def rdma_ports(root: str) -> List[Dict[str, Any]]:
     """[{'device', 'port', 'state', 'rate', 'rate_gbps', 'link_layer'}] from /sys/class/infiniband."""
     base = os.path.join(root, "sys/class/infiniband")
     return [{"device": dev, "port": port, "state": p["state"], "rate": p["speed"],    # "200 Gb/sec (4X HDR)"
@@ -62,26 +78,26 @@ def rdma_ports(root):
             for dev, port in [name.split("/")]]
 
 
-def link_rates(root="/", ports=None):
+def link_rates(root: str = "/", ports: Optional[Iterable[Mapping[str, Any]]] = None) -> List[float]:
     """This host's link rates in Gbit/s: its active RDMA ports' (rdma_ports(root) unless given),
     else its up interfaces'."""
-    ports = [p["rate_gbps"] for p in (rdma_ports(root) if ports is None else ports)
+    rates = [p["rate_gbps"] for p in (rdma_ports(root) if ports is None else ports)
              if p["state"] == "ACTIVE" and p["rate_gbps"]]
-    return ports or [i["speed_mbps"] / 1000 for i in interfaces(root)
+    return rates or [i["speed_mbps"] / 1000 for i in interfaces(root)
                      if i["state"] == "up" and i["speed_mbps"]]
 
 
-def line_rate(root="/"):
+def line_rate(root: str = "/") -> Optional[float]:
     """This host's line rate in Gbit/s: the fastest of its link rates (None when unknown)."""
     return max(link_rates(root), default=None)
 
 
-def total_line_rate(root="/"):
+def total_line_rate(root: str = "/") -> Optional[float]:
     """All of this host's links together in Gbit/s, which no traffic can exceed (or None)."""
     return sum(link_rates(root)) or None
 
 
-def rdma_modules(root):
+def rdma_modules(root: str) -> Optional[List[str]]:
     """RDMA-related kernel modules loaded, from /proc/modules (None if unreadable)."""
     text = read_text(os.path.join(root, "proc/modules"))
     if text is None:
@@ -90,7 +106,7 @@ def rdma_modules(root):
     return [m for m in RDMA_MODULES if m in loaded]
 
 
-def run_tool(argv, timeout=TIMEOUT):
+def run_tool(argv: Sequence[str], timeout: float = TIMEOUT) -> Tuple[Optional[str], Optional[str]]:
     """(stdout, None) or (None, why): never raises for a missing or failing tool."""
     if shutil.which(argv[0]) is None:
         return None, f"{argv[0]} not found on PATH"
@@ -112,7 +128,7 @@ TOOL_ARGV = {"gpus": ["nvidia-smi", "--query-gpu=name,driver_version,pci.bus_id"
 TOOL_FILES = {"gpus": "nvidia-smi-gpus.csv", "nvlink": "nvidia-smi-nvlink.txt", "topo": "nvidia-smi-topo.txt"}
 
 
-def tool(kind, fake=None):
+def tool(kind: str, fake: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
     """(nvidia-smi's answer for kind, None) or (None, why): the tool's, or fake's file (a
     folder the test switch hostfacts:RANK:DIR names)."""
     if fake is None:
@@ -121,7 +137,7 @@ def tool(kind, fake=None):
     return (text, None) if text is not None else (None, f"{TOOL_ARGV[kind][0]} not found on PATH")
 
 
-def gpu_links(topology):
+def gpu_links(topology: Optional[str]) -> Set[str]:
     """Link kinds between GPUs from `nvidia-smi topo -m`: {'NV#', 'PIX', 'PHB', 'SYS', ...}."""
     rows = [line.split() for line in (topology or "").splitlines() if line.strip()]
     ngpu = sum(1 for h in rows[0] if h.startswith("GPU")) if rows else 0
@@ -130,7 +146,7 @@ def gpu_links(topology):
             if cells[0].startswith("GPU") and cells[0] != "GPU" for cell in cells[1:1 + ngpu] if cell != "X"}
 
 
-def collect(session, root="/", fake=None):
+def collect(session: "Session", root: str = "/", fake: Optional[str] = None) -> Dict[str, Any]:
     """This rank's host facts (every rank collects; rank 0 keeps one per host): GPU models and
     driver from nvidia-smi, their topology from nvidia-smi topo -m, tool_errors; fake: the
     folder whose files stand in for nvidia-smi (test switch hostfacts:RANK:DIR)."""
@@ -150,7 +166,7 @@ def collect(session, root="/", fake=None):
             "gpu_links": sorted(gpu_links(topo)), "tool_errors": [error] if error else []}
 
 
-def snapshot(root="/", counters=True):
+def snapshot(root: str = "/", counters: bool = True) -> Dict[str, Dict[str, Any]]:
     """{port: {'state', 'speed' as written, 'counters'}}, port 'mlx5_0/1' (device/port) or 'eth1',
     state 'ACTIVE' of an RDMA port's '4: ACTIVE'; the error counters {} unless `counters`."""
     ib, net = os.path.join(root, "sys/class/infiniband"), os.path.join(root, "sys/class/net")
@@ -166,7 +182,8 @@ def snapshot(root="/", counters=True):
             for port, d, folder, names, state, speed in ports}
 
 
-def delta(before, after):
+def delta(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]
+          ) -> List[Dict[str, Any]]:
     """[{'port', 'what', 'moved' or 'from'/'to'}]: what rose, changed, came or went."""
     moved = []
     for port in sorted(set(before) | set(after)):
@@ -183,12 +200,12 @@ def delta(before, after):
     return moved
 
 
-def describe_changes(changes):
+def describe_changes(changes: Iterable[Mapping[str, Any]]) -> str:
     """'eth1 rx_dropped +3, eth1 state up -> down' (empty text for none)."""
     return ", ".join(f"{c['port']} {c['what']} +{c['moved']}" if "moved" in c
                      else f"{c['port']} {c['what']} {c['from']} -> {c['to']}" for c in changes)
 
 
-def on_ports(changes, ports):
+def on_ports(changes: Iterable[Dict[str, Any]], ports: Optional[Collection[str]]) -> List[Dict[str, Any]]:
     """The changes on the named ports (all of them when ports is empty or None)."""
     return [c for c in changes if not ports or c["port"] in ports or c["port"].split("/")[0] in ports]

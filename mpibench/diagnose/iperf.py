@@ -8,33 +8,40 @@ import socket
 import subprocess
 import time
 from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..launch.netaddr import reachable_address
 from . import pairs
+
+if TYPE_CHECKING:
+    from ..launch.session import Session
 
 PORT = 5201
 CONNECT_TRIES = 25          # the server may not listen yet when the client starts
 CONNECT_PAUSE = 0.2
 
 
-def address(session, env):
+def address(session: "Session", env: Mapping[str, str]) -> str:
     """This host's address on the benchmark's interface: towards the rendezvous host, or the others."""
     master = env.get("MASTER_ADDR") or (session.rendezvous or "").rsplit(":", 1)[0]
     peers = [master] if master else []
+    assert session.hosts is not None
     for host in dict.fromkeys(session.hosts):
         if host != session.hostname:
             with suppress(OSError):
                 peers.append(socket.gethostbyname(host))
-    return reachable_address(env, peers)
+    addr: str = reachable_address(env, peers)
+    return addr
 
 
-def serve(bind, port):
+def serve(bind: str, port: int) -> "subprocess.Popen[str]":
     """Start a one-test server bound to bind (a Popen; finish() collects it)."""
     return subprocess.Popen(["iperf3", "-s", "-1", "-J", "-B", bind, "-p", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def connect(server, bind, port, seconds):
+def connect(server: str, bind: str, port: int, seconds: float
+            ) -> Tuple[Optional[float], Optional[int], Optional[str]]:
     """Run the client; (bits per second, retransmits, None) or (None, None, why)."""
     argv = ["iperf3", "-c", server, "-B", bind, "-p", str(port), "-t", f"{seconds:g}", "-J"]
     for _ in range(CONNECT_TRIES):
@@ -56,7 +63,7 @@ def connect(server, bind, port, seconds):
     return None, None, f"iperf3 -c {server} -B {bind}: {why}"
 
 
-def finish(server, seconds):
+def finish(server: "subprocess.Popen[str]", seconds: float) -> None:
     """Collect a server started by serve() (killed when it outlives the test)."""
     try:
         server.communicate(timeout=seconds + 30)
@@ -65,15 +72,18 @@ def finish(server, seconds):
         server.communicate()
 
 
-def run_pairs(session, env, seconds, port=PORT):
+def run_pairs(session: "Session", env: Mapping[str, str], seconds: float,
+              port: int = PORT) -> Optional[List[Dict[str, Any]]]:
     """Every pair of hosts once, on every rank: rank 0 gets a record per pair, others None."""
+    assert session.hosts is not None
     ranks = pairs.participants(session.hosts)
     mine = (address(session, env), shutil.which("iperf3") is not None) \
         if session.rank in ranks and len(ranks) > 1 else None
-    known = session.comm.allgather(mine)
-    results = []
+    known: List[Any] = session.comm.allgather(mine)     # None where a rank is in no pair
+    results: List[Optional[Dict[str, Any]]] = []
     for rnd in pairs.schedule(ranks, session.hosts):
-        a, b = next(((a, b) for a, b in rnd if session.rank in (a, b)), (None, None))
+        pair: Tuple[Any, Any] = next(((a, b) for a, b in rnd if session.rank in (a, b)), (None, None))
+        a, b = pair
         record = server = None
         ready = a is not None and known[a][1] and known[b][1]
         if ready and session.rank == a:

@@ -1,27 +1,40 @@
 """The links between hosts (`p2p`, and `run`'s link_check, bandwidth only): every pair of
 ranks in pairs.schedule's rounds timed with PairBench; the matrices, the slow links and hosts."""
 from statistics import median
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..measure.collectives.base import algbw
 from ..measure.p2p import PairBench
 from ..results import linkstext
 from . import pairs
 
+if TYPE_CHECKING:
+    from ..launch.session import Session
+    from ..measure.backends.torchdist import TorchBackend
+    from ..results.output import RunOutput
+
+Pair = Tuple[int, int]
+Latency = Dict[Tuple[int, ...], float]      # s, per pair of ranks, the lower first
+
 CPU_SIZE = 4 << 20
 GPU_SIZE = 256 << 20
 
 
-def default_size(backend):
+def default_size(backend: "TorchBackend") -> int:
     return GPU_SIZE if backend.cuda else CPU_SIZE
 
 
-def measure(session, bench, rounds, labels, out, with_latency):
+def measure(session: "Session", bench: PairBench, rounds: Sequence[Sequence[Pair]], labels: Sequence[str],
+            out: Optional["RunOutput"], with_latency: bool) -> Tuple[Dict[Pair, Dict[str, Any]], Latency]:
     """Every round on every rank; rank 0 collects each round as it ends (and saves it)."""
-    collected, latency = {}, {}
+    collected: Dict[Pair, Dict[str, Any]] = {}
+    latency: Latency = {}
+    assert session.watch is not None
     for k, rnd in enumerate(rounds):
         session.watch.arm(f"pairs of hosts: round {k + 1} of {len(rounds)}")
         gathered = session.comm.gather(bench.run_round(rnd, with_latency), root=0)
         if session.rank == 0:
+            assert out is not None and gathered is not None
             latency.update((tuple(sorted((rec["from"], rec["to"]))), rec["latency_s"])
                            for records in gathered for rec in records if rec["latency_s"] is not None)
             collected.update((key, {"round": k, "times": times})
@@ -30,9 +43,11 @@ def measure(session, bench, rounds, labels, out, with_latency):
     return collected, latency
 
 
-def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
+def link_check(session: "Session", backend: "TorchBackend", out: Optional["RunOutput"], size: int, iters: int,
+               warmup: int, threshold: float = 0.8) -> Optional[Dict[str, Any]]:
     """run's check of the links, one rank per host: collective times cannot say which link is
     slow (every rank waits for the slowest one); pairs can."""
+    assert session.hosts is not None
     ranks = pairs.participants(session.hosts)
     if len(ranks) < 2 or iters == 0:
         return None
@@ -41,6 +56,7 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
     session.agree(bench.allocate(session.rank in ranks), 1)
     rounds = pairs.schedule(ranks, session.hosts)
     if session.rank == 0:
+        assert out is not None
         linkstext.intro(out, size, len(rounds), iters)
     collected, _ = measure(session, bench, rounds, session.hosts, out, with_latency=False)
     bench.send_buf = bench.recv_buf = None
@@ -48,16 +64,17 @@ def link_check(session, backend, out, size, iters, warmup, threshold=0.8):
                   threshold=threshold, matrix=len(ranks) <= 16) if session.rank == 0 else None
 
 
-def _moved(bench):
+def _moved(bench: PairBench) -> int:
     """Bytes one timed transfer moves: both ways at once count twice (as osu_bibw)."""
     return 2 * bench.size if bench.bidirectional else bench.size
 
 
-def _matrix(ranks, values):
+def _matrix(ranks: Sequence[int], values: Mapping[Pair, Optional[float]]) -> List[List[Optional[float]]]:
     return [[values.get((a, b)) for b in ranks] for a in ranks]
 
 
-def _links(labels, collected, latency, bench, analysis):
+def _links(labels: Sequence[str], collected: Mapping[Pair, Mapping[str, Any]], latency: Latency,
+           bench: PairBench, analysis: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     moved = _moved(bench)
     verdicts = {(x["from"], x["to"]): x for x in analysis["links"]} if analysis else {}
     rows = []
@@ -73,6 +90,7 @@ def _links(labels, collected, latency, bench, analysis):
                "latency_size": bench.latency_size if lat is not None else None,
                "latency_us": None if lat is None else lat * 1e6}
         if v := verdicts.get((a, b)):
+            assert analysis is not None
             row.update(vs_reference=1 / v["ratio"] if v["ratio"] else None,
                        slow_iterations=v["slow_iterations"],
                        slow=(a, b) in analysis["slow_links"])
@@ -80,8 +98,11 @@ def _links(labels, collected, latency, bench, analysis):
     return rows
 
 
-def report(out, bench, collected, *, hosts, labels, ranks, latency, threshold, matrix=True):
+def report(out: Optional["RunOutput"], bench: PairBench, collected: Mapping[Pair, Mapping[str, Any]], *,
+           hosts: Sequence[str], labels: Sequence[str], ranks: Sequence[int], latency: Latency,
+           threshold: float, matrix: bool = True) -> Dict[str, Any]:
     """Rank 0: the matrices, the named links and hosts; everything into the JSON."""
+    assert out is not None
     names = [labels[r] for r in ranks]
     analysis = pairs.analyze(hosts, {key: rec["times"] for key, rec in collected.items()}, threshold)
     ways = 2 if bench.bidirectional else 1          # timed both ways at once: one figure for each

@@ -20,6 +20,7 @@ that it was set up. The summary line 'N coll channels, N collnet channels, N nvl
 coll channel count since NCCL 2.21 (init.cc prints comm->nChannels twice).
 """
 import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 _CHANNEL = re.compile(
     r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[[0-9a-fA-F]+\])? -> (\d+)"
@@ -35,7 +36,7 @@ _NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
 _PREFIX = re.compile(r"^(?:\[[^\]]*\](?:<\w+>:)?\s*)?([^\s:]+):\d+:\d+ \[\d+\] NCCL")   # mpirun --tag-output
 
 
-def transport_name(via):
+def transport_name(via: str) -> str:
     """'NET/IB/0/GDRDMA' -> 'NET/IB'; 'P2P/CUMEM/read' -> 'P2P/CUMEM'; 'SHM/direct/direct' -> 'SHM'."""
     head, *rest = via.split("/")
     if head == "NET" and rest:      # IB, IBext, IBext_v8: the IB plugin; "AWS Libfabric"
@@ -45,15 +46,15 @@ def transport_name(via):
     return head                            # SHM, COLLNET, ...
 
 
-def parse_line(line):
+def parse_line(line: str) -> Optional[Tuple[int, int, str]]:
     """(src rank, dst rank, transport) for a channel connection line, else None."""
     m = _CHANNEL.search(line)
     return (int(m.group(1)), int(m.group(2)), transport_name(m.group(4))) if m else None
 
 
-def parse(text):
+def parse(text: str) -> Dict[str, Any]:
     """Everything a log says: connections, NVLS/CollNet use, version, network, hosts."""
-    out = {"connections": set(), "nvls": False, "nvls_hosts": set(), "collnet": False,
+    out: Dict[str, Any] = {"connections": set(), "nvls": False, "nvls_hosts": set(), "collnet": False,
            "version": None, "network": None, "hosts": set(), "connect_off": False}
     for line in text.splitlines():
         if "NCCL" not in line:
@@ -77,27 +78,28 @@ def parse(text):
     return out
 
 
-def connects_at_use(p):
+def connects_at_use(p: Mapping[str, Any]) -> bool:
     """Whether the log's NCCL connects NVLS and CollNet at their first use (2.22 on, runtime
     connect and cuMem not turned off); False where the log does not say its version."""
     version = tuple(int(x) for x in re.findall(r"\d+", p["version"] or "")[:2])
     return len(version) == 2 and version >= RUNTIME_CONNECT and not p["connect_off"]
 
 
-def by_host_pair(parsed, hosts):
+def by_host_pair(parsed: Sequence[Mapping[str, Any]], hosts: Sequence[str]
+                 ) -> Dict[Tuple[str, str], List[str]]:
     """{(host a, host b): sorted transports} ((h, h): its own GPUs'), hosts[r] rank r's. NVLS
     joins the hosts whose ranks logged it (each pair inside a host when no line names its
     host), CollNet each pair between hosts; both marked SET_UP where NCCL connects them at
     init."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
-    pairs = {}
+    pairs: Dict[Tuple[str, str], Set[str]] = {}
     nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))
     used = all(connects_at_use(p) for p in parsed if p["nvls"] or p["collnet"])
     for p in parsed:
         for src, dst, transport in p["connections"]:
             if src >= len(hosts) or dst >= len(hosts):
                 continue
-            a, b = sorted((hosts[src], hosts[dst]), key=order.get)
+            a, b = sorted((hosts[src], hosts[dst]), key=lambda h: order[h])
             pairs.setdefault((a, b), set()).add(transport)
     nvls_hosts = {h for p in parsed for h in p["nvls_hosts"] if h in order}
     for h in nvls_hosts:

@@ -9,9 +9,9 @@ import os
 import sys
 
 
-def main():
-    addr, port, rank, size, device = os.environ["MPIBENCH_PROBE"].split()
-    rank, size, device = int(rank), int(size), int(device)
+def main() -> int:
+    addr, port, rank_text, size_text, device_text = os.environ["MPIBENCH_PROBE"].split()
+    rank, size, device = int(rank_text), int(size_text), int(device_text)
     import torch
     import torch.distributed as dist
     torch.cuda.set_device(device)

@@ -1,42 +1,43 @@
 """Pairs of ranks, without communication: who meets whom in which round, each pair's time
 per iteration (the slower of its two ends), which pairs and hosts are slow."""
 from statistics import median
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..measure.iterstats import slowest
 from . import stragglers
 
 
-def participants(hosts, every_rank=False):
+def participants(hosts: Sequence[str], every_rank: bool = False) -> List[int]:
     """Ranks that take part: the lowest rank on each host, or every rank."""
     if every_rank:
         return list(range(len(hosts)))
-    first = {}
+    first: Dict[str, int] = {}
     for r, h in enumerate(hosts):
         first.setdefault(h, r)
     return list(first.values())
 
 
-def round_robin(items):
+def round_robin(items: Iterable[int]) -> List[List[Tuple[int, int]]]:
     """Every pair of items once, in rounds where no item is in two pairs (circle method)."""
-    items = list(items)
-    if len(items) < 2:
+    seats: List[Optional[int]] = list(items)
+    if len(seats) < 2:
         return []
-    if len(items) % 2:
-        items.append(None)                       # the bye
-    n, rounds, ring = len(items), [], items[1:]
+    if len(seats) % 2:
+        seats.append(None)                       # the bye
+    n, rounds, ring = len(seats), [], seats[1:]
     for _ in range(n - 1):
-        line = [items[0]] + ring
+        line = [seats[0]] + ring
         pairs = [(line[i], line[n - 1 - i]) for i in range(n // 2)]
-        rounds.append([tuple(sorted(p)) for p in pairs if None not in p])
+        rounds.append([(min(a, b), max(a, b)) for a, b in pairs if a is not None and b is not None])
         ring = ring[-1:] + ring[:-1]
     return rounds
 
 
-def schedule(ranks, hosts):
+def schedule(ranks: Iterable[int], hosts: Sequence[str]) -> List[List[Tuple[int, int]]]:
     """round_robin's rounds, each split greedily so that no host is in two pairs at once."""
-    out = []
+    out: List[List[Tuple[int, int]]] = []
     for rnd in round_robin(ranks):
-        subs = []
+        subs: List[Tuple[Set[str], List[Tuple[int, int]]]] = []
         for a, b in rnd:
             busy = {hosts[a], hosts[b]}
             for sub in subs:
@@ -45,44 +46,45 @@ def schedule(ranks, hosts):
                     sub[1].append((a, b))
                     break
             else:
-                subs.append([set(busy), [(a, b)]])
+                subs.append((set(busy), [(a, b)]))
         out.extend(pairs for _, pairs in subs)
     return out
 
 
-def slower_end(gathered):
+def slower_end(gathered: Iterable[Iterable[Mapping[str, Any]]]) -> Dict[Tuple[int, int], List[float]]:
     """{(from, to): seconds per iteration, the slower end's} from PairBench.run_round records."""
-    ends = {}
+    ends: Dict[Tuple[int, int], List[List[float]]] = {}
     for records in gathered:
         for rec in records:
             ends.setdefault((rec["from"], rec["to"]), []).append(rec["times"])
     return {key: slowest(series) for key, series in ends.items()}
 
 
-def analyze(labels, links, threshold=0.8, consistency=0.8):
+def analyze(labels: Sequence[str], links: Mapping[Tuple[int, int], Sequence[float]], threshold: float = 0.8,
+            consistency: float = 0.8) -> Dict[str, Any]:
     """Slow links and hosts from links {(i, j): [seconds per iteration]}, labels[i] i's host: a
     host whose links are below `threshold` x the others, a link below `threshold` x the median
     link of hosts not slow, in `consistency` of the iterations (stragglers.consistently_slow)."""
     margin = 1 / threshold - 1          # bandwidth below threshold x ref = time above (1+margin) x ref
     keys = sorted(links)
     iters = min((len(links[k]) for k in keys), default=0)
-    out = {"threshold": threshold, "consistency": consistency, "iterations": iters,
+    out: Dict[str, Any] = {"threshold": threshold, "consistency": consistency, "iterations": iters,
            "slow_hosts": [], "slow_links": [], "hosts": [], "links": [], "note": None}
     if not keys or not iters:
         return out
 
     names = list(dict.fromkeys(labels[i] for i in sorted({i for k in keys for i in k})))
 
-    def per_iter_median(selected):
+    def per_iter_median(selected: Sequence[Tuple[int, int]]) -> List[float]:
         return [median(links[k][t] for k in selected) for t in range(iters)]
 
-    def with_host(h, k):
+    def with_host(h: str, k: Tuple[int, int]) -> bool:
         return h in (labels[k[0]], labels[k[1]])
 
     for h in names:
         mine = [k for k in keys if with_host(h, k)]
         others = [k for k in keys if not with_host(h, k)]
-        entry = {"host": h, "links": len(mine), "ratio": None, "slow_iterations": 0}
+        entry: Dict[str, Any] = {"host": h, "links": len(mine), "ratio": None, "slow_iterations": 0}
         if mine and others:
             verdict = stragglers.consistently_slow(per_iter_median(mine), per_iter_median(others),
                                                    margin, consistency)

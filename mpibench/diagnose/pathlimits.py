@@ -9,11 +9,14 @@ Files are read under a root folder; the test switch hostfacts:RANK:DIR (launch/f
 puts a fabricated tree there and files in place of nvidia-smi's answers."""
 import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..launch import faults
 from . import hostfacts
 from .findings import ERROR, WARNING, Finding
+
+if TYPE_CHECKING:
+    from ..launch.session import Session
 
 PCI = "sys/bus/pci/devices"
 # PCIe transfer rate (GT/s) -> generation and payload bytes a lane moves per transfer (line code)
@@ -276,8 +279,9 @@ def section(per_host: Dict[str, Optional[Dict[str, Any]]], multi_host: bool) -> 
                          for h, p in known.items() for f in findings(h, p)]}
 
 
-def gather(session: Any, root: str = "/") -> Dict[str, Optional[Dict[str, Any]]]:
+def gather(session: "Session", root: str = "/") -> Dict[str, Optional[Dict[str, Any]]]:
     """{host: its paths} on rank 0 ({} elsewhere): read by each host's first local rank only."""
     mine = collect(*source(session.rank, root)) if session.local_rank == 0 else None
     got = session.comm.gather(mine, root=0) or []
+    assert session.hosts is not None
     return {session.hosts[r]: p for r, p in enumerate(got) if p is not None}

@@ -3,16 +3,21 @@ a command ran, gathered on rank 0 for its preamble and its results document."""
 import os
 import platform
 from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..launch.comm import mpi_library_version
 from ..results import preamble as text
 
+if TYPE_CHECKING:
+    from ..launch.session import Session
+    from ..results.output import RunOutput
+
 # Variable prefixes that change what the network does; shown in headers and compared.
 NET_PREFIXES = ("NCCL_", "GLOO_", "UCX_", "OMPI_MCA_", "TORCH_NCCL_", "MPIBENCH_")
 
 
-def versions():
+def versions() -> Dict[str, Optional[str]]:
     import torch
     import torch.distributed as dist
     out = {"mpibench": __version__, "python": platform.python_version(), "torch": torch.__version__,
@@ -39,12 +44,12 @@ _SCRIPT_VARS = ("MPIBENCH_FAULT", "MPIBENCH_TESTING", "MPIBENCH_HOME", "MPIBENCH
                 "MPIBENCH_PPN", "MPIBENCH_FORWARD", "MPIBENCH_SRUN_MPI")
 
 
-def net_env():
+def net_env() -> Dict[str, str]:
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(NET_PREFIXES)
             and not k.startswith(_LAUNCHER_SET) and k not in _SCRIPT_VARS}
 
 
-def rank_record(session):
+def rank_record(session: "Session") -> Dict[str, Any]:
     """What every rank tells rank 0 about itself (JSON config.devices entry)."""
     rec, device = {"rank": session.rank, "pid": session.pid, "hostname": session.hostname,
                    "local_rank": session.local_rank}, session.device
@@ -57,7 +62,7 @@ def rank_record(session):
     return dict(rec, device=f"cuda:{device.index}", device_name=props.name, bus_id=bus)
 
 
-def peak_rss_bytes():
+def peak_rss_bytes() -> Optional[int]:
     """This process's peak resident memory so far (VmHWM), or None where /proc does not say."""
     with suppress(OSError), open("/proc/self/status") as f:
         for line in f:
@@ -66,21 +71,26 @@ def peak_rss_bytes():
     return None
 
 
-def gather(session):
+def gather(session: "Session") -> Tuple[Optional[List[Dict[str, Any]]],
+                                      Optional[List[Dict[str, Optional[str]]]]]:
     """(records, versions) of every rank on rank 0; (None, None) elsewhere."""
     return session.comm.gather(rank_record(session), root=0), session.comm.gather(versions(), root=0)
 
 
-def world(session, backends):
+def world(session: "Session", backends: Optional[str]) -> Dict[str, Any]:
     """Where the job ran, as the results document records it."""
+    assert session.hosts is not None
     return {"size": session.size, "hosts": list(dict.fromkeys(session.hosts)),
             "launcher": session.launcher, "backend": backends, "rendezvous": session.rendezvous,
             "barrier": session.comm.barrier_kind}
 
 
-def describe(session, out, backend_names, records, versions, config):
+def describe(session: "Session", out: Optional["RunOutput"], backend_names: Sequence[str],
+             records: Optional[Sequence[Dict[str, Any]]],
+             versions: Optional[Sequence[Dict[str, Optional[str]]]], config: Mapping[str, Any]) -> None:
     """Rank 0: print the devices, backend, versions and env lines; record them in out."""
-    per_host = {}
+    assert out is not None and records is not None and versions is not None
+    per_host: Dict[str, Dict[str, Optional[str]]] = {}
     for r, v in zip(records, versions):
         per_host.setdefault(r["hostname"], v)
     env, where = net_env(), world(session, ", ".join(backend_names))

@@ -6,13 +6,19 @@ Sink takes the engine's figures on rank 0 to the results output, each per-host p
 through this analysis first.
 """
 from statistics import median
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Sequence, TypeVar
 
 from ..results.schema import HostAnalysis
 
+if TYPE_CHECKING:
+    from ..results.output import RunOutput
+
 UPPER = 0.9         # a peer's scatter: this quantile of its per-iteration ratios
+Name = TypeVar("Name", int, str)      # a rank or a host
 
 
-def analyze(hosts, times, margin=0.2, consistency=0.8) -> HostAnalysis:
+def analyze(hosts: Sequence[str], times: Sequence[Sequence[float]], margin: float = 0.2,
+            consistency: float = 0.8) -> HostAnalysis:
     """hosts[r]: host of rank r; times[r][k]: seconds of rank r in iteration k."""
     n = len(times)
     iters = min(len(t) for t in times) if times else 0
@@ -43,7 +49,8 @@ def analyze(hosts, times, margin=0.2, consistency=0.8) -> HostAnalysis:
         + (_pair("rank", by_rank, margin, consistency) if len(members) == 1 else [])}
 
 
-def _judge(series, margin, consistency):
+def _judge(series: Mapping[Name, Sequence[float]], margin: float, consistency: float
+           ) -> Dict[Name, Dict[str, Any]]:
     """Each of series {name: seconds per iteration} against each iteration's median and its peers' scatter."""
     names = list(series)
     iters = len(series[names[0]]) if names else 0
@@ -52,7 +59,7 @@ def _judge(series, margin, consistency):
     upper = {x: r[min(len(r) - 1, int(UPPER * len(r)))] if r else None for x, r in ratios.items()}
     out = {}
     for x in names:
-        peers = [upper[y] for y in names if y != x and upper[y] is not None]
+        peers = [u for y, u in upper.items() if y != x and u is not None]
         floor = max(margin, (median(peers) - 1) if peers else 0.0)
         out[x] = dict(consistently_slow(series[x], mid, floor, consistency), threshold=1 + floor)
     # Half or more "slow" is two groups around a median between them: which is slow, the
@@ -63,7 +70,8 @@ def _judge(series, margin, consistency):
     return out
 
 
-def _pair(what, series, margin, consistency):
+def _pair(what: str, series: Mapping[Name, Sequence[float]], margin: float, consistency: float
+          ) -> List[Dict[str, Any]]:
     """[the one of exactly two members consistently slower than the other] (else [])."""
     if len(series) != 2:
         return []
@@ -73,7 +81,8 @@ def _pair(what, series, margin, consistency):
              "slow_iterations": v["slow_iterations"]}] if v["slow"] else []
 
 
-def consistently_slow(times, reference, margin, consistency):
+def consistently_slow(times: Sequence[float], reference: Sequence[float], margin: float,
+                      consistency: float) -> Dict[str, Any]:
     """Slow when times[k] is over (1 + margin) x reference[k] in `consistency` of them."""
     ratios = [t / ref for t, ref in zip(times, reference) if ref > 0]
     slow = sum(1 for x in ratios if x > 1 + margin)
@@ -82,12 +91,13 @@ def consistently_slow(times, reference, margin, consistency):
 
 
 class Sink:
-    def __init__(self, out, hosts):
+    def __init__(self, out: "RunOutput", hosts: Sequence[str]) -> None:
         self.out = out          # a results.output.RunOutput
         self.hosts = hosts      # host of every rank
 
-    def __getattr__(self, name):        # set, table_header, add_row: the output's own
+    def __getattr__(self, name: str) -> Any:        # set, table_header, add_row: the output's own
         return getattr(self.out, name)
 
-    def add_probe(self, times, margin, **what):     # what was probed: coll, dt, op, size, c, mode
+    def add_probe(self, times: List[List[float]], margin: float,
+                  **what: Any) -> None:     # what was probed: coll, dt, op, size, c, mode
         self.out.add_hosts(analyze(self.hosts, times, margin=margin), **what)

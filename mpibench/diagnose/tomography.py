@@ -3,40 +3,52 @@ the smallest set of links on failed paths and on no passed one, found greedily, 
 thin and once links fabricplan tests again. O(hosts x rails log) per verdict."""
 import heapq
 from collections import Counter
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Sequence, Set, Tuple, Union
+
+if TYPE_CHECKING:
+    from .topology import Switch, Topology
+
+Nic = Tuple[Literal["nic"], int, int]                           # a host's link to its leaf: host index, rail
+Uplink = Tuple[Literal["up"], Optional[str], Optional[str]]    # a switch's link to the one above
+RailSwitch = Tuple[Literal["rail"], int]
+Link = Union[Nic, Uplink, RailSwitch]
+Path = Tuple[int, int, int]         # hosts a and b, the rail
+Result = Tuple[int, int, int, bool]     # a path tested: hosts a and b, the rail, passed
 
 
-def nic(host, rail):
+def nic(host: int, rail: int) -> Nic:
     return ("nic", host, rail)
 
 
-def uplink(switch, parent):
+def uplink(switch: Optional[str], parent: Optional[str]) -> Uplink:
     return ("up", switch, parent)
 
 
-def rail_switch(rail):
+def rail_switch(rail: int) -> RailSwitch:
     return ("rail", rail)
 
 
 class Fabric:
     """Hosts 0..n-1 (names[i]) with `rails` rails each, under a topology (topology.py)."""
 
-    def __init__(self, names, rails, topo, nics=None):
+    def __init__(self, names: Iterable[str], rails: int, topo: "Topology",
+                 nics: Optional[Dict[Tuple[int, int], str]] = None) -> None:
         self.names = list(names)
         self.n, self.rails, self.topo = len(self.names), rails, topo
         self.leaf = [topo.leaf[h] for h in self.names]
         self.nics = nics or {}          # {(host index, rail): "eth1" / "mlx5_1"} where known
-        self._ups = {}
+        self._ups: Dict[Tuple["Switch", "Switch"], List[Uplink]] = {}
 
-    def uplinks(self, a, b):
+    def uplinks(self, a: int, b: int) -> List[Uplink]:
         key = (self.leaf[a], self.leaf[b])
         if key not in self._ups:        # [] on one leaf
             self._ups[key] = [uplink(s, p) for s, p in self.topo.uplinks_between(*key)]
         return self._ups[key]
 
-    def path(self, a, b, r):
+    def path(self, a: int, b: int, r: int) -> List[Link]:
         return [nic(a, r), nic(b, r)] + self.uplinks(a, b) + ([rail_switch(r)] if self.rails > 1 else [])
 
-    def name(self, link):
+    def name(self, link: Link) -> str:
         """'h3 rail 1 (eth1, its link to leaf1)', 'uplink leaf2-spine1', 'rail 3 switch'."""
         if link[0] == "nic":
             _, h, r = link
@@ -48,11 +60,13 @@ class Fabric:
         return f"rail {link[1]} switch (slow on every host's rail {link[1]})"
 
 
-def localise(fabric, results):
+def localise(fabric: Fabric, results: Iterable[Result]) -> Dict[str, Any]:
     """The verdict on every path tested so far, results [(a, b, rail, passed)]: links named, tied,
     unproven (only on failed paths, not needed), thin, good; paths (a, b, rail) unexplained,
     transient (failed, then passed), once (a named link's one failure); the failed hosts."""
-    good, failed, passed = set(), [], set()     # links of passed paths, failed paths' links
+    good: Set[Link] = set()                     # links of passed paths, failed paths' links
+    failed: List[Tuple[Path, List[Link]]] = []
+    passed: Set[Path] = set()
     for a, b, r, ok in results:
         links = fabric.path(a, b, r)
         if ok:
@@ -60,6 +74,10 @@ def localise(fabric, results):
             passed.add((a, b, r))
         else:
             failed.append(((a, b, r), links))
+    named: List[Link]
+    ties: List[List[Link]]
+    unexplained: List[Path]
+    thin: List[Link]
     if not good:       # nothing to compare with: every host's link on a failed path is suspect
         named = list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
         ties, unexplained, thin = [], [], []
@@ -86,10 +104,11 @@ def localise(fabric, results):
             "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
 
 
-def _candidates(failed, good):
+def _candidates(failed: Sequence[Tuple[Path, List[Link]]], good: Set[Link]
+                ) -> Tuple[List[List[Link]], Dict[Link, List[int]], Dict[Link, int], List[Path]]:
     """(each failed path's unproven links, {link: its failed paths}, {link: order met}, paths with none)."""
     cands = [[x for x in links if x not in good] for _, links in failed]
-    cover = {}
+    cover: Dict[Link, List[int]] = {}
     for i, c in enumerate(cands):
         for x in c:
             cover.setdefault(x, []).append(i)
@@ -97,7 +116,8 @@ def _candidates(failed, good):
     return cands, cover, {x: k for k, x in enumerate(cover)}, unexplained
 
 
-def _greedy(cands, cover, order):
+def _greedy(cands: Sequence[Sequence[Link]], cover: Dict[Link, List[int]], order: Dict[Link, int]
+            ) -> Tuple[List[Link], List[List[Link]]]:
     """(named, ties): the link on the most unexplained failed paths first; two on the same, a tie."""
     named, ties = [], []
     covered = [not c for c in cands]
@@ -126,7 +146,7 @@ def _greedy(cands, cover, order):
     return named, ties
 
 
-def _failed_hosts(fabric, named):
+def _failed_hosts(fabric: Fabric, named: Sequence[Link]) -> List[int]:
     """The hosts with every rail named (rails whose switch is named left aside)."""
     rails = Counter(x[1] for x in named if x[0] == "nic")      # a link is named once
     # a rail whose switch is named says nothing of the hosts' links on it

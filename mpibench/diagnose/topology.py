@@ -1,26 +1,31 @@
 """The switch tree of a job (hosts off leaf switches, each switch off one parent), from SLURM's
 topology.conf syntax (docs/fabric.md, "Switches"), a file or what `scontrol show topology` prints."""
 from itertools import takewhile
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ..launch.slurm import compress_hostlist, expand_nodelist
 from .hostfacts import run_tool
 
+Switch = Optional[str]          # a switch's name; None: the one switch of a job without a topology
+Entry = Tuple[str, List[str], List[str], int]     # a SwitchName= line: switch, hosts, switches, line number
+
 
 class Topology:
     """leaf[host] -> its switch; parent[switch] -> the switch above (absent at the top)."""
 
-    def __init__(self, leaf, parent, source):
+    def __init__(self, leaf: Mapping[str, Switch], parent: Mapping[Switch, str],
+                 source: Optional[str]) -> None:
         self.leaf, self.parent, self.source = leaf, parent, source
 
-    def up(self, switch):
+    def up(self, switch: Switch) -> List[Switch]:
         """The switches from this one to the top, itself first."""
         out = [switch]
         while out[-1] in self.parent:
             out.append(self.parent[out[-1]])
         return out
 
-    def uplinks_between(self, leaf_a, leaf_b):
+    def uplinks_between(self, leaf_a: Switch, leaf_b: Switch) -> List[Tuple[Switch, Switch]]:
         """The uplinks (switch, parent) a path from leaf_a to leaf_b crosses ([] on one leaf)."""
         a, b = self.up(leaf_a), self.up(leaf_b)
         common = set(a) & set(b)
@@ -28,9 +33,9 @@ class Topology:
                 for s in takewhile(lambda s: s not in common, chain)]
 
 
-def parse(text, source):
+def parse(text: str, source: str) -> List[Entry]:
     """[(switch, [hosts], [switches], line number)] from topology.conf text, or UsageError."""
-    entries = []
+    entries: List[Entry] = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -49,11 +54,13 @@ def parse(text, source):
     return entries
 
 
-def build(entries, job_hosts, source, strict=True):
+def build(entries: Sequence[Entry], job_hosts: Sequence[str], source: str, strict: bool = True) -> Topology:
     """The Topology of job_hosts; UsageError where it is not a tree or leaves a host out.
     strict (a file for this job): a host not in the job is an error, else dropped."""
     job = set(job_hosts)
-    leaf, parent, seen = {}, {}, {}
+    leaf: Dict[str, str] = {}
+    parent: Dict[Switch, str] = {}
+    seen: Dict[str, int] = {}
     for name, _hosts, _subs, n in entries:
         if name in seen:
             raise UsageError(f"{source} line {n}: switch {name} is described twice "
@@ -92,7 +99,7 @@ def build(entries, job_hosts, source, strict=True):
     return Topology({h: leaf[h] for h in job_hosts}, parent, source)
 
 
-def read_file(path):
+def read_file(path: str) -> str:
     """--topology FILE's text; UsageError when it cannot be read."""
     try:
         with open(path, "rb") as f:
@@ -103,12 +110,12 @@ def read_file(path):
         raise UsageError(f"--topology {path} is not text (UTF-8)") from None
 
 
-def from_slurm():
+def from_slurm() -> Optional[str]:
     """What `scontrol show topology` prints, or None (no SLURM, no topology plugin)."""
     text, _ = run_tool(["scontrol", "show", "topology"])
     return text if text and "SwitchName=" in text else None
 
 
-def single(job_hosts):
+def single(job_hosts: Sequence[str]) -> Topology:
     """No topology: every host under one switch (no uplinks to tell apart)."""
     return Topology({h: None for h in job_hosts}, {}, None)

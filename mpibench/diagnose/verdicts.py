@@ -3,6 +3,7 @@ verdict (PASS, FAIL, LOW, HIGH, INCONCLUSIVE, INFO, n/a: docs/verify.md says whe
 import math
 from functools import partial
 from statistics import median
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..measure import iterstats
 from ..measure.sizes import format_size
@@ -25,18 +26,20 @@ KNOBS_PEER = ("the same launcher, hosts, ranks and sizes for both; -z (blocking 
               "(--mca btl_tcp_if_include, pml ucx)")
 
 
-def check(name, figure, reference, ratio, verdict, reason=""):
+def check(name: str, figure: str, reference: str, ratio: Optional[float], verdict: str,
+          reason: str = "") -> Dict[str, Any]:
     return {"check": name, "figure": figure, "reference": reference, "ratio": ratio,
             "verdict": verdict, "reason": reason}
 
 
-def spread(values):
+def spread(values: Sequence[float]) -> Optional[float]:
     """(max - min) / median: how far the rounds of one timer scattered."""
     m = median(values)
     return (max(values) - min(values)) / m if m > 0 else None
 
 
-def timer(size, harness, bare, tolerance, judged_from):
+def timer(size: int, harness: Sequence[float], bare: Sequence[float], tolerance: float,
+          judged_from: int) -> Dict[str, Any]:
     """mpibench's loop against the bare loop at one size (seconds per call per round)."""
     ratios = paired_ratios(harness, bare)
     fig, ref = (f"{us(median(x))} us (spread {spread(x):.0%})" for x in (harness, bare))
@@ -49,7 +52,8 @@ def timer(size, harness, bare, tolerance, judged_from):
     return judge(name, fig, ref, ratios, tolerance)
 
 
-def timers_together(got, tolerance, judged_from):
+def timers_together(got: Mapping[int, Mapping[str, Sequence[float]]], tolerance: float,
+                    judged_from: int) -> Optional[Dict[str, Any]]:
     """Every judged size's pairs as one sample (a timer that stops early does at every size)."""
     sizes = sorted(s for s in got if s >= judged_from)
     if len(sizes) < 2:
@@ -60,18 +64,19 @@ def timers_together(got, tolerance, judged_from):
                  f"mpibench's loop: pairs {counts}", "the bare loop", ratios, tolerance)
 
 
-def judge(name, fig, ref, ratios, tolerance):
+def judge(name: str, fig: str, ref: str, ratios: Sequence[float], tolerance: float) -> Dict[str, Any]:
     """PASS when the ratio's 95% interval lies within the tolerance, FAIL when its 99.9%
     one lies wholly beyond it (docs/verify.md says why 99.9%), INCONCLUSIVE otherwise."""
     ci, sure = interval(ratios, PASS_CONFIDENCE), interval(ratios, FAIL_CONFIDENCE)
     r = ci[1] if ci else (median(ratios) if ratios else None)
     pairs = f"{len(ratios)} pair{'s' if len(ratios) != 1 else ''} of rounds (one in each order)"
     if ci is None:
-        need = 2 * next(n for n in range(64) if interval([1.0] * n, PASS_CONFIDENCE))
+        need: Optional[float] = 2 * next(n for n in range(64) if interval([1.0] * n, PASS_CONFIDENCE))
         return dict(check(name, fig, ref, r, "INCONCLUSIVE",
                           f"{pairs}: too few for a {PASS_CONFIDENCE:.0%} interval; "
                           f"{need} rounds would give one (--rounds {need})"), rounds_needed=need)
     lo, _, hi = ci
+    assert r is not None
     found = dict(check(name, fig, ref, r, "PASS"), interval=[lo, hi])
     if 1 - tolerance <= lo and hi <= 1 + tolerance:
         return found
@@ -94,7 +99,7 @@ def judge(name, fig, ref, ratios, tolerance):
         f"the pairs scatter by {spread(ratios):.0%}; {more}"))
 
 
-def interval(ratios, confidence):
+def interval(ratios: Sequence[float], confidence: float) -> Optional[Tuple[float, ...]]:
     """(low, centre, high) of the ratio: the signed-rank interval of the pairs' log ratios,
     symmetric about 0 for two identical loops (swapping the loops' names swaps a pair's two
     rounds), all the test assumes; for normal scatter it needs 2/3 of the pairs the sign
@@ -103,14 +108,15 @@ def interval(ratios, confidence):
     return tuple(math.exp(x) for x in ci) if ci else None
 
 
-def paired_ratios(harness, bare):
+def paired_ratios(harness: Sequence[float], bare: Sequence[float]) -> List[float]:
     """The geometric mean of harness / bare of each two rounds, one with each loop first: a
     shared machine's drift and what running first does to a loop cancel in it."""
     r = [h / b for h, b in zip(harness, bare) if b > 0 and h > 0]
     return [math.sqrt(r[2 * j] * r[2 * j + 1]) for j in range(len(r) // 2)]
 
 
-def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
+def rounds_needed(ratios: Sequence[float], lo: float, hi: float, r: float, tolerance: float,
+                  fail_side: bool) -> Optional[float]:
     """Rounds after which the interval, narrowing as 1/sqrt(pairs), would no longer straddle the
     tolerance (None past MOST_ROUNDS); on the FAIL side the 99.9% one, 3.29/1.96 as wide."""
     width = max(math.log(hi / r), math.log(r / lo)) * (3.291 / 1.960 if fail_side else 1)
@@ -119,7 +125,8 @@ def rounds_needed(ratios, lo, hi, r, tolerance, fail_side):
     return 2 * max(pairs, len(ratios) + 1) if 2 * pairs <= MOST_ROUNDS else None
 
 
-def per_call(harness_cost, gpu_launch, bound_size, smallest):
+def per_call(harness_cost: Optional[float], gpu_launch: Optional[float], bound_size: Optional[int],
+             smallest: int) -> Dict[str, Any]:
     """The per-call cost: GPUs the launch of one call, CPUs the harness over the bare loop."""
     if gpu_launch is None:
         cost, what = harness_cost, "mpibench's loop over the bare loop per call"
@@ -134,7 +141,7 @@ def per_call(harness_cost, gpu_launch, bound_size, smallest):
     return check("per-call cost", fig, what, None, "INFO", where)
 
 
-def correctness(rows, wrong, label):
+def correctness(rows: Sequence[Mapping[str, Any]], wrong: int, label: str) -> Dict[str, Any]:
     modes = sum(1 for r in rows for k in ("out_of_place", "in_place")
                 if r.get(k) and r[k]["nwrong"] is not None)
     names = len({r["collective"] for r in rows})
@@ -145,7 +152,7 @@ def correctness(rows, wrong, label):
     return judged("n/a", "no call could be checked") if not modes else judged("PASS")
 
 
-def ring_only(backend, nccl_algo):
+def ring_only(backend: str, nccl_algo: Optional[str]) -> bool:
     """Whether all_reduce is known to run as a flat ring: gloo's, or NCCL's with NCCL_ALGO ring."""
     if backend == "gloo":
         return True
@@ -156,7 +163,8 @@ def ring_only(backend, nccl_algo):
     return False
 
 
-def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True):
+def plausibility(size: int, busbw_GBps: Optional[float], rates: Mapping[str, Optional[float]],
+                 timer_failed_short: bool, ranks: int = 2, ring: bool = True) -> Dict[str, Any]:
     """The largest size's busbw against the slowest host's link rates (Gbit/s per host,
     None where unknown). A ring's busbw is at most the links' rate (busbw counts the
     2(n-1)/n it moves through them); hierarchical algorithms move 2(h-1)/h over h hosts'
@@ -172,7 +180,7 @@ def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True
     if not known or gbit is None:
         return unjudged("the hosts report no link rate (doctor shows what they report)"
                         if not known else "busbw is not defined")
-    host = min(known, key=known.get)
+    host = min(known, key=lambda h: known[h])
     ratio = gbit / known[host]
     judged = partial(check, name, fig, f"{known[host]:g} Gbit/s ({host}: all its links)", ratio)
     if ratio <= 1:
@@ -194,7 +202,8 @@ def plausibility(size, busbw_GBps, rates, timer_failed_short, ranks=2, ring=True
     return judged("FAIL", f"busbw is {ratio:.2f}x {bound}: {cause}")
 
 
-def iperf_share(pair, size, busbw_GBps, backend, floor):
+def iperf_share(pair: Mapping[str, Any], size: int, busbw_GBps: Optional[float], backend: str,
+                floor: float) -> Dict[str, Any]:
     """The backend's busbw at size beside iperf3's TCP rate between two hosts."""
     name = f"iperf3 {pair['client']}->{pair['server']}"
     gbit = busbw_GBps * 8 if busbw_GBps else None
@@ -216,7 +225,8 @@ def iperf_share(pair, size, busbw_GBps, backend, floor):
     return judged("PASS")
 
 
-def peer_rows(mine, theirs, tool, floor, judged_from):
+def peer_rows(mine: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]], tool: str, floor: float,
+              judged_from: int) -> List[Dict[str, Any]]:
     """mpibench's busbw over the peer's per size and mode; sizes below judged_from are shown,
     not judged (latency: Python's per-call cost against C's)."""
     out, by_size = [], {r["size"]: r for r in theirs}
@@ -245,5 +255,5 @@ def peer_rows(mine, theirs, tool, floor, judged_from):
     return out
 
 
-def failed(checks):
+def failed(checks: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [c for c in checks if c["verdict"] in ("FAIL", "LOW")]

@@ -50,7 +50,7 @@ def matrices(out: RunOutput, names: List[str], size: int, bidirectional: bool, b
 
 
 def verdict(out: RunOutput, analysis: Dict[str, Any], hosts: Sequence[str], labels: Sequence[str],
-            bw: Dict[Tuple[int, int], float], moved: float) -> None:
+            bw: Dict[Tuple[int, int], Optional[float]], moved: float) -> None:
     """The named links and hosts, one line each, or one line saying none is slow."""
     pct = int(round(analysis["threshold"] * 100))
     k = analysis["iterations"]
