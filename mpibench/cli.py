@@ -10,26 +10,35 @@ import socket
 import sys
 import time
 import traceback
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterable, List, NoReturn, Optional, Tuple
 
 from . import __version__, commands
 from .errors import Exit, UsageError
 from .commands.common import guard, options
 from .launch import bootstrap, launcher, verdict
-from .launch.comm import ABORT_WAIT, LAST_OUT
-from .launch.session import quiet_stdout
+from .launch.comm import ABORT_WAIT, LAST_OUT, Comm
+from .launch.launcher import Placement
+from .launch.session import Session, quiet_stdout
 from .results.numbers import plural
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 _RANK0 = True   # set before parsing, so that help and usage print once per job
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
 
-    def parse_known_args(self, args, namespace=None):       # args: parse() passes argv on
+    def parse_known_args(self, args: Optional[Iterable[str]] = None, namespace: Any = None
+                         ) -> Tuple[Any, List[str]]:
+        assert args is not None         # parse() passes argv on
         return super().parse_known_args(options.one_spelling(self, args), namespace)
 
-    def _print_message(self, message, file=None):     # help, usage and --version
+    def _print_message(self, message: str,        # help, usage and --version
+                       file: "Optional[SupportsWrite[str]]" = None) -> None:
         if _RANK0:
             super()._print_message(message, file)
 
@@ -47,7 +56,7 @@ exit codes:
   128+N  ended by signal N (130: Ctrl-C); results measured so far are kept in the files"""
 
 
-def command_groups():
+def command_groups() -> str:
     """The top-level help's command list, by group (a command in no group: 'other')."""
     listed = {n for _, names in commands.GROUPS for n in names}
     groups = list(commands.GROUPS) + [("other", [n for n in commands.NAMES if n not in listed])]
@@ -55,14 +64,14 @@ def command_groups():
                      [f"{title}:"] + [f"  {n:<10s}{commands.load(n).HELP}" for n in names])
 
 
-def description(name, mod):
+def description(name: str, mod: ModuleType) -> str:
     """A command's -h text: what it does, how it exits where it says, and its page."""
     page = getattr(mod, "PAGE", f"docs/commands/{name}.md")
     return " ".join([f"{mod.HELP[0].upper()}{mod.HELP[1:]}.", getattr(mod, "EXITS", ""),
                      f"{page} says more."])
 
 
-def build_parser():
+def build_parser() -> Parser:
     # no abbreviations: an option is named in full, so that no prefix of one command's option
     # stands for another option elsewhere (check --collective is not check --collectives)
     top = Parser(prog="mpibench", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -81,7 +90,7 @@ def build_parser():
     return top
 
 
-def parse(argv):
+def parse(argv: Iterable[str]) -> Tuple[str, argparse.Namespace]:
     argv = list(argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, commands.DEFAULT)
@@ -93,7 +102,7 @@ def parse(argv):
     return args.command, args
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> None:
     global _RANK0
     argv = sys.argv[1:] if argv is None else argv
     place = None
@@ -113,7 +122,8 @@ def main(argv=None):
     sys.exit(execute(place, name, args, argv))
 
 
-def execute(place, name, args, argv=None):
+def execute(place: Placement, name: str, args: argparse.Namespace,
+            argv: Optional[List[str]] = None) -> int:
     """Runs command `name` on this rank; returns the exit code it leaves with."""
     mod = commands.load(name)
     session_kind = getattr(mod, "SESSION", "args")
@@ -153,7 +163,7 @@ def execute(place, name, args, argv=None):
             session.close()
 
 
-def _execute_offline(mod, args):
+def _execute_offline(mod: ModuleType, args: argparse.Namespace) -> int:
     """Runs a command that needs no ranks talking (no session); returns its exit code."""
     try:
         return mod.execute(None, args) or 0
@@ -169,7 +179,8 @@ def _execute_offline(mod, args):
         return 130
 
 
-def _failed(exc, place, session, comm, name):
+def _failed(exc: BaseException, place: Placement, session: Optional[Session], comm: Optional[Comm],
+            name: str) -> int:
     """An exception on this rank alone: names the rank and host (and the ranks gone
     silent, the likely cause); the lowest failed rank records the verdict and aborts the
     job, once for the job however many ranks fail; returns 1."""
@@ -179,6 +190,7 @@ def _failed(exc, place, session, comm, name):
     first = watch.failure if watch is not None else None
     if first is not None:
         # another rank failed first and is ending the job: this error is most likely its news
+        assert session is not None
         gone, reports = [], False
         said = (f"stopped, as rank {first[0]} (host {session.hosts[first[0]]}) failed first: "
                 f"{detail}")
@@ -186,6 +198,7 @@ def _failed(exc, place, session, comm, name):
         gone, reports = watch.fail(f"{where} failed: {detail}") if watch else ([], True)
         said = f"failed: {detail}"
     if gone:   # a backend error here is most likely the news that another rank died
+        assert session is not None
         said = (f"failed: {', '.join(f'rank {r} (host {session.hosts[r]})' for r in gone)} no "
                 f"longer {plural(len(gone), 'answers', 'answer')} (dead or stopped); here: {detail}")
     verdict.note(f"mpibench: {where} {said}")
@@ -199,7 +212,7 @@ def _failed(exc, place, session, comm, name):
     return 1
 
 
-def end(session, comm, place, name, code):
+def end(session: Optional[Session], comm: Optional[Comm], place: Placement, name: str, code: int) -> int:
     """End a command every rank finished together with `code`: rank 0 records and prints the
     verdict; a non-zero code in an MPI job ends with rank 0 exiting last (comm.finish), so
     that the launcher returns it and prints nothing."""

@@ -7,6 +7,7 @@ PAGE (its doc, docs/commands/NAME.md by default). A command may import every sta
 never another command: what commands share is in common/.
 """
 import importlib
+from types import ModuleType
 
 NAMES = ("run", "info", "allreduce", "latency", "flagsync", "demo", "p2p", "doctor",
          "report", "compare", "plot", "sweep", "predict", "train", "check", "verify")
@@ -20,5 +21,5 @@ GROUPS = (("measure", ("run", "p2p", "train", "sweep")),
           ("classic tests", ("allreduce", "latency", "flagsync", "demo")))
 
 
-def load(name):
+def load(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{name}")

@@ -1,5 +1,9 @@
 """mpibench allreduce: the classic single-payload all_reduce bandwidth test, per rank."""
+import argparse
+from typing import List
+
 from ..errors import UsageError
+from ..launch.session import Session
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.engine import tensor
 from ..results import classics
@@ -8,7 +12,7 @@ from .common import classic, options
 HELP = "the classic all_reduce bandwidth test: one big payload, per-trial and per-rank algbw/busbw"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--size", dest="payload", type=options.size_arg, default=None,
                    metavar="SIZE", help="bytes per all_reduce (default 4G on GPUs, 64M on CPUs)")
     p.add_argument("-n", "--iters", dest="trials", type=options.at_least(1), default=5,
@@ -18,7 +22,7 @@ def add_arguments(p):
     classic.add_common(p)
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     backend, out, records, dt, payload = classic.begin_all_reduce(session, args, args.payload)
     count = payload // dt.size
     if count < 1:
@@ -29,6 +33,10 @@ def execute(session, args):
     call = backend.bind(ALL_REDUCE, buf, buf, classic.ctx(session, backend, dt, count), False)
     session.watch.arm("allreduce: timed trials")
     _, times = engine.time_calls(call, args.trials, first=False)
-    return classic.conclude(session, times, "allreduce: gathering the times", lambda gathered:
-                            classics.allreduce(out, records, gathered, backend=backend.name, dt=dt,
-                                               count=count, warmup=args.warmup))
+    assert times is not None        # per_iter: each call's seconds
+
+    def judge(gathered: List[List[float]]) -> None:
+        assert out is not None      # rank 0 judges
+        classics.allreduce(out, records, gathered, backend=backend.name, dt=dt, count=count,
+                           warmup=args.warmup)
+    return classic.conclude(session, times, "allreduce: gathering the times", judge)

@@ -1,24 +1,30 @@
 """mpibench check: a cluster acceptance test that names the hosts to drain."""
+import argparse
 import os
 import time
 from functools import partial
 from itertools import count
+from typing import Any, Dict, List, Optional, Protocol, Tuple, cast
 
 from ..diagnose import (checkverdict, fabricplan, health, hostfacts, pathlimits, rankfacts, tomography,
                         topology)
 from ..errors import UsageError
 from ..launch import faults, rails as railbind
 from ..launch.bootstrap import grouped
+from ..launch.session import Session
 from ..launch.slurm import compress_hostlist
+from ..measure.backends.torchdist import TorchBackend
 from ..measure.collectives import REGISTRY, traffic
 from ..measure.collectives.alltoallv import AllToAllV
+from ..measure.collectives.base import Call, Collective
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Engine, Plan
 from ..measure.groups import part_group
 from ..measure.modes import MODE_KEYS
 from ..measure.p2p import PairBench
 from ..results import checktext, inputs, published, reader, rows, runtext
-from ..results.output import open_output
+from ..results.output import RunOutput, open_output
+from ..results.published import Entry
 from .common import guard, options
 
 HELP = "cluster acceptance test: per-host, pairwise and whole-job busbw; names the hosts to drain"
@@ -29,9 +35,17 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "allt
 GPU_SIZE = 1 << 30
 CPU_SIZE = 16 << 20
 DTYPE = DTYPES["float32"]
+Limits = Dict[str, Dict[str, Any]]      # {test: {limit: value, 'source': text}}
+Paths = Dict[str, Optional[Dict[str, Any]]]     # {host: its paths} (pathlimits.gather)
 
 
-def add_arguments(p):
+class Timed(Protocol):
+    """_collective's measurement: a record of coll timed (with barrier: that group alone)."""
+    def __call__(self, args: argparse.Namespace, where: str,
+                 barrier: Optional[Call] = None) -> Dict[str, Any]: ...
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collectives", dest="collective", choices=COLLECTIVES, default="all_reduce",
                    metavar="NAME", help="the collective tests 1 and 3 measure, one of "
                    f"{', '.join(COLLECTIVES)} (default all_reduce)")
@@ -66,7 +80,7 @@ def add_arguments(p):
     health.add_arguments(p)
 
 
-def check_args(args):
+def check_args(args: argparse.Namespace) -> None:
     health.check_args(args)
     if args.expect and args.baseline:
         raise UsageError("give --expect or --baseline, not both (--expect would win)")
@@ -82,7 +96,7 @@ def check_args(args):
             raise UsageError(str(exc).replace(railbind.VAR, "--rails")) from None
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     from ..measure.backends.torchdist import TorchBackend
     backend = TorchBackend(session)
     coll = _configured(args.collective, session.size)
@@ -116,7 +130,7 @@ def execute(session, args):
         if report:
             report.intra(gathered)
         _intra_retest(session, args, intra, partial(backend.dist.barrier, group=mine), report)
-        intra = None                  # its buffer, before the pair rounds allocate theirs
+        del intra                     # its buffer, before the pair rounds allocate theirs
     elif report:
         report.say(checktext.SKIPPED[1])
     # 2. between hosts, in rounds of disjoint host pairs, every rail at once
@@ -137,9 +151,9 @@ def execute(session, args):
     return guard.verdict(session, report.finish() if report else None)
 
 
-def _ranks_per_host(members):
+def _ranks_per_host(members: Dict[str, List[int]]) -> int:
     """The ranks every host has; UsageError when hosts have different counts."""
-    by_count = {}
+    by_count: Dict[int, List[str]] = {}
     for h, m in members.items():
         by_count.setdefault(len(m), []).append(h)
     if len(by_count) > 1:
@@ -149,7 +163,8 @@ def _ranks_per_host(members):
     return next(iter(by_count))
 
 
-def _limits(session, args, coll, size, ppn, paths):
+def _limits(session: Session, args: argparse.Namespace, coll: Collective, size: int, ppn: int,
+            paths: Paths) -> Limits:
     """{test: {limit: value, 'source': text}} from the --expect or --baseline file, read on
     rank 0 only (inputs.py), or --expect published's floors; {} = relative."""
     if args.expect == "published":
@@ -171,28 +186,29 @@ def _limits(session, args, coll, size, ppn, paths):
     return {t: dict(v, source=src) for t, v in found.items() if t != skipped}
 
 
-def _published_floors(paths, collective, ppn):
+def _published_floors(paths: Paths, collective: str, ppn: int) -> Limits:
     """--expect published: test 1's floor from one-host figures (with several ranks per host), the
     whole job's from figures of its host count; a health check's threshold where one matches,
     else the lowest figure. UsageError when none matches."""
-    section = published.section(paths, [collective])
+    section = published.section(cast(Dict[str, Dict[str, Any]], paths), [collective])   # gather drops None
     plat, found = section["platform"], section["collectives"][collective]
-    floors = {"job": _floor(found)}
+    every = {"job": _floor(found)}
     if ppn > 1:
-        floors["intra"] = _floor(published.match(published.load(), dict(plat, hosts=1), collective))
-    floors = {t: f for t, f in floors.items() if f}
+        every["intra"] = _floor(published.match(published.load(), dict(plat, hosts=1), collective))
+    floors = {t: f for t, f in every.items() if f}
     if not floors:
         raise UsageError(f"--expect published: nothing published matches {published.platform_text(plat)}, "
                          f"{collective}; give --expect FILE with your own floors")
     return floors
 
 
-def _floor(found):
+def _floor(found: List[Entry]) -> Optional[Dict[str, Any]]:
     """A health check's threshold where one is among the figures, else the lowest figure."""
     return published.floor([e for e in found if e["kind"] == "threshold"] or found)
 
 
-def _intra_retest(session, args, intra, barrier, report):
+def _intra_retest(session: Session, args: argparse.Namespace, intra: Timed, barrier: Call,
+                  report: Optional["Report"]) -> None:
     """Test 1 again for the hosts below their floor, in the judge's rounds of steps: a step's
     hosts time their collective (intra, their barrier) while the others wait without spinning."""
     k = 0
@@ -213,7 +229,7 @@ def _intra_retest(session, args, intra, barrier, report):
         k += 1
 
 
-def _configured(name, n):
+def _configured(name: str, n: int) -> Collective:
     """The collective; alltoallv with its generated traffic at NCCL_TESTS_ALLTOALLV_SPREAD
     (default 1.0): a matrix would load ranks unequally, and hosts could not be compared."""
     if name != "alltoallv":
@@ -224,7 +240,8 @@ def _configured(name, n):
         raise UsageError(str(exc)) from None
 
 
-def _collective(session, backend, coll, size, n, group, where):
+def _collective(session: Session, backend: TorchBackend, coll: Collective, size: int, n: int, group: Any,
+                where: str) -> Timed:
     """timed(args, where, barrier=None): coll among n ranks (group None: all) through the engine on
     a buffer allocated now; with its group's barrier, that group alone (a retest while others wait)."""
     session.watch.arm(f"check: {coll.name} {where}")
@@ -234,10 +251,11 @@ def _collective(session, backend, coll, size, n, group, where):
     call, c, mode = engine.group_call(coll, DTYPE, size // DTYPE.size, n, group)
     calls = count()                 # test-only: slowonce stretches the first measurement alone
 
-    def timed(args, where, barrier=None):
+    def timed(args: argparse.Namespace, where: str, barrier: Optional[Call] = None) -> Dict[str, Any]:
         session.watch.arm(f"check: {coll.name} {where}")
         engine.plan.warmup = args.warmup
         seconds, each = engine.time_calls(call, args.iters, barrier)
+        assert each is not None     # per_iter: each call's seconds
         slow = faults.slowdown(session.rank, "job" if group is None else "intra", next(calls) == 0)
         return {"host": session.hostname, "seconds": seconds * slow,
                 "times": [t * slow for t in each], "bw_bytes": coll.bw_bytes(c, DTYPE.size, n),
@@ -246,7 +264,8 @@ def _collective(session, backend, coll, size, n, group, where):
     return timed
 
 
-def _fabric(session, args, names, ppn):
+def _fabric(session: Session, args: argparse.Namespace, names: List[str], ppn: int
+            ) -> Optional[tomography.Fabric]:
     """Rank 0's tomography.Fabric (None elsewhere): a rail per local rank, named by its bound
     interface, under the switches of --topology FILE, else SLURM's, else one switch."""
     rails = session.comm.gather(session.rail, root=0)
@@ -266,13 +285,15 @@ def _fabric(session, args, names, ppn):
     return tomography.Fabric(names, ppn, topo, nics)
 
 
-def _tree(text, source, names, strict):
+def _tree(text: Optional[str], source: str, names: List[str], strict: bool) -> topology.Topology:
     """The job's hosts under the switches that text describes (no text: one switch)."""
     return topology.build(topology.parse(text, source), names, source, strict) if text \
         else topology.single(names)
 
 
-def _pair_rounds(session, backend, size, args, names, members, fabric, report):
+def _pair_rounds(session: Session, backend: TorchBackend, size: int, args: argparse.Namespace,
+                 names: List[str], members: Dict[str, List[int]], fabric: Optional[tomography.Fabric],
+                 report: Optional["Report"]) -> None:
     """The rounds: rank 0 plans host pairs (fabricplan), every local rank i of a pair's
     hosts exchanges with its rank i, every pair and rail at once; counters are read on
     each host's first rank before and after each round."""
@@ -300,21 +321,26 @@ def _pair_rounds(session, backend, size, args, names, members, fabric, report):
                           "what": fault or "symbol_error", "moved": 1})
         gathered = session.comm.gather((records, moved), root=0)
         if report:
+            assert rounds is not None
             rounds.record(report.pair_round(todo, [g[0] for g in gathered], seconds,
                                             {session.hosts[r]: g[1] for r, g in enumerate(gathered)
                                              if g[1] is not None}))
     bench.send_buf = bench.recv_buf = None
     if report:
+        assert rounds is not None
         report.judge.pair_verdict(rounds.verdict(), fabric)
 
 
 class Report:
     """Rank 0: the figures as they come, judged (checkverdict), printed (checktext) and written."""
 
-    def __init__(self, session, out, args, coll, size, *, members, limits, rates, records,
-                 versions, paths):
+    def __init__(self, session: Session, out: Optional[RunOutput], args: argparse.Namespace,
+                 coll: Collective, size: int, *, members: Dict[str, List[int]], limits: Limits,
+                 rates: List[Optional[float]], records: List[Dict[str, Any]],
+                 versions: List[Dict[str, Optional[str]]], paths: Paths) -> None:
         """The judge (members: {host: its ranks}, in host order; limits: _limits'; rates: each
         rank's host's line rate), and the header: the test, the job, the thresholds, the files."""
+        assert out is not None      # rank 0's
         self.s, self.out, self.say, self.coll = session, out, out.say, coll
         self.names = list(members)
         self.ppn = len(members[self.names[0]])
@@ -328,7 +354,7 @@ class Report:
         rankfacts.describe(session, out, [session.backend], records, versions,
                          {"size": size, "iters": args.iters, "warmup": args.warmup})
         self.paths = pathlimits.section(paths, len(paths) > 1)
-        pub = published.section(paths, [coll.name])
+        pub = published.section(cast(Dict[str, Dict[str, Any]], paths), [coll.name])    # gather drops None
         runtext.path_header(out, self.paths, pub)
         self.say(*("# " + x for x in published.lines(pub["collectives"][coll.name], pub["platform"],
                                                      coll.name)))
@@ -338,16 +364,17 @@ class Report:
         if out.csv is not None:          # a line per host, not per row
             out.csv.render = checktext.csv
 
-    def intra(self, gathered):
+    def intra(self, gathered: List[Dict[str, Any]]) -> None:
         busbws = self.judge.intra(gathered)
         self.say(checktext.intra_line(self.coll.name, self.ppn, busbws, self.judge.suspects))
         self.out.set()
 
-    def say_retest(self, test, lines):
+    def say_retest(self, test: int, lines: List[str]) -> None:
         self.say(*checktext.retest_lines(test, lines))
         self.out.set()
 
-    def pair_round(self, todo, records, seconds, moved):
+    def pair_round(self, todo: List[Tuple[int, int]], records: List[List[Dict[str, Any]]], seconds: float,
+                   moved: Dict[str, List[Dict[str, Any]]]) -> Dict[Tuple[int, int], List[bool]]:
         """One round's host pairs, judged and printed; {(a, b): [passed per rail]} over host
         indices. moved: {host: counter changes during the round}."""
         result, figs = self.judge.pair_round(todo, records, seconds, moved)
@@ -361,7 +388,7 @@ class Report:
         self.out.set()
         return result
 
-    def job(self, gathered):
+    def job(self, gathered: List[Dict[str, Any]]) -> None:
         fig, rec = self.judge.job(gathered), gathered[0]
         line = checktext.job_line(self.coll.name, self.s.size, fig, self.judge.job_failed)
         self.out.add_row(rows.one_mode(
@@ -369,7 +396,7 @@ class Report:
             dtype=DTYPE, size=rec["size"], count=rec["count"], redop="sum", bw_bytes=rec["bw_bytes"],
             factor=rec["factor"]), line)
 
-    def finish(self):
+    def finish(self) -> Optional[str]:
         """Print the verdicts; the failure message, or None when everything passed."""
         doc = self.judge.doc
         links = self.judge.path_findings(self.paths["findings"])

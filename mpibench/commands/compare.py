@@ -1,14 +1,18 @@
 """mpibench compare: line up the rows of saved results and say what changed."""
+import argparse
+from typing import List, Sequence, Tuple, cast
+
 from ..errors import CheckFailed
 from ..results import comparetext as text, reader
 from ..results.numbers import counted
+from ..results.schema import Doc
 from .common import options
 
 HELP = "compare saved results row by row against the first file (the baseline)"
 SESSION = "offline"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("baseline", metavar="BASE.json", help="the reference results")
     p.add_argument("others", nargs="+", metavar="FILE.json", help="results to compare with it")
     p.add_argument("--noise", type=options.positive_float, default=text.NOISE, metavar="X",
@@ -21,12 +25,13 @@ def add_arguments(p):
     options.add_log_options(p)
 
 
-def load(paths, args):
+def load(paths: Sequence[str], args: argparse.Namespace) -> Tuple[List[Doc], List[str]]:
     """The documents, each narrowed to one test where a log holds repeats (--test N, else
     the first of each repeated collective), and the lines saying which test is used."""
-    docs, notes = [], []
+    docs: List[Doc] = []
+    notes: List[str] = []
     for p in paths:
-        whole = reader.load(p, args.collective)
+        whole = cast(Doc, reader.load(p, args.collective))
         doc = reader.pick_test(whole, p, args.test)
         if args.test is not None and len(reader.tests(whole)) > 1:
             notes.append(f"# {p}: test {args.test} ({doc['tests'][0]['collective']}, line "
@@ -38,7 +43,7 @@ def load(paths, args):
     return docs, notes
 
 
-def execute(session, args):
+def execute(session: None, args: argparse.Namespace) -> int:
     paths = [args.baseline] + args.others
     docs, notes = load(paths, args)
     modes = reader.modes(args.mode)

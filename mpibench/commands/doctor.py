@@ -1,4 +1,5 @@
 """mpibench doctor: every host's setup, what differs between hosts, findings with advice."""
+import argparse
 import datetime
 import os
 import pathlib
@@ -6,9 +7,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..diagnose import findings, hostfacts, nccldiag, nccllog, ncclparams, ncclprobe, pathlimits
 from ..launch import bootstrap, faults
+from ..launch.session import Session
 from ..results import doctortext as text
 from ..results.numbers import counted, plural
 from ..results.output import open_output
@@ -18,7 +21,7 @@ HELP = "check every host's setup: versions, GPUs, NCCL variables, NICs, RDMA; na
 SESSION = None
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sys-root", default="/", metavar="PATH",
                    help="read /sys and /proc under PATH (default /); '{host}' in it becomes "
                         "each host's name (for fabricated trees)")
@@ -31,7 +34,7 @@ def add_arguments(p):
                          "--nccl-timeout more", 120.0)
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     out = open_output(session, "doctor", args)
     root = args.sys_root.replace("{host}", session.hostname)
     session.watch.arm("doctor: every host's facts")
@@ -44,7 +47,9 @@ def execute(session, args):
     session.watch.disarm()
     if session.rank != 0:
         return guard.verdict(session, None)
-    per_host, ranks = {}, {}
+    assert out is not None
+    per_host: Dict[str, Dict[str, Any]] = {}
+    ranks: Dict[str, List[int]] = {}
     for f in gathered:
         per_host.setdefault(f["host"], f)
         ranks.setdefault(f["host"], []).append(f["rank"])
@@ -82,7 +87,7 @@ def execute(session, args):
     return guard.verdict(session, _failure(transports["errors"], errors))
 
 
-def _effective(transports):
+def _effective(transports: Dict[str, Any]) -> Dict[str, Any]:
     """NCCL's effective parameters per rank as its probe read them, what differs across ranks
     and from the environment, or why they were not read (rank 0)."""
     if transports["skipped"]:
@@ -95,7 +100,7 @@ def _effective(transports):
             "ignored": [{"rank": r, "key": k, "env": e, "effective": v} for r, k, e, v in ignored]}
 
 
-def _failure(not_run, errors):
+def _failure(not_run: Sequence[str], errors: int) -> Optional[str]:
     """Why doctor exits 1, or None: one of its own checks could not run (the report is then
     incomplete, whatever else it found), or it found problems that break runs."""
     if not_run:
@@ -107,7 +112,7 @@ def _failure(not_run, errors):
     return None
 
 
-def nccl_check(session, args):
+def nccl_check(session: Session, args: argparse.Namespace) -> Dict[str, Any]:
     """Every rank: a fresh process runs a short NCCL all_reduce with NCCL_DEBUG=INFO into
     its own log file, and with NCCL 2.31's diagnostics on where every rank has it. Returns
     {'skipped': why or None, 'logs': [text per rank], 'outputs': [stdout per rank] (rank 0),
@@ -115,7 +120,8 @@ def nccl_check(session, args):
     CUDA device) per rank], 'diagnostics': {'run': bool, 'why': why not, 'nccl': versions}}."""
     versions = session.comm.allgather(_nccl_version(args))
     diag = _diagnostics(versions)
-    empty = {"skipped": None, "logs": [], "outputs": [], "errors": [], "where": [], "diagnostics": diag}
+    empty: Dict[str, Any] = {"skipped": None, "logs": [], "outputs": [], "errors": [], "where": [],
+                             "diagnostics": diag}
     bad = [(r, why) for r, why in enumerate(session.comm.allgather(_cannot_check(session, args)))
            if why]
     if bad:
@@ -164,7 +170,7 @@ def nccl_check(session, args):
     return dict(empty, logs=logs, outputs=outputs, errors=errors, where=placed)
 
 
-def _nccl_version(args):
+def _nccl_version(args: argparse.Namespace) -> Optional[Tuple[int, ...]]:
     """This rank's NCCL as torch reports it (a tuple), or None: none, or --no-nccl."""
     if args.no_nccl:
         return None
@@ -176,7 +182,7 @@ def _nccl_version(args):
     return tuple(version) if isinstance(version, tuple) else None
 
 
-def _diagnostics(versions):
+def _diagnostics(versions: Sequence[Optional[Tuple[int, ...]]]) -> Dict[str, Any]:
     """Whether NCCL's own diagnostics run: every rank has NCCL >= 2.31."""
     known = sorted({nccldiag.version_text(v) for v in versions})
     need = f"NCCL's diagnostics (NCCL_RUN_RAS_DIAGNOSTICS, NCCL_RUN_DIAGNOSTICS) need NCCL >= " \
@@ -186,14 +192,14 @@ def _diagnostics(versions):
     return {"run": False, "why": f"{need}; this job's: {', '.join(known)}", "nccl": known}
 
 
-def _not_run(diag, why):
+def _not_run(diag: Dict[str, Any], why: str) -> Dict[str, Any]:
     """The diagnostics' state when the whole NCCL check does not run."""
     if not diag["run"]:
         return dict(diag, why=f"{diag['why']}; the NCCL check did not run either ({why})")
     return dict(diag, run=False, why=f"the NCCL check did not run ({why})")
 
 
-def _cannot_check(session, args):
+def _cannot_check(session: Session, args: argparse.Namespace) -> Optional[str]:
     if args.no_nccl:
         return "--no-nccl"
     if faults.get("ncclcheck", session.rank) is not None:

@@ -1,6 +1,11 @@
 """mpibench flagsync: what it costs to agree on a "done" flag, three ways."""
+import argparse
+from typing import Any, Callable, List, Optional, Tuple
+
+from ..launch.session import Session
 from ..measure.collectives.all_gather import COLLECTIVE as ALL_GATHER
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
+from ..measure.collectives.base import Call
 from ..measure.engine import tensor
 from ..results import classics
 from .common import classic, options
@@ -8,7 +13,7 @@ from .common import classic, options
 HELP = "time a done-flag sync: all_gather_object of an int vs all_gather and all_reduce of a tensor"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--calls", type=options.at_least(1), default=1000, metavar="N",
                    help="timed calls of each method (default 1000)")
     p.add_argument("-w", "--warmup", type=options.at_least(0), default=10, metavar="N",
@@ -16,11 +21,11 @@ def add_arguments(p):
     classic.add_common(p, dtype=False)
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     backend, out, records = classic.begin(session, args)
     n, flag = session.size, session.rank + 1
     one, gathered_t, reduced = (tensor(session, backend, classics.INT64, k) for k in (1, n, 1))
-    methods = [
+    methods: List[Tuple[str, Call, Callable[[Any], int]]] = [
         ("all_gather_object", backend.allgather_object(flag), sum),
         (ALL_GATHER.name, backend.bind(ALL_GATHER, one, gathered_t, classic.ctx(
             session, backend, classics.INT64, 1, op="none", in_place=False), False),
@@ -30,7 +35,8 @@ def execute(session, args):
          lambda _: int(reduced.sum())),
     ]
     engine = classic.engine(session, backend, args.warmup)
-    times, sums = [], []
+    times: List[float] = []
+    sums: List[int] = []
     for name, call, _ in methods:
         session.watch.arm(f"flagsync: {name}")
         times.append(engine.time_calls(call, args.calls, first=False)[0])   # seconds per call
@@ -42,6 +48,9 @@ def execute(session, args):
         result = call()
         backend.sync()
         sums.append(total(result))
-    return classic.conclude(session, (times, sums), None, lambda gathered: classics.flagsync(
-        out, records, gathered, backend=backend.name, names=[m[0] for m in methods], calls=args.calls,
-        warmup=args.warmup))
+
+    def judge(gathered: List[Tuple[List[float], List[int]]]) -> Optional[str]:
+        assert out is not None      # rank 0 judges
+        return classics.flagsync(out, records, gathered, backend=backend.name, names=[m[0] for m in methods],
+                                 calls=args.calls, warmup=args.warmup)
+    return classic.conclude(session, (times, sums), None, judge)

@@ -1,5 +1,9 @@
 """mpibench latency: one all_reduce of S bytes against K all_reduces of S/K bytes each."""
+import argparse
+from typing import List, Tuple
+
 from ..errors import UsageError
+from ..launch.session import Session
 from ..measure.collectives.all_reduce import COLLECTIVE as ALL_REDUCE
 from ..measure.engine import tensor
 from ..measure.sizes import format_size
@@ -9,7 +13,7 @@ from .common import classic, options
 HELP = "1 x S against K x S/K all_reduces of the same total bytes, per rank"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="S",
                    help="total bytes (default 4G on GPUs, 64M on CPUs)")
     p.add_argument("-k", "--count", type=options.at_least(1), default=1000, metavar="K",
@@ -19,7 +23,7 @@ def add_arguments(p):
     classic.add_common(p)
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     backend, out, records, dt, size = classic.begin_all_reduce(session, args, args.size)
     count = size // dt.size
     small = count // args.count
@@ -36,7 +40,9 @@ def execute(session, args):
     session.watch.arm("latency: the small calls")
     many, _ = classic.engine(session, backend, args.warmup, blocking).time_calls(little, args.count,
                                                                                first=False)
-    return classic.conclude(session, (one, many * args.count), "latency: gathering the times",
-                            lambda gathered: classics.latency(
-                                out, records, gathered, backend=backend.name, dt=dt, count=count, small=small,
-                                k=args.count, warmup=args.warmup, blocking=blocking))
+
+    def judge(gathered: List[Tuple[float, float]]) -> None:
+        assert out is not None      # rank 0 judges
+        classics.latency(out, records, gathered, backend=backend.name, dt=dt, count=count, small=small,
+                         k=args.count, warmup=args.warmup, blocking=blocking)
+    return classic.conclude(session, (one, many * args.count), "latency: gathering the times", judge)

@@ -1,7 +1,11 @@
 """mpibench p2p: bandwidth and latency between every pair of hosts, and who is slow."""
+import argparse
+from typing import Optional
+
 from ..analysis import heatmap
 from ..diagnose import links, pairs, rankfacts
 from ..errors import UsageError
+from ..launch.session import Session
 from ..measure.dtypes import DTYPES
 from ..measure.p2p import PairBench
 from ..measure.sizes import format_size
@@ -15,7 +19,7 @@ HELP = "bandwidth and latency between every pair of hosts; names slow links and 
 BYTES = DTYPES["uint8"]
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes per transfer for bandwidth (default 4M on CPUs, 256M on GPUs)")
     p.add_argument("--latency-size", type=options.size_arg, default=8, metavar="SIZE",
@@ -38,7 +42,7 @@ def add_arguments(p):
     options.add_backend(p, options.AUTO_AND_TORCH_BACKENDS)
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     from ..measure.backends.torchdist import TorchBackend
     backend = TorchBackend(session)
     size = args.size or links.default_size(backend)
@@ -59,6 +63,7 @@ def execute(session, args):
     session.agree(bench.allocate(session.rank in ranks), 1)
     labels = [f"{h}:{r}" if args.every_rank else h for r, h in enumerate(session.hosts)]
     if session.rank == 0:
+        assert out is not None
         linkstext.p2p_header(out, args, nranks=len(ranks), nhosts=len(set(session.hosts)),
                              backend=backend.name, launcher=session.launcher, size=size, rounds=rounds)
         out.set(world=rankfacts.world(session, backend.name),
@@ -73,6 +78,7 @@ def execute(session, args):
     session.watch.disarm()
     if session.rank != 0:
         return 0
+    assert out is not None
     links.report(out, bench, collected, hosts=session.hosts, labels=labels, ranks=ranks, latency=latency,
                  threshold=args.min_share)
     for link in out.doc["links"]:
@@ -91,7 +97,7 @@ def execute(session, args):
     return 0
 
 
-def _reserve_png(session, path):
+def _reserve_png(session: Session, path: str) -> Optional[str]:
     """Rank 0 reserves the picture's file name now, as for the JSON file."""
     reserved, error = None, None
     if session.rank == 0:

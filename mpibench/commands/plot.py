@@ -1,6 +1,9 @@
 """mpibench plot: busbw against size from saved results, and a file's `p2p` entry (what
 `mpibench p2p` writes; its shape in docs/commands/plot.md) as heatmaps."""
+import argparse
 import os
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
 
 from ..analysis import heatmap
 from ..errors import UsageError
@@ -8,15 +11,23 @@ from ..measure.sizes import format_size
 from ..results import plottext, reader
 from ..results.document import finite
 from ..results.files import ResultFile
+from ..results.schema import Doc
 from .common import options
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 HELP = "draw busbw against size (and a p2p matrix) from saved results into a PNG"
 SESSION = "offline"
+Parts = Tuple[str, ...]                     # a line's label parts: file, backend, setting, ...
+Point = Tuple[int, float, float, float]     # size, value, low, high
+Matrix = Tuple[str, str, List[List[Optional[float]]], Optional[int], str]   # title, unit, rows, size, cmap
 METRICS = {"busbw": ("busbw_GBps", "busbw (GB/s)"), "algbw": ("algbw_GBps", "algbw (GB/s)"),
            "time": ("time_us", "time (us)")}
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="results JSON files")
     p.add_argument("--png", required=True, metavar="PATH", help="the picture to write")
     p.add_argument("--metric", choices=tuple(METRICS), default="busbw",
@@ -30,10 +41,12 @@ def add_arguments(p):
     options.add_log_options(p)
 
 
-def series(named_docs, metric, modes, only):
+def series(named_docs: Sequence[Tuple[str, Doc]], metric: str, modes: Sequence[str], only: Optional[Set[str]]
+           ) -> Tuple[Dict[str, Dict[Parts, List[Point]]], List[Tuple[str, Any]]]:
     """{collective: {label parts: [(size, value, low, high)]}} and the p2p entries."""
     field = METRICS[metric][0]
-    out, p2p = {}, []
+    out: Dict[str, Dict[Parts, List[Point]]] = {}
+    p2p: List[Tuple[str, Any]] = []
     for name, doc in named_docs:
         for row in doc["results"]:
             if only and row["collective"] not in only:
@@ -58,7 +71,7 @@ def series(named_docs, metric, modes, only):
     return out, p2p
 
 
-def labels(all_parts, with_file):
+def labels(all_parts: Sequence[Parts], with_file: bool) -> Dict[Parts, str]:
     """Each line's label: the parts that differ between a panel's lines (and its file, if several)."""
     varying = [i for i in range(7) if (i == 0 and with_file) or
                len({p[i] for p in all_parts}) > 1] or [0]
@@ -72,7 +85,7 @@ MATRICES = {"bandwidth_GBps": ("bandwidth", "GB/s", "size", "viridis"),
             "matrix": ("p2p", None, "size", "viridis")}
 
 
-def matrices(entry):
+def matrices(entry: Any) -> Union[List[Matrix], str]:
     """[(title, unit, rows)] of a p2p entry, or a string saying what is wrong with it."""
     if not isinstance(entry, dict):
         return "not an object"
@@ -96,8 +109,8 @@ def matrices(entry):
     return out or f"no matrix ({', '.join(MATRICES)})"
 
 
-def execute(session, args):
-    docs = [(path, reader.pick_test(reader.load(path, args.collective), path, args.test))
+def execute(session: None, args: argparse.Namespace) -> int:
+    docs = [(path, reader.pick_test(cast(Doc, reader.load(path, args.collective)), path, args.test))
             for path in args.files]
     plottext.tests_note(docs, args.test)
     plt = _matplotlib()
@@ -136,7 +149,7 @@ def execute(session, args):
     return 0
 
 
-def _matplotlib():
+def _matplotlib() -> ModuleType:
     """pyplot on the Agg backend, or UsageError naming how to install matplotlib."""
     try:
         import matplotlib
@@ -148,7 +161,8 @@ def _matplotlib():
     return plt
 
 
-def _draw_lines(ax, coll, per, with_file, args, plt):
+def _draw_lines(ax: "Axes", coll: str, per: Dict[Parts, List[Point]], with_file: bool,
+                args: argparse.Namespace, plt: ModuleType) -> None:
     """One collective's panel: a line per series over size, its spread shaded."""
     names_of = labels(list(per), with_file)
     for parts, points in per.items():
@@ -173,7 +187,7 @@ def _draw_lines(ax, coll, per, with_file, args, plt):
     ax.legend(fontsize=8)
 
 
-def _save(fig, png):
+def _save(fig: "Figure", png: str) -> None:
     """The figure to a fresh name (never overwrites; nothing left behind on failure)."""
     out = ResultFile(png, None)
     try:

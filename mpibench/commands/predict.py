@@ -1,6 +1,8 @@
 """mpibench predict: NCCL's cost model fitted to runs at several node counts (analysis/scaling.py),
 its intervals widened for what the inputs cannot see (analysis/bands.py, extrapolate.py)."""
+import argparse
 from math import exp, log2
+from typing import Dict, List, Optional, Sequence, Set, Tuple, cast
 
 from ..analysis import bands, extrapolate, scaling
 from ..diagnose import topology
@@ -9,14 +11,19 @@ from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_size
 from ..results import logfacts, predicttext, reader
 from ..results.numbers import us
+from ..results.predicttext import Checked
+from ..results.schema import Doc
 from .common import options
 
 HELP = "fit each collective's ring/tree, latency/bandwidth terms to runs at several node counts; predict more"
 SESSION = "offline"
 FAR = 8          # a target this many times the largest input gets a warning line
+Named = Sequence[Tuple[str, Doc]]       # the inputs: (path, document)
+Key = Tuple[str, str, str, str, str]    # collective, backend, dtype, redop, mode
+Measured = Tuple[str, int, int, int, float, float]     # --measured: its path, then as a point
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="results at two or more node counts")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--hosts", type=options.positive_float, metavar="H",
@@ -37,7 +44,7 @@ def add_arguments(p):
     options.add_log_options(p)
 
 
-def per_host(path, doc):
+def per_host(path: str, doc: Doc) -> Optional[int]:
     """Ranks per host of one input (None when it does not say its hosts)."""
     n, hosts = reader.ranks(doc), reader.hosts(doc)
     if not n or not hosts or (doc.get("world") or {}).get("hosts_complete") is False:
@@ -48,12 +55,14 @@ def per_host(path, doc):
     return n // len(hosts)
 
 
-def points(named_docs, wanted, only, g):
+def points(named_docs: Named, wanted: Optional[str], only: Optional[Set[str]], g: Optional[int]
+           ) -> Dict[Key, List[extrapolate.Point]]:
     """{(collective, backend, dtype, redop, mode): [(n, g, size, S, seconds)]}; g: ranks
     per host, or None for each input's own."""
-    out = {}
+    out: Dict[Key, List[extrapolate.Point]] = {}
     for path, doc in named_docs:
-        n, gg = reader.ranks(doc), g or per_host(path, doc)
+        n, gg = _ranks(doc), g or per_host(path, doc)
+        assert gg is not None       # g, or every input says its hosts (_target)
         for row in doc["results"]:
             if only and row["collective"] not in only:
                 continue
@@ -67,10 +76,10 @@ def points(named_docs, wanted, only, g):
     return out
 
 
-def load(path, args, notes):
+def load(path: str, args: argparse.Namespace, notes: List[str]) -> Doc:
     """One input: its test (--test N, else the first of a repeated collective, said so), refused
     when cut short unless --partial."""
-    doc = reader.load(path, args.collective)
+    doc = cast(Doc, reader.load(path, args.collective))
     if args.test:
         doc = reader.pick_test(doc, path, args.test)
     else:
@@ -88,10 +97,10 @@ def load(path, args, notes):
     return doc
 
 
-def belong(docs, only, what="inputs", same=True):
+def belong(docs: Named, only: Optional[Set[str]], what: str = "inputs", same: bool = True) -> None:
     """UsageError unless the files ran the same collectives (same: else those they share), each
     with the same types, and the same NCCL and nccl-tests versions where they print them."""
-    def colls(d):
+    def colls(d: Doc) -> Set[str]:
         return {r["collective"] for r in d["results"] if not only or r["collective"] in only}
     held = {p: colls(d) for p, d in docs}
     if same and len({frozenset(c) for c in held.values()}) > 1:
@@ -112,8 +121,8 @@ def belong(docs, only, what="inputs", same=True):
                 f"{p} {v}" for p, v in seen.items()))
 
 
-def execute(session, args):
-    notes = []
+def execute(session: None, args: argparse.Namespace) -> int:
+    notes: List[str] = []
     only = set(args.collectives.split(",")) if args.collectives else None
     docs = [(p, load(p, args, notes)) for p in args.files]
     belong(docs, only)
@@ -125,13 +134,13 @@ def execute(session, args):
         belong(docs + checks, only, "inputs and --measured runs", same=False)
     wanted = MODE_KEYS.get(args.mode)
     measured = points(docs, wanted, only, 1 if flat else None)
-    checked = {}
+    checked: Dict[Tuple[str, ...], List[Measured]] = {}
     for p, d in checks:
         for group, pts in points([(p, d)], wanted, only, g).items():     # any backend's run
             checked.setdefault(group[:1] + group[2:], []).extend((p,) + x for x in pts)
     if not measured:
         raise UsageError("predict: no rows to fit")
-    counts = sorted({reader.ranks(d) for _, d in docs})
+    counts = sorted({_ranks(d) for _, d in docs})
     if target < counts[0]:
         raise UsageError(f"predict: {_at(target, g, flat)} is below the smallest input "
                          f"({_at(counts[0], g, flat)}): predict carries the inputs upward only")
@@ -155,12 +164,20 @@ def execute(session, args):
     return 0
 
 
-def _at(n, g, flat):
+def _ranks(doc: Doc) -> int:
+    """An input's ranks, once _target (or _measured) has refused an input that does not say."""
+    n = reader.ranks(doc)
+    assert n is not None
+    return n
+
+
+def _at(n: int, g: int, flat: Optional[str]) -> str:
     """n ranks as the inputs count them: nodes, or ranks where every rank is a node of its own."""
     return f"{n} ranks" if flat else f"{n // g} nodes"
 
 
-def _measured(p, d, docs, target, g, flat, only):
+def _measured(p: str, d: Doc, docs: Named, target: int, g: int, flat: Optional[str], only: Optional[Set[str]]
+              ) -> None:
     """A --measured run: at the target, with the inputs' ranks per host and one of their collectives."""
     if reader.ranks(d) != target:
         raise UsageError(f"predict: --measured {p} ran on {reader.ranks(d)} ranks, not the {target} "
@@ -176,13 +193,13 @@ def _measured(p, d, docs, target, g, flat, only):
                          f"inputs {', '.join(sorted(fitted))}: nothing to compare")
 
 
-def _target(docs, args):
+def _target(docs: Named, args: argparse.Namespace) -> Tuple[int, int, Optional[str]]:
     """(ranks to predict, ranks per host, why every rank counts as a node or None):
     --ranks, or --hosts times the inputs' ranks per host."""
     for p, d in docs:
         if not reader.ranks(d):
             raise UsageError(f"predict: {p} does not say how many ranks it ran on (world.size)")
-    counts = sorted({reader.ranks(d) for _, d in docs})
+    counts = sorted({_ranks(d) for _, d in docs})
     if len(counts) < 2:
         raise UsageError(f"predict: give runs at two or more rank counts (these all have {counts[0]})")
     ppn = {p: per_host(p, d) for p, d in docs}
@@ -194,13 +211,14 @@ def _target(docs, args):
             raise UsageError("predict: the inputs do not all say their hosts: give --ranks")
         return int(args.ranks), 1, "hosts unknown"
     g = next(iter(ppn.values()))
+    assert g is not None
     n = int(args.ranks) if args.ranks else int(args.hosts) * g
     if n % g:
         raise UsageError(f"predict: --ranks {n} is not a multiple of the inputs' {g} ranks per host")
     return n, g, None
 
 
-def _tiers(path, docs, target, g, flat):
+def _tiers(path: str, docs: Named, target: int, g: int, flat: Optional[str]) -> Tuple[str, bool]:
     """(line, whether the target needs a switch tier no input crossed) from --topology FILE and
     the hosts the inputs name."""
     entries = topology.parse(topology.read_file(path), f"--topology {path}")
@@ -213,13 +231,14 @@ def _tiers(path, docs, target, g, flat):
     missing = sorted({h for _, d in docs for h in reader.hosts(d)} - set(every))
     if missing:
         raise UsageError(f"predict: --topology {path} does not list host {missing[0]} of the inputs")
-    below, level = {}, {}
+    below: Dict[str, int] = {}
+    level: Dict[str, int] = {}
     for h in every:
         for k, s in enumerate(tree.up(tree.leaf[h])):
             below[s] = below.get(s, 0) + 1
             level[s] = max(level.get(s, 0), k)
 
-    def crossed(hosts):
+    def crossed(hosts: List[str]) -> int:
         chains = [tree.up(tree.leaf[h]) for h in hosts]
         common = set(chains[0]).intersection(*map(set, chains[1:]))
         return min(level[s] for s in common) if common else max(level.values()) + 1
@@ -236,7 +255,8 @@ def _tiers(path, docs, target, g, flat):
     return f"{nodes} nodes fit under tier {need} (leaf switches: 0), which the inputs crossed", False
 
 
-def _group(group, pts, checked, target, g, flat, model, tier):
+def _group(group: Key, pts: List[extrapolate.Point], checked: Optional[List[Measured]], target: int, g: int,
+           flat: Optional[str], model: str, tier: Optional[bool]) -> List[Checked]:
     """Fit one collective's points, print the fit, its self-check and its table; per row of
     --measured: (collective, size, error, inside the interval, None for a guess)."""
     coll, backend, dtype, redop, mode = group
@@ -257,10 +277,13 @@ def _group(group, pts, checked, target, g, flat, model, tier):
     elif len(ns) == 2 and target > ns[-1] and tier is None:
         predicttext.unchecked(_at(ns[0], g, flat), _at(ns[1], g, flat))
     if res.flat:
+        assert res.fall is not None     # the rows two flat counts widened
         predicttext.flat(_at(ns[0], g, flat), _at(ns[1], g, flat), res.fall, bands.FLAT, bands.TIER,
                          log2(target / ns[-1]), _at(target, g, flat))
     if res.regime:
-        predicttext.regime(*(_at(n, g, flat) for n in res.regime), res.check.error, res.check.rms)
+        before, after = res.regime
+        assert res.check is not None    # the held-out check found the change
+        predicttext.regime(_at(before, g, flat), _at(after, g, flat), res.check.error, res.check.rms)
     factor = extrapolate.bus_bytes(coll, 1.0, target)
     headers = ["size"] + [f"t us n={n}" for n in ns] + [
         f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]

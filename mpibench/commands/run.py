@@ -2,18 +2,22 @@
 import argparse
 import itertools
 import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 from ..diagnose import links, pathlimits, rankfacts, stragglers
 from ..diagnose.hostfacts import line_rate
 from ..errors import UsageError
 from ..launch import torchenv
 from ..launch.bootstrap import TORCH_BACKENDS
+from ..launch.session import Session
 from ..measure.backends import make as make_backend
 from ..measure import launchcost
 from ..measure.backends.timing import BLOCKING
+from ..measure.backends.torchdist import TorchBackend
 from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY, traffic
 from ..measure.collectives.alltoallv import AllToAllV
-from ..measure.dtypes import parse_dtypes, parse_list, parse_ops
+from ..measure.collectives.traffic import Traffic
+from ..measure.dtypes import DType, parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
 from ..measure.modes import MODE_KEYS, MODE_TEXT
 from ..measure.sizes import sweep
@@ -22,7 +26,7 @@ from ..results.numbers import counted
 from ..results.rows import UNSTABLE, Collector
 from ..results.summary import (closing, comparison as backends_side_by_side, line_rate_lines,
                                path_limit_lines, published_lines)
-from ..results.output import open_output
+from ..results.output import RunOutput, open_output
 from .common import guard, options
 
 HELP = "sweep collectives over sizes (the default command)"
@@ -31,7 +35,7 @@ CPU_MAXBYTES = 16 << 20
 GPU_MAXBYTES = 4 << 30
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     # what is measured: collectives, sizes, iterations, data types, ops, root
     p.add_argument("--collectives", default="all", metavar="LIST",
                    help=f"comma-separated, or all: {', '.join(COLLECTIVES)} (default all)")
@@ -128,7 +132,7 @@ def add_arguments(p):
     options.add_backend(p, several=True)
 
 
-def check_args(args):
+def check_args(args: argparse.Namespace) -> None:
     """Input errors that need no rank or backend, found by every rank alike at parse time."""
     options.check_nccl_tests_fixed(args)
     if args.nccl_json:
@@ -165,13 +169,13 @@ def check_args(args):
                          f"and {args.iters - 1} (-n {args.iters} iterations)")
 
 
-def lists(args):
+def lists(args: argparse.Namespace) -> Tuple[List[str], List[DType], List[str]]:
     """The collectives, data types and ops that --collectives, -d and -o name."""
     return (parse_list(args.collectives, COLLECTIVES, "collective"), parse_dtypes(args.dtype),
             parse_ops(args.op))
 
 
-def matrix_path(args):
+def matrix_path(args: argparse.Namespace) -> Optional[str]:
     """The alltoallv matrix file: --alltoallv-matrix, else nccl-tests' variable unless
     --alltoallv-spread asks for the generated pattern; None: generated."""
     if args.alltoallv_matrix is not None:
@@ -179,7 +183,7 @@ def matrix_path(args):
     return None if args.alltoallv_spread is not None else os.environ.get(traffic.MATRIX_ENV) or None
 
 
-def alltoallv_args(args, names):
+def alltoallv_args(args: argparse.Namespace, names: Sequence[str]) -> None:
     """The alltoallv options' own errors, found at parse time."""
     if "alltoallv" not in names:
         given = [o for o, v in (("--alltoallv-spread", args.alltoallv_spread),
@@ -206,14 +210,14 @@ def alltoallv_args(args, names):
                          f"sweep has nothing to vary (as nccl-tests)")
 
 
-def alltoallv_traffic(args, session):
+def alltoallv_traffic(args: argparse.Namespace, session: Session) -> Optional[Traffic]:
     """alltoallv's traffic for this job (its matrix read on rank 0), or None when not run."""
     if "alltoallv" not in lists(args)[0]:
         return None
     path = matrix_path(args)
     where = "--alltoallv-matrix" if args.alltoallv_matrix else traffic.MATRIX_ENV
 
-    def load(file):
+    def load(file: str) -> Traffic:
         try:
             with open(file, encoding="utf-8", errors="replace") as f:
                 text = f.read(64 << 20)
@@ -240,7 +244,7 @@ def alltoallv_traffic(args, session):
     return found
 
 
-def host_memory():
+def host_memory() -> Optional[int]:
     """Bytes of memory this host has available (MemAvailable), or None where unknown."""
     try:
         with open("/proc/meminfo") as f:
@@ -252,7 +256,7 @@ def host_memory():
     return None
 
 
-def matrix_fits(session, backends, found):
+def matrix_fits(session: Session, backends: Sequence[TorchBackend], found: Optional[Traffic]) -> None:
     """UsageError (on every rank) when the matrix's busiest rank needs more buffer than a
     rank's share of its GPU or host memory."""
     if found is None or found.generated:
@@ -260,7 +264,7 @@ def matrix_fits(session, backends, found):
     send, recv = found.max_elements(session.size, 0, 1)
     need = send + recv
     local = session.hosts.count(session.hostname)
-    room = [b.device_total_bytes() for b in backends if b.cuda]
+    room = [t for b in backends if b.cuda and (t := b.device_total_bytes()) is not None]
     mine = min(room) if room else (m // local if (m := host_memory()) is not None else None)
     every = session.comm.allgather(mine)
     known = [(m, r) for r, m in enumerate(every) if m is not None]
@@ -272,7 +276,8 @@ def matrix_fits(session, backends, found):
                          f"{'on its GPU' if room else 'of its host memory available'}")
 
 
-def build_plan(args, session, backend, alltoallv=None):
+def build_plan(args: argparse.Namespace, session: Session, backend: TorchBackend,
+               alltoallv: Optional[Traffic] = None) -> Plan:
     """Plan from args; raises UsageError (the same on every rank) for bad input; alltoallv:
     its traffic (None: the registry's, generated at the default spread)."""
     names, dtypes, ops = lists(args)
@@ -308,7 +313,9 @@ def build_plan(args, session, backend, alltoallv=None):
                 margin=options.share_margin(args.min_share))
 
 
-def header(session, out, plans, backends, records, versions, uncapped=None):
+def header(session: Session, out: RunOutput, plans: Sequence[Plan], backends: Sequence[TorchBackend],
+           records: Sequence[Dict[str, Any]], versions: Sequence[Dict[str, Optional[str]]],
+           uncapped: Optional[float] = None) -> None:
     """The run's preamble: settings, every rank's device, versions, network variables;
     uncapped: the row deadline DEADLINE_CAP cut (None: none was cut)."""
     plan = plans[0]
@@ -330,17 +337,18 @@ def header(session, out, plans, backends, records, versions, uncapped=None):
     out.announce_files()
 
 
-def call_notes(plan, backends):
+def call_notes(plan: Plan, backends: Sequence[TorchBackend]) -> List[Tuple[str, str, str]]:
     """(backend, collective, text) where torch's call differs from nccl-tests' in the plan's modes."""
     return [(b.name, coll.name, t) for b in backends for coll in plan.collectives
             for t in sorted({coll.torch_notes[b.name, m] for m in plan.modes
                              if (b.name, m) in coll.torch_notes and m in b.modes(coll)})]
 
 
-def launch_costs(session, backends, plans):
+def launch_costs(session: Session, backends: Sequence[TorchBackend], plans: Sequence[Plan]
+                 ) -> Dict[str, Dict[str, float]]:
     """{backend: {collective: seconds}} of the slowest rank's per-call launch cost of each
     collective the plan runs, GPU backends only (measure/launchcost.py), on rank 0."""
-    out = {}
+    out: Dict[str, Dict[str, float]] = {}
     for b, plan in zip(backends, plans):
         if b.cuda:
             session.watch.arm(f"per-call launch cost ({b.name})")
@@ -353,7 +361,7 @@ def launch_costs(session, backends, plans):
     return out
 
 
-def blocking_mode_text(backend, mode):
+def blocking_mode_text(backend: TorchBackend, mode: int) -> str:
     """What -z `mode` does on this backend, for the header and the JSON."""
     text = BLOCKING[mode] + ", plus one untimed call and a barrier before the timed loop"
     if backend.launches_async(mode):
@@ -367,18 +375,18 @@ def blocking_mode_text(backend, mode):
 DEADLINE_CAP = 1800.0
 
 
-def traffic_deadline(plan):
+def traffic_deadline(plan: Plan) -> float:
     """60 s plus the largest row's traffic (about 2 x size per call) at 1 GB/s: generous for
     any working network, short enough that a hang is named within minutes."""
     return float(round(60 + max(calls_per_row(plan), plan.probe_iters) * 2 * plan.sizes[-1] / 1e9))
 
 
-def default_timeout(plan):
+def default_timeout(plan: Plan) -> float:
     """The row deadline without --timeout: traffic_deadline, at most DEADLINE_CAP."""
     return min(DEADLINE_CAP, traffic_deadline(plan))
 
 
-def min_bw(explicit):
+def min_bw(explicit: Optional[float]) -> Optional[Tuple[float, str]]:
     """(threshold GB/s, where it comes from) or None: --min-busbw X fails below X;
     NCCL_TESTS_MIN_BW=X, as nccl-tests 2.19.6, below 0.9 X."""
     if explicit is not None:
@@ -395,7 +403,7 @@ def min_bw(explicit):
     return 0.9 * value, f"0.9 x NCCL_TESTS_MIN_BW={text}"
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     backends = [make_backend(session, name) for name in args.backend]
     alltoallv = alltoallv_traffic(args, session)
     matrix_fits(session, backends, alltoallv)
@@ -410,6 +418,7 @@ def execute(session, args):
     rates = session.comm.gather(line_rate(), root=0)
     paths = pathlimits.gather(session)
     if session.rank == 0:
+        assert out is not None
         traffic = max(traffic_deadline(p) for p in plans)
         header(session, out, plans, backends, records, versions,
                uncapped=traffic if args.timeout is None and traffic > DEADLINE_CAP else None)
@@ -421,7 +430,8 @@ def execute(session, args):
         runtext.graph_buffers_header(out, graph_buffers)
         out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
         runtext.path_header(out, pathlimits.section(paths, len(paths) > 1),
-                            published.section(paths, [c.name for c in plans[0].collectives]))
+                            published.section(cast(Dict[str, Dict[str, Any]], paths),   # gather drops None
+                                              [c.name for c in plans[0].collectives]))
         if args.trials > 1:
             out.trials = Collector(args.unstable)
             out.set(trials=args.trials)
@@ -451,15 +461,17 @@ def execute(session, args):
                                   "buffer_bytes": buffer_bytes, "device_peak_bytes": device_peak}, root=0)
     failure = None
     if session.rank == 0:
+        assert out is not None
         if args.trials > 1:
             runtext.trials_summary(out, args.trials, args.unstable)
         if args.per_rank:
             runtext.per_rank_table(session.hosts, out)
         runtext.memory_summary(session.hosts, out, memory)
-        lines = []
+        lines: List[str] = []
         if len(backends) > 1:     # both backends' rows side by side, the second's busbw over the first's
             buffers = runtext.buffer_memory(backends)
-            rows, lines = backends_side_by_side(out.doc["results"], *names, memory=buffers)
+            first, second = names
+            rows, lines = backends_side_by_side(out.doc["results"], first, second, memory=buffers)
             out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
         fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
                                         min_bw(args.min_busbw))

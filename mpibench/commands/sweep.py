@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 from ..errors import Exit, UsageError
 from ..measure.modes import MODE_KEYS
 from ..results import document, reader, sweeptext
 from ..results.files import json_parts, ResultFile
+from ..results.schema import Doc
 from .common import options
 
 HELP = "run the benchmark once per setting of NCCL (or any) variables and compare them"
@@ -20,9 +22,10 @@ SESSION = "offline"
 DEFAULT_SETS = (("NCCL_ALGO", ("Ring", "Tree")), ("NCCL_PROTO", ("LL", "LL128", "Simple")))
 OPENMPI = ("mpirun", "mpiexec", "orterun", "prterun", "oshrun")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+Swept = Tuple[str, Tuple[str, ...]]     # --set NAME=V1,V2: the name and its values
 
 
-def parse_set(text):
+def parse_set(text: str) -> Swept:
     name, sep, values = text.partition("=")
     vals = [v.strip() for v in values.split(",")]
     if not sep or not _NAME.fullmatch(name.strip()) or not all(vals):
@@ -32,7 +35,7 @@ def parse_set(text):
     return name.strip(), tuple(vals)
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = "mpibench sweep [--set NAME=V1,V2]... [OPTIONS] -- COMMAND ..."
     p.add_argument("--set", dest="sets", action="append", type=parse_set, default=[],
                    metavar="NAME=V1,V2", help="a variable and its values; repeat for more "
@@ -52,7 +55,7 @@ def add_arguments(p):
                    help="the launcher command that runs one benchmark")
 
 
-def settings(sets):
+def settings(sets: Sequence[Swept]) -> List[Dict[str, str]]:
     names = [n for n, _ in sets]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
@@ -60,7 +63,7 @@ def settings(sets):
     return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in sets))]
 
 
-def is_openmpi(launcher):
+def is_openmpi(launcher: str) -> bool:
     """Open MPI's mpirun takes -x; ask it (MPICH's mpiexec has the same name)."""
     if os.path.basename(launcher) not in OPENMPI:
         return False
@@ -71,7 +74,8 @@ def is_openmpi(launcher):
     return "open mpi" in (done.stdout + done.stderr).lower() or "openrte" in done.stdout.lower()
 
 
-def run_one(argv, env, timeout, quiet):
+def run_one(argv: List[str], env: Dict[str, str], timeout: float, quiet: bool
+            ) -> Tuple[int, Optional[str]]:
     """Start one launch in its own process group; stop the group if it runs too long."""
     proc = subprocess.Popen(argv, env=dict(os.environ, **env), start_new_session=True,
                             stdout=subprocess.DEVNULL if quiet else None)
@@ -90,18 +94,19 @@ def run_one(argv, env, timeout, quiet):
         signal.signal(signal.SIGTERM, previous)
 
 
-def _stop(proc):
+def _stop(proc: "subprocess.Popen[bytes]") -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
-            return proc.wait(timeout=5)
+            proc.wait(timeout=5)
+            return
         except ProcessLookupError:
             return
         except subprocess.TimeoutExpired:
             pass
 
 
-def parts_folder(merged_path):
+def parts_folder(merged_path: str) -> str:
     root = os.path.splitext(merged_path)[0]
     for k in range(10000):
         folder = f"{root}.settings" + (f".{k}" if k else "")
@@ -113,7 +118,7 @@ def parts_folder(merged_path):
     raise UsageError(f"cannot make a folder beside {merged_path}: too many exist")
 
 
-def execute(session, args):
+def execute(session: None, args: argparse.Namespace) -> int:
     command = _command(args.launch)
     sets = args.sets or list(DEFAULT_SETS)
     envs = settings(sets)
@@ -144,7 +149,7 @@ def execute(session, args):
     return 0
 
 
-def _command(launch):
+def _command(launch: List[str]) -> List[str]:
     """The command that runs one benchmark (after --), or UsageError."""
     command = launch[1:] if launch[:1] == ["--"] else launch
     if not command:
@@ -156,16 +161,17 @@ def _command(launch):
     return command
 
 
-def _one_setting(doc, name, env, path, args, command, openmpi, which):
+def _one_setting(doc: Doc, name: str, env: Dict[str, str], path: str, args: argparse.Namespace,
+                 command: List[str], openmpi: bool, which: str) -> Tuple[Optional[Doc], bool]:
     """Run one setting, its rows, hosts and record folded into doc; (its document or None, passed)."""
     start = time.monotonic()
     forward = [x for k, v in env.items() for x in ("-x", f"{k}={v}")] if openmpi else []
     argv = [command[0]] + forward + command[1:] + ["--json", path]
     rc, why = run_one(argv, env, args.timeout, args.quiet)
-    record = {"setting": name, "env": env, "file": path, "rc": rc,
+    record: Dict[str, Any] = {"setting": name, "env": env, "file": path, "rc": rc,
               "elapsed_s": round(time.monotonic() - start, 3)}
     try:
-        part = reader.load(path)
+        part: Optional[Doc] = cast(Doc, reader.load(path))
     except UsageError as exc:
         part, record["error"] = None, str(exc)
     if part is not None:
@@ -176,13 +182,13 @@ def _one_setting(doc, name, env, path, args, command, openmpi, which):
         doc["results"] += [dict(row, setting=name) for row in part["results"]]
         doc["hosts"] += [dict(e, setting=name) for e in part.get("hosts") or [] if isinstance(e, dict)]
         doc.setdefault("world", part.get("world"))
-    ok = rc == 0 and part is not None and part.get("complete")
+    ok = bool(rc == 0 and part is not None and part.get("complete"))
     sweeptext.setting_done(which, record, part, ok, rc, why)
     doc["settings"].append(record)
     return part, ok
 
 
-def _refuse_unread_variables(doc, merged, part, swept):
+def _refuse_unread_variables(doc: Doc, merged: ResultFile, part: Doc, swept: Sequence[str]) -> None:
     """After the first setting: UsageError when only NCCL_ variables are swept and the runs
     do not use NCCL (the document closed first)."""
     backend = (part.get("world") or {}).get("backend")

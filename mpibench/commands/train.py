@@ -1,27 +1,32 @@
 """mpibench train: what the network costs a data-parallel training step."""
+import argparse
 import math
 from collections import Counter
 from dataclasses import asdict
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from ..diagnose import rankfacts, stragglers
 from ..errors import Exit, UsageError
 from ..launch import faults
+from ..launch.session import Session
 from ..launch.watchdog import TIMED_LOOP
 from ..measure import model
 from ..measure.backends import make as make_backend
+from ..measure.backends.torchdist import TorchBackend
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import parse_dtypes
 from ..measure.engine import Engine, Plan
 from ..measure.modes import MODE_KEYS
 from ..measure.training import PARALLEL, Trainer, fsdp_unsupported
 from ..results import inputs, reader, trainfigures, traintext
-from ..results.output import open_output
+from ..results.output import RunOutput, open_output
+from ..results.schema import Doc, Train
 from .common import guard, options
 
 HELP = "time data-parallel training steps of a GPT-style model: what communication costs"
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, metavar="NAME",
                    help=f"the model: {', '.join(model.PRESETS)} (default tiny on CPUs, gpt2 on GPUs)")
     for field in model.FIELDS:
@@ -52,11 +57,11 @@ def add_arguments(p):
     options.add_backend(p, choices=options.AUTO_AND_TORCH_BACKENDS)
 
 
-def _shape(args, preset):
+def _shape(args: argparse.Namespace, preset: str) -> model.Shape:
     return model.shape(preset, **{f: getattr(args, f) for f in model.FIELDS})
 
 
-def check_args(args):
+def check_args(args: argparse.Namespace) -> None:
     """Input errors that need no rank (without --preset, execute checks the shape: it depends
     on the device)."""
     if args.preset or (args.hidden and args.heads):
@@ -65,9 +70,9 @@ def check_args(args):
         raise UsageError(f"--warmup {args.warmup} is larger than --steps {args.steps}")
 
 
-def load_baseline(path, shape, size):
+def load_baseline(path: str, shape: model.Shape, size: int) -> Doc:
     """The baseline document, or UsageError (the same on every rank)."""
-    doc = reader.load(path)
+    doc = cast(Doc, reader.load(path))
     if doc.get("command") != "train":
         raise UsageError(f"--scale-from {path}: a '{doc.get('command', '?')}' result, not a "
                          f"train result")
@@ -84,11 +89,11 @@ def load_baseline(path, shape, size):
     return doc
 
 
-def _fields(d):
+def _fields(d: Dict[str, Any]) -> str:
     return ", ".join(f"{k} {d[k]}" for k in model.FIELDS)
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     backend = make_backend(session, args.backend[0])
     preset = args.preset or ("gpt2" if backend.cuda else "tiny")
     shape = _shape(args, preset)
@@ -109,6 +114,7 @@ def execute(session, args):
              "summary": None, "hosts": None, "memory": [], "memory_kind": trainer.memory.kind,
              "replicas": None, "scaling": None}
     if session.rank == 0:
+        assert out is not None
         out.say(traintext.header_line(train), traintext.watchdog_line(session.watch.timeout))
         rankfacts.describe(session, out, [backend.name], records, versions,
                            {"timeout": session.watch.timeout})
@@ -131,21 +137,24 @@ def execute(session, args):
     session.watch.disarm()
     replicas = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
                         base, args)["replicas"] if session.rank == 0 else None
-    differ = bool(replicas) and not replicas["agree"]
+    differ = bool(replicas and not replicas["agree"])
     return guard.verdict(session, "FAILED: the replicas differ after synced steps (see 'replicas')"
                          if differ else None)
 
 
-def _timed_steps(session, out, trainer, train, args):
+def _timed_steps(session: Session, out: Optional[RunOutput], trainer: Trainer, train: Dict[str, Any],
+                 args: argparse.Namespace) -> Dict[str, Any]:
     """The warm-up steps, then the timed ones (synced and unsynced, A/B then B/A), each
     gathered to rank 0, printed and written as it comes; train with its steps."""
     barrier = session.comm.polite_barrier
-    kinds = [k for k in (("synced_s", trainer.synced), ("unsynced_s", trainer.unsynced)) if k[1]]
+    kinds = [(name, fn) for name, fn in (("synced_s", trainer.synced), ("unsynced_s", trainer.unsynced))
+             if fn]
     for k in range(args.warmup):
         session.watch.arm(f"warm-up step {k + 1} of {args.warmup}")
         for _, fn in kinds:
             trainer.timed(fn, k, barrier)
     if session.rank == 0:
+        assert out is not None
         out.say(traintext.steps_title(train), traintext.STEP_HEADER)
     for k in range(args.steps):
         mine, losses = {}, []
@@ -158,6 +167,7 @@ def _timed_steps(session, out, trainer, train, args):
         loss = _finite(dict(losses).get("synced_s", losses[0][1]).item())
         gathered = session.comm.gather((mine, loss), root=0)
         if session.rank == 0:
+            assert out is not None
             rec = {"step": k + 1, "synced_s": None, "loss": [g[1] for g in gathered],
                    **{name: [g[0][name] for g in gathered] for name, _ in kinds}}
             train = dict(train, steps=train["steps"] + [rec])
@@ -166,7 +176,7 @@ def _timed_steps(session, out, trainer, train, args):
     return train
 
 
-def _replica_loss(session, trainer):
+def _replica_loss(session: Session, trainer: Trainer) -> Optional[float]:
     """This replica's loss on the shared batch (None where not finite)."""
     shared = _finite(trainer.shared_loss())
     shift = faults.get("replica", session.rank)
@@ -175,14 +185,17 @@ def _replica_loss(session, trainer):
     return shared
 
 
-def _closing(session, out, trainer, train, gathered, alone, base, args):
+def _closing(session: Session, out: Optional[RunOutput], trainer: Trainer, train: Dict[str, Any],
+             gathered: List[Tuple[Optional[int], Optional[float]]], alone: Dict[Tuple[str, int], float],
+             base: Optional[Doc], args: argparse.Namespace) -> Dict[str, Any]:
     """Rank 0: the slow hosts, the figures, memory, replicas and scaling, printed and
     written; train complete."""
+    assert out is not None
     analysis_of = "synced_s" if trainer.synced else "unsynced_s"
     times = [[s[analysis_of][r] for s in train["steps"]] for r in range(session.size)]
     analysis = stragglers.analyze(session.hosts, times, margin=options.share_margin(args.min_share))
     losses = [g[1] for g in gathered]
-    summary = trainfigures.figures(train, session.size, alone)
+    summary = trainfigures.figures(cast(Train, train), session.size, alone)
     train = dict(train, summary=summary, hosts=analysis,
                  memory=[{"rank": r, "host": session.hosts[r], "peak_bytes": g[0]}
                          for r, g in enumerate(gathered)],
@@ -195,12 +208,12 @@ def _closing(session, out, trainer, train, gathered, alone, base, args):
     return train
 
 
-def _finite(x):
+def _finite(x: float) -> Optional[float]:
     """A loss as the JSON can hold it: None when it is not a finite number."""
     return x if math.isfinite(x) else None
 
 
-def _calls(trainer):
+def _calls(trainer: Trainer) -> List[Dict[str, Any]]:
     """One step's collectives: [{"collective", "size", "count"}], sizes in bytes."""
     calls = Counter(("all_reduce", size) for size in trainer.buckets())
     for size, gathers in trainer.fsdp_units():
@@ -209,7 +222,8 @@ def _calls(trainer):
     return [{"collective": c, "size": s, "count": n} for (c, s), n in calls.items()]
 
 
-def _time_alone(session, backend, out, calls, iters):
+def _time_alone(session: Session, backend: TorchBackend, out: Optional[RunOutput],
+                calls: List[Dict[str, Any]], iters: int) -> Dict[Tuple[str, int], float]:
     """{(collective, size): seconds} of each of the step's collectives timed alone, back
     to back, through the engine on the same process group ({} when not timed)."""
     if not calls or not iters or session.size < 2:
@@ -226,6 +240,7 @@ def _time_alone(session, backend, out, calls, iters):
                     modes=(mode,), probe_iters=0)
         Engine(session, backend, plan, sink).run()
         if session.rank == 0:
+            assert out is not None
             for row in out.doc["results"]:
                 if row["collective"] == name and row[MODE_KEYS[mode]]:
                     alone[(name, row["requested_size"])] = row[MODE_KEYS[mode]]["time_us"] / 1e6

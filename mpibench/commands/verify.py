@@ -3,19 +3,24 @@ import argparse
 import os
 import time
 from statistics import median
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..diagnose import hostfacts, iperf, rankfacts, verdicts
 from ..errors import UsageError
+from ..launch.session import Session
 from ..measure import launchcost, selfcheck
 from ..measure.backends import make as make_backend
+from ..measure.backends.torchdist import TorchBackend
 from ..measure.collectives import REGISTRY
 from ..measure.dtypes import DTYPES
 from ..measure.engine import Plan
 from ..measure.modes import MODE_KEYS
+from ..measure.row import Figures, Row
+from ..measure.selfcheck import Rounds
 from ..measure.sizes import sweep
 from ..results import inputs, reader, verifytable
 from ..results.numbers import counted
-from ..results.output import open_output
+from ..results.output import RunOutput, open_output
 from .common import guard, options
 
 HELP = "check mpibench's own figures here: timer, per-call cost, correctness, plausibility, peers"
@@ -28,16 +33,17 @@ CPU_CHECK_SIZE = 64 << 10
 GPU_CHECK_SIZE = 1 << 20
 MAX_PEER_SIZES = 32
 PEER_ROUNDS = 3             # NetPIPE 3.7's trials per size (TRIALS in netpipe.c)
+Peer = Tuple[str, List[Row]]    # read_peer(): the tool, its rows
 
 
-def _sizes(text):
+def _sizes(text: str) -> List[int]:
     sizes = sorted({options.size_arg(t.strip()) for t in text.split(",") if t.strip()})
     if not sizes or sizes[0] < 4:
         raise argparse.ArgumentTypeError(f"{text!r}: give sizes of at least 4 bytes")
     return sizes
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
                    help=f"sizes the two timers compare, comma-separated (default {CPU_SIZES} on "
                         f"CPUs, {GPU_SIZES} on GPUs); 8 bytes is added for the per-call cost")
@@ -75,7 +81,7 @@ def add_arguments(p):
     options.add_backend(p)
 
 
-def read_peer(path):
+def read_peer(path: str) -> Peer:
     """The peer's tool and its rows of a collective and data type mpibench runs, or UsageError."""
     doc = reader.load(path)
     rows = [r for r in doc["results"] if r["collective"] in REGISTRY
@@ -85,7 +91,8 @@ def read_peer(path):
     return doc.get("source") or doc.get("tool") or "peer", rows
 
 
-def peer_plan(rows, backend, iters, warmup):
+def peer_plan(rows: List[Row], backend: TorchBackend, iters: int, warmup: int
+              ) -> Tuple[List[Row], Plan]:
     first = rows[0]
     name, dtype = first["collective"], first.get("dtype", first["type"])
     same = [r for r in rows if (r["collective"], r.get("dtype", r["type"])) == (name, dtype)]
@@ -101,7 +108,7 @@ def peer_plan(rows, backend, iters, warmup):
                       probe_iters=0)
 
 
-def execute(session, args):
+def execute(session: Session, args: argparse.Namespace) -> int:
     backend = make_backend(session, args.backend[0])
     sizes = args.sizes or _sizes(GPU_SIZES if backend.cuda else CPU_SIZES)
     timed = sorted({8, *sizes})
@@ -117,6 +124,7 @@ def execute(session, args):
         "start-up (every rank's device and versions)")
     records, versions = rankfacts.gather(session)
     if session.rank == 0:
+        assert out is not None
         verifytable.title(out)
         rankfacts.describe(session, out, [backend.name], records, versions,
                          {"sizes": sizes, **settings, "floor": args.min_share, "against": args.against})
@@ -126,6 +134,7 @@ def execute(session, args):
     session.watch.disarm()
     if session.rank != 0:
         return guard.verdict(session, None)
+    assert out is not None
     checks, medians, figures = _verdicts(measured, backend, args, timed, tolerance, judged)
     verifytable.checks(out, checks)
     # The rows as `run` writes them (the median round's), for report and compare.
@@ -135,14 +144,15 @@ def execute(session, args):
     out.finish()
     failed = verdicts.failed(checks)
     names = ", ".join(f"{c['check']} ({c['verdict']})" for c in failed)
-    return guard.verdict(session, failed and f"verify: {counted(len(failed), 'check')} did not "
-                                             f"pass: {names}")
+    return guard.verdict(session, f"verify: {counted(len(failed), 'check')} did not pass: {names}"
+                         if failed else None)
 
 
-def _measure(session, out, backend, args, timed, tolerance, judged, peer):
+def _measure(session: Session, out: Optional[RunOutput], backend: TorchBackend, args: argparse.Namespace,
+             timed: List[int], tolerance: float, judged: int, peer: Optional[Peer]) -> Dict[str, Any]:
     """Every rank: what the five checks judge, as a dict (the gathered parts on rank 0)."""
     # 1. The timers.
-    found = {"got": _compare_timers(session, out, backend, args, timed, tolerance, judged)}
+    found: Dict[str, Any] = {"got": _compare_timers(session, out, backend, args, timed, tolerance, judged)}
     # 2. The per-call cost: GPUs the launch (measure/launchcost), CPUs the harness over the bare loop.
     found["gpu_launch"] = selfcheck.gpu_launch_seconds(session, backend)
     small = [s for s in (sweep(8, judged // 4, 4) if backend.cuda else []) if s not in timed]
@@ -168,14 +178,17 @@ def _measure(session, out, backend, args, timed, tolerance, judged, peer):
     return found
 
 
-def _compare_timers(session, out, backend, args, timed, tolerance, judged):
+def _compare_timers(session: Session, out: Optional[RunOutput], backend: TorchBackend,
+                    args: argparse.Namespace, timed: List[int], tolerance: float, judged: int
+                    ) -> Optional[Rounds]:
     """mpibench's loop and the bare loop, a pair of rounds at a time, each round on disk as it comes."""
-    def progress(got, size):
+    def progress(got: Rounds, size: int) -> None:
+        assert out is not None      # rank 0's
         verifytable.round_line(out, size, got[size])
         out.set(verify={"timers": _timers(got), "complete": False})
     start, rounds = time.monotonic(), args.rounds + args.rounds % 2
 
-    def pick(got):
+    def pick(got: Rounds) -> Optional[int]:
         # First every size its --rounds, the one that took least time first. Then, while the
         # judged sizes' pairs together are undecided, the size whose pairs cost least (the
         # most evidence per second); after that the undecided sizes, least time first; only
@@ -193,13 +206,14 @@ def _compare_timers(session, out, backend, args, timed, tolerance, judged):
             todo = [(cost[s], s) for s in timed if s >= judged and cost[s] <= left]
         else:
             todo = [(got[s]["seconds"], s) for s, c in checks.items()
-                    if c["verdict"] == "INCONCLUSIVE" and cost[s] <= left]
+                    if s is not None and c["verdict"] == "INCONCLUSIVE" and cost[s] <= left]
         return min(todo)[1] if todo else None
     return selfcheck.compare_timers(session, backend, timed, iters=args.iters, warmup=args.warmup,
                                     progress=progress, pick=pick)
 
 
-def _measure_peer(session, backend, args, peer):
+def _measure_peer(session: Session, backend: TorchBackend, args: argparse.Namespace, peer: Peer
+                  ) -> Dict[str, Any]:
     """The peer's collective measured here at its sizes: {'tool', 'same' (the peer's rows
     compared), 'rows' (ours), 'wrong'}."""
     tool, rows = peer
@@ -210,7 +224,8 @@ def _measure_peer(session, backend, args, peer):
     return {"tool": tool, "same": same, "rows": ours, "wrong": wrong}
 
 
-def _verdicts(found, backend, args, timed, tolerance, judged):
+def _verdicts(found: Dict[str, Any], backend: TorchBackend, args: argparse.Namespace, timed: List[int],
+              tolerance: float, judged: int) -> Tuple[List[Dict[str, Any]], Dict[int, Row], Dict[str, Any]]:
     """Rank 0: (the checks in the order printed, the median row of each timed size, the
     per-call cost and link rates as the JSON keeps them)."""
     got = found["got"]
@@ -219,7 +234,7 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
     medians = {s: selfcheck.median_row(got[s]["rows"], got[s]["harness"]) for s in timed}
     gpu_launch = found["gpu_launch"]
     harness_cost = median(h - b for h, b in zip(got[8]["harness"], got[8]["bare"]))
-    times = {s: medians[s]["in_place"]["time_us"] * 1e-6 for s in timed}
+    times = {s: _in_place(medians[s])["time_us"] * 1e-6 for s in timed}
     times.update({r["requested_size"]: r["in_place"]["time_us"] * 1e-6
                   for r in found["sweep_rows"] or []})
     # Launch-bound rows are a GPU matter (the host starting kernels; -G the remedy).
@@ -227,7 +242,7 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
         if gpu_launch else None
     checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
     checks += [verdicts.correctness(rows, wrong, label) for label, rows, wrong in found["checked"]]
-    busbw = medians[max(timed)]["in_place"]["busbw_GBps"]
+    busbw = _in_place(medians[max(timed)])["busbw_GBps"]
     per_host = dict(found["rates"])
     checks.append(verdicts.plausibility(
         max(timed), busbw, per_host, timer_failed_short, found["ranks"],
@@ -245,11 +260,11 @@ def _verdicts(found, backend, args, timed, tolerance, judged):
                              "line_rates_gbps": per_host}
 
 
-def _timer_checks(got, tolerance, judged):
+def _timer_checks(got: Rounds, tolerance: float, judged: int) -> Dict[Optional[int], Dict[str, Any]]:
     """{size: its timer check, None: the judged sizes' pairs together (when two or more);
     a size with too few pairs for an interval of its own is INFO, judged in the pool}."""
-    checks = {s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged)
-              for s, g in sorted(got.items())}
+    checks: Dict[Optional[int], Dict[str, Any]] = {
+        s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged) for s, g in sorted(got.items())}
     together = verdicts.timers_together(got, tolerance, judged)
     if not together:
         return checks
@@ -261,6 +276,13 @@ def _timer_checks(got, tolerance, judged):
     return {**checks, None: together}
 
 
-def _timers(got):
+def _in_place(row: Row) -> Figures:
+    """A timed row's in-place figures (the timers time all_reduce in place)."""
+    figures = row["in_place"]
+    assert figures is not None
+    return figures
+
+
+def _timers(got: Rounds) -> Dict[str, Dict[str, List[float]]]:
     return {str(s): {"harness_s": g["harness"], "bare_s": g["bare"]} for s, g in got.items()}
 

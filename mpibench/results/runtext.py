@@ -14,7 +14,7 @@ from . import nccltests, numbers, published, tables
 from .output import RunOutput
 
 
-def settings(out: RunOutput, versions: Dict[str, Optional[str]], plan: Plan, *, average: str,
+def settings(out: RunOutput, versions: Sequence[Dict[str, Optional[str]]], plan: Plan, *, average: str,
              blocking: Dict[str, int], modes: Dict[str, str], notes: Sequence[Optional[str]],
              clock: str, timeout: float, uncapped: Optional[float] = None) -> None:
     """The header's first lines. blocking, modes: {backend: its -z, what it does}; notes: lines
@@ -89,7 +89,7 @@ def memory_note(backends: Sequence[TorchBackend]) -> Optional[str]:
               "compared on different data paths, not only different libraries")
 
 
-def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: bool) -> None:
+def launch_header(out: RunOutput, launch: Dict[str, Dict[str, float]], graph: int) -> None:
     marked = ("with -G a graph launch starts every captured call, so no row is marked launch-bound"
               if graph else f"rows within {launchcost.LAUNCH_BOUND_FACTOR:g}x of their collective's are "
               f"launch-bound (summary, JSON 'launch_bound'): -G avoids it")

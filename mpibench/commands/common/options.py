@@ -2,17 +2,20 @@
 argparse.ArgumentTypeError, which the parser turns into one line and exit code 2."""
 import argparse
 import math
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 from ...errors import UsageError
 from ...launch import bootstrap
 
 # --backend's torch choices: auto (nccl on CUDA GPUs, else gloo) or one by name
-AUTO_AND_TORCH_BACKENDS = ("auto",) + bootstrap.TORCH_BACKENDS
+AUTO_AND_TORCH_BACKENDS: Tuple[str, ...] = ("auto",) + bootstrap.TORCH_BACKENDS
+N = TypeVar("N", int, float)
 
 
-def add_backend(parser, choices=AUTO_AND_TORCH_BACKENDS + ("mpi",), several=False):
+def add_backend(parser: argparse.ArgumentParser,
+                choices: Tuple[str, ...] = AUTO_AND_TORCH_BACKENDS + ("mpi",), several: bool = False) -> None:
     """--backend, parsed into a tuple of names (one unless several)."""
-    def names(text):
+    def names(text: str) -> Tuple[str, ...]:
         items = [t.strip().lower() for t in text.split(",") if t.strip()]
         if unknown := [i for i in items if i not in choices]:
             raise argparse.ArgumentTypeError(
@@ -31,14 +34,14 @@ def add_backend(parser, choices=AUTO_AND_TORCH_BACKENDS + ("mpi",), several=Fals
                              f"{mpi}{compare})")
 
 
-def torch_backend(names):
+def torch_backend(names: Sequence[str]) -> Optional[str]:
     """The torch process group a --backend value needs (None: MPI only)."""
     return next((n for n in names if n in AUTO_AND_TORCH_BACKENDS), None)
 
 
-def at_least(low, kind=int):
+def at_least(low: float, kind: Callable[[str], N] = int) -> Callable[[str], N]:
     """An argparse type: a number (kind int: a whole number) no smaller than low."""
-    def conv(text):
+    def conv(text: str) -> N:
         try:
             value = kind(text)
         except ValueError:
@@ -50,7 +53,7 @@ def at_least(low, kind=int):
     return conv
 
 
-def size_arg(text):
+def size_arg(text: str) -> int:
     """An argparse type: a byte size such as 8, 64K, 1M, 4G."""
     from ...measure.sizes import parse_size
     try:
@@ -62,14 +65,14 @@ def size_arg(text):
 number_arg = at_least(-math.inf, float)     # any number
 
 
-def positive_float(text):
+def positive_float(text: str) -> float:
     value = number_arg(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be above 0: {text}")
     return value
 
 
-def add_log_options(parser, test=True):
+def add_log_options(parser: argparse.ArgumentParser, test: bool = True) -> None:
     """--collective and --test: which table of a printed nccl-tests log is read."""
     parser.add_argument("--collective", default=None, metavar="NAME",
                         help="the collective of printed nccl-tests tables that do not name "
@@ -83,7 +86,7 @@ def add_log_options(parser, test=True):
 MIN_SHARE = 0.8
 
 
-def share_arg(text):
+def share_arg(text: str) -> float:
     """An argparse type: a share of a reference, above 0 and at most 1."""
     value = positive_float(text)
     if value > 1:
@@ -91,7 +94,8 @@ def share_arg(text):
     return value
 
 
-def add_min_share(parser, what, reference, default=MIN_SHARE, shown=None):
+def add_min_share(parser: argparse.ArgumentParser, what: str, reference: str,
+                  default: Optional[float] = MIN_SHARE, shown: Optional[str] = None) -> None:
     """--min-share F, one meaning in every command: `what` falls below F times `reference`,
     counted in speed (bandwidth, or 1 / time: F 0.8 is a time over 1.25 times the reference's)."""
     shown = shown or ("none" if default is None else f"{default:g}")
@@ -99,12 +103,12 @@ def add_min_share(parser, what, reference, default=MIN_SHARE, shown=None):
                         help=f"{what} below F times {reference} (0 < F <= 1; default {shown})")
 
 
-def share_margin(share):
+def share_margin(share: float) -> float:
     """A time margin from a --min-share: slower than 1 / share times the reference's time."""
     return 1 / share - 1
 
 
-def add_json(parser, what="results as JSON", metrics=True):
+def add_json(parser: argparse.ArgumentParser, what: str = "results as JSON", metrics: bool = True) -> None:
     """--json PATH (the results document) and, with metrics, --metrics FILE (its figures in
     Prometheus' text format, results/metrics.py)."""
     parser.add_argument("--json", metavar="PATH", help=f"write {what} (never overwrites)")
@@ -146,7 +150,7 @@ NCCL_TESTS_FIXED = (
 )
 
 
-def add_nccl_tests_fixed(parser):
+def add_nccl_tests_fixed(parser: argparse.ArgumentParser) -> None:
     """nccl-tests' options mpibench honours at one value; check_nccl_tests_fixed refuses others."""
     for flag, name, value, _ in NCCL_TESTS_FIXED:
         shown = "not supported" if value is None else f"{value} only"
@@ -154,7 +158,7 @@ def add_nccl_tests_fixed(parser):
                             help=f"nccl-tests' {name[2:].replace('-', '_')}: {shown}")
 
 
-def check_nccl_tests_fixed(args):
+def check_nccl_tests_fixed(args: argparse.Namespace) -> None:
     for flag, name, value, why in NCCL_TESTS_FIXED:
         given = getattr(args, name[2:].replace("-", "_"))
         if given != value:
@@ -162,7 +166,7 @@ def check_nccl_tests_fixed(args):
             raise UsageError(f"{flag} {given}: {why.format(v=given)}{fix}")
 
 
-def one_spelling(parser, argv):
+def one_spelling(parser: argparse.ArgumentParser, argv: Iterable[str]) -> List[str]:
     """argv with --a_b written --a-b wherever --a-b is an option of this parser: nccl-tests
     spells its long options with '_', mpibench with '-', and both are accepted (as torchrun
     does). Nothing after '--' is touched."""
