@@ -191,7 +191,8 @@ def _failed(exc: BaseException, place: Placement, session: Optional[Session], co
     if first is not None:
         # another rank failed first and is ending the job: this error is most likely its news
         assert session is not None
-        gone, reports = [], False
+        gone: List[int] = []
+        reports = False
         said = (f"stopped, as rank {first[0]} (host {session.hosts[first[0]]}) failed first: "
                 f"{detail}")
     else:
@@ -220,7 +221,7 @@ def end(session: Optional[Session], comm: Optional[Comm], place: Placement, name
     if watch is not None:
         # A signal that reached a rank near the end, before rank 0 could hear of it,
         # still ends the job as a signal: every rank says what it received.
-        got = comm.allgather(watch.signalled) if comm is not None else [watch.signalled]
+        got: List[int] = comm.allgather(watch.signalled) if comm is not None else [watch.signalled]
         sent = [(signum, r) for r, signum in enumerate(got) if signum]
         if sent:
             if place.rank == 0:

@@ -4,10 +4,11 @@ import os
 import time
 from functools import partial
 from itertools import count
-from typing import Any, Dict, List, Optional, Protocol, Tuple, cast
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 from ..diagnose import (checkverdict, fabricplan, health, hostfacts, pathlimits, rankfacts, tomography,
                         topology)
+from ..diagnose.health import Retesting, Timed
 from ..errors import UsageError
 from ..launch import faults, rails as railbind
 from ..launch.bootstrap import grouped
@@ -37,12 +38,6 @@ CPU_SIZE = 16 << 20
 DTYPE = DTYPES["float32"]
 Limits = Dict[str, Dict[str, Any]]      # {test: {limit: value, 'source': text}}
 Paths = Dict[str, Optional[Dict[str, Any]]]     # {host: its paths} (pathlimits.gather)
-
-
-class Timed(Protocol):
-    """_collective's measurement: a record of coll timed (with barrier: that group alone)."""
-    def __call__(self, args: argparse.Namespace, where: str,
-                 barrier: Optional[Call] = None) -> Dict[str, Any]: ...
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -119,8 +114,9 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     records, versions = rankfacts.gather(session)
     guard.arm(session, args.timeout or float(round(60 + (args.warmup + args.iters) * 2 * size / 1e9)),
               "check: start-up")
-    report = Report(session, out, args, coll, size, members=members, limits=limits, rates=rates,
-                    records=records, versions=versions, paths=paths) if session.rank == 0 else None
+    report = Report(session, out, args, coll, size, members=members, limits=limits, rates=rates or [],
+                    records=records or [], versions=versions or [],
+                    paths=paths) if session.rank == 0 else None
     # 1. inside each host, all hosts at once (one group per host, made in one collective)
     session.watch.arm("check: a process group per host")
     mine = part_group(backend.dist, backend.device, members, session.rank) if ppn > 1 else None
@@ -128,6 +124,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
         intra = _collective(session, backend, coll, size, ppn, mine, "inside each host")
         gathered = session.comm.gather(intra(args, "inside each host"), root=0)
         if report:
+            assert gathered is not None
             report.intra(gathered)
         _intra_retest(session, args, intra, partial(backend.dist.barrier, group=mine), report)
         del intra                     # its buffer, before the pair rounds allocate theirs
@@ -142,10 +139,12 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     job = _collective(session, backend, coll, size, session.size, None, "the whole job")
     gathered = session.comm.gather(job(args, "the whole job"), root=0)
     if report:
+        assert gathered is not None
         report.job(gathered)
     if session.comm.bcast(bool(report and report.judge.job_failed), root=0):
         gathered = session.comm.gather(job(args, "the whole job, again"), root=0)
         if report:
+            assert gathered is not None
             report.say_retest(3, [report.judge.job_retest(gathered)])
     session.watch.disarm()
     return guard.verdict(session, report.finish() if report else None)
@@ -208,7 +207,7 @@ def _floor(found: List[Entry]) -> Optional[Dict[str, Any]]:
 
 
 def _intra_retest(session: Session, args: argparse.Namespace, intra: Timed, barrier: Call,
-                  report: Optional["Report"]) -> None:
+                  report: Optional[Retesting]) -> None:
     """Test 1 again for the hosts below their floor, in the judge's rounds of steps: a step's
     hosts time their collective (intra, their barrier) while the others wait without spinning."""
     k = 0
@@ -225,7 +224,7 @@ def _intra_retest(session: Session, args: argparse.Namespace, intra: Timed, barr
             session.comm.polite_barrier()
             found.append(session.comm.gather(t, root=0))
         if report:
-            report.say_retest(1, report.judge.intra_retest(steps, found))
+            report.say_retest(1, report.judge.intra_retest(steps, [f or [] for f in found]))
         k += 1
 
 
@@ -280,6 +279,7 @@ def _fabric(session: Session, args: argparse.Namespace, names: List[str], ppn: i
         topo = topology.single(names)
     if session.rank != 0:
         return None
+    assert rails is not None
     index = {h: i for i, h in enumerate(names)}
     nics = {(index[session.hosts[r]], rail[0]): rail[1] for r, rail in enumerate(rails) if rail}
     return tomography.Fabric(names, ppn, topo, nics)
@@ -300,7 +300,7 @@ def _pair_rounds(session: Session, backend: TorchBackend, size: int, args: argpa
     bench = PairBench(session, backend, size, iters=args.iters, warmup=args.warmup,
                       bidirectional=True)
     session.agree(bench.allocate(True), 1)
-    rounds = fabricplan.FabricRounds(fabric) if report else None
+    rounds = fabricplan.FabricRounds(fabric) if report and fabric else None
     reader_rank = session.local_rank == 0
     calls = count()                 # test-only: slowonce stretches the first round's times alone
     while todo := session.comm.bcast(rounds.next_round() if rounds else None, root=0):
@@ -314,20 +314,20 @@ def _pair_rounds(session: Session, backend: TorchBackend, size: int, args: argpa
         slow = faults.slowdown(session.rank, "pair", next(calls) == 0) if records else 1.0
         for rec in records:
             rec["times"] = [t * slow for t in rec["times"]]
-        moved = hostfacts.delta(before, hostfacts.snapshot()) if reader_rank else None
+        moved = hostfacts.delta(before, hostfacts.snapshot()) if before is not None else None
         fault = faults.get("counter", session.rank)
         if fault is not None and moved is not None:     # test-only: a counter that moved
             moved.append({"port": session.rail[1] if session.rail else "eth0",
                           "what": fault or "symbol_error", "moved": 1})
         gathered = session.comm.gather((records, moved), root=0)
         if report:
-            assert rounds is not None
+            assert rounds is not None and gathered is not None
             rounds.record(report.pair_round(todo, [g[0] for g in gathered], seconds,
                                             {session.hosts[r]: g[1] for r, g in enumerate(gathered)
                                              if g[1] is not None}))
     bench.send_buf = bench.recv_buf = None
     if report:
-        assert rounds is not None
+        assert rounds is not None and fabric is not None
         report.judge.pair_verdict(rounds.verdict(), fabric)
 
 
@@ -340,7 +340,7 @@ class Report:
                  versions: List[Dict[str, Optional[str]]], paths: Paths) -> None:
         """The judge (members: {host: its ranks}, in host order; limits: _limits'; rates: each
         rank's host's line rate), and the header: the test, the job, the thresholds, the files."""
-        assert out is not None      # rank 0's
+        assert out is not None and session.backend is not None      # rank 0's, with a process group
         self.s, self.out, self.say, self.coll = session, out, out.say, coll
         self.names = list(members)
         self.ppn = len(members[self.names[0]])
@@ -366,10 +366,11 @@ class Report:
 
     def intra(self, gathered: List[Dict[str, Any]]) -> None:
         busbws = self.judge.intra(gathered)
-        self.say(checktext.intra_line(self.coll.name, self.ppn, busbws, self.judge.suspects))
+        self.say(checktext.intra_line(self.coll.name, self.ppn, cast(List[float], busbws),
+                                      self.judge.suspects))
         self.out.set()
 
-    def say_retest(self, test: int, lines: List[str]) -> None:
+    def say_retest(self, test: int, lines: Sequence[str]) -> None:
         self.say(*checktext.retest_lines(test, lines))
         self.out.set()
 
@@ -392,7 +393,7 @@ class Report:
         fig, rec = self.judge.job(gathered), gathered[0]
         line = checktext.job_line(self.coll.name, self.s.size, fig, self.judge.job_failed)
         self.out.add_row(rows.one_mode(
-            self.coll.name, rec["mode"], [r["seconds"] for r in gathered], backend=self.s.backend,
+            self.coll.name, rec["mode"], [r["seconds"] for r in gathered], backend=self.s.backend or "",
             dtype=DTYPE, size=rec["size"], count=rec["count"], redop="sum", bw_bytes=rec["bw_bytes"],
             factor=rec["factor"]), line)
 

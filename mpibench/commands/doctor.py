@@ -47,7 +47,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     session.watch.disarm()
     if session.rank != 0:
         return guard.verdict(session, None)
-    assert out is not None
+    assert out is not None and gathered is not None
     per_host: Dict[str, Dict[str, Any]] = {}
     ranks: Dict[str, List[int]] = {}
     for f in gathered:
@@ -130,8 +130,8 @@ def nccl_check(session: Session, args: argparse.Namespace) -> Dict[str, Any]:
         return dict(empty, skipped=where + why, diagnostics=_not_run(diag, where + why))
     planted = faults.get("ncclcheck", session.rank)     # test switch: the GPUs this rank sees
     gpus = None if planted is None else (planted.split("/") if planted else [f"gpu-{session.rank}"])
-    device, why = bootstrap.gpu_index(session, os.environ, gpus)
-    whys = [w for w in session.comm.allgather(why) if w]
+    device, failed = bootstrap.gpu_index(session, os.environ, gpus)
+    whys = [w for w in session.comm.allgather(failed) if w]
     if whys:
         return dict(empty, skipped=whys[0], diagnostics=_not_run(diag, whys[0]))
     placed = session.comm.allgather((session.hostname, device))

@@ -20,5 +20,6 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     gathered = session.comm.gather((record, rankfacts.versions()), root=0)
     session.watch.disarm()
     if session.rank == 0:
+        assert gathered is not None
         preamble.info(session.out, rankfacts.world(session, session.backend), gathered)
     return 0

@@ -231,8 +231,8 @@ def _tiers(path: str, docs: Named, target: int, g: int, flat: Optional[str]) -> 
     missing = sorted({h for _, d in docs for h in reader.hosts(d)} - set(every))
     if missing:
         raise UsageError(f"predict: --topology {path} does not list host {missing[0]} of the inputs")
-    below: Dict[str, int] = {}
-    level: Dict[str, int] = {}
+    below: Dict[topology.Switch, int] = {}
+    level: Dict[topology.Switch, int] = {}
     for h in every:
         for k, s in enumerate(tree.up(tree.leaf[h])):
             below[s] = below.get(s, 0) + 1

@@ -179,7 +179,8 @@ def matrix_path(args: argparse.Namespace) -> Optional[str]:
     """The alltoallv matrix file: --alltoallv-matrix, else nccl-tests' variable unless
     --alltoallv-spread asks for the generated pattern; None: generated."""
     if args.alltoallv_matrix is not None:
-        return args.alltoallv_matrix
+        given: str = args.alltoallv_matrix
+        return given
     return None if args.alltoallv_spread is not None else os.environ.get(traffic.MATRIX_ENV) or None
 
 
@@ -357,6 +358,7 @@ def launch_costs(session: Session, backends: Sequence[TorchBackend], plans: Sequ
                     and any(m in b.modes(c) for m in plan.modes)}
             each = session.comm.gather(mine, root=0)
             if session.rank == 0:
+                assert each is not None
                 out[b.name] = {k: max(e[k] for e in each) for k in mine}
     return out
 
@@ -418,7 +420,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     rates = session.comm.gather(line_rate(), root=0)
     paths = pathlimits.gather(session)
     if session.rank == 0:
-        assert out is not None
+        assert out is not None and records is not None and versions is not None and rates is not None
         traffic = max(traffic_deadline(p) for p in plans)
         header(session, out, plans, backends, records, versions,
                uncapped=traffic if args.timeout is None and traffic > DEADLINE_CAP else None)
@@ -466,7 +468,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
             runtext.trials_summary(out, args.trials, args.unstable)
         if args.per_rank:
             runtext.per_rank_table(session.hosts, out)
-        runtext.memory_summary(session.hosts, out, memory)
+        runtext.memory_summary(session.hosts, out, memory or [])
         lines: List[str] = []
         if len(backends) > 1:     # both backends' rows side by side, the second's busbw over the first's
             buffers = runtext.buffer_memory(backends)

@@ -100,7 +100,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     base = inputs.on_rank0(session, args.scale_from,
                            lambda path: load_baseline(path, shape, session.size), "--scale-from") \
         if args.scale_from else None
-    if args.parallel == "fsdp" and (reason := fsdp_unsupported(session.backend, backend.torch)):
+    if args.parallel == "fsdp" and (reason := fsdp_unsupported(session.backend or "", backend.torch)):
         raise UsageError(f"--parallel fsdp: {reason}")
     out = open_output(session, "train", args)
     guard.arm(session, args.timeout or guard.DEFAULT_TIMEOUT, "start-up (every rank's device and versions)")
@@ -135,7 +135,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     calls = _calls(trainer)
     alone = _time_alone(session, backend, out, calls, args.alone_iters)
     session.watch.disarm()
-    replicas = _closing(session, out, trainer, dict(train, collectives=calls), gathered, alone,
+    replicas = _closing(session, out, trainer, dict(train, collectives=calls), gathered or [], alone,
                         base, args)["replicas"] if session.rank == 0 else None
     differ = bool(replicas and not replicas["agree"])
     return guard.verdict(session, "FAILED: the replicas differ after synced steps (see 'replicas')"
@@ -167,7 +167,7 @@ def _timed_steps(session: Session, out: Optional[RunOutput], trainer: Trainer, t
         loss = _finite(dict(losses).get("synced_s", losses[0][1]).item())
         gathered = session.comm.gather((mine, loss), root=0)
         if session.rank == 0:
-            assert out is not None
+            assert out is not None and gathered is not None
             rec = {"step": k + 1, "synced_s": None, "loss": [g[1] for g in gathered],
                    **{name: [g[0][name] for g in gathered] for name, _ in kinds}}
             train = dict(train, steps=train["steps"] + [rec])

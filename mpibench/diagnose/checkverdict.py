@@ -91,35 +91,8 @@ def baseline_limits(doc: Mapping[str, Any], path: str, *, collective: str, size:
     host (sizes: the size aligned for the ranks); UsageError for one of something else."""
     where = f"--baseline {path}"
     if doc.get("command") == "check" and isinstance(doc.get("check"), dict):
-        c = doc["check"]
-        cfg = c.get("config") if isinstance(c.get("config"), dict) else {}
-        figures = c.get("figures") if isinstance(c.get("figures"), dict) else {}
-        if not cfg:
-            raise UsageError(f"{where}: a check result without its config (collective, size, "
-                             f"ranks per host)")
-        theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
-        if theirs != (collective, size, ranks_per_host):
-            raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
-                             f"{theirs[2]} ranks per host; this check runs {collective} at {size} bytes with "
-                             f"{ranks_per_host} ranks per host")
-        figs = {t: [x for x in figures[t] if finite(x) and x > 0] for t in TESTS
-                if isinstance(figures.get(t), list)}
-        return ({t: {"min_busbw_GBps": share * median(f)} for t, f in figs.items() if f},
-                None if cfg.get("world") == world else "job")
-    rows = [r for r in doc["results"] if r["collective"] == collective]
-    held = [t["test"] for t in doc.get("tests") or [] if t.get("collective") == collective]
-    if len(held) > 1:
-        raise UsageError(f"{where}: {len(held)} tests of {collective} in one log (tests "
-                         f"{', '.join(map(str, held))}): keep the one to judge against in a "
-                         f"file of its own")
-    if not rows:
-        have = sorted({r["collective"] for r in doc["results"]})
-        raise UsageError(f"{where}: no {collective} in it (it has {', '.join(have) or 'no rows'}); "
-                         f"give --collectives NAME to match")
-    at = [r for r in rows if r["size"] == size or r["size"] in sizes]
-    if not at:
-        raise UsageError(f"{where}: no {collective} row at {size} bytes (its sizes: "
-                         f"{', '.join(str(r['size']) for r in rows[:12])}); give -b to match")
+        return _check_limits(doc["check"], where, (collective, size, ranks_per_host), world, share)
+    at = _baseline_rows(doc, where, collective, size, sizes)
     ranks = (doc.get("world") or {}).get("size")
     if ranks is None:
         raise UsageError(f"{where}: its rank count is unknown (no complete rank lines, and its "
@@ -135,6 +108,47 @@ def baseline_limits(doc: Mapping[str, Any], path: str, *, collective: str, size:
     if not bws:
         raise UsageError(f"{where}: its {collective} row at {size} bytes has no busbw")
     return {t: {"min_busbw_GBps": share * max(bws)} for t in tests}, None
+
+
+def _check_limits(c: Mapping[str, Any], where: str, mine: Tuple[str, int, int], world: int,
+                  share: float) -> Tuple[Dict[str, Dict[str, float]], Optional[str]]:
+    """Limits from an earlier check of the same collective, size and ranks per host: share x the
+    median of each test's figures; 'job' where it ran on another number of ranks (not comparable)."""
+    cfg: Dict[str, Any] = c["config"] if isinstance(c.get("config"), dict) else {}
+    figures: Dict[str, Any] = c["figures"] if isinstance(c.get("figures"), dict) else {}
+    if not cfg:
+        raise UsageError(f"{where}: a check result without its config (collective, size, "
+                         f"ranks per host)")
+    theirs = (cfg.get("collective"), cfg.get("size"), cfg.get("ranks_per_host"))
+    if theirs != mine:
+        raise UsageError(f"{where}: it checked {theirs[0]} at {theirs[1]} bytes with "
+                         f"{theirs[2]} ranks per host; this check runs {mine[0]} at {mine[1]} bytes with "
+                         f"{mine[2]} ranks per host")
+    figs = {t: [x for x in figures[t] if finite(x) and x > 0] for t in TESTS
+            if isinstance(figures.get(t), list)}
+    return ({t: {"min_busbw_GBps": share * median(f)} for t, f in figs.items() if f},
+            None if cfg.get("world") == world else "job")
+
+
+def _baseline_rows(doc: Mapping[str, Any], where: str, collective: str, size: int,
+                   sizes: Collection[int]) -> List[Dict[str, Any]]:
+    """A result's rows of the collective at the size (or one of sizes); UsageError naming what is
+    not there."""
+    rows = [r for r in doc["results"] if r["collective"] == collective]
+    held = [t["test"] for t in doc.get("tests") or [] if t.get("collective") == collective]
+    if len(held) > 1:
+        raise UsageError(f"{where}: {len(held)} tests of {collective} in one log (tests "
+                         f"{', '.join(map(str, held))}): keep the one to judge against in a "
+                         f"file of its own")
+    if not rows:
+        have = sorted({r["collective"] for r in doc["results"]})
+        raise UsageError(f"{where}: no {collective} in it (it has {', '.join(have) or 'no rows'}); "
+                         f"give --collectives NAME to match")
+    at = [r for r in rows if r["size"] == size or r["size"] in sizes]
+    if not at:
+        raise UsageError(f"{where}: no {collective} row at {size} bytes (its sizes: "
+                         f"{', '.join(str(r['size']) for r in rows[:12])}); give -b to match")
+    return at
 
 
 def figure(rec: Mapping[str, Any]) -> Figure:

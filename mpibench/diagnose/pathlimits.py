@@ -147,6 +147,19 @@ def collect(root: str = "/", fake: Optional[str] = None) -> Dict[str, Any]:
     unknown: List[str] = []
     buses = _pci_devices(root)
     gpu_bus = [b for b in buses if _is_gpu(root, b)]
+    gpus = _gpus(root, gpu_bus, fake, unknown)
+    ports = hostfacts.rdma_ports(root)
+    nics = _nics(root, ports)
+    _nearest(root, gpus, nics)
+    unknown += _pcie_unknown(root, buses, [x for x in gpus + nics if x.get("bus")])
+    if not gpu_bus:
+        unknown.append("GPUs: none found (no NVIDIA or AMD display or accelerator device on the PCI bus)")
+    return {"gpus": gpus, "nics": nics, "unknown": unknown,
+            "intra": intra_limit(gpus), "inter": inter_limit(hostfacts.link_rates(root, ports))}
+
+
+def _gpus(root: str, gpu_bus: List[str], fake: Optional[str], unknown: List[str]) -> List[Dict[str, Any]]:
+    """Each GPU on the bus: its model and NVLink (nvidia-smi's), its PCIe link; why not, into unknown."""
     # nvidia-smi takes tens of ms to start: asked only where an NVIDIA GPU is on the bus
     nvidia = any(hostfacts.read_text(os.path.join(root, PCI, b, "vendor")) == GPU_VENDORS[0] for b in gpu_bus)
     text, why = hostfacts.tool("gpus", fake) if nvidia or fake else (None, None)
@@ -159,11 +172,14 @@ def collect(root: str = "/", fake: Optional[str] = None) -> Dict[str, Any]:
         if nv_why:
             unknown.append(f"NVLink and GPU models: {nv_why}")
     order = list(names)          # nvidia-smi's GPU n is the n-th of its query
-    gpus: List[Dict[str, Any]] = [{"bus": b, "name": names.get(b), "pcie": pcie_link(root, b),
+    return [{"bus": b, "name": names.get(b), "pcie": pcie_link(root, b),
              "nvlink": nvlinks.get(f"GPU {order.index(b)}") if b in order else None}
             for b in gpu_bus]
+
+
+def _nics(root: str, ports: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The active RDMA ports, else the network interfaces, each with its PCIe link."""
     nics: List[Dict[str, Any]] = []
-    ports = hostfacts.rdma_ports(root)
     for p in ports:
         bus = _bus_of(root, "sys/class/infiniband", p["device"])
         nics.append({"name": f"{p['device']}/{p['port']}", "state": p["state"], "rate_gbps": p["rate_gbps"],
@@ -174,27 +190,33 @@ def collect(root: str = "/", fake: Optional[str] = None) -> Dict[str, Any]:
             nics.append({"name": i["name"], "state": i["state"],
                          "rate_gbps": i["speed_mbps"] / 1000 if i["speed_mbps"] else None, "bus": bus,
                          "pcie": pcie_link(root, bus) if bus else {"unknown": "no PCI device"}})
+    return nics
+
+
+def _nearest(root: str, gpus: List[Dict[str, Any]], nics: List[Dict[str, Any]]) -> None:
+    """Each GPU's nearest NIC and the path to it (PXB, PHB, SYS), into the GPU's record."""
     paths = {n["bus"]: device_path(root, n["bus"]) for n in nics if n["bus"]}
     for g in gpus:
         mine = device_path(root, g["bus"])
         near = sorted(((closeness(mine, route), n["name"]) for n in nics if (route := paths.get(n["bus"]))),
                       key=lambda x: ("PXB", "PHB", "SYS").index(x[0]))
         g["nic"], g["nic_path"] = (near[0][1], near[0][0]) if near else (None, None)
-    devices = [x for x in gpus + nics if x.get("bus")]
+
+
+def _pcie_unknown(root: str, buses: List[str], devices: List[Dict[str, Any]]) -> List[str]:
+    """Why no PCIe link is known: virtual devices (no current_link_speed), or the devices' reasons."""
+    def virtual(listed: List[str]) -> bool:
+        return bool(listed) and not any(os.path.exists(os.path.join(root, PCI, b, "current_link_speed"))
+                                        for b in listed)
     if devices and all("unknown" in x["pcie"] for x in devices):
         listed = _pci_devices(root)
-        unknown.append(f"PCIe links: none of the {len(listed)} PCI devices under /{PCI} has "
-                       f"current_link_speed (virtual devices, as in most VMs)" if listed and not any(
-                           os.path.exists(os.path.join(root, PCI, b, "current_link_speed")) for b in listed)
-                       else "PCIe links: " + "; ".join(x["pcie"]["unknown"] for x in devices[:2]))
-    elif not devices and buses and not any(os.path.exists(os.path.join(root, PCI, b, "current_link_speed"))
-                                           for b in buses):
-        unknown.append(f"PCIe links: none of the {len(buses)} PCI devices under /{PCI} has "
-                       f"current_link_speed (virtual devices, as in most VMs)")
-    if not gpu_bus:
-        unknown.append("GPUs: none found (no NVIDIA or AMD display or accelerator device on the PCI bus)")
-    return {"gpus": gpus, "nics": nics, "unknown": unknown,
-            "intra": intra_limit(gpus), "inter": inter_limit(hostfacts.link_rates(root, ports))}
+        return [f"PCIe links: none of the {len(listed)} PCI devices under /{PCI} has "
+                f"current_link_speed (virtual devices, as in most VMs)" if virtual(listed)
+                else "PCIe links: " + "; ".join(x["pcie"]["unknown"] for x in devices[:2])]
+    if not devices and virtual(buses):
+        return [f"PCIe links: none of the {len(buses)} PCI devices under /{PCI} has "
+                f"current_link_speed (virtual devices, as in most VMs)"]
+    return []
 
 
 def intra_limit(gpus: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:

@@ -46,7 +46,7 @@ def begin(session: Session, args: argparse.Namespace
         out.say(classics.TITLES[command])
         rankfacts.describe(session, out, [backend.name], records, versions, {})
         out.announce_files()
-    return backend, out, records
+    return backend, out, records or []         # none off rank 0, which alone prints
 
 
 def begin_all_reduce(session: Session, args: argparse.Namespace, size: Optional[int]
@@ -70,7 +70,7 @@ def conclude(session: Session, mine: T, where: Optional[str],
         session.watch.arm(where)
     gathered = session.comm.gather(mine, root=0)
     session.watch.disarm()
-    return guard.verdict(session, judge(gathered) if session.rank == 0 else None)
+    return guard.verdict(session, judge(gathered or []) if session.rank == 0 else None)
 
 
 def engine(session: Session, backend: TorchBackend, warmup: int, blocking: int = 2) -> Engine:
