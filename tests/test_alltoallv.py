@@ -21,7 +21,7 @@ from conftest import (MPIRUN, PYTHON, ROOT, at_once, base_env, check_usage_error
                       mpibench_lines, mpirun, show)
 
 from mpibench.measure.collectives import traffic  # noqa: E402
-from mpibench.results import nccllogs, nccltests, reader  # noqa: E402
+from mpibench.results import nccltestslog, nccltests, reader  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -150,7 +150,7 @@ def test_variables_are_honoured_and_options_win():
 
 def test_nccl_tests_alltoallv_log_reads_back():
     text = open(os.path.join(DATA, "nccl-tests-alltoallv_perf.txt")).read()
-    doc = nccllogs.parse_text(text)
+    doc = nccltestslog.parse_text(text)
     assert doc["tests"][0]["collective"] == "alltoallv" and doc["world"]["size"] == 4
     rows = doc["results"]
     assert [(r["count"], r["size"]) for r in rows] == [generated(s, 4, 4, 1.0)[:2] for s in
@@ -162,7 +162,7 @@ def test_nccl_tests_alltoallv_log_reads_back():
 def test_nccl_tests_alltoallv_log_with_its_summary_reads_back():
     """NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1 prints each mode's per-rank lines inside the row."""
     text = open(os.path.join(DATA, "nccl-tests-alltoallv_perf-matrix.txt")).read()
-    doc = nccllogs.parse_text(text)
+    doc = nccltestslog.parse_text(text)
     (row,) = doc["results"]
     assert (row["collective"], row["size"], row["count"]) == ("alltoallv", 1081344, 0)
     assert row["out_of_place"]["time_us"] == 88.40 and row["out_of_place"]["busbw_GBps"] == 9.17

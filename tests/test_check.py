@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpibench_lines, mpirun, show
 from mpibench import resultsfile
-from mpibench.diagnose import checkverdict, fabricplan, tomography, topology
+from mpibench.diagnose import checkjudge, fabricplan, tomography, topology
 from mpibench.results import checktext, document, nccltests
 from mpibench.errors import UsageError
 from mpibench.launch.slurm import compress_hostlist, expand_nodelist
@@ -137,7 +137,7 @@ def test_judge_names_the_slow_rail_and_the_words_say_it():
     members = {h: [2 * i, 2 * i + 1] for i, h in enumerate(names)}
     config = {"collective": "all_reduce", "size": 1 << 20, "ranks_per_host": 2, "world": 8,
               "hosts": names, "iters": 3, "warmup": 1}
-    judge = checkverdict.Judge(config, members, {}, {h: 100 for h in names})
+    judge = checkjudge.Judge(config, members, {}, {h: 100 for h in names})
     fabric = tomography.Fabric(names, 2, topology.single(names))
     rounds = fabricplan.FabricRounds(fabric)
     lines = []
@@ -230,13 +230,13 @@ def test_expect_refuses_hostile_input(tmp_path, text, words):
     path = tmp_path / "expect.json"
     path.write_text(text)
     with pytest.raises(UsageError, match=re.escape(words)):
-        checkverdict.read_expect(str(path))
+        checkjudge.read_expect(str(path))
 
 
 def test_expect_reads_limits(tmp_path):
     path = tmp_path / "expect.json"
     path.write_text('{"intra": {"min_busbw_GBps": 400}, "job": {"max_latency_us": 50.5}}')
-    assert checkverdict.read_expect(str(path)) == {"intra": {"min_busbw_GBps": 400},
+    assert checkjudge.read_expect(str(path)) == {"intra": {"min_busbw_GBps": 400},
                                               "job": {"max_latency_us": 50.5}}
 
 
@@ -486,11 +486,11 @@ def test_baseline_from_a_malformed_check_file_gives_no_limit_rather_than_a_trace
            "check": {"config": {"collective": "all_reduce", "size": 1024, "ranks_per_host": 2,
                                 "world": 4}, "figures": {"intra": "fast", "pair": [None, -1, 3.0]}}}
     shape = {"collective": "all_reduce", "size": 1024, "ranks_per_host": 2, "world": 4, "share": 0.5}
-    found, skipped = checkverdict.baseline_limits(doc, "b.json", **shape)
+    found, skipped = checkjudge.baseline_limits(doc, "b.json", **shape)
     assert found == {"pair": {"min_busbw_GBps": 1.5}} and skipped is None
     doc["check"]["config"] = ["not", "an", "object"]
     with pytest.raises(UsageError, match="a check result without its config"):
-        checkverdict.baseline_limits(doc, "b.json", **shape)
+        checkjudge.baseline_limits(doc, "b.json", **shape)
 
 
 @pytest.mark.usefixtures("procs")

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import mpibench_lines
-from mpibench.diagnose import checkverdict, fabricplan, tomography, topology
+from mpibench.diagnose import checkjudge, fabricplan, tomography, topology
 from mpibench.results import checktext
 
 from launch_helpers import RATE, check_on_hosts
@@ -23,7 +23,7 @@ def _judge(names, limits=None, ppn=2):
     members = {h: [ppn * i + k for k in range(ppn)] for i, h in enumerate(names)}
     config = {"collective": "all_reduce", "size": 1 << 20, "ranks_per_host": ppn,
               "world": ppn * len(names), "hosts": names, "iters": 4, "warmup": 1}
-    return checkverdict.Judge(config, members, limits or {}, {h: None for h in names})
+    return checkjudge.Judge(config, members, limits or {}, {h: None for h in names})
 
 
 def _recs(judge, seconds, hosts=None):
@@ -54,7 +54,7 @@ def test_two_hosts_the_retest_decides_which_is_slow(again, verdict, words):
         assert steps == [["h1"], ["h2"]]          # the reference first, measured alone too
         found = [_recs(judge, {"h1": FAST}, ["h1"]), _recs(judge, {"h2": again}, ["h2"])]
         rounds.append(judge.intra_retest(steps, found))
-    assert len(rounds) == (checkverdict.ROUNDS if verdict == "FAIL" else 1)
+    assert len(rounds) == (checkjudge.ROUNDS if verdict == "FAIL" else 1)
     assert all(r[1].endswith("missed again, even its fastest call (0.036 GB/s): once more")
                for r in rounds[:-1])
     lines = rounds[-1]
@@ -73,7 +73,7 @@ def test_many_suspects_are_retested_alone_up_to_a_bound_then_together():
     judge = _judge(names, {"intra": {"min_busbw_GBps": 1.0, "source": "--expect e.json"}})
     judge.intra(_recs(judge, {h: SLOW for h in names}))
     steps = judge.intra_retests()          # an absolute floor: no reference needed
-    assert steps == [[h] for h in names[:checkverdict.RETESTS]] + [names[checkverdict.RETESTS:]]
+    assert steps == [[h] for h in names[:checkjudge.RETESTS]] + [names[checkjudge.RETESTS:]]
 
 
 def test_the_whole_job_is_measured_again_before_it_fails():

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import PYTHON, ROOT, base_env, lone, mpibench_lines, mpirun, show
 
-from mpibench.diagnose import findings as diagnose, hostfacts, nccllog, pairs, stragglers
+from mpibench.diagnose import findings as diagnose, hostfacts, ncclinfolog, pairs, stragglers
 
 sys.path.insert(0, str(Path(ROOT) / "launch"))
 import fakecluster  # noqa: E402
@@ -137,19 +137,19 @@ HOSTS4 = ["gpu1", "gpu1", "gpu2", "gpu2"]
 
 @pytest.mark.parametrize("transport", sorted(FIXTURES))
 def test_nccl_log_parser_finds_each_transport(transport):
-    parsed = nccllog.parse(FIXTURES[transport])
-    found = nccllog.by_host_pair([parsed], HOSTS4)
+    parsed = ncclinfolog.parse(FIXTURES[transport])
+    found = ncclinfolog.by_host_pair([parsed], HOSTS4)
     everything = {t for used in found.values() for t in used}
     assert transport in everything, found
     assert parsed["hosts"] == ({"gpu1", "gpu2"} if "gpu2" in FIXTURES[transport] else {"gpu1"})
 
 
 def test_nccl_log_pairs_are_per_host_pair():
-    logs = [nccllog.parse(FIXTURES["NET/IB"]), nccllog.parse(FIXTURES["P2P/CUMEM"])]
-    assert nccllog.by_host_pair(logs, HOSTS4) == {("gpu1", "gpu1"): ["P2P/CUMEM"],
+    logs = [ncclinfolog.parse(FIXTURES["NET/IB"]), ncclinfolog.parse(FIXTURES["P2P/CUMEM"])]
+    assert ncclinfolog.by_host_pair(logs, HOSTS4) == {("gpu1", "gpu1"): ["P2P/CUMEM"],
                                                   ("gpu1", "gpu2"): ["NET/IB"]}
-    assert nccllog.parse(FIXTURES["NET/Socket"])["network"] == "Socket"
-    assert nccllog.parse_line("gpu1:1:2 [0] NCCL INFO Channel 00/02 :    0   1") is None
+    assert ncclinfolog.parse(FIXTURES["NET/Socket"])["network"] == "Socket"
+    assert ncclinfolog.parse_line("gpu1:1:2 [0] NCCL INFO Channel 00/02 :    0   1") is None
 
 
 # Line shapes of several NCCL releases (their src/transport/*.cc INFO formats): 2.18's bus
@@ -170,7 +170,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("line,want", SHAPES)
 def test_nccl_channel_lines_of_several_releases(line, want):
-    assert nccllog.parse_line(line) == want
+    assert ncclinfolog.parse_line(line) == want
 
 
 NVLS_LINES = ("gpu{h}:4011:4090 [0] NCCL INFO NVLS comm 0x55f5578b4ab0 headRank 0 nHeads 2 "
@@ -192,8 +192,8 @@ def test_nvls_and_collnet_are_used_only_where_nccl_connects_them_at_first_use(ve
     text = "".join([f"gpu1:4011:4090 [0] NCCL INFO NCCL version {version}\n" if version else "",
                     f"gpu1:4011:4090 [0] NCCL INFO {env}\n" if env else "",
                     BETWEEN, NVLS_LINES.format(h=1), COLLNET_LINE])
-    found = nccllog.by_host_pair([nccllog.parse(text)], HOSTS4)
-    mark = "" if used else nccllog.SET_UP
+    found = ncclinfolog.by_host_pair([ncclinfolog.parse(text)], HOSTS4)
+    mark = "" if used else ncclinfolog.SET_UP
     assert found[("gpu1", "gpu1")] == ["NVLS" + mark], found
     assert found[("gpu1", "gpu2")] == ["CollNet" + mark, "NET/IB"], found
 
@@ -204,7 +204,7 @@ def test_nvls_stays_with_a_host_whose_probe_used_only_nvls_inside_it():
     text = ("gpu1:4011:4090 [0] NCCL INFO NCCL version 2.24.3+cuda12.6\n" + BETWEEN +
             "gpu1:4011:4090 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n" +
             NVLS_LINES.format(h=2))
-    found = nccllog.by_host_pair([nccllog.parse(text)], HOSTS4)
+    found = ncclinfolog.by_host_pair([ncclinfolog.parse(text)], HOSTS4)
     assert found == {("gpu1", "gpu1"): ["P2P/CUMEM"], ("gpu1", "gpu2"): ["NET/IB"],
                      ("gpu2", "gpu2"): ["NVLS"]}, found
 
@@ -233,24 +233,24 @@ def test_nccl_2_21_summary_line_is_not_collnet_nor_nvls_use():
     supported) is not NVLS in use."""
     text, hosts = _real_log("15")
     assert "8 coll channels, 8 collnet channels, 0 nvls channels" in text
-    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    found = ncclinfolog.by_host_pair([ncclinfolog.parse(text)], hosts)
     assert not any("CollNet" in used or "NVLS" in used for used in found.values()), found
     text, hosts = _real_log("04")
     assert "NCCL version 2.22.3" in text and " 16 collnet channels, 16 nvls channels" in text
-    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    found = ncclinfolog.by_host_pair([ncclinfolog.parse(text)], hosts)
     between = found[("test-nccl-worker-0", "test-nccl-worker-1")]
     assert "CollNet" not in between and "NVLS" in found[("test-nccl-worker-0",) * 2], found
-    assert nccllog.parse(text)["hosts"] == {"test-nccl-worker-0", "test-nccl-worker-1"}
+    assert ncclinfolog.parse(text)["hosts"] == {"test-nccl-worker-0", "test-nccl-worker-1"}
     unused = "\n".join(line for line in text.splitlines()
                        if "NVLS comm" not in line and "Connected NVLS" not in line)
-    parsed = nccllog.parse(unused)
+    parsed = ncclinfolog.parse(unused)
     assert not parsed["nvls"] and not parsed["collnet"], parsed
 
 
 def test_transport_findings_flag_sockets_where_rdma_exists():
-    logs = [nccllog.parse(FIXTURES["NET/Socket"])]
+    logs = [ncclinfolog.parse(FIXTURES["NET/Socket"])]
     per_host = {"gpu1": {"rdma": [{"device": "mlx5_0"}]}, "gpu2": {"rdma": []}}
-    found = diagnose.transport_findings(nccllog.by_host_pair(logs, HOSTS4), per_host)
+    found = diagnose.transport_findings(ncclinfolog.by_host_pair(logs, HOSTS4), per_host)
     assert any("NET/Socket" in text and "gpu1 and gpu2" in text for _, text in found)
 
 
@@ -484,12 +484,12 @@ def test_real_logs_name_the_aws_plugin_and_nvls_set_up_or_used():
     plugin by its whole name, NVLS used. 17: NCCL 2.20.3 on the same hosts: its NVLS lines
     come from init, so NVLS is only set up."""
     text, hosts = _real_log("04")
-    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    found = ncclinfolog.by_host_pair([ncclinfolog.parse(text)], hosts)
     assert found[("test-nccl-worker-0", "test-nccl-worker-1")] == ["NET/AWS Libfabric"], found
     assert "NVLS" in found[("test-nccl-worker-1",) * 2], found
     text, hosts = _real_log("17")
     assert "NCCL version 2.20.3" in text
-    found = nccllog.by_host_pair([nccllog.parse(text)], hosts)
+    found = ncclinfolog.by_host_pair([ncclinfolog.parse(text)], hosts)
     assert found[("test-nccl-worker-0", "test-nccl-worker-1")] == ["NET/AWS Libfabric"], found
     for h in ("test-nccl-worker-0", "test-nccl-worker-1"):
         assert "NVLS (set up)" in found[(h, h)] and "NVLS" not in found[(h, h)], found

@@ -175,7 +175,7 @@ def _pair(partner, rnd, rail, gbps, passed):
 
 @needs_tools
 def test_check_verdicts_per_host_rail_and_link_without_processes():
-    # check's document as checkverdict writes it: h2's rail 1 failed (kept, RAIL), h3 failed
+    # check's document as checkjudge writes it: h2's rail 1 failed (kept, RAIL), h3 failed
     # on every rail (FAIL), an uplink suspect
     hosts = [{"host": "h1", "verdict": "PASS", "rails_failed": [], "intra": None,
               "pairs": [_pair("h2", 1, 0, 40.1, True), _pair("h2", 1, 1, 9.5, False)]},

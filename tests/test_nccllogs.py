@@ -15,11 +15,11 @@ import pytest
 
 from conftest import ROOT, check_usage_error, lone, mpirun, show
 from mpibench.errors import UsageError
-from mpibench.results import document, nccllogs, reader
+from mpibench.results import document, nccltestslog, reader
 from mpibench.measure.row import Figures, Row
 from mpibench.results.schema import Document
 from mpibench.results.tables import fnum
-from mpibench.diagnose import checkverdict
+from mpibench.diagnose import checkjudge
 
 LOGS = Path(ROOT).parent / "shared" / "realworld" / "nccl-tests"
 pytestmark = pytest.mark.skipif(not LOGS.is_dir(), reason=f"{LOGS} is absent (the real "
@@ -459,7 +459,7 @@ def test_mpibench_printed_output_reads_back_with_its_json_figures(own_run):
     mine = json.loads(path.read_text())
     as_nccl = _as_nccl_tests_header(printed.read_text())
     for text in (printed.read_text(), as_nccl, re.sub(r"# mpibench \w+:.*\n", "", as_nccl)):
-        doc = nccllogs.parse_text(text)
+        doc = nccltestslog.parse_text(text)
         assert doc["world"]["size"] == 2 and doc["world"]["backend"] == "gloo"
         assert doc["average_bus_bandwidth"] == float("%g" % mine["average_bus_bandwidth"])
         assert len(doc["results"]) == len(mine["results"])
@@ -494,7 +494,7 @@ def test_check_takes_one_test_of_a_log_of_five_as_baseline():
     # log 06: all_reduce is test 1 of 5, on 10 ranks, one per host; its 32 MiB row's
     # busbw is 42.98 out of place and 42.95 in place
     doc = reader.load(log("06"))
-    found, skipped = checkverdict.baseline_limits(doc, log("06"), collective="all_reduce", size=1 << 25,
+    found, skipped = checkjudge.baseline_limits(doc, log("06"), collective="all_reduce", size=1 << 25,
                                                   ranks_per_host=1, world=10, share=0.8)
     assert found == {"job": {"min_busbw_GBps": pytest.approx(0.8 * 42.98)}} and skipped is None
 
@@ -507,7 +507,7 @@ def test_check_takes_one_test_of_a_log_of_five_as_baseline():
 def test_check_refuses_a_baseline_it_cannot_judge_by(key, collective, words):
     doc = reader.load(log(key), collective)
     with pytest.raises(UsageError, match=re.escape(words)):
-        checkverdict.baseline_limits(doc, log(key), collective=collective, ranks_per_host=2, world=2,
+        checkjudge.baseline_limits(doc, log(key), collective=collective, ranks_per_host=2, world=2,
                                      share=0.8, size=1 << 28 if key == "12" else 1 << 20)
 
 
@@ -582,7 +582,7 @@ def fuzz(sources, seed=22, count=25):
     reads, errors, wrong = 0, 0, []
     for text, hint, path in sources:
         lines = text.splitlines()
-        rows, ranks, averages, whole = _truth(nccllogs.parse_text(text, hint, path))
+        rows, ranks, averages, whole = _truth(nccltestslog.parse_text(text, hint, path))
         for _ in range(count):
             mutated = _mutate(lines, rng)
             try:

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PYTHON, base_env, check_usage_error, mpirun, run, show
 from launch_helpers import LAUNCH, require_debs
-from mpibench.diagnose import iperf, verdicts
+from mpibench.diagnose import iperf, verifyjudge
 from mpibench.results import reader
 from test_diagnosis import make_tree
 
@@ -98,31 +98,31 @@ def test_timer_verdict_from_the_interval_of_paired_rounds():
     """The judgement alone, on rounds made up: the signed-rank interval of the pairs decides."""
     bare = [1.0] * 22
     wobble = [1 + 0.01 * ((k * 7) % 5 - 2) for k in range(22)]          # within +-2%
-    ok = verdicts.timer(1 << 20, wobble, bare, 0.05, 1 << 20)
+    ok = verifyjudge.timer(1 << 20, wobble, bare, 0.05, 1 << 20)
     assert ok["verdict"] == "PASS" and 0.95 < ok["interval"][0] <= ok["interval"][1] < 1.05
-    short = verdicts.timer(1 << 20, [0.8 * w for w in wobble], bare, 0.05, 1 << 20)
+    short = verifyjudge.timer(1 << 20, [0.8 * w for w in wobble], bare, 0.05, 1 << 20)
     assert short["verdict"] == "FAIL" and short["interval"][1] < 0.95, short
     assert "99.9% interval" in short["reason"]
     # 6 pairs: the 95% interval is beyond the tolerance, a 99.9% one needs 11 pairs.
-    early = verdicts.timer(1 << 20, [0.8 * w for w in wobble[:12]], bare, 0.05, 1 << 20)
+    early = verifyjudge.timer(1 << 20, [0.8 * w for w in wobble[:12]], bare, 0.05, 1 << 20)
     assert early["verdict"] == "INCONCLUSIVE" and "which a FAIL needs, not yet" in early["reason"]
     # ... but the 6 pairs of two sizes together are 12: the judged sizes' pairs as one sample.
     got = {s: {"harness": [0.8 * w for w in wobble[:12]], "bare": bare[:12]}
            for s in (8, 1 << 20, 4 << 20)}
-    both = verdicts.timers_together(got, 0.05, 1 << 20)
+    both = verifyjudge.timers_together(got, 0.05, 1 << 20)
     assert both["check"] == "timer 1 MiB-4 MiB" and both["verdict"] == "FAIL", both
     assert "over 12 pairs of rounds" in both["reason"] and both["interval"][1] < 0.95
-    assert verdicts.timers_together({1 << 20: got[1 << 20]}, 0.05, 1 << 20) is None
+    assert verifyjudge.timers_together({1 << 20: got[1 << 20]}, 0.05, 1 << 20) is None
     # Round by round the loop run first is 1.3x slower: pairs cancel it, so this passes.
     order = [w * (1.3 if k % 2 == 0 else 1 / 1.3) for k, w in enumerate(wobble)]
-    assert verdicts.timer(1 << 20, order, bare, 0.05, 1 << 20)["verdict"] == "PASS"
+    assert verifyjudge.timer(1 << 20, order, bare, 0.05, 1 << 20)["verdict"] == "PASS"
     # Pairs scattering by +-10% around 0.9: the interval straddles 0.95.
     wide = [0.9 * (1 + 0.1 * ((k // 2 * 5) % 7 - 3) / 3) for k in range(16)]
-    c = verdicts.timer(1 << 20, wide, bare, 0.05, 1 << 20)
+    c = verifyjudge.timer(1 << 20, wide, bare, 0.05, 1 << 20)
     assert c["verdict"] == "INCONCLUSIVE" and c["interval"][0] < 0.95 < c["interval"][1], c
     assert c["rounds_needed"] > 16 and f"about {c['rounds_needed']} rounds" in c["reason"]
     assert "straddles the tolerance (5%): the pairs scatter by" in c["reason"]
-    assert verdicts.failed([ok, short, c]) == [short]                   # exit 1 for FAIL only
+    assert verifyjudge.failed([ok, short, c]) == [short]                   # exit 1 for FAIL only
 
 
 def _netpipe_line(size, usec):
@@ -287,10 +287,10 @@ def test_an_early_timer_fails_the_plausibility_check(tmp_path):
 
 
 def test_plausibility_names_the_byte_count_when_the_timers_agree():
-    c = verdicts.plausibility(1 << 30, 5.0, {"h1": 10.0, "h2": 25.0}, timer_failed_short=False)
+    c = verifyjudge.plausibility(1 << 30, 5.0, {"h1": 10.0, "h2": 25.0}, timer_failed_short=False)
     assert c["verdict"] == "FAIL" and c["ratio"] == pytest.approx(4.0)
     assert "the byte count" in c["reason"] and "h1" in c["reference"]
-    ok = verdicts.plausibility(1 << 30, 1.0, {"h1": 10.0, "h2": 25.0}, False)
+    ok = verifyjudge.plausibility(1 << 30, 1.0, {"h1": 10.0, "h2": 25.0}, False)
     assert ok["verdict"] == "PASS"
 
 

@@ -6,7 +6,7 @@ from functools import partial
 from itertools import count
 from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
-from ..diagnose import (checkverdict, fabricplan, health, hostfacts, pathlimits, rankfacts, tomography,
+from ..diagnose import (checkjudge, fabricplan, health, hostfacts, pathlimits, rankfacts, tomography,
                         topology)
 from ..diagnose.health import Retesting, Timed
 from ..errors import UsageError
@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier check, run or nccl-tests result (printed output or -J JSON) "
                         "of the same collective, size and rank layout: fail below --min-share of it")
-    options.add_min_share(p, "with --baseline: fail", "it", None, shown=f"{checkverdict.RELATIVE:g}")
+    options.add_min_share(p, "with --baseline: fail", "it", None, shown=f"{checkjudge.RELATIVE:g}")
     options.add_json(p, "every figure and verdict")
     p.add_argument("--csv", metavar="PATH", help="one line per host (never overwrites)")
     guard.add_timeout(p, "one test, or one round of host pairs", None,
@@ -82,8 +82,8 @@ def check_args(args: argparse.Namespace) -> None:
     if args.min_share is not None and not args.baseline:
         raise UsageError(f"--min-share needs --baseline: it is the share of the baseline's figure "
                          f"below which check fails (without one, a host or pair fails below "
-                         f"{checkverdict.RELATIVE:g} x the median)")
-    args.min_share = args.min_share or checkverdict.RELATIVE
+                         f"{checkjudge.RELATIVE:g} x the median)")
+    args.min_share = args.min_share or checkjudge.RELATIVE
     if args.rails is not None:
         try:
             railbind.parse(args.rails)
@@ -169,7 +169,7 @@ def _limits(session: Session, args: argparse.Namespace, coll: Collective, size: 
     if args.expect == "published":
         return inputs.on_rank0(session, "published", lambda _: _published_floors(paths, coll.name, ppn))
     if args.expect:
-        expect = inputs.on_rank0(session, args.expect, checkverdict.read_expect, "--expect")
+        expect = inputs.on_rank0(session, args.expect, checkjudge.read_expect, "--expect")
         return {t: dict(v, source=f"--expect {args.expect}") for t, v in expect.items()}
     if not args.baseline:
         return {}
@@ -178,7 +178,7 @@ def _limits(session: Session, args: argparse.Namespace, coll: Collective, size: 
                                "--baseline")
     aligned = {max(c.send, c.recv) * DTYPE.size for c in
                (coll.counts(size // DTYPE.size, DTYPE.size, n) for n in (ppn, session.size))}
-    found, skipped = checkverdict.baseline_limits(baseline, args.baseline, collective=coll.name, size=size,
+    found, skipped = checkjudge.baseline_limits(baseline, args.baseline, collective=coll.name, size=size,
                                                 ranks_per_host=ppn, world=session.size, share=args.min_share,
                                                 sizes=aligned)
     src = f"{args.min_share:g} x --baseline {args.baseline}"
@@ -214,7 +214,7 @@ def _intra_retest(session: Session, args: argparse.Namespace, intra: Timed, barr
     while steps := session.comm.bcast(report.judge.intra_retests() if report else None, root=0):
         if k:
             session.watch.arm("check: a pause between retests inside the host")
-            time.sleep(checkverdict.PAUSE)
+            time.sleep(checkjudge.PAUSE)
         found = []
         for hosts in steps:         # one after another
             mine = session.hosts[session.rank] in hosts
@@ -332,7 +332,7 @@ def _pair_rounds(session: Session, backend: TorchBackend, size: int, args: argpa
 
 
 class Report:
-    """Rank 0: the figures as they come, judged (checkverdict), printed (checktext) and written."""
+    """Rank 0: the figures as they come, judged (checkjudge), printed (checktext) and written."""
 
     def __init__(self, session: Session, out: Optional[RunOutput], args: argparse.Namespace,
                  coll: Collective, size: int, *, members: Dict[str, List[int]], limits: Limits,
@@ -347,7 +347,7 @@ class Report:
         config = {"collective": coll.name, "size": size, "ranks_per_host": self.ppn,
                   "world": session.size, "hosts": self.names, "iters": args.iters,
                   "warmup": args.warmup}
-        self.judge = checkverdict.Judge(config, members, limits,
+        self.judge = checkjudge.Judge(config, members, limits,
                                         {session.hosts[r]: rate for r, rate in enumerate(rates)})
         self.say(checktext.header_line(coll.name, size, len(self.names), self.ppn, args.iters,
                                        args.warmup))
@@ -358,7 +358,7 @@ class Report:
         runtext.path_header(out, self.paths, pub)
         self.say(*("# " + x for x in published.lines(pub["collectives"][coll.name], pub["platform"],
                                                      coll.name)))
-        self.say(*checktext.threshold_lines(checkverdict.TESTS, limits, self.ppn, checkverdict.RELATIVE))
+        self.say(*checktext.threshold_lines(checkjudge.TESTS, limits, self.ppn, checkjudge.RELATIVE))
         out.announce_files()
         out.set(check=self.judge.doc)     # the judge's figures are the check section
         if out.csv is not None:          # a line per host, not per row

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..diagnose import findings, hostfacts, nccldiag, nccllog, ncclparams, ncclprobe, pathlimits
+from ..diagnose import findings, hostfacts, nccldiag, ncclinfolog, ncclparams, ncclprobe, pathlimits
 from ..launch import bootstrap, faults
 from ..launch.session import Session
 from ..results import doctortext as text
@@ -58,8 +58,8 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     text.consistency(out, diffs, len(per_host))
     found = findings.version_findings(diffs) + findings.findings(per_host) + \
         [f for h, facts in per_host.items() for f in pathlimits.findings(h, facts["paths"])]
-    pairs = None if transports["skipped"] else nccllog.by_host_pair(
-        [nccllog.parse(t) for t in transports["logs"] if t], session.hosts)
+    pairs = None if transports["skipped"] else ncclinfolog.by_host_pair(
+        [ncclinfolog.parse(t) for t in transports["logs"] if t], session.hosts)
     text.transports(out, transports["skipped"], pairs, transports["errors"], session.size)
     if pairs is not None:
         found += findings.transport_findings(pairs, per_host)

@@ -5,7 +5,7 @@ import time
 from statistics import median
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..diagnose import hostfacts, iperf, rankfacts, verdicts
+from ..diagnose import hostfacts, iperf, rankfacts, verifyjudge
 from ..errors import UsageError
 from ..launch.session import Session
 from ..measure import launchcost, selfcheck
@@ -59,9 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-w", "--warmup", type=options.at_least(0), default=5,
                    help="warm-up iterations per loop (default 5)")
     p.add_argument("--timer-tolerance", type=options.positive_float, default=None, metavar="X",
-                   help=f"the timers agree within X (default {verdicts.CPU_TIMER_TOLERANCE:g} "
-                        f"on CPUs, {verdicts.GPU_TIMER_TOLERANCE:g} on GPUs)")
-    options.add_min_share(p, "a finding: a figure", "iperf3's or the peer's", verdicts.FLOOR)
+                   help=f"the timers agree within X (default {verifyjudge.CPU_TIMER_TOLERANCE:g} "
+                        f"on CPUs, {verifyjudge.GPU_TIMER_TOLERANCE:g} on GPUs)")
+    options.add_min_share(p, "a finding: a figure", "iperf3's or the peer's", verifyjudge.FLOOR)
     p.add_argument("--check-size", type=options.size_arg, default=None, metavar="SIZE",
                    help="bytes of the correctness check's calls (default 64K on CPUs, 1M on GPUs)")
     p.add_argument("--iperf-seconds", type=options.at_least(0, float), default=3.0, metavar="S",
@@ -112,9 +112,9 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     backend = make_backend(session, args.backend[0])
     sizes = args.sizes or _sizes(GPU_SIZES if backend.cuda else CPU_SIZES)
     timed = sorted({8, *sizes})
-    tolerance = args.timer_tolerance or (verdicts.GPU_TIMER_TOLERANCE if backend.cuda
-                                         else verdicts.CPU_TIMER_TOLERANCE)
-    judged = verdicts.GPU_JUDGED if backend.cuda else verdicts.CPU_JUDGED
+    tolerance = args.timer_tolerance or (verifyjudge.GPU_TIMER_TOLERANCE if backend.cuda
+                                         else verifyjudge.CPU_TIMER_TOLERANCE)
+    judged = verifyjudge.GPU_JUDGED if backend.cuda else verifyjudge.CPU_JUDGED
     settings = {"rounds": args.rounds, "budget_s": args.budget, "iters": args.iters,
                 "warmup": args.warmup, "timer_tolerance": tolerance}
     out = open_output(session, "verify", args)
@@ -142,7 +142,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     out.set(verify={"checks": checks, **settings, "judged_from": judged, "timers": _timers(measured["got"]),
                     **figures, "iperf3": measured["pairs"], "against": args.against})
     out.finish()
-    failed = verdicts.failed(checks)
+    failed = verifyjudge.failed(checks)
     names = ", ".join(f"{c['check']} ({c['verdict']})" for c in failed)
     return guard.verdict(session, f"verify: {counted(len(failed), 'check')} did not pass: {names}"
                          if failed else None)
@@ -240,20 +240,20 @@ def _verdicts(found: Dict[str, Any], backend: TorchBackend, args: argparse.Names
     # Launch-bound rows are a GPU matter (the host starting kernels; -G the remedy).
     bound = max((s for s, t in times.items() if launchcost.launch_bound(t, gpu_launch)), default=None) \
         if gpu_launch else None
-    checks.append(verdicts.per_call(harness_cost, gpu_launch, bound, min(times)))
-    checks += [verdicts.correctness(rows, wrong, label) for label, rows, wrong in found["checked"]]
+    checks.append(verifyjudge.per_call(harness_cost, gpu_launch, bound, min(times)))
+    checks += [verifyjudge.correctness(rows, wrong, label) for label, rows, wrong in found["checked"]]
     busbw = _in_place(medians[max(timed)])["busbw_GBps"]
     per_host = dict(found["rates"])
-    checks.append(verdicts.plausibility(
+    checks.append(verifyjudge.plausibility(
         max(timed), busbw, per_host, timer_failed_short, found["ranks"],
-        verdicts.ring_only(backend.name, os.environ.get("NCCL_ALGO"))))
-    checks += [verdicts.iperf_share(pair, max(timed), busbw, backend.name, args.min_share)
+        verifyjudge.ring_only(backend.name, os.environ.get("NCCL_ALGO"))))
+    checks += [verifyjudge.iperf_share(pair, max(timed), busbw, backend.name, args.min_share)
                for pair in found["pairs"]]
     peer = found["peer"]
     if peer is not None:
-        checks += verdicts.peer_rows(peer["rows"], peer["same"], peer["tool"], args.min_share, judged)
+        checks += verifyjudge.peer_rows(peer["rows"], peer["same"], peer["tool"], args.min_share, judged)
         if peer["wrong"]:
-            checks.append(verdicts.correctness(peer["rows"], peer["wrong"],
+            checks.append(verifyjudge.correctness(peer["rows"], peer["wrong"],
                                                f"{peer['tool']} rows checked"))
     cost = gpu_launch if gpu_launch is not None else harness_cost
     return checks, medians, {"per_call_s": cost, "launch_bound_up_to": bound,
@@ -264,8 +264,8 @@ def _timer_checks(got: Rounds, tolerance: float, judged: int) -> Dict[Optional[i
     """{size: its timer check, None: the judged sizes' pairs together (when two or more);
     a size with too few pairs for an interval of its own is INFO, judged in the pool}."""
     checks: Dict[Optional[int], Dict[str, Any]] = {
-        s: verdicts.timer(s, g["harness"], g["bare"], tolerance, judged) for s, g in sorted(got.items())}
-    together = verdicts.timers_together(got, tolerance, judged)
+        s: verifyjudge.timer(s, g["harness"], g["bare"], tolerance, judged) for s, g in sorted(got.items())}
+    together = verifyjudge.timers_together(got, tolerance, judged)
     if not together:
         return checks
     for s, c in checks.items():

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 from ..errors import CheckFailed, UsageError
 from ..launch import faults, verdict
 from ..results.output import open_output
-from . import checkverdict, findings, hostfacts
+from . import checkjudge, findings, hostfacts
 
 if TYPE_CHECKING:
     from ..launch.session import Session
@@ -34,7 +34,7 @@ class Timed(Protocol):
 
 class Retesting(Protocol):
     """What check's retest rounds need of rank 0's report."""
-    judge: checkverdict.Judge
+    judge: checkjudge.Judge
 
     def say_retest(self, test: int, lines: Sequence[str]) -> None: ...
 
@@ -68,10 +68,10 @@ def run(session: "Session", args: argparse.Namespace, coll: "Collective", size: 
     assert session.watch is not None
     session.watch.arm("check --health: this host's facts")
     facts: Optional[Dict[str, Any]] = None
-    judge: Optional[checkverdict.Judge] = None
+    judge: Optional[checkjudge.Judge] = None
     if session.rank == 0:
         facts = hostfacts.collect(session)
-        judge = checkverdict.Judge({"collective": coll.name, "size": size, "ranks_per_host": session.size,
+        judge = checkjudge.Judge({"collective": coll.name, "size": size, "ranks_per_host": session.size,
                                     "world": session.size, "hosts": [session.hostname],
                                     "iters": args.iters, "warmup": args.warmup},
                                    members, limits, {session.hostname: hostfacts.line_rate()})
@@ -104,7 +104,7 @@ def _slowed(session: "Session", t: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _verdict(session: "Session", out: Optional["RunOutput"], args: argparse.Namespace,
-             judge: Optional[checkverdict.Judge], facts: Optional[Dict[str, Any]]) -> bool:
+             judge: Optional[checkjudge.Judge], facts: Optional[Dict[str, Any]]) -> bool:
     """Rank 0: the verdict, the line, the drain; True when the host is not healthy."""
     assert out is not None and judge is not None and facts is not None
     host = session.hostname

@@ -1,6 +1,6 @@
 """What `verify` measures: mpibench's own loop (the engine, as `run` times a row) against
 the bare loop of baretimer.py, alternated over rounds; the per-call cost; one checked call
-of every collective. Figures only: the judgement is diagnose/verdicts.py's.
+of every collective. Figures only: the judgement is diagnose/verifyjudge.py's.
 """
 import time
 from functools import partial

@@ -1,4 +1,4 @@
-"""`check`'s words and CSV, from what diagnose/checkverdict.py records in the document's check."""
+"""`check`'s words and CSV, from what diagnose/checkjudge.py records in the document's check."""
 import math
 from statistics import median
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple

@@ -210,7 +210,7 @@ def _check(doc: Doc, add: Add) -> None:
 
 
 def _kind(name: str) -> str:
-    """The kind of a suspect as checkverdict names it (few values: a label)."""
+    """The kind of a suspect as checkjudge names it (few values: a label)."""
     if "(a tie" in name:
         return "tie"
     if name.startswith("uplink "):

@@ -1,5 +1,5 @@
 """nccl-tests' -J JSON (version 2.19.6) read as a results document (its printed output:
-nccllogs.py), and a run's results document written in it, for the tools written for
+nccltestslog.py), and a run's results document written in it, for the tools written for
 nccl-tests (tools/analyze_perf_json.py, CSV converters). -J has no collective name: it is
 read from "experiment_name", else from the program in "args", and written to the former.
 """

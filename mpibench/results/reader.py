@@ -1,5 +1,5 @@
 """Saved results files, as the commands read them. load() is the one place a file is read:
-anything that is not a results document, once other tools' output (nccllogs, nccltests,
+anything that is not a results document, once other tools' output (nccltestslog, nccltests,
 netpipe) is turned into one, is refused (UsageError naming the file), so the commands may
 trust every field they touch."""
 import os
@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
 from ..measure.modes import MODES, ModeKey
-from . import document, nccllogs, nccltests, netpipe, schema
-from .nccllogs import Path
+from . import document, nccltestslog, nccltests, netpipe, schema
+from .nccltestslog import Path
 from .numbers import counted
 from .schema import Doc
 
@@ -35,13 +35,13 @@ def parse_bytes(data: bytes, collective: Optional[str] = None, path: Optional[Pa
     """A results document from mpibench's JSON, nccl-tests' -J JSON or printed output, or NetPIPE's."""
     text = document.utf8(data)
     printed = text.lstrip()[:1] != "{"
-    log = printed and nccllogs.looks_like_text(text)
+    log = printed and nccltestslog.looks_like_text(text)
     tool = "NetPIPE" if printed and not log and netpipe.looks_like_text(text) else "nccl-tests"
     try:
         if tool == "NetPIPE":
             return netpipe.parse_text(text)
         if log:
-            return nccllogs.parse_text(text, collective, path)
+            return nccltestslog.parse_text(text, collective, path)
         try:
             doc = document.parse(data)
         except schema.Bad:
