@@ -16,7 +16,7 @@ DEFAULT = "run"
 
 # The top-level help lists the commands in these groups.
 GROUPS = (("measure", ("run", "p2p", "train", "sweep")),
-          ("diagnose", ("check", "doctor", "info")),
+          ("diagnose", ("check", "doctor", "info", "verify")),
           ("saved results", ("report", "compare", "plot", "predict")),
           ("classic tests", ("allreduce", "latency", "flagsync", "demo")))
 
