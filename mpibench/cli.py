@@ -1,8 +1,9 @@
 """Command line: parse on every rank alike, run the command, end every rank the same way.
 
 A bad argument is found by every rank alike, before torch or MPI loads: rank 0 says it and
-exits 2, the others exit 0 at once, so that the launcher returns rank 0's 2. An Exit raised on all ranks ends the job cleanly with its code; any other
-exception is reported once, naming its rank and host, and aborts the job so nothing hangs.
+exits 2, the others exit 0 at once, so that the launcher returns rank 0's 2. An Exit raised on
+all ranks ends the job cleanly with its code; any other exception is reported once, naming its
+rank and host, and aborts the job so nothing hangs.
 """
 import argparse
 import os
