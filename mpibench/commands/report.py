@@ -1,8 +1,8 @@
 """mpibench report: saved results rendered as the run printed them (no MPI, no ranks)."""
 import argparse
-import sys
 from typing import cast
 
+from ..launch import verdict
 from ..results import reader, reporttext
 from ..results.schema import Doc
 from .common import options
@@ -23,5 +23,5 @@ def execute(session: None, args: argparse.Namespace) -> int:
             for path in args.files]                              # every file checked first
     render = {"text": reporttext.text, "markdown": reporttext.markdown,
               "csv": reporttext.csv_text}[args.format]
-    sys.stdout.write(render(docs))
+    verdict.write(render(docs))
     return 0

@@ -3,7 +3,6 @@ check") says: check's test inside the host and doctor's findings, one line, a dr
 import argparse
 import os
 import subprocess
-import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Union
 
@@ -120,7 +119,7 @@ def _verdict(session: "Session", out: Optional["RunOutput"], args: argparse.Name
     if reason and args.health == "nhc" and not args.report_only:
         drained = drain(node, f"{PREFIX} {reason}")
         if drained is not True:
-            sys.stderr.write(f"mpibench: could not drain {node}: {drained}\n")
+            verdict.note(f"could not drain {node}: {drained}")
     text = line(args.health, node, reason)
     out.set(check=judge.doc, health={"node": node, "healthy": not reasons, "reasons": reasons,
                                      "line": text, "drained": drained, "mode": args.health})

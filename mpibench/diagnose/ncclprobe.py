@@ -8,6 +8,8 @@ import datetime
 import os
 import sys
 
+from ..launch import verdict
+
 
 def main() -> int:
     addr, port, rank_text, size_text, device_text = os.environ["MPIBENCH_PROBE"].split()
@@ -28,7 +30,7 @@ def main() -> int:
     torch.cuda.synchronize()
     ok = int(x[0].item()) == size
     from .ncclparams import report
-    print(report(), flush=True)     # NCCL's effective parameters, now that it has started
+    verdict.out(report())     # NCCL's effective parameters, now that it has started
     dist.destroy_process_group()
     return 0 if ok else 3
 

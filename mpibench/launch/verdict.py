@@ -27,16 +27,26 @@ _said = False
 
 def out(text: str) -> None:
     """Write one line to stdout, unless this rank has said its verdict (then nothing)."""
+    write(text + "\n")
+
+
+def write(text: str) -> None:
+    """Write text to stdout as it is, flushed, unless this rank has said its verdict."""
     with _lock:
         if not _said:
-            sys.stdout.write(text + "\n")
+            sys.stdout.write(text)
             sys.stdout.flush()
 
 
 def note(text: object) -> None:
     """One line to stderr, flushed, marked as mpibench's (progress notes and errors)."""
     text = str(text)
-    sys.stderr.write((text if text.startswith("mpibench") else f"mpibench: {text}") + "\n")
+    err(text if text.startswith("mpibench") else f"mpibench: {text}")
+
+
+def err(text: str) -> None:
+    """Lines to stderr as they are, flushed (a trace's, a line a plugin must not read on stdout)."""
+    sys.stderr.write(text + "\n")
     sys.stderr.flush()
 
 

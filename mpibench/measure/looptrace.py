@@ -11,9 +11,9 @@ Tests use it to prove the -z modes' barriers, buffer use and initial data. The w
 Python work to the loop: times measured with it on mean nothing.
 """
 import os
-import sys
 from typing import Any, List, Optional, Sequence, Tuple
 
+from ..launch import verdict
 from .collectives.base import Call, Tensor
 
 Spans = Tuple[Tuple[int, int], ...]
@@ -60,10 +60,9 @@ class Trace:
         return launch
 
     def report(self, rank: int, row: str) -> None:
-        sys.stderr.write(f"looptrace rank {rank}: {row}: calls {self.calls_made} barriers "
-                         f"{self.barriers} most-in-flight {self.most} sharing {self.sharing}\n"
-                         f"looptrace rank {rank}: {row}: views {self.views} all-zero {self.zero_views}\n")
-        sys.stderr.flush()
+        verdict.err(f"looptrace rank {rank}: {row}: calls {self.calls_made} barriers "
+                    f"{self.barriers} most-in-flight {self.most} sharing {self.sharing}\n"
+                    f"looptrace rank {rank}: {row}: views {self.views} all-zero {self.zero_views}")
 
 
 class _Handle:

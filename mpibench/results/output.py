@@ -8,7 +8,7 @@ import threading
 from typing import Any, Dict, List, Optional, Union
 
 from ..errors import UsageError
-from ..launch import faults
+from ..launch import faults, verdict
 from ..launch.session import Session
 from ..measure.collectives.base import Collective, Counts
 from ..measure.dtypes import DType
@@ -129,7 +129,7 @@ def open_output(session: Session, command: str, args: argparse.Namespace) -> Opt
         session.results = out
         if switches := faults.notice():     # MPIBENCH_FAULT set: the header and the document say so
             if getattr(args, "health", None):   # its stdout is the one line a plugin reads
-                sys.stderr.write(switches[0] + "\n")
+                verdict.err(switches[0])
             else:
                 out.say(switches[0])
             out.set(test_switches=switches[1])
