@@ -361,8 +361,6 @@ class Report:
         self.say(*checktext.threshold_lines(checkjudge.TESTS, limits, self.ppn, checkjudge.RELATIVE))
         out.announce_files()
         out.set(check=self.judge.doc)     # the judge's figures are the check section
-        if out.csv is not None:          # a line per host, not per row
-            out.csv.render = checktext.csv
 
     def intra(self, gathered: List[Dict[str, Any]]) -> None:
         busbws = self.judge.intra(gathered)

@@ -3,7 +3,7 @@ import argparse
 from typing import cast
 
 from ..launch import verdict
-from ..results import reader, reporttext
+from ..results import exporters, reader
 from ..results.schema import Doc
 from .common import options
 
@@ -13,7 +13,7 @@ SESSION = "offline"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="results JSON files")
-    p.add_argument("--format", choices=("text", "markdown", "csv"), default="text",
+    p.add_argument("--format", choices=tuple(exporters.REPORT), default="text",
                    help="text (as run prints it, default), markdown or csv")
     options.add_log_options(p)
 
@@ -21,7 +21,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def execute(session: None, args: argparse.Namespace) -> int:
     docs = [(path, reader.pick_test(cast(Doc, reader.load(path, args.collective)), path, args.test))
             for path in args.files]                              # every file checked first
-    render = {"text": reporttext.text, "markdown": reporttext.markdown,
-              "csv": reporttext.csv_text}[args.format]
-    verdict.write(render(docs))
+    verdict.write(exporters.REPORT[args.format](docs))
     return 0

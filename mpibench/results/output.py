@@ -5,17 +5,15 @@ a lock keeps it from writing while the main thread is changing the document."""
 import argparse
 import sys
 import threading
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, Optional
 
 from ..errors import UsageError
 from ..launch import faults, verdict
 from ..launch.session import Session
 from ..measure.collectives.base import Collective, Counts
 from ..measure.dtypes import DType
-from . import alltoallvtext, document, nccltests, tables
+from . import alltoallvtext, document, exporters, tables
 from .document import now
-from .files import json_parts, render_csv, ResultFile
-from .metrics import MetricsFile
 from .numbers import counted
 from .schema import HostAnalysis, HostEntry
 from .rows import Collector
@@ -25,16 +23,7 @@ class RunOutput:
     def __init__(self, session: Session, command: str, args: argparse.Namespace) -> None:
         self.s = session
         self._lock = threading.Lock()
-        self.files: List[Union[ResultFile, MetricsFile]] = []
-        if args.json:
-            nccl_tests = getattr(args, "json_format", None) == "nccl-tests"
-            self.files.append(ResultFile(args.json, nccltests.render if nccl_tests else json_parts))
-        csv_path = getattr(args, "csv", None)
-        self.csv = ResultFile(csv_path, render_csv, "CSV") if csv_path else None
-        if self.csv:
-            self.files.append(self.csv)
-        if getattr(args, "metrics", None):
-            self.files.append(MetricsFile(args.metrics))
+        self.files = exporters.open_files(args)
         self.doc = document.new(command, sys.argv[1:], args)
         self.per_iter = getattr(args, "per_iter_timing", 0) == 1   # -I 1: its columns
         self.trials: Optional[Collector] = None   # run --trials K > 1: merges repeated rows
