@@ -357,32 +357,25 @@ class Judge:
         self._fail_hosts(verdict["failed_hosts"])
         names = fabric.names
         suspects = self._named_links(verdict, fabric)
-
-        def path(a: int, b: int, r: int) -> str:
-            return f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
-        for tie in verdict["ties"]:
-            pair = next((verdict["deciders"].get(x) for x in tie if verdict["deciders"].get(x)), None)
-            suspects.append(" or ".join(fabric.name(x) for x in tie) + (
-                f" (a tie: pairing {names[pair[0]]} with {names[pair[1]]} decides)" if pair else
-                " (a tie: every tested path crosses both, no pair of hosts can tell them apart)"))
+        suspects.extend(_tie_suspects(verdict, fabric))
         for a, b, r in verdict["unexplained"]:
-            suspects.append(path(a, b, r) + " (each of its links passed on other paths)")
+            suspects.append(_path_text(fabric, a, b, r) + " (each of its links passed on other paths)")
         for a, b, r in verdict["transient"]:
-            tests = [p for p in self.hosts[names[a]]["pairs"] if p["partner"] == names[b]
-                     and p["rail"] == r]
-            self.doc["transient"].append({
-                "what": path(a, b, r),
-                "first": next(f"round {p['round']}: {p['why']}" for p in tests if not p["passed"]),
-                "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
-                              for p in tests if p["passed"])})
+            self._note_transient(fabric, a, b, r)
         self.doc.update(suspect_links=[[names[a], names[b]] for a, b, _ in verdict["unexplained"]],
                         suspects=suspects, pair_rounds=verdict["rounds"])
-        self.doc["fabric"] = {
-            "rails": fabric.rails, "topology": fabric.topo.source,
-            "leaves": {h: fabric.leaf[i] for i, h in enumerate(names)} if fabric.topo.source else None,
-            "nics": {f"{names[h]}:{r}": nic for (h, r), nic in sorted(fabric.nics.items())},
-            "named": [fabric.name(x) for x in verdict["named"]],
-            "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]}
+        self.doc["fabric"] = _fabric_doc(verdict, fabric)
+
+    def _note_transient(self, fabric: "Fabric", a: int, b: int, r: int) -> None:
+        """A path that failed, then passed: its first and its passing test, into the document."""
+        names = fabric.names
+        tests = [p for p in self.hosts[names[a]]["pairs"] if p["partner"] == names[b]
+                 and p["rail"] == r]
+        self.doc["transient"].append({
+            "what": _path_text(fabric, a, b, r),
+            "first": next(f"round {p['round']}: {p['why']}" for p in tests if not p["passed"]),
+            "again": next(f"round {p['round']}: busbw {bw(p['busbw_GBps'])} GB/s, passed"
+                          for p in tests if p["passed"])})
 
     def _fail_hosts(self, failed_hosts: Iterable[int]) -> None:
         """Fail the hosts every rail of which failed, saying with whom and what that proves."""
@@ -472,3 +465,31 @@ class Judge:
         if self.job_failed:
             problems.append(f"the whole job: {self.job_failed}")
         return "check FAILED: " + "; ".join(problems) if problems else None
+
+
+def _path_text(fabric: "Fabric", a: int, b: int, r: int) -> str:
+    """'path h1-h2 rail 1' (no rail where hosts have one)."""
+    names = fabric.names
+    return f"path {names[a]}-{names[b]}" + (f" rail {r}" if fabric.rails > 1 else "")
+
+
+def _tie_suspects(verdict: Mapping[str, Any], fabric: "Fabric") -> List[str]:
+    """Each tie of the verdict named, with the pair of hosts that decides it where one can."""
+    names, out = fabric.names, []
+    for tie in verdict["ties"]:
+        pair = next((verdict["deciders"].get(x) for x in tie if verdict["deciders"].get(x)), None)
+        out.append(" or ".join(fabric.name(x) for x in tie) + (
+            f" (a tie: pairing {names[pair[0]]} with {names[pair[1]]} decides)" if pair else
+            " (a tie: every tested path crosses both, no pair of hosts can tell them apart)"))
+    return out
+
+
+def _fabric_doc(verdict: Mapping[str, Any], fabric: "Fabric") -> Dict[str, Any]:
+    """The document's fabric: rails, topology, leaves, NICs, the named and tied links."""
+    names = fabric.names
+    return {
+        "rails": fabric.rails, "topology": fabric.topo.source,
+        "leaves": {h: fabric.leaf[i] for i, h in enumerate(names)} if fabric.topo.source else None,
+        "nics": {f"{names[h]}:{r}": nic for (h, r), nic in sorted(fabric.nics.items())},
+        "named": [fabric.name(x) for x in verdict["named"]],
+        "ties": [[fabric.name(x) for x in t] for t in verdict["ties"]]}

@@ -51,27 +51,52 @@ def _pair_leftovers(left: List[int], avoid: Collection[HostPair], fabric: Fabric
 def first_rounds(fabric: Fabric) -> List[List[HostPair]]:
     """Rounds 1 and 2: [[(a, b), ...], [(a, b), ...]] over host indices."""
     leaves = list(_leaves(fabric).values())
-    one = [(hosts[i], hosts[i + 1]) for hosts in leaves for i in range(0, len(hosts) - 1, 2)]
-    one += _pair_leftovers([hosts[-1] for hosts in leaves if len(hosts) % 2], set(), fabric)
+    one = _round_one(leaves, fabric)
     seen = set(one)
     if len(leaves) == 1:
-        hosts, n = leaves[0], len(leaves[0])
-        two = [_pair(hosts[i], hosts[(i + 1) % n]) for i in range(1, n - (n % 2), 2)]
-        two = [p for p in two if p not in seen and p[0] != p[1]]
+        two = _round_two_one_leaf(leaves[0], seen)
     else:
-        circle = round_robin(range(len(leaves)))
-        busy: Set[int] = set()
-        two = []
-        for j in range(max(len(h) for h in leaves)):
-            for la, lb in circle[j % len(circle)]:
-                if j < len(leaves[la]) and j < len(leaves[lb]):
-                    p = _pair(leaves[la][j], leaves[lb][j])
-                    if p not in seen:
-                        two.append(p)
-                        busy.update(p)
-        left = [h for hosts in leaves for h in hosts if h not in busy]
-        two += _pair_leftovers(left, seen, fabric)
+        two = _round_two_across_leaves(leaves, seen, fabric)
     return [r for r in (one, two) if r]
+
+
+def _round_one(leaves: Sequence[Sequence[int]], fabric: Fabric) -> List[HostPair]:
+    """Round 1: neighbours on each leaf, then the leaves' odd hosts paired."""
+    one = [(hosts[i], hosts[i + 1]) for hosts in leaves for i in range(0, len(hosts) - 1, 2)]
+    one += _pair_leftovers([hosts[-1] for hosts in leaves if len(hosts) % 2], set(), fabric)
+    return one
+
+
+def _round_two_one_leaf(hosts: Sequence[int], seen: Collection[HostPair]) -> List[HostPair]:
+    """Round 2 on one leaf: each host with its other neighbour (round 1 shifted by one)."""
+    n = len(hosts)
+    two = [_pair(hosts[i], hosts[(i + 1) % n]) for i in range(1, n - (n % 2), 2)]
+    return [p for p in two if p not in seen and p[0] != p[1]]
+
+
+def _round_two_across_leaves(leaves: Sequence[Sequence[int]], seen: Collection[HostPair], fabric: Fabric
+                             ) -> List[HostPair]:
+    """Round 2 over several leaves: the j-th hosts of leaves the circle pairs, then the rest."""
+    two, busy = _leaf_circle_pairs(leaves, seen)
+    left = [h for hosts in leaves for h in hosts if h not in busy]
+    two += _pair_leftovers(left, seen, fabric)
+    return two
+
+
+def _leaf_circle_pairs(leaves: Sequence[Sequence[int]], seen: Collection[HostPair]
+                       ) -> Tuple[List[HostPair], Set[int]]:
+    """(pairs of the j-th hosts of the leaves round_robin pairs in its round j, the hosts in them)."""
+    circle = round_robin(range(len(leaves)))
+    busy: Set[int] = set()
+    two = []
+    for j in range(max(len(h) for h in leaves)):
+        for la, lb in circle[j % len(circle)]:
+            if j < len(leaves[la]) and j < len(leaves[lb]):
+                p = _pair(leaves[la][j], leaves[lb][j])
+                if p not in seen:
+                    two.append(p)
+                    busy.update(p)
+    return two, busy
 
 
 def _decisive(fabric: Fabric, good: Set[Link], a: int, b: int, target: Link) -> List[int]:

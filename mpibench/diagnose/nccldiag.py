@@ -11,7 +11,7 @@ Lines name ranks of the probe's communicator, which are doctor's ranks: each is 
 host and GPU (the CUDA device the probe used)."""
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .findings import ERROR, WARNING, Finding
 
@@ -81,72 +81,141 @@ def _host(ranks: Sequence[int], where: Where) -> Optional[str]:
     return hosts.pop() if len(hosts) == 1 and all(r < len(where) for r in ranks) else None
 
 
+_Env = Dict[str, List[str]]     # per NCCL_* variable: its values, each with the ranks that hold it
+
+
+def _incomplete(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """A check that heard from only part of the job."""
+    check, text = line.check, line.text
+    if "diagnostics incomplete" not in text:
+        return None
+    return [Finding(None, f"NCCL's {check} check heard from only part of the job "
+                          f"({text.split(', ', 1)[-1]}): its verdict covers those ranks only")]
+
+
+def _mismatch(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """A GPU inventory or driver that differs across ranks."""
+    check, text = line.check, line.text
+    if (m := _MISMATCH.search(text)) is None:
+        return None
+    ranks, total = _ranks(m)
+    ref = int(m["ref"])
+    what = f"{check} {m['what'] or ''}".strip()
+    severity = ERROR if "driver" in check.lower() else WARNING
+    return [Finding(_host(ranks, where),
+                    f"{what} differs across ranks: {name(ranks, total, where)} "
+                    f"{'differ' if total > 1 else 'differs'} from "
+                    f"{name([ref], 1, where)}, which has {m['value']} (NCCL DIAG): every GPU "
+                    f"of a job needs the same model, count and driver", severity)]
+
+
+def _ecc(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """ECC errors on some ranks' GPUs."""
+    if line.check != "ECC" or (m := _ECC.search(line.text)) is None:
+        return None
+    ranks, total = _ranks(m)
+    bad = m["kind"] == "uncorrected"
+    return [Finding(_host(ranks, where),
+                    f"{m['kind']} ECC errors on {name(ranks, total, where)} (worst {m['worst']}, "
+                    f"NCCL DIAG): " + ("drain the GPU and check nvidia-smi -q -d ECC; a "
+                                       "reset clears the volatile count" if bad else
+                                       "watch the count (nvidia-smi -q -d ECC)"),
+                    ERROR if bad else WARNING)]
+
+
+def _nvlink(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """Inactive NVLinks on some ranks' GPUs."""
+    text = line.text
+    if line.check != "NVLink" or (m := _INACTIVE.search(text)) is None:
+        return None
+    ranks, total = _ranks(m)
+    return [Finding(_host(ranks, where),
+                    f"NVLink down on {name(ranks, total, where)} (NCCL DIAG: {text}): traffic "
+                    f"between these GPUs falls back to slower paths; check nvidia-smi nvlink -s",
+                    ERROR)]
+
+
+def _env_key(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """An NCCL_* variable that differs across ranks: noted, its values follow."""
+    if line.check != "NCCL environment" or (m := _ENV_KEY.search(line.text)) is None:
+        return None
+    env.setdefault(m["key"], [])
+    return []
+
+
+def _env_value(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """One value of an NCCL_* variable and the ranks that hold it: noted."""
+    if line.check != "NCCL environment" or (m := _ENV_VALUE.match(line.text)) is None:
+        return None
+    ranks, total = _ranks(m)
+    env.setdefault(m["key"], []).append(f"{m['value']} on {name(ranks, total, where)}")
+    return []
+
+
+def _xid(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """An Xid event on a host."""
+    if (m := _XID.match(f"{line.check}: {line.text}")) is None:     # its advice holds a ':'
+        return None
+    detail = f", {m['detail']}" if m["detail"] else ""
+    return [Finding(m["host"], f"{m['kind']} {m['code']} reported {m['count']} "
+                               f"time{'s' if m['count'] != '1' else ''}{detail} (NCCL DIAG): "
+                               f"{m['advice'] or 'see the NVIDIA Xid documentation'}", ERROR)]
+
+
+def _p2p_fail(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """A directed GPU pair whose P2P path failed."""
+    text = line.text
+    if line.check != "p2p" or (m := _P2P_FAIL.search(text)) is None:
+        return None
+    src, dst = int(m["src"]), int(m["dst"])
+    a = where[src][0] if src < len(where) else f"rank {src}"
+    b = where[dst][0] if dst < len(where) else f"rank {dst}"
+    return [Finding(a if a == b else None,
+                    f"P2P path failed NCCL's check ({m['what'].strip()}): from rank {src} "
+                    f"({a} GPU {m['srcdev']}) to rank {dst} ({b} GPU {m['dstdev']}), path "
+                    f"{m['path']}, handle {m['handle']}; NCCL advises: "
+                    f"{text.split('; ', 1)[-1]}", ERROR)]
+
+
+def _p2p_count(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """How many directed P2P paths passed, where not all did."""
+    if line.check != "p2p" or (m := _P2P_COUNT.search(line.text)) is None or not m["passed"]:
+        return None
+    return [Finding(None, f"only {m['passed']} of {m['tested']} directed GPU P2P paths "
+                          f"passed NCCL's check (NCCL DIAG); the failing ones are named "
+                          f"above where NCCL printed them", ERROR)]
+
+
+def _nothing_wrong(line: Line, where: Where, env: _Env) -> Optional[List[Finding]]:
+    """A line that says nothing known to be wrong: said in the NCCL lines doctor prints."""
+    text = line.text
+    if ("unavailable" in text or "no kernel-log source" in text or "truncated" in text
+            or "env var(s) differ across ranks" in text):     # a count: the variables come named
+        return []
+    return None
+
+
+_READERS: Tuple[Callable[[Line, Where, _Env], Optional[List[Finding]]], ...] = (
+    _incomplete, _mismatch, _ecc, _nvlink, _env_key, _env_value, _xid, _p2p_fail, _p2p_count,
+    _nothing_wrong)
+
+
+def _read(line: Line, where: Where, env: _Env) -> List[Finding]:
+    """The findings of one line: those of the first reader that knows its shape, else it is unread."""
+    for reader in _READERS:
+        found = reader(line, where, env)
+        if found is not None:
+            return found
+    return [Finding(line.host, f"unread NCCL diagnostic: NCCL DIAG {line.check}: {line.text}")]
+
+
 def findings(lines: Sequence[Line], where: Where) -> List[Finding]:
     """doctor's findings from NCCL's lines: every problem they report, named by host and GPU."""
     out: List[Finding] = []
-    env_values: Dict[str, List[str]] = {}
+    env_values: _Env = {}
     for line in lines:
-        if line.level == "OK":
-            continue
-        check, text = line.check, line.text
-        said = f"NCCL DIAG {check}: {text}"
-        if "diagnostics incomplete" in text:
-            out.append(Finding(None, f"NCCL's {check} check heard from only part of the job "
-                                     f"({text.split(', ', 1)[-1]}): its verdict covers those ranks only"))
-        elif (m := _MISMATCH.search(text)) is not None:
-            ranks, total = _ranks(m)
-            ref = int(m["ref"])
-            what = f"{check} {m['what'] or ''}".strip()
-            severity = ERROR if "driver" in check.lower() else WARNING
-            out.append(Finding(_host(ranks, where),
-                               f"{what} differs across ranks: {name(ranks, total, where)} "
-                               f"{'differ' if total > 1 else 'differs'} from "
-                               f"{name([ref], 1, where)}, which has {m['value']} (NCCL DIAG): every GPU "
-                               f"of a job needs the same model, count and driver", severity))
-        elif check == "ECC" and (m := _ECC.search(text)) is not None:
-            ranks, total = _ranks(m)
-            bad = m["kind"] == "uncorrected"
-            out.append(Finding(_host(ranks, where),
-                               f"{m['kind']} ECC errors on {name(ranks, total, where)} (worst {m['worst']}, "
-                               f"NCCL DIAG): " + ("drain the GPU and check nvidia-smi -q -d ECC; a "
-                                                  "reset clears the volatile count" if bad else
-                                                  "watch the count (nvidia-smi -q -d ECC)"),
-                               ERROR if bad else WARNING))
-        elif check == "NVLink" and (m := _INACTIVE.search(text)) is not None:
-            ranks, total = _ranks(m)
-            out.append(Finding(_host(ranks, where),
-                               f"NVLink down on {name(ranks, total, where)} (NCCL DIAG: {text}): traffic "
-                               f"between these GPUs falls back to slower paths; check nvidia-smi nvlink -s",
-                               ERROR))
-        elif check == "NCCL environment" and (m := _ENV_KEY.search(text)) is not None:
-            env_values.setdefault(m["key"], [])
-        elif check == "NCCL environment" and (m := _ENV_VALUE.match(text)) is not None:
-            ranks, total = _ranks(m)
-            env_values.setdefault(m["key"], []).append(
-                f"{m['value']} on {name(ranks, total, where)}")
-        elif (m := _XID.match(f"{check}: {text}")) is not None:     # its advice holds a ':'
-            detail = f", {m['detail']}" if m["detail"] else ""
-            out.append(Finding(m["host"], f"{m['kind']} {m['code']} reported {m['count']} "
-                                          f"time{'s' if m['count'] != '1' else ''}{detail} (NCCL DIAG): "
-                                          f"{m['advice'] or 'see the NVIDIA Xid documentation'}", ERROR))
-        elif check == "p2p" and (m := _P2P_FAIL.search(text)) is not None:
-            src, dst = int(m["src"]), int(m["dst"])
-            a = where[src][0] if src < len(where) else f"rank {src}"
-            b = where[dst][0] if dst < len(where) else f"rank {dst}"
-            out.append(Finding(a if a == b else None,
-                               f"P2P path failed NCCL's check ({m['what'].strip()}): from rank {src} "
-                               f"({a} GPU {m['srcdev']}) to rank {dst} ({b} GPU {m['dstdev']}), path "
-                               f"{m['path']}, handle {m['handle']}; NCCL advises: "
-                               f"{text.split('; ', 1)[-1]}", ERROR))
-        elif check == "p2p" and (m := _P2P_COUNT.search(text)) is not None and m["passed"]:
-            out.append(Finding(None, f"only {m['passed']} of {m['tested']} directed GPU P2P paths "
-                                     f"passed NCCL's check (NCCL DIAG); the failing ones are named "
-                                     f"above where NCCL printed them", ERROR))
-        elif ("unavailable" in text or "no kernel-log source" in text or "truncated" in text
-              or "env var(s) differ across ranks" in text):     # a count: the variables come named
-            continue            # nothing known to be wrong: said in the NCCL lines doctor prints
-        else:
-            out.append(Finding(line.host, f"unread NCCL diagnostic: {said}"))
+        if line.level != "OK":
+            out.extend(_read(line, where, env_values))
     for key, values in env_values.items():
         out.append(Finding(None, f"{key} is not the same on every rank (NCCL DIAG): "
                                  + "; ".join(values) + ": set it alike on every rank (mpirun -x)"))

@@ -92,21 +92,40 @@ def by_host_pair(parsed: Sequence[Mapping[str, Any]], hosts: Sequence[str]
     host), CollNet each pair between hosts; both marked SET_UP where NCCL connects them at
     init."""
     order = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
+    pairs = _connection_pairs(parsed, hosts, order)
+    _add_nvls_collnet(parsed, order, pairs)
+    return {k: sorted(v) for k, v in sorted(pairs.items(), key=lambda kv: (order[kv[0][0]], order[kv[0][1]]))}
+
+
+def _connection_pairs(parsed: Sequence[Mapping[str, Any]], hosts: Sequence[str], order: Mapping[str, int]
+                      ) -> Dict[Tuple[str, str], Set[str]]:
+    """{(host a, host b): transports} of the logged channel connections, a before b in hosts."""
     pairs: Dict[Tuple[str, str], Set[str]] = {}
-    nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))
-    used = all(connects_at_use(p) for p in parsed if p["nvls"] or p["collnet"])
     for p in parsed:
         for src, dst, transport in p["connections"]:
             if src >= len(hosts) or dst >= len(hosts):
                 continue
             a, b = sorted((hosts[src], hosts[dst]), key=lambda h: order[h])
             pairs.setdefault((a, b), set()).add(transport)
+    return pairs
+
+
+def _add_nvls_collnet(parsed: Sequence[Mapping[str, Any]], order: Mapping[str, int],
+                      pairs: Dict[Tuple[str, str], Set[str]]) -> None:
+    """NVLS added to the pairs inside its hosts, CollNet to those between hosts (SET_UP where at init)."""
+    nvls, collnet = (any(p[k] for p in parsed) for k in ("nvls", "collnet"))
+    used = all(connects_at_use(p) for p in parsed if p["nvls"] or p["collnet"])
     nvls_hosts = {h for p in parsed for h in p["nvls_hosts"] if h in order}
     for h in nvls_hosts:
         pairs.setdefault((h, h), set())
+    _mark(pairs, nvls, collnet, nvls_hosts, "" if used else SET_UP)
+
+
+def _mark(pairs: Dict[Tuple[str, str], Set[str]], nvls: bool, collnet: bool, nvls_hosts: Set[str],
+          mark: str) -> None:
+    """NVLS added to each pair inside an NVLS host (any host where none is named), CollNet between hosts."""
     for (a, b), found in pairs.items():
         if nvls and a == b and (a in nvls_hosts or not nvls_hosts):
-            found.add("NVLS" + ("" if used else SET_UP))
+            found.add("NVLS" + mark)
         if collnet and a != b:
-            found.add("CollNet" + ("" if used else SET_UP))
-    return {k: sorted(v) for k, v in sorted(pairs.items(), key=lambda kv: (order[kv[0][0]], order[kv[0][1]]))}
+            found.add("CollNet" + mark)

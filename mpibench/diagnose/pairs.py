@@ -60,7 +60,10 @@ def slower_end(gathered: Iterable[Iterable[Mapping[str, Any]]]) -> Dict[Tuple[in
     return {key: slowest(series) for key, series in ends.items()}
 
 
-def analyze(labels: Sequence[str], links: Mapping[Tuple[int, int], Sequence[float]], threshold: float = 0.8,
+_Links = Mapping[Tuple[int, int], Sequence[float]]
+
+
+def analyze(labels: Sequence[str], links: _Links, threshold: float = 0.8,
             consistency: float = 0.8) -> Dict[str, Any]:
     """Slow links and hosts from links {(i, j): [seconds per iteration]}, labels[i] i's host: a
     host whose links are below `threshold` x the others, a link below `threshold` x the median
@@ -74,32 +77,54 @@ def analyze(labels: Sequence[str], links: Mapping[Tuple[int, int], Sequence[floa
         return out
 
     names = list(dict.fromkeys(labels[i] for i in sorted({i for k in keys for i in k})))
+    _judge_hosts(labels, links, keys, iters, names, margin, consistency, out)
+    out["note"] = _hosts_note(len(names))
+    _judge_links(labels, links, keys, iters, margin, consistency, out)
+    return out
 
-    def per_iter_median(selected: Sequence[Tuple[int, int]]) -> List[float]:
-        return [median(links[k][t] for k in selected) for t in range(iters)]
 
-    def with_host(h: str, k: Tuple[int, int]) -> bool:
-        return h in (labels[k[0]], labels[k[1]])
+def _per_iter_median(links: _Links, selected: Sequence[Tuple[int, int]], iters: int) -> List[float]:
+    """The median of the selected links' times, iteration by iteration."""
+    return [median(links[k][t] for k in selected) for t in range(iters)]
 
+
+def _with_host(labels: Sequence[str], h: str, k: Tuple[int, int]) -> bool:
+    """Whether host h is at one end of link k."""
+    return h in (labels[k[0]], labels[k[1]])
+
+
+def _judge_hosts(labels: Sequence[str], links: _Links, keys: Sequence[Tuple[int, int]], iters: int,
+                 names: Sequence[str], margin: float, consistency: float, out: Dict[str, Any]) -> None:
+    """Each host's entry in out["hosts"], the slow ones in out["slow_hosts"]."""
     for h in names:
-        mine = [k for k in keys if with_host(h, k)]
-        others = [k for k in keys if not with_host(h, k)]
+        mine = [k for k in keys if _with_host(labels, h, k)]
+        others = [k for k in keys if not _with_host(labels, h, k)]
         entry: Dict[str, Any] = {"host": h, "links": len(mine), "ratio": None, "slow_iterations": 0}
         if mine and others:
-            verdict = stragglers.consistently_slow(per_iter_median(mine), per_iter_median(others),
+            verdict = stragglers.consistently_slow(_per_iter_median(links, mine, iters),
+                                                   _per_iter_median(links, others, iters),
                                                    margin, consistency)
             entry.update(ratio=verdict["ratio"], slow_iterations=verdict["slow_iterations"])
             if verdict["slow"]:
                 out["slow_hosts"].append(h)
         out["hosts"].append(entry)
-    if len(names) == 2:
-        out["note"] = ("with two hosts every link joins both: a slow link cannot be "
-                       "blamed on one of them (use three or more hosts)")
-    elif len(names) < 2:
-        out["note"] = "one host: links between its ranks only"
 
-    healthy = [k for k in keys if not any(with_host(h, k) for h in out["slow_hosts"])] or keys
-    ref = per_iter_median(healthy)
+
+def _hosts_note(hosts: int) -> Optional[str]:
+    """What so few hosts can't tell, or None."""
+    if hosts == 2:
+        return ("with two hosts every link joins both: a slow link cannot be "
+                "blamed on one of them (use three or more hosts)")
+    if hosts < 2:
+        return "one host: links between its ranks only"
+    return None
+
+
+def _judge_links(labels: Sequence[str], links: _Links, keys: Sequence[Tuple[int, int]], iters: int,
+                 margin: float, consistency: float, out: Dict[str, Any]) -> None:
+    """The reference time, each link's entry in out["links"], the slow ones in out["slow_links"]."""
+    healthy = [k for k in keys if not any(_with_host(labels, h, k) for h in out["slow_hosts"])] or keys
+    ref = _per_iter_median(links, healthy, iters)
     out["reference_s"] = median(ref)
     for k in keys:
         verdict = stragglers.consistently_slow(links[k][:iters], ref, margin, consistency)
@@ -107,4 +132,3 @@ def analyze(labels: Sequence[str], links: Mapping[Tuple[int, int], Sequence[floa
                              "ratio": verdict["ratio"], "slow_iterations": verdict["slow_iterations"]})
         if verdict["slow"] and len(keys) > 1:
             out["slow_links"].append(k)
-    return out

@@ -8,7 +8,7 @@ through this analysis first.
 from statistics import median
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Sequence, TypeVar
 
-from ..results.schema import HostAnalysis
+from ..results.schema import HostAnalysis, HostFigures, RankFigures
 
 if TYPE_CHECKING:
     from ..results.output import RunOutput
@@ -26,27 +26,50 @@ def analyze(hosts: Sequence[str], times: Sequence[Sequence[float]], margin: floa
     rank_med = [median(t) for t in by_rank.values()]
     mid = median(rank_med)
     members = {h: [r for r in range(n) if hosts[r] == h] for h in dict.fromkeys(hosts)}
-    meds = {h: [rank_med[r] for r in rs] for h, rs in members.items()}
-    host_iter = {h: [max(times[r][k] for r in rs) for k in range(iters)] for h, rs in members.items()}
+    host_iter = _host_iterations(times, members, iters)
     per_rank, per_host = _judge(by_rank, margin, consistency), _judge(host_iter, margin, consistency)
-    slowest = max(range(n), key=lambda r: rank_med[r])
     return {
         "iterations": iters, "margin": margin, "consistency": consistency,
-        "ranks": [{"rank": r, "host": hosts[r], "median_s": rank_med[r],
-                   "slow_iterations": per_rank[r]["slow_iterations"],
-                   "threshold": per_rank[r]["threshold"]} for r in range(n)],
+        "ranks": _rank_figures(hosts, rank_med, per_rank),
         "median_rank_s": mid,
-        "slowest": {"rank": slowest, "host": hosts[slowest], "median_s": rank_med[slowest],
-                    "ratio": rank_med[slowest] / mid if mid > 0 else None},
-        "hosts": [{"host": h, "ranks": members[h], "min_s": min(meds[h]), "median_s": median(meds[h]),
-                   "max_s": max(meds[h]), "slowest_rank": max(members[h], key=lambda r: rank_med[r]),
-                   "ratio": v["ratio"], "slow_iterations": v["slow_iterations"],
-                   "threshold": v["threshold"]} for h, v in per_host.items()],
+        "slowest": _slowest_rank(hosts, rank_med, mid),
+        "hosts": _host_figures(members, rank_med, per_host),
         "slow_hosts": [h for h, v in per_host.items() if v["slow"]],
         "slow_ranks": [r for r in range(n) if per_rank[r]["slow"]],
         # the ranks' pair only on one host: else the hosts' pair says it
         "pairs": _pair("host", host_iter, margin, consistency)
         + (_pair("rank", by_rank, margin, consistency) if len(members) == 1 else [])}
+
+
+def _host_iterations(times: Sequence[Sequence[float]], members: Mapping[str, List[int]], iters: int
+                     ) -> Dict[str, List[float]]:
+    """{host: each iteration's time of its slowest rank}."""
+    return {h: [max(times[r][k] for r in rs) for k in range(iters)] for h, rs in members.items()}
+
+
+def _slowest_rank(hosts: Sequence[str], rank_med: Sequence[float], mid: float) -> Dict[str, Any]:
+    """The slowest rank: its rank, host, median and ratio to the median rank."""
+    slowest = max(range(len(rank_med)), key=lambda r: rank_med[r])
+    return {"rank": slowest, "host": hosts[slowest], "median_s": rank_med[slowest],
+            "ratio": rank_med[slowest] / mid if mid > 0 else None}
+
+
+def _rank_figures(hosts: Sequence[str], rank_med: Sequence[float],
+                  per_rank: Mapping[int, Mapping[str, Any]]) -> List[RankFigures]:
+    """Each rank's median, slow iterations and threshold."""
+    return [{"rank": r, "host": hosts[r], "median_s": rank_med[r],
+             "slow_iterations": per_rank[r]["slow_iterations"],
+             "threshold": per_rank[r]["threshold"]} for r in range(len(rank_med))]
+
+
+def _host_figures(members: Mapping[str, List[int]], rank_med: Sequence[float],
+                  per_host: Mapping[str, Mapping[str, Any]]) -> List[HostFigures]:
+    """Each host's ranks' medians (fastest, median, slowest), its slowest rank and its verdict."""
+    meds = {h: [rank_med[r] for r in rs] for h, rs in members.items()}
+    return [{"host": h, "ranks": members[h], "min_s": min(meds[h]), "median_s": median(meds[h]),
+             "max_s": max(meds[h]), "slowest_rank": max(members[h], key=lambda r: rank_med[r]),
+             "ratio": v["ratio"], "slow_iterations": v["slow_iterations"],
+             "threshold": v["threshold"]} for h, v in per_host.items()]
 
 
 def _judge(series: Mapping[Name, Sequence[float]], margin: float, consistency: float

@@ -64,6 +64,24 @@ def localise(fabric: Fabric, results: Iterable[Result]) -> Dict[str, Any]:
     """The verdict on every path tested so far, results [(a, b, rail, passed)]: links named, tied,
     unproven (only on failed paths, not needed), thin, good; paths (a, b, rail) unexplained,
     transient (failed, then passed), once (a named link's one failure); the failed hosts."""
+    good, failed, passed = _sort_results(fabric, results)
+    named, ties, unexplained, thin = _explain(failed, good)
+    # links on failed paths, never on a passed one, that the verdict did not need: a bad
+    # partner on each of their paths hid them (worth a deciding pair)
+    settled = set(named) | {x for t in ties for x in t}
+    unproven = _unproven(failed, good, settled)
+    unexplained = list(dict.fromkeys(unexplained))            # a path retested: once
+    transient = [p for p in unexplained if p in passed]      # failed once, passed again
+    unexplained = [p for p in unexplained if p not in passed]
+    once = _once(failed, settled)
+    return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
+            "unproven": unproven, "transient": transient, "thin": thin, "once": once,
+            "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
+
+
+def _sort_results(fabric: Fabric, results: Iterable[Result]
+                  ) -> Tuple[Set[Link], List[Tuple[Path, List[Link]]], Set[Path]]:
+    """(links of passed paths, failed paths with their links, passed paths)."""
     good: Set[Link] = set()                     # links of passed paths, failed paths' links
     failed: List[Tuple[Path, List[Link]]] = []
     passed: Set[Path] = set()
@@ -74,34 +92,43 @@ def localise(fabric: Fabric, results: Iterable[Result]) -> Dict[str, Any]:
             passed.add((a, b, r))
         else:
             failed.append(((a, b, r), links))
-    named: List[Link]
-    ties: List[List[Link]]
-    unexplained: List[Path]
-    thin: List[Link]
+    return good, failed, passed
+
+
+def _explain(failed: Sequence[Tuple[Path, List[Link]]], good: Set[Link]
+             ) -> Tuple[List[Link], List[List[Link]], List[Path], List[Link]]:
+    """(named, ties, unexplained, thin): the links that explain the failed paths."""
     if not good:       # nothing to compare with: every host's link on a failed path is suspect
-        named = list(dict.fromkeys(x for _, links in failed for x in links if x[0] == "nic"))
-        ties, unexplained, thin = [], [], []
-    else:
-        cands, cover, order, unexplained = _candidates(failed, good)
-        named, ties = _greedy(cands, cover, order)
-        # thin: a named link one failed path alone accuses (its other failed paths hold another
-        # named link): a healthy host whose one good partner a passing disturbance slowed
-        named_set = set(named)
-        thin = [x for x in named if sum(not any(y != x and y in named_set for y in cands[i])
-                                        for i in cover[x]) == 1]
-    # links on failed paths, never on a passed one, that the verdict did not need: a bad
-    # partner on each of their paths hid them (worth a deciding pair)
-    settled = set(named) | {x for t in ties for x in t}
-    unproven = list(dict.fromkeys(x for _, links in failed for x in links
-                                  if x not in good and x not in settled)) if good else []
-    unexplained = list(dict.fromkeys(unexplained))            # a path retested: once
-    transient = [p for p in unexplained if p in passed]      # failed once, passed again
-    unexplained = [p for p in unexplained if p not in passed]
+        suspects: List[Link] = list(dict.fromkeys(x for _, links in failed for x in links
+                                                  if x[0] == "nic"))
+        return suspects, [], [], []
+    cands, cover, order, unexplained = _candidates(failed, good)
+    named, ties = _greedy(cands, cover, order)
+    return named, ties, unexplained, _thin(named, cands, cover)
+
+
+def _thin(named: Sequence[Link], cands: Sequence[Sequence[Link]], cover: Dict[Link, List[int]]
+          ) -> List[Link]:
+    """Named links one failed path alone accuses."""
+    # thin: a named link one failed path alone accuses (its other failed paths hold another
+    # named link): a healthy host whose one good partner a passing disturbance slowed
+    named_set = set(named)
+    return [x for x in named if sum(not any(y != x and y in named_set for y in cands[i])
+                                    for i in cover[x]) == 1]
+
+
+def _unproven(failed: Sequence[Tuple[Path, List[Link]]], good: Set[Link], settled: Set[Link]
+              ) -> List[Link]:
+    """Links on failed paths, on no passed one, that the verdict did not settle."""
+    return list(dict.fromkeys(x for _, links in failed for x in links
+                              if x not in good and x not in settled)) if good else []
+
+
+def _once(failed: Sequence[Tuple[Path, List[Link]]], settled: Set[Link]) -> List[Path]:
+    """The failed paths that are a settled link's one failure."""
     count = Counter(x for _, links in failed for x in links)      # once: a settled link's one failure
-    once = list(dict.fromkeys(p for p, links in failed if any(count[x] == 1 for x in links if x in settled)))
-    return {"named": named, "ties": ties, "unexplained": unexplained, "good": good,
-            "unproven": unproven, "transient": transient, "thin": thin, "once": once,
-            "failed_hosts": _failed_hosts(fabric, named), "any_passed": bool(good)}
+    return list(dict.fromkeys(p for p, links in failed
+                              if any(count[x] == 1 for x in links if x in settled)))
 
 
 def _candidates(failed: Sequence[Tuple[Path, List[Link]]], good: Set[Link]

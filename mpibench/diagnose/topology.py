@@ -57,15 +57,29 @@ def parse(text: str, source: str) -> List[Entry]:
 def build(entries: Sequence[Entry], job_hosts: Sequence[str], source: str, strict: bool = True) -> Topology:
     """The Topology of job_hosts; UsageError where it is not a tree or leaves a host out.
     strict (a file for this job): a host not in the job is an error, else dropped."""
-    job = set(job_hosts)
-    leaf: Dict[str, str] = {}
-    parent: Dict[Switch, str] = {}
+    seen = _switch_lines(entries, source)
+    leaf, parent = _links(entries, seen, source)
+    _check_no_loop(seen, parent, source)
+    _check_job_hosts(leaf, job_hosts, source, strict)
+    return Topology({h: leaf[h] for h in job_hosts}, parent, source)
+
+
+def _switch_lines(entries: Sequence[Entry], source: str) -> Dict[str, int]:
+    """{switch: its line number}; UsageError where a switch is described twice."""
     seen: Dict[str, int] = {}
     for name, _hosts, _subs, n in entries:
         if name in seen:
             raise UsageError(f"{source} line {n}: switch {name} is described twice "
                              f"(also line {seen[name]})")
         seen[name] = n
+    return seen
+
+
+def _links(entries: Sequence[Entry], seen: Mapping[str, int], source: str
+           ) -> Tuple[Dict[str, str], Dict[Switch, str]]:
+    """({host: its leaf}, {switch: its parent}); UsageError where a host or switch is under two."""
+    leaf: Dict[str, str] = {}
+    parent: Dict[Switch, str] = {}
     for name, hosts, subs, n in entries:
         for h in hosts:
             if h in leaf:
@@ -80,6 +94,11 @@ def build(entries: Sequence[Entry], job_hosts: Sequence[str], source: str, stric
                 raise UsageError(f"{source}: switch {s} is under two switches, {parent[s]} "
                                  f"and {name}: the topology must be a tree")
             parent[s] = name
+    return leaf, parent
+
+
+def _check_no_loop(seen: Mapping[str, int], parent: Mapping[Switch, str], source: str) -> None:
+    """UsageError where walking up from a switch comes back to where it started."""
     for name in seen:              # a loop: walking up comes back to where it started
         walk, at = [name], name
         while at in parent:
@@ -88,6 +107,11 @@ def build(entries: Sequence[Entry], job_hosts: Sequence[str], source: str, stric
                 loop = walk[walk.index(at):] + [at]
                 raise UsageError(f"{source}: a loop in the switches: {' > '.join(loop)}")
             walk.append(at)
+
+
+def _check_job_hosts(leaf: Mapping[str, str], job_hosts: Sequence[str], source: str, strict: bool) -> None:
+    """UsageError where the topology names hosts not in the job (strict) or leaves some out."""
+    job = set(job_hosts)
     extra = [h for h in leaf if h not in job]
     if extra and strict:
         raise UsageError(f"{source} names host{'s' if len(extra) > 1 else ''} not in this job: "
@@ -96,7 +120,6 @@ def build(entries: Sequence[Entry], job_hosts: Sequence[str], source: str, stric
     if missing:
         raise UsageError(f"{source} leaves out host{'s' if len(missing) > 1 else ''} of this "
                          f"job: {compress_hostlist(missing)}")
-    return Topology({h: leaf[h] for h in job_hosts}, parent, source)
 
 
 def read_file(path: str) -> str:
