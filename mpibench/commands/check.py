@@ -118,6 +118,21 @@ def execute(session: Session, args: argparse.Namespace) -> int:
                     records=records or [], versions=versions or [],
                     paths=paths) if session.rank == 0 else None
     # 1. inside each host, all hosts at once (one group per host, made in one collective)
+    _inside_hosts(session, backend, args, coll, size, members, ppn, report)
+    # 2. between hosts, in rounds of disjoint host pairs, every rail at once
+    if len(names) > 1:
+        _pair_rounds(session, backend, size, args, names, members, fabric, report)
+    elif report:
+        report.say(checktext.SKIPPED[2])
+    # 3. the whole job, and once more when it missed its limit
+    _whole_job(session, backend, args, coll, size, report)
+    session.watch.disarm()
+    return guard.verdict(session, report.finish() if report else None)
+
+
+def _inside_hosts(session: Session, backend: TorchBackend, args: argparse.Namespace, coll: Collective,
+                  size: int, members: Dict[str, List[int]], ppn: int, report: Optional["Report"]) -> None:
+    """Test 1: a process group per host, every host at once; the hosts below their floor again."""
     session.watch.arm("check: a process group per host")
     mine = part_group(backend.dist, backend.device, members, session.rank) if ppn > 1 else None
     if mine is not None:
@@ -130,12 +145,11 @@ def execute(session: Session, args: argparse.Namespace) -> int:
         del intra                     # its buffer, before the pair rounds allocate theirs
     elif report:
         report.say(checktext.SKIPPED[1])
-    # 2. between hosts, in rounds of disjoint host pairs, every rail at once
-    if len(names) > 1:
-        _pair_rounds(session, backend, size, args, names, members, fabric, report)
-    elif report:
-        report.say(checktext.SKIPPED[2])
-    # 3. the whole job, and once more when it missed its limit
+
+
+def _whole_job(session: Session, backend: TorchBackend, args: argparse.Namespace, coll: Collective,
+               size: int, report: Optional["Report"]) -> None:
+    """Test 3: the whole job, and once more when it missed its limit."""
     job = _collective(session, backend, coll, size, session.size, None, "the whole job")
     gathered = session.comm.gather(job(args, "the whole job"), root=0)
     if report:
@@ -146,8 +160,6 @@ def execute(session: Session, args: argparse.Namespace) -> int:
         if report:
             assert gathered is not None
             report.say_retest(3, [report.judge.job_retest(gathered)])
-    session.watch.disarm()
-    return guard.verdict(session, report.finish() if report else None)
 
 
 def _ranks_per_host(members: Dict[str, List[int]]) -> int:
@@ -314,12 +326,7 @@ def _pair_rounds(session: Session, backend: TorchBackend, size: int, args: argpa
         slow = faults.slowdown(session.rank, "pair", next(calls) == 0) if records else 1.0
         for rec in records:
             rec["times"] = [t * slow for t in rec["times"]]
-        moved = hostfacts.delta(before, hostfacts.snapshot()) if before is not None else None
-        fault = faults.get("counter", session.rank)
-        if fault is not None and moved is not None:     # test-only: a counter that moved
-            moved.append({"port": session.rail[1] if session.rail else "eth0",
-                          "what": fault or "symbol_error", "moved": 1})
-        gathered = session.comm.gather((records, moved), root=0)
+        gathered = session.comm.gather((records, _moved(session, before)), root=0)
         if report:
             assert rounds is not None and gathered is not None
             rounds.record(report.pair_round(todo, [g[0] for g in gathered], seconds,
@@ -329,6 +336,16 @@ def _pair_rounds(session: Session, backend: TorchBackend, size: int, args: argpa
     if report:
         assert rounds is not None and fabric is not None
         report.judge.pair_verdict(rounds.verdict(), fabric)
+
+
+def _moved(session: Session, before: Optional[Dict[str, Dict[str, Any]]]) -> Optional[List[Dict[str, Any]]]:
+    """What this host's counters did since before (read on its first rank; None elsewhere)."""
+    moved = hostfacts.delta(before, hostfacts.snapshot()) if before is not None else None
+    fault = faults.get("counter", session.rank)
+    if fault is not None and moved is not None:     # test-only: a counter that moved
+        moved.append({"port": session.rail[1] if session.rail else "eth0",
+                      "what": fault or "symbol_error", "moved": 1})
+    return moved
 
 
 class Report:

@@ -72,6 +72,19 @@ def finish(server: "subprocess.Popen[str]", seconds: float) -> None:
         server.communicate()
 
 
+def _client(hosts: List[str], known: List[Any], a: int, b: int, ready: bool, port: int,
+            seconds: float) -> Dict[str, Any]:
+    """The client's record of its pair: iperf3 to rank a's server, or why not."""
+    if ready:
+        bps, retr, why = connect(known[a][0], known[b][0], port, seconds)
+    else:
+        missing = [hosts[r] for r in (a, b) if not known[r][1]]
+        bps, retr, why = None, None, f"iperf3 is not installed on {', '.join(missing)}"
+    return {"hosts": [hosts[a], hosts[b]], "server": hosts[a], "client": hosts[b],
+            "addresses": [known[a][0], known[b][0]], "bits_per_second": bps, "retransmits": retr,
+            "error": why}
+
+
 def run_pairs(session: "Session", env: Mapping[str, str], seconds: float,
               port: int = PORT) -> Optional[List[Dict[str, Any]]]:
     """Every pair of hosts once, on every rank: rank 0 gets a record per pair, others None."""
@@ -90,14 +103,7 @@ def run_pairs(session: "Session", env: Mapping[str, str], seconds: float,
             server = serve(known[a][0], port)
         session.comm.barrier()
         if b is not None and session.rank == b:
-            if ready:
-                bps, retr, why = connect(known[a][0], known[b][0], port, seconds)
-            else:
-                missing = [session.hosts[r] for r in (a, b) if not known[r][1]]
-                bps, retr, why = None, None, f"iperf3 is not installed on {', '.join(missing)}"
-            record = {"hosts": [session.hosts[a], session.hosts[b]], "server": session.hosts[a],
-                      "client": session.hosts[b], "addresses": [known[a][0], known[b][0]],
-                      "bits_per_second": bps, "retransmits": retr, "error": why}
+            record = _client(session.hosts, known, a, b, bool(ready), port, seconds)
         if server is not None:
             finish(server, seconds)
         results += session.comm.gather(record, root=0) or []      # None off rank 0

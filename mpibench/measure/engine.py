@@ -272,25 +272,33 @@ class Engine:
                         self.out(f"# {format_size(size)} {dt.name}: skipped, less than one "
                                  f"aligned element per rank for {s.size} ranks")
                         continue
-                    ctx.count = c.param
-                    local: Dict[str, Measured] = {}
-                    name = f"{coll.name} {format_size(size)} {dt.name} {op}"
-                    for mode in self.modes_run(coll):
-                        ctx.in_place = mode == "in"
-                        self.watch.arm(f"{name} {MODE_TEXT[mode]}")
-                        local[mode] = self.measure(coll, send_t, recv_t, c, mode, ctx,
-                                                   plan.check if not inexact else 0)
-                    self.watch.arm(name, "gathering the row's times")
-                    gathered = s.comm.gather(local, root=0)
-                    if self.report is not None:        # rank 0, which gathered
-                        assert gathered is not None
-                        row = self._row(coll, dt, op, size, c, gathered)
-                        wrong_total += sum(m.get("nwrong") or 0 for k in MODES if (m := row.get(k)))
-                        self.report.add_row(row)
+                    wrong_total += self._one_size(coll, dt, op, size, c, send_t, recv_t, ctx,
+                                                  plan.check if not inexact else 0)
                     probe = (dt, op, size, c, send_t, recv_t, ctx)
         if probe is not None and plan.probe_iters > 0:
             self._probe(coll, *probe)
         return int(s.comm.bcast(wrong_total, root=0))
+
+    def _one_size(self, coll: Collective, dt: DType, op: str, size: int, c: Counts, send_t: Tensor,
+                  recv_t: Tensor, ctx: Ctx, check_rounds: int) -> int:
+        """One row: each mode measured, every rank's times gathered; rank 0 records it. Its
+        wrong elements (0 off rank 0)."""
+        ctx.count = c.param
+        local: Dict[str, Measured] = {}
+        name = f"{coll.name} {format_size(size)} {dt.name} {op}"
+        for mode in self.modes_run(coll):
+            ctx.in_place = mode == "in"
+            self.watch.arm(f"{name} {MODE_TEXT[mode]}")
+            local[mode] = self.measure(coll, send_t, recv_t, c, mode, ctx, check_rounds)
+        self.watch.arm(name, "gathering the row's times")
+        gathered = self.s.comm.gather(local, root=0)
+        if self.report is None:
+            return 0
+        assert gathered is not None        # rank 0, which gathered
+        row = self._row(coll, dt, op, size, c, gathered)
+        wrong = sum(m.get("nwrong") or 0 for k in MODES if (m := row.get(k)))
+        self.report.add_row(row)
+        return wrong
 
     # ---- one row, one mode: warm up, time, check ----
     def measure(self, coll: Collective, send_t: Tensor, recv_t: Tensor, c: Counts, mode: str,

@@ -83,30 +83,37 @@ def compare_timers(session: Session, backend: TorchBackend, sizes: Sequence[int]
     try:
         while (s := session.comm.bcast(pick(got) if session.rank == 0 else None, root=0)):
             for order in (("harness", "bare"), ("bare", "harness")):
-                rows: Any = None
-                mine, t0 = None, time.monotonic()
-                for which in order:
-                    if which == "harness":
-                        rows, _ = engine_rows(session, backend, plans[s])
-                    else:
-                        session.watch.arm(f"verify: the bare loop at {s} bytes, round "
-                                  f"{len(got[s]['bare']) + 1}")
-                        if warmup:      # untimed calls, a loop of their own
-                            bare[s](warmup)
-                        mine = bare[s](iters)
-                assert mine is not None     # both orders time the bare loop
-                gathered = session.comm.gather(mine, root=0)
+                _one_round(session, backend, plans[s], bare[s], order, got[s], size=s, iters=iters,
+                           warmup=warmup)
                 if session.rank == 0:
-                    assert gathered is not None
-                    got[s]["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
-                    got[s]["rows"].append(rows[0])
-                    got[s]["bare"].append(sum(gathered) / len(gathered))
-                    got[s]["seconds"] += time.monotonic() - t0
                     progress(got, s)
     finally:
         if comm is not None:
             comm.Free()
     return got if session.rank == 0 else None
+
+
+def _one_round(session: Session, backend: TorchBackend, plan: Plan, bare: Callable[[int], float],
+               order: Tuple[str, str], got: Dict[str, Any], *, size: int, iters: int, warmup: int) -> None:
+    """Both timers at one size in this order; rank 0 adds the round to got (the size's record)."""
+    rows: Any = None
+    mine, t0 = None, time.monotonic()
+    for which in order:
+        if which == "harness":
+            rows, _ = engine_rows(session, backend, plan)
+        else:
+            session.watch.arm(f"verify: the bare loop at {size} bytes, round {len(got['bare']) + 1}")
+            if warmup:      # untimed calls, a loop of their own
+                bare(warmup)
+            mine = bare(iters)
+    assert mine is not None     # both orders time the bare loop
+    gathered = session.comm.gather(mine, root=0)
+    if session.rank == 0:
+        assert gathered is not None
+        got["harness"].append(rows[0]["in_place"]["time_us"] * 1e-6)
+        got["rows"].append(rows[0])
+        got["bare"].append(sum(gathered) / len(gathered))
+        got["seconds"] += time.monotonic() - t0
 
 
 def median_row(rows: List[Row], times: List[float]) -> Row:
