@@ -122,15 +122,10 @@ def nccl_check(session: Session, args: argparse.Namespace) -> Dict[str, Any]:
     diag = _diagnostics(versions)
     empty: Dict[str, Any] = {"skipped": None, "logs": [], "outputs": [], "errors": [], "where": [],
                              "diagnostics": diag}
-    bad = [(r, why) for r, why in enumerate(session.comm.allgather(_cannot_check(session, args)))
-           if why]
-    if bad:
-        r, why = bad[0]
-        where = "" if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): "
-        return dict(empty, skipped=where + why, diagnostics=_not_run(diag, where + why))
-    planted = faults.get("ncclcheck", session.rank)     # test switch: the GPUs this rank sees
-    gpus = None if planted is None else (planted.split("/") if planted else [f"gpu-{session.rank}"])
-    device, failed = bootstrap.gpu_index(session, os.environ, gpus)
+    skipped = _cannot_check_anywhere(session, args)
+    if skipped:
+        return dict(empty, skipped=skipped, diagnostics=_not_run(diag, skipped))
+    device, failed = _device(session)
     whys = [w for w in session.comm.allgather(failed) if w]
     if whys:
         return dict(empty, skipped=whys[0], diagnostics=_not_run(diag, whys[0]))
@@ -138,36 +133,76 @@ def nccl_check(session: Session, args: argparse.Namespace) -> Dict[str, Any]:
     # rank 0 serves the probes' rendezvous; each rank's probe process joins it
     store, addr, port = bootstrap.rank0_store(
         session, os.environ, datetime.timedelta(seconds=args.nccl_timeout), join=False)
-    error = None
-    folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
-    try:
-        log = os.path.join(folder, "nccl.log")
-        env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
-                   MPIBENCH_PROBE=f"{addr} {port} {session.rank} {session.size} {device}",
-                   MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout),
-                   **(nccldiag.VARIABLES if diag["run"] else {}))
-        try:
-            done = subprocess.run([sys.executable, "-m", ncclprobe.__name__], env=env,
-                                  capture_output=True, text=True, timeout=args.nccl_timeout + 30)
-            if done.returncode != 0:
-                tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                error = (f"the NCCL check failed on rank {session.rank} ({session.hostname}), exit "
-                         f"{done.returncode}: {tail}")
-            said = done.stdout
-        except subprocess.TimeoutExpired as exc:
-            error = f"the NCCL check did not finish on rank {session.rank} ({session.hostname})"
-            said = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
-        try:
-            text = pathlib.Path(log).read_text(errors="replace")
-        except OSError:
-            text = ""
-    finally:    # not TemporaryDirectory: its ignore_cleanup_errors needs Python 3.10
-        shutil.rmtree(folder, ignore_errors=True)
+    error, said, text = _probe(session, args, diag,
+                               f"{addr} {port} {session.rank} {session.size} {device}")
     logs = session.comm.gather(text, root=0) or []      # [] but on rank 0
     outputs = session.comm.gather(said, root=0) or []
     errors = [e for e in session.comm.allgather(error) if e]
     del store
     return dict(empty, logs=logs, outputs=outputs, errors=errors, where=placed)
+
+
+def _cannot_check_anywhere(session: Session, args: argparse.Namespace) -> Optional[str]:
+    """Why the NCCL check cannot run, where any rank cannot (naming the first such rank unless
+    every rank cannot), or None."""
+    bad = [(r, why) for r, why in enumerate(session.comm.allgather(_cannot_check(session, args)))
+           if why]
+    if not bad:
+        return None
+    r, why = bad[0]
+    where = "" if len(bad) == session.size else f"rank {r} ({session.hosts[r]}): "
+    return where + why
+
+
+def _device(session: Session) -> Tuple[Optional[int], Optional[str]]:
+    """(this rank's CUDA device for the probe, why none or None), agreed by every rank."""
+    planted = faults.get("ncclcheck", session.rank)     # test switch: the GPUs this rank sees
+    gpus = None if planted is None else (planted.split("/") if planted else [f"gpu-{session.rank}"])
+    return bootstrap.gpu_index(session, os.environ, gpus)
+
+
+def _probe(session: Session, args: argparse.Namespace, diag: Dict[str, Any], probe: str
+           ) -> Tuple[Optional[str], str, str]:
+    """(why the probe failed or None, what it printed, its NCCL log) of this rank's probe
+    process, run in a folder of its own; probe: its MPIBENCH_PROBE (addr port rank size device)."""
+    folder = tempfile.mkdtemp(prefix="mpibench-nccl-")
+    try:
+        log = os.path.join(folder, "nccl.log")
+        env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=log,
+                   MPIBENCH_PROBE=probe,
+                   MPIBENCH_PROBE_TIMEOUT=str(args.nccl_timeout),
+                   **(nccldiag.VARIABLES if diag["run"] else {}))
+        error, said = _run_probe(session, args, env)
+        text = _read_log(log)
+    finally:    # not TemporaryDirectory: its ignore_cleanup_errors needs Python 3.10
+        shutil.rmtree(folder, ignore_errors=True)
+    return error, said, text
+
+
+def _run_probe(session: Session, args: argparse.Namespace, env: Dict[str, str]
+               ) -> Tuple[Optional[str], str]:
+    """(why the probe process failed or None, what it printed) of one run of it."""
+    error = None
+    try:
+        done = subprocess.run([sys.executable, "-m", ncclprobe.__name__], env=env,
+                              capture_output=True, text=True, timeout=args.nccl_timeout + 30)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            error = (f"the NCCL check failed on rank {session.rank} ({session.hostname}), exit "
+                     f"{done.returncode}: {tail}")
+        said = done.stdout
+    except subprocess.TimeoutExpired as exc:
+        error = f"the NCCL check did not finish on rank {session.rank} ({session.hostname})"
+        said = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
+    return error, said
+
+
+def _read_log(log: str) -> str:
+    """The probe's NCCL log, or "" where it wrote none."""
+    try:
+        return pathlib.Path(log).read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _nccl_version(args: argparse.Namespace) -> Optional[Tuple[int, ...]]:

@@ -89,8 +89,8 @@ def matrices(entry: Any) -> Union[List[Matrix], str]:
     """[(title, unit, rows)] of a p2p entry, or a string saying what is wrong with it."""
     if not isinstance(entry, dict):
         return "not an object"
-    hosts = entry.get("hosts")
-    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
+    hosts = _names(entry.get("hosts"))
+    if hosts is None:
         return "no 'hosts' list of names"
     n = len(hosts)
     out = []
@@ -98,15 +98,32 @@ def matrices(entry: Any) -> Union[List[Matrix], str]:
         matrix = entry.get(key)
         if matrix is None:
             continue
-        if not isinstance(matrix, list) or len(matrix) != n or not all(
-                isinstance(r, list) and len(r) == n and all(x is None or finite(x) for x in r)
-                for r in matrix):
+        if not _square(matrix, n):
             return f"'{key}' is not {n} x {n} numbers (null allowed)"
-        unit = unit or (entry["unit"] if isinstance(entry.get("unit"), str) else "GB/s")
-        size = entry.get(size_key)
-        out.append((title, unit, matrix, size if isinstance(size, int) and size > 0 else None,
-                    cmap))
+        out.append(_matrix(entry, matrix, title, unit, size_key, cmap))
     return out or f"no matrix ({', '.join(MATRICES)})"
+
+
+def _names(hosts: Any) -> Optional[List[str]]:
+    """A p2p entry's 'hosts' where it is a list of one or more names, else None."""
+    if isinstance(hosts, list) and hosts and all(isinstance(h, str) for h in hosts):
+        return hosts
+    return None
+
+
+def _square(matrix: Any, n: int) -> bool:
+    """Whether a p2p entry's matrix is n x n numbers (null allowed)."""
+    return isinstance(matrix, list) and len(matrix) == n and all(
+        isinstance(r, list) and len(r) == n and all(x is None or finite(x) for x in r)
+        for r in matrix)
+
+
+def _matrix(entry: Dict[str, Any], matrix: List[List[Optional[float]]], title: str, unit: Optional[str],
+            size_key: str, cmap: str) -> Matrix:
+    """One matrix of a p2p entry: (title, unit, rows, message size or None, colour map)."""
+    unit = unit or (entry["unit"] if isinstance(entry.get("unit"), str) else "GB/s")
+    size = entry.get(size_key)
+    return (title, unit, matrix, size if isinstance(size, int) and size > 0 else None, cmap)
 
 
 def execute(session: None, args: argparse.Namespace) -> int:

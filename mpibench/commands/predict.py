@@ -100,19 +100,38 @@ def load(path: str, args: argparse.Namespace, notes: List[str]) -> Doc:
 def belong(docs: Named, only: Optional[Set[str]], what: str = "inputs", same: bool = True) -> None:
     """UsageError unless the files ran the same collectives (same: else those they share), each
     with the same types, and the same NCCL and nccl-tests versions where they print them."""
-    def colls(d: Doc) -> Set[str]:
-        return {r["collective"] for r in d["results"] if not only or r["collective"] in only}
-    held = {p: colls(d) for p, d in docs}
-    if same and len({frozenset(c) for c in held.values()}) > 1:
+    held = {p: _collectives(d, only) for p, d in docs}
+    if same:
+        _same_collectives(held, what)
+    _same_types(docs, held, what)
+    _same_versions(docs, what)
+
+
+def _collectives(d: Doc, only: Optional[Set[str]]) -> Set[str]:
+    """The collectives one input ran, of those --collectives names where it is given."""
+    return {r["collective"] for r in d["results"] if not only or r["collective"] in only}
+
+
+def _same_collectives(held: Dict[str, Set[str]], what: str) -> None:
+    """UsageError unless every file ran the same collectives."""
+    if len({frozenset(c) for c in held.values()}) > 1:
         raise UsageError(f"predict: the {what} hold different collectives: " + "; ".join(
             f"{p} {', '.join(sorted(c)) or 'none'}" for p, c in held.items()) + " (--collectives LIST "
             "picks those they share)")
+
+
+def _same_types(docs: Named, held: Dict[str, Set[str]], what: str) -> None:
+    """UsageError unless the files that ran a collective ran it with the same types."""
     for c in sorted(set().union(*held.values())):
         types = {p: sorted({r.get("dtype", r["type"]) for r in d["results"] if r["collective"] == c})
                  for p, d in docs if c in held[p]}
         if len({tuple(t) for t in types.values()}) > 1:
             raise UsageError(f"predict: the {what} ran {c} with different types: " + "; ".join(
                 f"{p} {', '.join(t)}" for p, t in types.items()))
+
+
+def _same_versions(docs: Named, what: str) -> None:
+    """UsageError unless the files ran the same NCCL and nccl-tests versions where they print them."""
     facts = {p: logfacts.read(p) for p, _ in docs}
     for key in ("NCCL", "nccl-tests"):
         seen = {p: f.versions[key] for p, f in facts.items() if f and key in f.versions}
@@ -127,17 +146,10 @@ def execute(session: None, args: argparse.Namespace) -> int:
     docs = [(p, load(p, args, notes)) for p in args.files]
     belong(docs, only)
     target, g, flat = _target(docs, args)
-    checks = [(p, load(p, args, notes)) for p in args.measured or []]
-    for p, d in checks:
-        _measured(p, d, docs, target, g, flat, only)
-    if checks:
-        belong(docs + checks, only, "inputs and --measured runs", same=False)
+    checks = _checks(args, notes, docs, (target, g, flat), only)
     wanted = MODE_KEYS.get(args.mode)
     measured = points(docs, wanted, only, 1 if flat else None)
-    checked: Dict[Tuple[str, ...], List[Measured]] = {}
-    for p, d in checks:
-        for group, pts in points([(p, d)], wanted, only, g).items():     # any backend's run
-            checked.setdefault(group[:1] + group[2:], []).extend((p,) + x for x in pts)
+    checked = _checked(checks, wanted, only, g)
     if not measured:
         raise UsageError("predict: no rows to fit")
     counts = sorted({_ranks(d) for _, d in docs})
@@ -145,23 +157,57 @@ def execute(session: None, args: argparse.Namespace) -> int:
         raise UsageError(f"predict: {_at(target, g, flat)} is below the smallest input "
                          f"({_at(counts[0], g, flat)}): predict carries the inputs upward only")
     tier = _tiers(args.topology, docs, target, g, flat) if args.topology else None
-    far = (_at(target, g, flat), int(target / counts[-1])) if target >= FAR * counts[-1] else None
-    predicttext.header([reader.describe(p, d) for p, d in docs], target, g, args.model, flat, far)
-    for line in notes:
-        print(line)
-    if target <= counts[-1]:
-        print(f"# {_at(target, g, flat)} lies within the inputs ({_at(counts[0], g, flat)} to "
-              f"{_at(counts[-1], g, flat)}): interpolating")
-    else:
-        print(f"# {_at(target, g, flat)} assumes that the switches above the measured nodes give what "
-              f"the run at {_at(counts[-1], g, flat)} saw" +
-              (f"; {tier[0]}" if tier else " (--topology FILE checks which switch tier it needs)"))
+    _preamble(docs, notes, counts, (target, g, flat), args.model, tier)
     results = [r for group, pts in measured.items()
                for r in _group(group, pts, checked.get(group[:1] + group[2:]), target, g, flat,
                                args.model, tier[1] if tier else None)]
     if checks:
         predicttext.summary(results, target, ", ".join(p for p, _ in checks), scaling.MIB)
     return 0
+
+
+def _checks(args: argparse.Namespace, notes: List[str], docs: List[Tuple[str, Doc]],
+            at: Tuple[int, int, Optional[str]], only: Optional[Set[str]]) -> List[Tuple[str, Doc]]:
+    """The --measured runs, loaded, each at the target (at: _target's) and like the inputs."""
+    target, g, flat = at
+    checks = [(p, load(p, args, notes)) for p in args.measured or []]
+    for p, d in checks:
+        _measured(p, d, docs, target, g, flat, only)
+    if checks:
+        belong(docs + checks, only, "inputs and --measured runs", same=False)
+    return checks
+
+
+def _checked(checks: Named, wanted: Optional[str], only: Optional[Set[str]], g: int
+             ) -> Dict[Tuple[str, ...], List[Measured]]:
+    """The --measured runs' points by (collective, dtype, redop, mode): any backend's run."""
+    checked: Dict[Tuple[str, ...], List[Measured]] = {}
+    for p, d in checks:
+        for group, pts in points([(p, d)], wanted, only, g).items():     # any backend's run
+            checked.setdefault(group[:1] + group[2:], []).extend((p,) + x for x in pts)
+    return checked
+
+
+def _preamble(docs: Named, notes: List[str], counts: List[int], at: Tuple[int, int, Optional[str]],
+              model: str, tier: Optional[Tuple[str, bool]]) -> None:
+    """Print the header, the notes on the inputs and where the target lies (at: _target's)."""
+    target, g, flat = at
+    far = (_at(target, g, flat), int(target / counts[-1])) if target >= FAR * counts[-1] else None
+    predicttext.header([reader.describe(p, d) for p, d in docs], target, g, model, flat, far)
+    for line in notes:
+        print(line)
+    print(_where(counts, target, g, flat, tier))
+
+
+def _where(counts: List[int], target: int, g: int, flat: Optional[str], tier: Optional[Tuple[str, bool]]
+           ) -> str:
+    """The line on where the target lies: within the inputs, or above them (and the switches it needs)."""
+    if target <= counts[-1]:
+        return (f"# {_at(target, g, flat)} lies within the inputs ({_at(counts[0], g, flat)} to "
+                f"{_at(counts[-1], g, flat)}): interpolating")
+    return (f"# {_at(target, g, flat)} assumes that the switches above the measured nodes give what "
+            f"the run at {_at(counts[-1], g, flat)} saw" +
+            (f"; {tier[0]}" if tier else " (--topology FILE checks which switch tier it needs)"))
 
 
 def _ranks(doc: Doc) -> int:
@@ -271,6 +317,32 @@ def _group(group: Key, pts: List[extrapolate.Point], checked: Optional[List[Meas
     res = extrapolate.group(model, coll, backend, dtype, pts, target, g, sorted(set(tab) | set(by_key)),
                             {k: v[0] for k, v in by_key.items()}, tier=tier)
     predicttext.fit(title, len(pts), ns, res.f["errors"], scaling.describe(res.f))
+    _self_check(res, ns, target, g, flat, tier)
+    factor = extrapolate.bus_bytes(coll, 1.0, target)
+    headers = _headers(ns, target, checked is not None)
+    rows, results = [], []
+    for r in res.rows:
+        row, result = _row(coll, r, tab, ns, factor, by_key if checked is not None else None)
+        if result is not None:
+            results.append(result)
+        rows.append(row)
+    predicttext.table(rows, headers, target, {r.why for r in res.rows if r.why}, exp(bands.DECLINE))
+    return results
+
+
+def _headers(ns: List[int], target: int, measured: bool) -> List[str]:
+    """The table's headers: the inputs' times, the prediction and, with --measured, its error."""
+    headers = ["size"] + [f"t us n={n}" for n in ns] + [
+        f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]
+    if measured:
+        headers += [f"measured t us n={target}", "error", "inside"]
+    return headers
+
+
+def _self_check(res: extrapolate.Group, ns: List[int], target: int, g: int, flat: Optional[str],
+                tier: Optional[bool]) -> None:
+    """Print the fit's held-out check (or why it has none), two flat counts' widening and a change
+    of regime."""
     if res.check:
         c = res.check
         predicttext.held_out(_at(c.held, g, flat), c.error, c.rows, c.held_ok, c.rms)
@@ -284,23 +356,21 @@ def _group(group: Key, pts: List[extrapolate.Point], checked: Optional[List[Meas
         before, after = res.regime
         assert res.check is not None    # the held-out check found the change
         predicttext.regime(_at(before, g, flat), _at(after, g, flat), res.check.error, res.check.rms)
-    factor = extrapolate.bus_bytes(coll, 1.0, target)
-    headers = ["size"] + [f"t us n={n}" for n in ns] + [
-        f"predicted t us n={target}", "interval us", f"busbw GB/s n={target}", "runs"]
-    if checked is not None:
-        headers += [f"measured t us n={target}", "error", "inside"]
-    rows, results = [], []
-    for r in res.rows:
-        row = [format_size(r.key)] + [us(tab[r.key][n][1]) if n in tab.get(r.key, {}) else "-" for n in ns]
-        row += [us(r.t), "none" if r.why else f"{us(r.lo)}-{us(r.hi)}", f"{r.s / r.t / 1e9 * factor:.4g}",
-                "/".join(r.cand) + (" *" if r.why else "")]
-        if checked is not None and r.key in by_key:
-            got = by_key[r.key][1]
-            err, inside = r.t / got - 1, None if r.why else r.lo <= got <= r.hi
-            results.append((coll, r.key, err, inside))
-            row += [us(got), f"{err:+.1%}", {True: "yes", False: "no", None: "-"}[inside]]
-        elif checked is not None:
-            row += ["-", "-", "-"]
-        rows.append(row)
-    predicttext.table(rows, headers, target, {r.why for r in res.rows if r.why}, exp(bands.DECLINE))
-    return results
+
+
+def _row(coll: str, r: extrapolate.Row, tab: Dict[int, Dict[int, Tuple[float, float]]], ns: List[int],
+         factor: float, by_key: Optional[Dict[int, Tuple[float, float]]]
+         ) -> Tuple[List[str], Optional[Checked]]:
+    """One row of the table and, where --measured has its size, (collective, size, error, inside);
+    by_key: the measured (S, seconds) by size, None without --measured."""
+    row = [format_size(r.key)] + [us(tab[r.key][n][1]) if n in tab.get(r.key, {}) else "-" for n in ns]
+    row += [us(r.t), "none" if r.why else f"{us(r.lo)}-{us(r.hi)}", f"{r.s / r.t / 1e9 * factor:.4g}",
+            "/".join(r.cand) + (" *" if r.why else "")]
+    if by_key is None:
+        return row, None
+    if r.key not in by_key:
+        return row + ["-", "-", "-"], None
+    got = by_key[r.key][1]
+    err, inside = r.t / got - 1, None if r.why else r.lo <= got <= r.hi
+    row += [us(got), f"{err:+.1%}", {True: "yes", False: "no", None: "-"}[inside]]
+    return row, (coll, r.key, err, inside)

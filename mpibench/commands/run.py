@@ -16,6 +16,7 @@ from ..measure.backends.timing import BLOCKING
 from ..measure.backends.torchdist import TorchBackend
 from ..measure.collectives import NAMES as COLLECTIVES, REGISTRY, traffic
 from ..measure.collectives.alltoallv import AllToAllV
+from ..measure.collectives.base import Collective
 from ..measure.collectives.traffic import Traffic
 from ..measure.dtypes import DType, parse_dtypes, parse_list, parse_ops
 from ..measure.engine import AVERAGES, Engine, Plan, calls_per_row, reserve_room
@@ -290,28 +291,47 @@ def build_plan(args: argparse.Namespace, session: Session, backend: TorchBackend
     if args.cuda_graph and not backend.cuda:
         raise UsageError(f"-G/--cuda-graph needs CUDA GPUs (NCCL); this run uses {backend.name} on CPU")
     collectives = [AllToAllV(alltoallv) if n == "alltoallv" and alltoallv else REGISTRY[n] for n in names]
-    blocking_wait = torchenv.flag(torchenv.BLOCKING_WAIT, os.environ)
-    if args.cuda_graph and blocking_wait and any(c.name == "sendrecv" for c in collectives):
-        # WorkNCCL::wait's blocking loop queries an event recorded during the capture
-        raise UsageError(f"-G cannot capture sendrecv with {'='.join(blocking_wait)}: torch's "
-                         f"blocking wait polls an event recorded in the graph, which CUDA refuses "
-                         f"(cudaErrorCapturedEvent); unset it, or leave sendrecv out of -G runs")
-    if args.dtype.strip().lower() != "all" and args.op.strip().lower() != "all":
-        for coll, dt in itertools.product(collectives, dtypes):
-            for op in (ops if coll.reduces else ["none"]):
-                if reason := backend.unsupported(coll, dt, op):
-                    raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
+    _refuse_graph_sendrecv(args, collectives)
+    _refuse_unsupported(args, backend, collectives, dtypes, ops)
     blocking = backend.default_blocking() if args.blocking is None else args.blocking
-    modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
-    if not any(m in backend.modes(c) for c in collectives for m in modes):
-        raise UsageError(f"--mode {args.mode}: {backend.name} has no {MODE_TEXT[modes[0]]} call "
-                         f"for {', '.join(c.name for c in collectives)} ({backend.missing_mode})")
+    modes = _modes(args, backend, collectives)
     return Plan(collectives=collectives, sizes=sizes, dtypes=dtypes, ops=ops, root=args.root,
                 iters=args.iters, warmup=args.warmup, check=args.check, average=args.average,
                 blocking=blocking, graph=args.cuda_graph, modes=modes,
                 per_iter=args.per_iter_timing, per_iter_skip=args.per_iter_skip,
                 probe_iters=args.iters if args.probe_iters is None else args.probe_iters,
                 margin=options.share_margin(args.min_share))
+
+
+def _refuse_graph_sendrecv(args: argparse.Namespace, collectives: Sequence[Collective]) -> None:
+    """UsageError when -G would capture sendrecv under torch's blocking wait."""
+    blocking_wait = torchenv.flag(torchenv.BLOCKING_WAIT, os.environ)
+    if args.cuda_graph and blocking_wait and any(c.name == "sendrecv" for c in collectives):
+        # WorkNCCL::wait's blocking loop queries an event recorded during the capture
+        raise UsageError(f"-G cannot capture sendrecv with {'='.join(blocking_wait)}: torch's "
+                         f"blocking wait polls an event recorded in the graph, which CUDA refuses "
+                         f"(cudaErrorCapturedEvent); unset it, or leave sendrecv out of -G runs")
+
+
+def _refuse_unsupported(args: argparse.Namespace, backend: TorchBackend, collectives: Sequence[Collective],
+                        dtypes: Sequence[DType], ops: Sequence[str]) -> None:
+    """UsageError for the first collective, type and op the backend cannot run (where -d and -o
+    name them: 'all' runs what it can)."""
+    if args.dtype.strip().lower() != "all" and args.op.strip().lower() != "all":
+        for coll, dt in itertools.product(collectives, dtypes):
+            for op in (ops if coll.reduces else ["none"]):
+                if reason := backend.unsupported(coll, dt, op):
+                    raise UsageError(f"{coll.name} -d {dt.name} -o {op}: {reason}")
+
+
+def _modes(args: argparse.Namespace, backend: TorchBackend, collectives: Sequence[Collective]
+           ) -> Tuple[str, ...]:
+    """The modes --mode names; UsageError when the backend has a call for none of the collectives."""
+    modes = {"both": ("out", "in"), "out": ("out",), "in": ("in",)}[args.mode]
+    if not any(m in backend.modes(c) for c in collectives for m in modes):
+        raise UsageError(f"--mode {args.mode}: {backend.name} has no {MODE_TEXT[modes[0]]} call "
+                         f"for {', '.join(c.name for c in collectives)} ({backend.missing_mode})")
+    return modes
 
 
 def header(session: Session, out: RunOutput, plans: Sequence[Plan], backends: Sequence[TorchBackend],
@@ -421,42 +441,11 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     paths = pathlimits.gather(session)
     if session.rank == 0:
         assert out is not None and records is not None and versions is not None and rates is not None
-        traffic = max(traffic_deadline(p) for p in plans)
-        header(session, out, plans, backends, records, versions,
-               uncapped=traffic if args.timeout is None and traffic > DEADLINE_CAP else None)
-        if alltoallv is not None:
-            out.set(alltoallv=alltoallvtext.settings(alltoallv, session.size))
-            out.say(f"# alltoallv traffic: {alltoallv.describe(session.size)}")
-        runtext.launch_header(out, launch, plans[0].graph)
-        runtext.room_header(out, {b.name: r for b, r in zip(backends, rooms)})
-        runtext.graph_buffers_header(out, graph_buffers)
-        out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
-        runtext.path_header(out, pathlimits.section(paths, len(paths) > 1),
-                            published.section(cast(Dict[str, Dict[str, Any]], paths),   # gather drops None
-                                              [c.name for c in plans[0].collectives]))
-        if args.trials > 1:
-            out.trials = Collector(args.unstable)
-            out.set(trials=args.trials)
-    wrong, buffer_bytes = 0, 0
-    for backend, plan in zip(backends, plans):
-        if len(backends) > 1:
-            session.out(runtext.banner(backend.name))
-        sink = stragglers.Sink(out, session.hosts) if out is not None else None
-        engine = Engine(session, backend, plan, sink)
-        engine.launch_cost = launch.get(backend.name)
-        probe_iters = plan.probe_iters
-        for k in range(args.trials):        # the per-host probe in the last trial only
-            plan.probe_iters = probe_iters if k == args.trials - 1 else 0
-            if args.trials > 1:
-                session.out(runtext.banner(trial=k + 1, trials=args.trials))
-            wrong += engine.run()
-        buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
-    names = [b.name for b in backends]
-    link = next((b for b in backends if b.name in TORCH_BACKENDS), None)
-    if link is not None:      # the link check sends through torch.distributed
-        session.watch.arm("link check between hosts")
-        links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2),
-                         args.min_share)
+        _settings_header(session, args, out, plans, backends, records, versions, alltoallv)
+        _measure_header(session, args, out, plans, backends, launch,
+                        {b.name: r for b, r in zip(backends, rooms)}, graph_buffers, rates, paths)
+    wrong, buffer_bytes = _sweeps(session, args, out, backends, plans, launch)
+    _link_check(session, args, out, backends, plans)
     session.watch.disarm()
     device_peak = next((b.device_peak_bytes() for b in backends if b.cuda), None)
     memory = session.comm.gather({"peak_rss_bytes": rankfacts.peak_rss_bytes(),
@@ -464,27 +453,116 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     failure = None
     if session.rank == 0:
         assert out is not None
-        if args.trials > 1:
-            runtext.trials_summary(out, args.trials, args.unstable)
-        if args.per_rank:
-            runtext.per_rank_table(session.hosts, out)
-        runtext.memory_summary(session.hosts, out, memory or [])
-        lines: List[str] = []
-        if len(backends) > 1:     # both backends' rows side by side, the second's busbw over the first's
-            buffers = runtext.buffer_memory(backends)
-            first, second = names
-            rows, lines = backends_side_by_side(out.doc["results"], first, second, memory=buffers)
-            out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
-        fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
-                                        min_bw(args.min_busbw))
-        out.say(*lines, *line_rate_lines(out.doc), *path_limit_lines(out.doc), *published_lines(out.doc),
-                *closing_lines)     # nccl-tests' closing last
-        runtext.launch_bound(out)
-        out.set(**fields)
-        out.finish()
-        slow = fields.get("min_busbw")
-        if wrong:
-            failure = f"FAILED: {counted(wrong, 'wrong element')} (see the #wrong columns)"
-        elif slow and not slow["okay"]:
-            failure = f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s ({slow['source']})"
+        failure = _summary(session, args, out, backends, wrong, memory)
     return guard.verdict(session, failure)
+
+
+def _settings_header(session: Session, args: argparse.Namespace, out: RunOutput, plans: Sequence[Plan],
+                     backends: Sequence[TorchBackend], records: Sequence[Dict[str, Any]],
+                     versions: Sequence[Dict[str, Optional[str]]], alltoallv: Optional[Traffic]) -> None:
+    """Rank 0: the run's preamble (header) and alltoallv's traffic."""
+    traffic = max(traffic_deadline(p) for p in plans)
+    header(session, out, plans, backends, records, versions,
+           uncapped=traffic if args.timeout is None and traffic > DEADLINE_CAP else None)
+    if alltoallv is not None:
+        out.set(alltoallv=alltoallvtext.settings(alltoallv, session.size))
+        out.say(f"# alltoallv traffic: {alltoallv.describe(session.size)}")
+
+
+def _measure_header(session: Session, args: argparse.Namespace, out: RunOutput, plans: Sequence[Plan],
+                    backends: Sequence[TorchBackend], launch: Dict[str, Dict[str, float]],
+                    rooms: Dict[str, Optional[Dict[str, Any]]], graph_buffers: Dict[str, Dict[str, Any]],
+                    rates: Sequence[Optional[float]], paths: Dict[str, Optional[Dict[str, Any]]]) -> None:
+    """Rank 0: the launch costs, the GPU room, -G's buffers, the line rates, the path limits and
+    the trials."""
+    runtext.launch_header(out, launch, plans[0].graph)
+    runtext.room_header(out, rooms)
+    runtext.graph_buffers_header(out, graph_buffers)
+    out.set(line_rate_gbps={session.hosts[r]: rate for r, rate in enumerate(rates)})
+    runtext.path_header(out, pathlimits.section(paths, len(paths) > 1),
+                        published.section(cast(Dict[str, Dict[str, Any]], paths),   # gather drops None
+                                          [c.name for c in plans[0].collectives]))
+    if args.trials > 1:
+        out.trials = Collector(args.unstable)
+        out.set(trials=args.trials)
+
+
+def _sweeps(session: Session, args: argparse.Namespace, out: Optional[RunOutput],
+            backends: Sequence[TorchBackend], plans: Sequence[Plan], launch: Dict[str, Dict[str, float]]
+            ) -> Tuple[int, int]:
+    """Every backend's sweep, each --trials times: (wrong elements, the largest buffer bytes)."""
+    wrong, buffer_bytes = 0, 0
+    for backend, plan in zip(backends, plans):
+        if len(backends) > 1:
+            session.out(runtext.banner(backend.name))
+        sink = stragglers.Sink(out, session.hosts) if out is not None else None
+        engine = Engine(session, backend, plan, sink)
+        engine.launch_cost = launch.get(backend.name)
+        wrong += _trials(session, args, engine, plan)
+        buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
+    return wrong, buffer_bytes
+
+
+def _trials(session: Session, args: argparse.Namespace, engine: Engine, plan: Plan) -> int:
+    """One backend's sweep, --trials times, the per-host probe in the last only: wrong elements."""
+    wrong = 0
+    probe_iters = plan.probe_iters
+    for k in range(args.trials):        # the per-host probe in the last trial only
+        plan.probe_iters = probe_iters if k == args.trials - 1 else 0
+        if args.trials > 1:
+            session.out(runtext.banner(trial=k + 1, trials=args.trials))
+        wrong += engine.run()
+    return wrong
+
+
+def _link_check(session: Session, args: argparse.Namespace, out: Optional[RunOutput],
+                backends: Sequence[TorchBackend], plans: Sequence[Plan]) -> None:
+    """The link check between hosts, through the first torch.distributed backend (none without one)."""
+    link = next((b for b in backends if b.name in TORCH_BACKENDS), None)
+    if link is not None:      # the link check sends through torch.distributed
+        session.watch.arm("link check between hosts")
+        links.link_check(session, link, out, plans[0].sizes[-1], args.link_iters, min(plans[0].warmup, 2),
+                         args.min_share)
+
+
+def _summary(session: Session, args: argparse.Namespace, out: RunOutput, backends: Sequence[TorchBackend],
+             wrong: int, memory: Optional[List[Dict[str, Any]]]) -> Optional[str]:
+    """Rank 0: the trials, per-rank and memory tables, the comparison and nccl-tests' closing
+    lines; the document finished; why the run failed or None."""
+    if args.trials > 1:
+        runtext.trials_summary(out, args.trials, args.unstable)
+    if args.per_rank:
+        runtext.per_rank_table(session.hosts, out)
+    runtext.memory_summary(session.hosts, out, memory or [])
+    names = [b.name for b in backends]
+    lines = _comparison(out, backends, names)
+    fields, closing_lines = closing(out.doc["results"], names, len(session.hosts), wrong,
+                                    min_bw(args.min_busbw))
+    out.say(*lines, *line_rate_lines(out.doc), *path_limit_lines(out.doc), *published_lines(out.doc),
+            *closing_lines)     # nccl-tests' closing last
+    runtext.launch_bound(out)
+    out.set(**fields)
+    out.finish()
+    return _failure(fields, wrong)
+
+
+def _comparison(out: RunOutput, backends: Sequence[TorchBackend], names: List[str]) -> List[str]:
+    """Two backends: their rows side by side, the second's busbw over the first's (lines; the
+    document's comparison); one: no lines."""
+    lines: List[str] = []
+    if len(backends) > 1:     # both backends' rows side by side, the second's busbw over the first's
+        buffers = runtext.buffer_memory(backends)
+        first, second = names
+        rows, lines = backends_side_by_side(out.doc["results"], first, second, memory=buffers)
+        out.set(comparison={"backends": names, "memory": buffers, "rows": rows})
+    return lines
+
+
+def _failure(fields: Dict[str, Any], wrong: int) -> Optional[str]:
+    """Why the run fails: wrong elements, or an average bus bandwidth below --min-busbw; or None."""
+    slow = fields.get("min_busbw")
+    if wrong:
+        return f"FAILED: {counted(wrong, 'wrong element')} (see the #wrong columns)"
+    if slow and not slow["okay"]:
+        return f"FAILED: the average bus bandwidth is below {slow['GBps']:g} GB/s ({slow['source']})"
+    return None
