@@ -9,6 +9,7 @@ from ..diagnose import topology
 from ..errors import UsageError
 from ..measure.modes import MODE_KEYS
 from ..measure.sizes import format_size
+from ..launch import verdict
 from ..results import logfacts, predicttext, reader
 from ..results.numbers import us
 from ..results.predicttext import Checked
@@ -195,8 +196,8 @@ def _preamble(docs: Named, notes: List[str], counts: List[int], at: Tuple[int, i
     far = (_at(target, g, flat), int(target / counts[-1])) if target >= FAR * counts[-1] else None
     predicttext.header([reader.describe(p, d) for p, d in docs], target, g, model, flat, far)
     for line in notes:
-        print(line)
-    print(_where(counts, target, g, flat, tier))
+        verdict.out(line)
+    verdict.out(_where(counts, target, g, flat, tier))
 
 
 def _where(counts: List[int], target: int, g: int, flat: Optional[str], tier: Optional[Tuple[str, bool]]
