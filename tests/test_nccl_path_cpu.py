@@ -215,11 +215,13 @@ def test_the_reserve_for_nccl_is_nccl_tests(gib, reserve):
 
 
 def _room(totals, sizes, name="all_to_all"):
-    """reserve_room on two ranks whose GPUs have totals bytes, for a plan of sizes."""
+    """reserve_room on two ranks whose GPUs have totals bytes, for a plan of sizes: (the plan it
+    leaves, the room)."""
     plan = Plan(collectives=[REGISTRY[name]], sizes=sizes, dtypes=[DTYPES["float32"]], ops=["sum"])
     session = SimpleNamespace(size=2, comm=SimpleNamespace(allgather=lambda mine: totals))
     backend = SimpleNamespace(device_total_bytes=lambda: totals[0], modes=lambda c: c.modes)
-    return plan, reserve_room(session, backend, plan)
+    room, lowered = reserve_room(session, backend, plan)
+    return lowered, room
 
 
 def test_the_largest_size_is_lowered_to_leave_nccl_its_room():
@@ -237,7 +239,7 @@ def test_the_largest_size_is_lowered_to_leave_nccl_its_room():
     plan, room = _room([5 * GIB, 5 * GIB], sizes, "all_reduce")   # in place: one buffer
     assert plan.sizes == sizes[:2]
     cpu = SimpleNamespace(device_total_bytes=lambda: None)
-    assert reserve_room(None, cpu, plan) is None
+    assert reserve_room(None, cpu, plan) == (None, plan)
 
 
 def test_the_header_says_when_maxbytes_was_lowered():

@@ -105,7 +105,7 @@ def execute(session: Session, args: argparse.Namespace) -> int:
         guard.arm(session, args.timeout or health.TIMEOUT, "check --health: start-up")
         return health.run(session, args, coll, size, members=members, limits=limits,
                           make_intra=lambda: _collective(session, backend, coll, size, session.size, None,
-                                                         "inside the host"),
+                                                         "inside the host", args.warmup),
                           retest=lambda intra, report: _intra_retest(session, args, intra,
                                                                      session.comm.barrier, report))
     fabric = _fabric(session, args, names, ppn)        # bad topology: exit 2 before any test
@@ -136,7 +136,7 @@ def _inside_hosts(session: Session, backend: TorchBackend, args: argparse.Namesp
     session.watch.arm("check: a process group per host")
     mine = part_group(backend.dist, backend.device, members, session.rank) if ppn > 1 else None
     if mine is not None:
-        intra = _collective(session, backend, coll, size, ppn, mine, "inside each host")
+        intra = _collective(session, backend, coll, size, ppn, mine, "inside each host", args.warmup)
         gathered = session.comm.gather(intra(args, "inside each host"), root=0)
         if report:
             assert gathered is not None
@@ -150,7 +150,7 @@ def _inside_hosts(session: Session, backend: TorchBackend, args: argparse.Namesp
 def _whole_job(session: Session, backend: TorchBackend, args: argparse.Namespace, coll: Collective,
                size: int, report: Optional["Report"]) -> None:
     """Test 3: the whole job, and once more when it missed its limit."""
-    job = _collective(session, backend, coll, size, session.size, None, "the whole job")
+    job = _collective(session, backend, coll, size, session.size, None, "the whole job", args.warmup)
     gathered = session.comm.gather(job(args, "the whole job"), root=0)
     if report:
         assert gathered is not None
@@ -252,19 +252,18 @@ def _configured(name: str, n: int) -> Collective:
 
 
 def _collective(session: Session, backend: TorchBackend, coll: Collective, size: int, n: int, group: Any,
-                where: str) -> Timed:
+                where: str, warmup: int) -> Timed:
     """timed(args, where, barrier=None): coll among n ranks (group None: all) through the engine on
     a buffer allocated now; with its group's barrier, that group alone (a retest while others wait)."""
     session.watch.arm(f"check: {coll.name} {where}")
-    # the sweep's default -z, as nccl-tests'; the warm-up is each measurement's (args)
-    engine = Engine(session, backend, Plan([coll], [size], [DTYPE], ["sum"],
+    # the sweep's default -z, as nccl-tests'; check's -w
+    engine = Engine(session, backend, Plan([coll], [size], [DTYPE], ["sum"], warmup=warmup,
                                            blocking=backend.default_blocking()), None)
     call, c, mode = engine.group_call(coll, DTYPE, size // DTYPE.size, n, group)
     calls = count()                 # test-only: slowonce stretches the first measurement alone
 
     def timed(args: argparse.Namespace, where: str, barrier: Optional[Call] = None) -> Dict[str, Any]:
         session.watch.arm(f"check: {coll.name} {where}")
-        engine.plan.warmup = args.warmup
         seconds, each = engine.time_calls(call, args.iters, barrier)
         assert each is not None     # per_iter: each call's seconds
         slow = faults.slowdown(session.rank, "job" if group is None else "intra", next(calls) == 0)

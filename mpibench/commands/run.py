@@ -433,7 +433,8 @@ def execute(session: Session, args: argparse.Namespace) -> int:
     out = open_output(session, "run", args)
     guard.arm(session, args.timeout or max(default_timeout(p) for p in plans),
               "start-up (every rank's device and versions)")
-    rooms = [reserve_room(session, b, p) for b, p in zip(backends, plans)]
+    roomed = [reserve_room(session, b, p) for b, p in zip(backends, plans)]
+    rooms, plans = [r for r, _ in roomed], [p for _, p in roomed]
     graph_buffers = {b.name: b.graph_allocator() for b, p in zip(backends, plans) if p.graph}
     records, versions = rankfacts.gather(session)
     launch = launch_costs(session, backends, plans)
@@ -498,20 +499,18 @@ def _sweeps(session: Session, args: argparse.Namespace, out: Optional[RunOutput]
         sink = stragglers.Sink(out, session.hosts) if out is not None else None
         engine = Engine(session, backend, plan, sink)
         engine.launch_cost = launch.get(backend.name)
-        wrong += _trials(session, args, engine, plan)
+        wrong += _trials(session, args, engine)
         buffer_bytes = max(buffer_bytes, engine.buffer_bytes)
     return wrong, buffer_bytes
 
 
-def _trials(session: Session, args: argparse.Namespace, engine: Engine, plan: Plan) -> int:
+def _trials(session: Session, args: argparse.Namespace, engine: Engine) -> int:
     """One backend's sweep, --trials times, the per-host probe in the last only: wrong elements."""
     wrong = 0
-    probe_iters = plan.probe_iters
     for k in range(args.trials):        # the per-host probe in the last trial only
-        plan.probe_iters = probe_iters if k == args.trials - 1 else 0
         if args.trials > 1:
             session.out(runtext.banner(trial=k + 1, trials=args.trials))
-        wrong += engine.run()
+        wrong += engine.run(probe=k == args.trials - 1)
     return wrong
 
 

@@ -3,7 +3,7 @@
 Per row, each rank times its own loop; rank 0 gathers every rank's time over the side
 channel (MPI), not through the backend being measured.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 from statistics import mean
@@ -38,8 +38,9 @@ class Report(Protocol):
     # add_probe's times[r][k]: seconds of rank r in iteration k of the per-host probe
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
+    """What a sweep measures, built once from the options (a plan for less room: replace())."""
     collectives: List[Collective]
     sizes: List[int]
     dtypes: List[DType]
@@ -56,7 +57,6 @@ class Plan:
     modes: Tuple[str, ...] = ("out", "in")
     probe_iters: int = 20
     margin: float = 0.2
-    skipped: List[int] = field(default_factory=list)   # sizes dropped for lack of memory
 
 
 def calls_per_row(plan: Plan) -> int:
@@ -101,12 +101,13 @@ def nccl_reserve(total: int) -> int:
     return min(-(-total // (16 * GIB)), 4) * GIB + GIB
 
 
-def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optional[Dict[str, Any]]:
-    """On GPUs, drop the plan's largest sizes until the buffers leave NCCL its room on the
-    smallest GPU (never the smallest size); {device_bytes, reserve_bytes, maxbytes,
-    lowered_to (None: -e stood)}, None on CPUs."""
+def reserve_room(session: Session, backend: TorchBackend,
+                 plan: Plan) -> Tuple[Optional[Dict[str, Any]], Plan]:
+    """On GPUs, the plan without its largest sizes until the buffers leave NCCL its room on the
+    smallest GPU (never the smallest size), and {device_bytes, reserve_bytes, maxbytes,
+    lowered_to (None: -e stood)}; None and the plan on CPUs."""
     if (mine := backend.device_total_bytes()) is None:
-        return None
+        return None, plan
     total: int = min(session.comm.allgather(mine))
     sizes = list(plan.sizes)
     while (len(sizes) > 1 and sum(footprint(plan, session.size, sizes, backend.modes))
@@ -114,27 +115,26 @@ def reserve_room(session: Session, backend: TorchBackend, plan: Plan) -> Optiona
         sizes.pop()
     room = {"device_bytes": total, "reserve_bytes": nccl_reserve(total), "maxbytes": plan.sizes[-1],
             "lowered_to": sizes[-1] if len(sizes) < len(plan.sizes) else None}
-    plan.sizes = sizes
-    return room
+    return room, replace(plan, sizes=sizes)
 
 
-def allocate(session: Session, backend: TorchBackend, plan: Plan, out: Callable[[str], None]) -> Buffers:
-    """Allocate for the largest size every rank can hold; drop larger sizes together."""
-    sizes = list(plan.sizes)
+def allocate(session: Session, backend: TorchBackend, plan: Plan, sizes: List[int], skipped: List[int],
+             out: Callable[[str], None]) -> Buffers:
+    """Allocate for the largest of sizes every rank can hold; drop larger sizes together (from
+    sizes, into skipped)."""
     while sizes:
         send, recv = footprint(plan, session.size, sizes, backend.modes)
         bufs, exc = backend.attempt(partial(Buffers, backend, send, recv))
         errors = session.comm.allgather(error_line(exc) if exc else None)
         bad = [(r, e) for r, e in enumerate(errors) if e]
         if bufs is not None and not bad:
-            plan.sizes = sizes
             return bufs
         bufs = None
         rank, text = bad[0]
         out(f"# out of memory for {format_size(sizes[-1])} on rank {rank} "
             f"(host {session.hosts[rank]}): {text}; skipping {format_size(sizes[-1])} "
             f"and larger on every rank")
-        plan.skipped.append(sizes.pop())
+        skipped.append(sizes.pop())
     raise Exit("not even the smallest size fits in memory on every rank", 1)
 
 
@@ -172,6 +172,10 @@ class Engine:
     def __init__(self, session: Session, backend: TorchBackend, plan: Plan,
                  report: Optional[Report], quiet: bool = False) -> None:
         self.s, self.b, self.plan, self.report = session, backend, plan, report
+        # the sizes the buffers hold, and those dropped for lack of memory, over every run
+        self.sizes: List[int] = list(plan.sizes)
+        self.skipped: List[int] = []
+        self.probing = True     # run the per-host probe after each collective's sweep
         self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch = session.watch
@@ -179,12 +183,14 @@ class Engine:
         self.launch_cost: Optional[Dict[str, float]] = None
         switches.install(self, session.rank)     # test switches, when on (launch/faults.py)
 
-    def run(self) -> int:
+    def run(self, probe: bool = True) -> int:
+        """The sweep; probe: with the per-host probe (a run's last trial)."""
+        self.probing = probe
         self.watch.arm("allocating buffers")
-        bufs = allocate(self.s, self.b, self.plan, self.out)
+        bufs = allocate(self.s, self.b, self.plan, self.sizes, self.skipped, self.out)
         self.buffer_bytes = bufs.nbytes
-        if self.plan.skipped and self.report is not None:
-            self.report.set(skipped_sizes=self.plan.skipped)
+        if self.skipped and self.report is not None:
+            self.report.set(skipped_sizes=self.skipped)
         total_wrong = 0
         for coll in self.plan.collectives:
             if self.s.size < coll.min_ranks:
@@ -266,7 +272,7 @@ class Engine:
                           dtype=dt, backend_op=self.b.ops.get(op), device=self.b.device)
                 if inexact := exact_reason(ctx) if plan.check else None:
                     self.out(f"# {coll.name} {dt.name} {op}: not checked, {inexact}")
-                for size in plan.sizes:
+                for size in self.sizes:
                     c = coll.counts(size // dt.size, dt.size, s.size)
                     if coll.empty(c):
                         self.out(f"# {format_size(size)} {dt.name}: skipped, less than one "
@@ -275,7 +281,7 @@ class Engine:
                     wrong_total += self._one_size(coll, dt, op, size, c, send_t, recv_t, ctx,
                                                   plan.check if not inexact else 0)
                     probe = (dt, op, size, c, send_t, recv_t, ctx)
-        if probe is not None and plan.probe_iters > 0:
+        if probe is not None and plan.probe_iters > 0 and self.probing:
             self._probe(coll, *probe)
         return int(s.comm.bcast(wrong_total, root=0))
 
