@@ -22,6 +22,7 @@ library itself holds: gloo's all_gather keeps a temporary copy of its whole outp
 """
 import argparse
 import json
+from dataclasses import replace
 import os
 import statistics
 import subprocess
@@ -91,7 +92,7 @@ class Case:
             self._bare = lambda n: bare_all_gather(dist, perf, rv, sv, n)
 
     def mpibench(self, iters, warmup):
-        self.plan.iters, self.plan.warmup = iters, warmup
+        self.engine.plan = replace(self.plan, iters=iters, warmup=warmup)     # the row's -n and -w
         seconds, _, _, _ = self.engine.measure(self.coll, self.send_t, self.recv_t, self.c,
                                              self.mode, self.ctx, 0)
         return seconds
