@@ -175,7 +175,6 @@ class Engine:
         # the sizes the buffers hold, and those dropped for lack of memory, over every run
         self.sizes: List[int] = list(plan.sizes)
         self.skipped: List[int] = []
-        self.probing = True     # run the per-host probe after each collective's sweep
         self.out: Callable[[str], None] = (lambda text: None) if quiet else session.out
         self.buffer_bytes = 0   # what this rank allocated for the sweep
         self.watch = session.watch
@@ -185,7 +184,6 @@ class Engine:
 
     def run(self, probe: bool = True) -> int:
         """The sweep; probe: with the per-host probe (a run's last trial)."""
-        self.probing = probe
         self.watch.arm("allocating buffers")
         bufs = allocate(self.s, self.b, self.plan, self.sizes, self.skipped, self.out)
         self.buffer_bytes = bufs.nbytes
@@ -200,7 +198,7 @@ class Engine:
                 asked = " or ".join(MODE_TEXT[m] for m in self.plan.modes)
                 self.out(f"# {coll.name}: skipped, no {asked} call ({self.b.missing_mode})")
                 continue
-            total_wrong += self.run_collective(coll, bufs)
+            total_wrong += self.run_collective(coll, bufs, probe)
         return total_wrong
 
     # ---- one bound call at a time, outside a sweep (check and the classic commands) ----
@@ -254,7 +252,8 @@ class Engine:
     def modes_run(self, coll: Collective) -> List[str]:
         return [m for m in self.plan.modes if m in self.b.modes(coll)]
 
-    def run_collective(self, coll: Collective, bufs: Buffers) -> int:
+    def run_collective(self, coll: Collective, bufs: Buffers, probe_hosts: bool = True) -> int:
+        """coll's rows over every type, op and size; then, with probe_hosts, the per-host probe."""
         plan, s = self.plan, self.s
         ops = plan.ops if coll.reduces else ["none"]
         if self.report is not None:
@@ -281,7 +280,7 @@ class Engine:
                     wrong_total += self._one_size(coll, dt, op, size, c, send_t, recv_t, ctx,
                                                   plan.check if not inexact else 0)
                     probe = (dt, op, size, c, send_t, recv_t, ctx)
-        if probe is not None and plan.probe_iters > 0 and self.probing:
+        if probe is not None and plan.probe_iters > 0 and probe_hosts:
             self._probe(coll, *probe)
         return int(s.comm.bcast(wrong_total, root=0))
 
