@@ -72,18 +72,15 @@ def cases(data):
 
 def falls(data):
     """[(fall per doubling, series, smaller, larger count)] of the bus bandwidth between successive
-    counts of every series, as bands.fall takes it over sizes >= 1 MiB: the largest is bands.TIER."""
+    counts of every series, as predict takes it (extrapolate.fall): the largest is bands.TIER."""
     out = []
     for dataset, coll, variant, files, g in series(data):
         named = [(str(p), reader.load(str(p), coll)) for p in files.values()]
         for pts in points(named, None, {coll}, None).values():
             tab, ns = extrapolate.table(pts), sorted({n for n, *_ in pts})
-            large = {k: v for k, v in tab.items() if k >= MIB}
-            bus = {k: {n: extrapolate.bus_bytes(coll, s, n) / t for n, (s, t) in v.items()}
-                   for k, v in large.items()}
             for a, b in zip(ns, ns[1:]):
-                if bands.fall(bus, a, b) is not None:
-                    out.append((bands.fall(bus, a, b), (dataset, coll, variant), a // g, b // g))
+                if (got := extrapolate.fall(coll, tab, a, b)) is not None:
+                    out.append((got, (dataset, coll, variant), a // g, b // g))
     return sorted(out)
 
 

@@ -61,7 +61,7 @@ def target_bytes(coll: str, dtype: str, key: int, n: int) -> float:
 
 
 def bus_bytes(coll: str, s: float, n: int) -> float:
-    return s * (REGISTRY[coll].busbw_factor(n) if coll in REGISTRY else 1.0)
+    return s * scaling.of(coll).busbw_factor(n)
 
 
 def fit(model: str, coll: str, backend: str, pts: Sequence[Point]) -> scaling.Fit:
@@ -75,6 +75,7 @@ def rows(f: scaling.Fit, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[f
     bands.Parts'; unchecked: two flat counts, no topology: each row's slow side reaches the largest
     input's bus bandwidth falling bands.TIER per doubling."""
     out = []
+    top = max(n for v in tab.values() for n in v)
     for key in keys:
         s = (sizes or {}).get(key) or target_bytes(coll, dtype, key, target)
         if not s:
@@ -86,12 +87,11 @@ def rows(f: scaling.Fit, coll: str, dtype: str, tab: Dict[int, Dict[int, Tuple[f
         flat = bands.flat(seen[largest][1], bus_bytes(coll, seen[largest][0], largest),
                           bus_bytes(coll, s, target)) if largest else None
         others = [x for x in (trend, flat) if x]
-        top = max(n for v in tab.values() for n in v)
-        far, fall, drop = log(target / top), 0.0, 0.0
+        far, allowed, drop = log(target / top), 0.0, 0.0
         if unchecked and flat and target > top:
-            fall = bands.TIER * log2(target / top)
-            drop = max(fall - log(t / flat), 0.0)
-        p = bands.parts(t, lo, hi, others, far, floor, drop, fall)
+            allowed = bands.TIER * log2(target / top)
+            drop = max(allowed - log(t / flat), 0.0)
+        p = bands.parts(t, lo, hi, others, far, floor, drop, allowed)
         lo, hi, declined = bands.interval(p, consts)
         why = None if known else "unseen"
         if declined and why is None:
@@ -152,12 +152,17 @@ class Group(NamedTuple):
         return [r for r in self.rows if r.parts.fall > 0]
 
 
-def flat_fall(coll: str, tab: Dict[int, Dict[int, Tuple[float, float]]], a: int, b: int) -> Optional[float]:
+def fall(coll: str, tab: Dict[int, Dict[int, Tuple[float, float]]], a: int, b: int) -> Optional[float]:
     """How the bus bandwidth falls per doubling from a to b ranks over the sizes >= 1 MiB (all
-    where none is), where that is below bands.FLAT: flat counts; else None."""
+    where none is); None where no size ran at both."""
     large = {k: v for k, v in tab.items() if k >= scaling.MIB} or tab
-    got = bands.fall({k: {n: bus_bytes(coll, s, n) / t for n, (s, t) in v.items() if t > 0}
-                      for k, v in large.items()}, a, b)
+    return bands.fall({k: {n: bus_bytes(coll, s, n) / t for n, (s, t) in v.items() if t > 0}
+                       for k, v in large.items()}, a, b)
+
+
+def flat_fall(coll: str, tab: Dict[int, Dict[int, Tuple[float, float]]], a: int, b: int) -> Optional[float]:
+    """fall() where it is below bands.FLAT (flat counts); else None."""
+    got = fall(coll, tab, a, b)
     return got if got is not None and got < bands.FLAT else None
 
 
@@ -170,20 +175,20 @@ def group(model: str, coll: str, backend: str, dtype: str, pts: Sequence[Point],
     f = fit(model, coll, backend, pts)
     tab, ns = table(pts), sorted({n for n, *_ in pts})
     check = held_out(model, coll, backend, dtype, pts, g, consts)
-    regime, fall = None, None
+    regime, flat_by = None, None
     if check and bands.regime_change(check.miss, check.rms):
         regime = (ns[-2], ns[-1])
         got = flat_rows(coll, dtype, tab, ns[-1], target, keys, check.miss, sizes, consts)
     else:
         # two flat counts show nothing of how the bus bandwidth falls beyond them
-        fall = flat_fall(coll, tab, *ns) if len(ns) == 2 and target > ns[-1] and tier is None else None
+        flat_by = flat_fall(coll, tab, *ns) if len(ns) == 2 and target > ns[-1] and tier is None else None
         got = rows(f, coll, dtype, tab, target, g, keys, sizes, consts, check.miss if check else 0.0,
-                   fall is not None)
+                   flat_by is not None)
         if scaling.of(coll).one_peer and target > ns[-1] and not check:
             got = [r._replace(why="same pair" if r.why in (None, "flat") else r.why) for r in got]
     if tier and target > ns[-1]:
         got = [r._replace(why=r.why or "tier") for r in got]
-    return Group(f, check, regime, got, fall)
+    return Group(f, check, regime, got, flat_by)
 
 
 def rescore(r: Row, consts: bands.Consts) -> Row:
